@@ -1,0 +1,226 @@
+//! Assembles a completion from streamed Chat Completions chunks (or from one
+//! non-streamed response): text deltas concatenated, tool calls merged by
+//! `index`, and the server's `usage`, llama.cpp `timings` and simulator
+//! timestamps kept as sent.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One tool call as assembled from its deltas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// What the first token-bearing chunk carried (the reference's TPOT
+/// denominator counts only what came after it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FirstChunk {
+    pub content_bytes: usize,
+    pub reasoning_bytes: usize,
+    pub tool_call: bool,
+}
+
+/// The assembled answer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Assembled {
+    pub content: String,
+    pub reasoning_content: String,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub finish_reason: Option<String>,
+    /// The server's `usage` object, verbatim.
+    pub usage: Option<Value>,
+    /// llama.cpp's `timings` object, verbatim.
+    pub timings: Option<Value>,
+    /// The embedded simulator's server-side timestamps, verbatim.
+    pub server_timestamps: Option<Value>,
+    pub first_chunk: Option<FirstChunk>,
+    /// An `error` object sent inside the stream.
+    pub stream_error: Option<String>,
+    /// Chunks that were not valid JSON (kept out of the answer, counted).
+    pub malformed_chunks: u32,
+}
+
+/// Accumulates chunks into an [`Assembled`].
+#[derive(Debug, Default)]
+pub struct CompletionAssembler {
+    out: Assembled,
+    calls: BTreeMap<u64, ToolCallRecord>,
+}
+
+impl CompletionAssembler {
+    /// Adds one `data:` payload; returns whether it carried a token (non-empty
+    /// content or reasoning, or any tool-call delta). Role-only and usage-only
+    /// chunks do not.
+    pub fn push_chunk(&mut self, data: &str) -> bool {
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            self.out.malformed_chunks += 1;
+            return false;
+        };
+        self.keep_extras(&chunk);
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return false;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.out.finish_reason = Some(reason.to_string());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return false;
+        };
+        let content = text(delta, &["content"]);
+        let reasoning = text(delta, &["reasoning_content", "reasoning"]);
+        let calls = delta.get("tool_calls").and_then(Value::as_array);
+        let has_call = calls.is_some_and(|c| !c.is_empty());
+        let bearing = !content.is_empty() || !reasoning.is_empty() || has_call;
+        if bearing && self.out.first_chunk.is_none() {
+            self.out.first_chunk = Some(FirstChunk {
+                content_bytes: content.len(),
+                reasoning_bytes: reasoning.len(),
+                tool_call: has_call,
+            });
+        }
+        self.out.content.push_str(content);
+        self.out.reasoning_content.push_str(reasoning);
+        for call in calls.into_iter().flatten() {
+            self.merge_call(call);
+        }
+        bearing
+    }
+
+    /// Takes a whole non-streamed `chat.completion` response.
+    pub fn push_response(&mut self, body: &Value) {
+        self.keep_extras(body);
+        let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
+            return;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.out.finish_reason = Some(reason.to_string());
+        }
+        if let Some(message) = choice.get("message") {
+            self.out.content = text(message, &["content"]).to_string();
+            self.out.reasoning_content =
+                text(message, &["reasoning_content", "reasoning"]).to_string();
+            let calls = message.get("tool_calls").and_then(Value::as_array);
+            for (i, call) in calls.into_iter().flatten().enumerate() {
+                let mut call = call.clone();
+                if call.get("index").is_none() {
+                    call["index"] = Value::from(i);
+                }
+                self.merge_call(&call);
+            }
+        }
+    }
+
+    /// The assembled answer.
+    pub fn finish(mut self) -> Assembled {
+        self.out.tool_calls = self.calls.into_values().collect();
+        self.out
+    }
+
+    fn keep_extras(&mut self, chunk: &Value) {
+        if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
+            self.out.usage = Some(u.clone());
+        }
+        if let Some(t) = chunk.get("timings").filter(|t| !t.is_null()) {
+            self.out.timings = Some(t.clone());
+        }
+        if let Some(s) = chunk.get("agentload_sim").filter(|s| !s.is_null()) {
+            self.out.server_timestamps = Some(s.clone());
+        }
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            let message = e.get("message").and_then(Value::as_str);
+            self.out.stream_error = Some(message.map_or_else(|| e.to_string(), str::to_string));
+        }
+    }
+
+    fn merge_call(&mut self, delta: &Value) {
+        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = delta.get("id").and_then(Value::as_str) {
+            call.id = id.to_string();
+        }
+        if let Some(f) = delta.get("function") {
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                call.name.push_str(name);
+            }
+            match f.get("arguments") {
+                Some(Value::String(s)) => call.arguments.push_str(s),
+                Some(Value::Null) | None => {}
+                Some(other) => call.arguments.push_str(&other.to_string()),
+            }
+        }
+    }
+}
+
+fn text<'a>(v: &'a Value, keys: &[&str]) -> &'a str {
+    keys.iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_only_and_usage_chunks_bear_no_token() {
+        let mut a = CompletionAssembler::default();
+        assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#));
+        assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#));
+        assert!(!a.push_chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#));
+        assert!(a.push_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#));
+        assert!(a.push_chunk(r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#));
+        let out = a.finish();
+        assert_eq!(out.content, "ok");
+        assert_eq!(out.reasoning_content, "hm");
+        assert_eq!(out.usage.unwrap()["completion_tokens"], 2);
+        assert_eq!(out.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(out.first_chunk.unwrap().reasoning_bytes, 2);
+    }
+
+    #[test]
+    fn tool_calls_merge_by_index() {
+        let mut a = CompletionAssembler::default();
+        let chunks = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"bash","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"ls\"}"}}]}}]}"#,
+        ];
+        for c in chunks {
+            assert!(a.push_chunk(c));
+        }
+        let out = a.finish();
+        assert_eq!(out.tool_calls.len(), 2);
+        assert_eq!(out.tool_calls[0].arguments, r#"{"command": "ls"}"#);
+        assert_eq!(out.tool_calls[1].name, "ls");
+        assert!(out.first_chunk.unwrap().tool_call);
+    }
+
+    #[test]
+    fn malformed_chunks_are_counted_and_errors_kept() {
+        let mut a = CompletionAssembler::default();
+        assert!(!a.push_chunk("{not json"));
+        a.push_chunk(r#"{"error":{"message":"boom","code":500}}"#);
+        let out = a.finish();
+        assert_eq!(out.malformed_chunks, 1);
+        assert_eq!(out.stream_error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn non_streamed_response() {
+        let mut a = CompletionAssembler::default();
+        a.push_response(&serde_json::json!({
+            "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        }));
+        let out = a.finish();
+        assert_eq!(out.tool_calls[0].name, "f");
+        assert_eq!(out.content, "");
+        assert_eq!(out.finish_reason.as_deref(), Some("tool_calls"));
+    }
+}

@@ -1,0 +1,130 @@
+//! An incremental Server-Sent Events parser (the WHATWG event-stream rules
+//! that matter for Chat Completions): `\n`, `\r\n` and `\r` line ends, even
+//! split across reads; comment lines; multi-line `data`; a final event
+//! without a trailing blank line.
+
+/// One dispatched event's data (lines joined with `\n`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub data: String,
+}
+
+impl SseEvent {
+    /// Whether this is the OpenAI end-of-stream marker.
+    pub fn is_done(&self) -> bool {
+        self.data.trim() == "[DONE]"
+    }
+}
+
+/// Feeds bytes in, gets events out.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    data: Vec<String>,
+    has_data: bool,
+    /// The previous byte was a `\r`: a `\n` right after it ends no new line.
+    after_cr: bool,
+}
+
+impl SseParser {
+    /// Parses `bytes`, appending completed events to `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        for &b in bytes {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    self.end_line(out);
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(b);
+                }
+            }
+        }
+    }
+
+    /// Ends the stream: an event still being built is dispatched.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.line.is_empty() {
+            self.end_line(out);
+        }
+        self.dispatch(out);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line[0] == b':' {
+            return; // comment
+        }
+        let (field, value) = match line.iter().position(|&c| c == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (&line[..], &[][..]),
+        };
+        if field == b"data" {
+            self.data.push(String::from_utf8_lossy(value).into_owned());
+            self.has_data = true;
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if self.has_data {
+            out.push(SseEvent {
+                data: self.data.join("\n"),
+            });
+        }
+        self.data.clear();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in_pieces(input: &[u8], piece: usize) -> Vec<String> {
+        let mut p = SseParser::default();
+        let mut out = Vec::new();
+        for chunk in input.chunks(piece) {
+            p.feed(chunk, &mut out);
+        }
+        p.finish(&mut out);
+        out.into_iter().map(|e| e.data).collect()
+    }
+
+    #[test]
+    fn lf_crlf_and_cr_line_ends_in_any_split() {
+        let input = b": keep-alive\r\ndata: {\"a\":1}\r\n\r\ndata:{\"b\":2}\n\ndata: x\rdata: y\r\rdata: [DONE]\n\n";
+        for piece in 1..input.len() {
+            assert_eq!(
+                parse_in_pieces(input, piece),
+                vec!["{\"a\":1}", "{\"b\":2}", "x\ny", "[DONE]"],
+                "split every {piece} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn comments_and_other_fields_are_ignored() {
+        let input = b"event: message\nid: 7\n: note\ndata: hi\nretry: 10\n\n: only a comment\n\n";
+        assert_eq!(parse_in_pieces(input, 5), vec!["hi"]);
+    }
+
+    #[test]
+    fn trailing_event_without_blank_line_is_kept() {
+        assert_eq!(parse_in_pieces(b"data: last", 3), vec!["last"]);
+        assert!(SseEvent { data: " [DONE] ".into() }.is_done());
+    }
+
+    #[test]
+    fn empty_data_line_is_an_event() {
+        assert_eq!(parse_in_pieces(b"data\n\n", 1), vec![""]);
+    }
+}

@@ -1,0 +1,24 @@
+//! agentload: a benchmark harness for agentic LLM inference.
+//!
+//! The host owns time and I/O; workloads and scorers are sandboxed
+//! WebAssembly components behind the WIT contract in `wit/`.
+//!
+//! - [`client`]: the HTTP/SSE client; **every timestamp is taken there**.
+//! - [`runner`]: scheduling sessions, driving workload plugins, recording turns.
+//! - [`plugin`]: the wasmtime plugin host and its sandbox.
+//! - [`metrics`]: latency and length statistics as the reference reports them.
+//! - [`results`]: result files.
+//! - [`run`]: one configured run, end to end.
+
+pub mod client;
+pub mod clock;
+pub mod config;
+pub mod data;
+pub mod log;
+pub mod metrics;
+pub mod plugin;
+pub mod plugins;
+pub mod results;
+pub mod run;
+pub mod runner;
+pub mod tokens;

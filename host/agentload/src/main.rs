@@ -1,0 +1,211 @@
+//! The `agentload` command line.
+
+use agentload::config::RunConfig;
+use agentload::run::{run, Overrides};
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "agentload", version, about = "Benchmark harness for agentic LLM inference")]
+struct Cli {
+    /// Show plugin debug logs.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a benchmark config against an endpoint.
+    Run {
+        /// The run config (TOML).
+        config: PathBuf,
+        /// Base URL of the server (overrides `endpoint.url`).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Output directory (overrides `report_dir`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Which phases to run.
+        #[arg(long, value_enum, default_value_t = Mode::Perf)]
+        mode: Mode,
+        /// Exit non-zero unless every expected turn completed.
+        #[arg(long)]
+        require_valid: bool,
+    },
+    /// Serve the simulated OpenAI-compatible endpoint until stopped.
+    Sim(SimArgs),
+    /// Run the edge performance config against the in-process simulator.
+    Demo {
+        /// Output directory.
+        #[arg(long, default_value = "results/demo")]
+        out: PathBuf,
+        /// Simulated time scale (1.0 = real llama.cpp-like speeds).
+        #[arg(long, default_value_t = 0.001)]
+        time_scale: f64,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    Perf,
+    Accuracy,
+    Both,
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// What the assistant answers.
+    #[arg(long, value_enum, default_value_t = ResponderKind::Echo)]
+    responder: ResponderKind,
+    /// Trajectory dataset for `oracle`.
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    /// Canned completions for `script`.
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// Probability that `oracle` perturbs a turn's tool calls.
+    #[arg(long, default_value_t = 0.0)]
+    error_rate: f64,
+    /// Seed of the perturbation draws.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Prefill rate, tokens per second.
+    #[arg(long, default_value_t = 1000.0)]
+    prefill_tps: f64,
+    /// Decode rate, tokens per second.
+    #[arg(long, default_value_t = 50.0)]
+    decode_tps: f64,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 32768)]
+    ctx_size: u32,
+    /// Multiplies every simulated duration.
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ResponderKind {
+    Echo,
+    Oracle,
+    Script,
+}
+
+/// The demo runs the shipped edge config.
+const EDGE_CONFIG: &str = include_str!("../../../configs/edge-full-run.toml");
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    agentload::log::set_verbose(cli.verbose);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(dispatch(cli.command))
+}
+
+async fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::Run {
+            config,
+            endpoint,
+            out,
+            mode,
+            require_valid,
+        } => {
+            if mode != Mode::Perf {
+                anyhow::bail!("--mode accuracy/both needs the BFCL accuracy phase, which this build does not have yet");
+            }
+            let cfg = RunConfig::load(&config)?;
+            let result = run(
+                cfg,
+                &Overrides {
+                    endpoint,
+                    out,
+                    quiet: false,
+                },
+            )
+            .await?;
+            println!("results in {}", result.out.display());
+            if require_valid && !result.valid {
+                anyhow::bail!("run invalid: {} expected turns missing", result.missing);
+            }
+            Ok(())
+        }
+        Command::Sim(args) => serve_sim(args).await,
+        Command::Demo { out, time_scale } => demo(out, time_scale).await,
+    }
+}
+
+fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
+    use agentload_sim::ResponderConfig;
+    let responder = match args.responder {
+        ResponderKind::Echo => ResponderConfig::Echo,
+        ResponderKind::Oracle => ResponderConfig::Oracle {
+            dataset: args.dataset.clone().context("--responder oracle needs --dataset FILE")?,
+            error_rate: args.error_rate,
+            seed: args.seed,
+        },
+        ResponderKind::Script => ResponderConfig::Script {
+            path: args.script.clone().context("--responder script needs --script FILE")?,
+        },
+    };
+    Ok(agentload_sim::SimConfig {
+        prefill_tokens_per_s: args.prefill_tps,
+        decode_tokens_per_s: args.decode_tps,
+        ctx_size: args.ctx_size,
+        time_scale: args.time_scale,
+        responder,
+        ..Default::default()
+    })
+}
+
+async fn serve_sim(args: SimArgs) -> Result<()> {
+    let config = sim_config(&args)?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
+    let sim = agentload_sim::start(config, Arc::new(agentload_sim::ApproxTokenCounter), addr).await?;
+    println!("{}", sim.url());
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    sim.shutdown().await;
+    Ok(())
+}
+
+async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
+    let config = RunConfig::parse(std::path::Path::new("configs/edge-full-run.toml"), EDGE_CONFIG)?;
+    let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
+    let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
+    let sim = agentload_sim::start(
+        agentload_sim::SimConfig {
+            time_scale,
+            responder: agentload_sim::ResponderConfig::Oracle {
+                dataset: dataset.path.clone(),
+                error_rate: 0.0,
+                seed: 0,
+            },
+            ..Default::default()
+        },
+        Arc::new(agentload_sim::ApproxTokenCounter),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await?;
+    eprintln!("simulator (oracle responder, time scale {time_scale}) at {}", sim.url());
+    let result = run(
+        config,
+        &Overrides {
+            endpoint: Some(sim.url()),
+            out: Some(out),
+            quiet: false,
+        },
+    )
+    .await;
+    sim.shutdown().await;
+    let result = result?;
+    println!("results in {}", result.out.display());
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! Statistics as the reference reports them: exact order statistics with the
+//! "lower" percentile method on the reference's grid, MLPerf early-stopping
+//! estimates, and the `result_summary.json` series objects.
+
+mod early_stopping;
+mod live;
+mod series;
+
+pub use early_stopping::early_stopping_index;
+pub use live::LiveStats;
+pub use series::{lower_percentile, Series, PERCENTILE_GRID};

@@ -1,0 +1,62 @@
+//! Host-side bindings generated from the WIT contract in `wit/`.
+//!
+//! Both worlds share the `types` and `host` interfaces; the scorer bindings
+//! reuse the workload bindings' Rust types so records flow between them.
+
+/// Bindings for the `workload-plugin` world (and the shared interfaces).
+pub mod workload {
+    wasmtime::component::bindgen!({
+        path: "../../wit/agentload-plugin@0.1.0",
+        world: "workload-plugin",
+    });
+}
+
+/// Bindings for the `scorer-plugin` world.
+pub mod scorer {
+    wasmtime::component::bindgen!({
+        path: "../../wit/agentload-plugin@0.1.0",
+        world: "scorer-plugin",
+        with: {
+            "agentload:plugin/types": super::workload::agentload::plugin::types,
+            "agentload:plugin/host": super::workload::agentload::plugin::host,
+        },
+    });
+}
+
+pub use workload::agentload::plugin::types;
+pub use workload::exports::agentload::plugin::workload::SessionPlan;
+pub use scorer::exports::agentload::plugin::scorer::{Report, ScoredItem, Verdict};
+
+use super::sandbox::StoreState;
+use workload::agentload::plugin::host::{Host, LogLevel};
+
+impl Host for StoreState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        let level = match level {
+            LogLevel::Trace | LogLevel::Debug => {
+                if !crate::log::verbose() {
+                    return;
+                }
+                "debug"
+            }
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        };
+        crate::log::line(&format!("[plugin {}] {level}: {message}", self.plugin_name));
+    }
+}
+
+/// A one-line description of a plugin's typed error.
+pub fn error_text(error: &types::PluginError) -> String {
+    use types::PluginError;
+    match error {
+            PluginError::InvalidConfig(m) => format!("invalid config: {m}"),
+            PluginError::InvalidData(e) if e.line > 0 => {
+                format!("invalid data: {}:{}: {}", e.file, e.line, e.message)
+            }
+            PluginError::InvalidData(e) => format!("invalid data: {}: {}", e.file, e.message),
+            PluginError::InvalidInput(m) => format!("invalid input: {m}"),
+            PluginError::Internal(m) => format!("internal error: {m}"),
+        }
+}

@@ -1,0 +1,92 @@
+//! The plugin host: loads WebAssembly components with wasmtime and runs them
+//! sandboxed, with a memory cap and a CPU-time limit on every call.
+//!
+//! Plugins see only what the WIT contract (`wit/`) passes them; WASI is linked
+//! with no files, sockets, environment, clock or entropy (see [`sandbox`]).
+
+mod bindings;
+mod engine;
+mod instance;
+mod sandbox;
+mod scorer;
+mod workload;
+
+pub use bindings::types;
+pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
+pub use engine::{LoadedComponent, PluginEngine};
+pub use instance::Limits;
+pub use scorer::ScorerPlugin;
+pub use workload::WorkloadPlugin;
+
+use std::path::PathBuf;
+
+/// Why a plugin could not be loaded or a call into it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginFailure {
+    /// The wasmtime engine could not be set up.
+    #[error("plugin engine: {0}")]
+    Engine(String),
+    /// The component could not be read or compiled.
+    #[error("cannot load plugin {}: {reason}", path.display())]
+    Load { path: PathBuf, reason: String },
+    /// The component does not implement the expected world.
+    #[error("plugin {plugin}: not a valid {world} component: {reason}")]
+    Instantiate {
+        plugin: String,
+        world: &'static str,
+        reason: String,
+    },
+    /// A call ran past its CPU-time limit and was interrupted.
+    #[error("plugin {plugin}: `{call}` exceeded its time limit of {limit_ms} ms and was stopped")]
+    TimeLimit {
+        plugin: String,
+        call: &'static str,
+        limit_ms: u64,
+    },
+    /// A call tried to grow memory past the cap.
+    #[error("plugin {plugin}: `{call}` exceeded its memory limit of {limit_mib} MiB and was stopped")]
+    MemoryLimit {
+        plugin: String,
+        call: &'static str,
+        limit_mib: u64,
+    },
+    /// The guest trapped (a panic, an unreachable, a bad access).
+    #[error("plugin {plugin}: `{call}` trapped: {trap}")]
+    Trap {
+        plugin: String,
+        call: &'static str,
+        trap: String,
+    },
+    /// The plugin reported a typed error.
+    #[error("plugin {plugin}: `{call}` failed: {}", bindings::error_text(error))]
+    Reported {
+        plugin: String,
+        call: &'static str,
+        error: types::PluginError,
+    },
+}
+
+impl PluginFailure {
+    /// Whether the instance is unusable after this failure (it trapped).
+    pub fn poisons_instance(&self) -> bool {
+        matches!(
+            self,
+            Self::TimeLimit { .. } | Self::MemoryLimit { .. } | Self::Trap { .. }
+        )
+    }
+}
+
+/// Identity of a loaded plugin, recorded in every result file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PluginIdentity {
+    /// Name the plugin reports.
+    pub name: String,
+    /// Version the plugin reports.
+    pub version: String,
+    /// `workload` or `scorer`.
+    pub kind: String,
+    /// `sha256:<hex>` of the component bytes.
+    pub digest: String,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+}

@@ -1,0 +1,99 @@
+//! A scorer plugin: every scoring pass runs in a fresh instance, so verdicts
+//! depend only on the items given (no state survives between passes).
+
+use super::bindings::scorer::ScorerPluginPre;
+use super::bindings::{Report, ScoredItem, Verdict};
+use super::engine::{LoadedComponent, PluginEngine};
+use super::instance::{Limits, Sandboxed};
+use super::types::{PluginConfig, PluginKind};
+use super::{PluginFailure, PluginIdentity};
+use std::sync::Arc;
+
+/// A loaded scorer plugin.
+pub struct ScorerPlugin {
+    engine: Arc<PluginEngine>,
+    pre: ScorerPluginPre<super::sandbox::StoreState>,
+    limits: Limits,
+    identity: PluginIdentity,
+}
+
+/// Verdicts and report of one scoring pass.
+pub struct Scored {
+    pub verdicts: Vec<Verdict>,
+    pub report: Report,
+}
+
+impl ScorerPlugin {
+    /// Links `loaded` as a `scorer-plugin` and asks it to describe itself.
+    pub fn new(
+        engine: Arc<PluginEngine>,
+        loaded: &LoadedComponent,
+        limits: Limits,
+    ) -> Result<Self, PluginFailure> {
+        let label = loaded
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scorer".into());
+        let invalid = |reason: String| PluginFailure::Instantiate {
+            plugin: label.clone(),
+            world: "scorer-plugin",
+            reason,
+        };
+        let pre = engine
+            .linker()
+            .instantiate_pre(&loaded.component)
+            .map_err(|e| invalid(format!("{e:#}")))?;
+        let pre = ScorerPluginPre::new(pre).map_err(|e| invalid(format!("{e:#}")))?;
+        let mut sandbox = Sandboxed::new(&engine, &label, limits);
+        let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
+        let info = sandbox.call("describe", |store| {
+            bindings.agentload_plugin_scorer().call_describe(store)
+        })?;
+        if info.kind != PluginKind::Scorer {
+            return Err(invalid(format!("`{}` describes itself as a workload", info.name)));
+        }
+        let identity = PluginIdentity {
+            name: info.name,
+            version: info.version,
+            kind: "scorer".into(),
+            digest: loaded.digest.clone(),
+            path: loaded.path.clone(),
+        };
+        Ok(Self {
+            engine,
+            pre,
+            limits,
+            identity,
+        })
+    }
+
+    /// Name, version and digest.
+    pub fn identity(&self) -> &PluginIdentity {
+        &self.identity
+    }
+
+    /// Scores `items` and aggregates them, in one fresh instance.
+    pub fn score(&self, config: &PluginConfig, items: &[ScoredItem]) -> Result<Scored, PluginFailure> {
+        let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
+        let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
+        let scorer = b.agentload_plugin_scorer();
+        sandbox.call_result("configure", |store| scorer.call_configure(store, config))?;
+        let verdicts = sandbox.call_result("score", |store| scorer.call_score(store, items))?;
+        if verdicts.len() != items.len() {
+            return Err(PluginFailure::Reported {
+                plugin: self.identity.name.clone(),
+                call: "score",
+                error: super::types::PluginError::Internal(format!(
+                    "returned {} verdicts for {} items",
+                    verdicts.len(),
+                    items.len()
+                )),
+            });
+        }
+        let report = sandbox.call_result("aggregate", |store| {
+            scorer.call_aggregate(store, items, &verdicts)
+        })?;
+        Ok(Scored { verdicts, report })
+    }
+}

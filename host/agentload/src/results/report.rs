@@ -1,0 +1,77 @@
+//! `report.txt`: the run in a few lines a person reads first.
+
+use super::summary::PerformanceSummary;
+use crate::metrics::Series;
+use std::fmt::Write;
+
+fn ms(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+fn row(out: &mut String, name: &str, s: &Option<Series>, unit_ms: bool) {
+    let Some(s) = s else {
+        let _ = writeln!(out, "{name:<22} n/a");
+        return;
+    };
+    let f = |v: u64| if unit_ms { ms(v) } else { v.to_string() };
+    let p = |k: &str| s.percentiles[k].as_u64().map_or("-".into(), f);
+    let _ = writeln!(
+        out,
+        "{name:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        p("50.0"),
+        p("90.0"),
+        p("99.0"),
+        f(s.max),
+        format!("{:.2}", if unit_ms { s.avg / 1e6 } else { s.avg })
+    );
+}
+
+/// Renders the human-readable report.
+pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "agentload {} performance report", summary.version);
+    let m = &summary.agentload.manifest;
+    let _ = writeln!(out, "endpoint {}  model {}", m.endpoint, m.model);
+    for p in &m.plugins {
+        let _ = writeln!(out, "{} {}@{} {}", p.kind, p.name, p.version, p.digest);
+    }
+    let _ = writeln!(
+        out,
+        "turns: issued {}  completed {}  failed {}  aborted {}   duration {:.1} s",
+        summary.n_samples_issued,
+        summary.n_samples_completed,
+        summary.n_samples_failed,
+        summary.agentload.n_samples_aborted,
+        summary.duration_ns as f64 / 1e9
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "", "p50", "p90", "p99", "max", "mean"
+    );
+    row(&mut out, "TTFT (ms)", &summary.ttft, true);
+    row(&mut out, "TPOT ref (ms)", &summary.tpot, true);
+    row(&mut out, "TPOT decode (ms)", &summary.agentload.tpot_decode, true);
+    row(&mut out, "latency (ms)", &summary.latency, true);
+    row(&mut out, "ISL (tokens)", &summary.input_sequence_lengths, false);
+    row(&mut out, "OSL (tokens)", &summary.output_sequence_lengths, false);
+    let _ = writeln!(
+        out,
+        "\nqps {:.3}  output tokens/s {:.1}  token counts from {}",
+        summary.qps, summary.tps, summary.agentload.token_count_source
+    );
+    if let Some(t) = &summary.agentload.timing_error {
+        let s = &t.ttft_minus_server_ns;
+        let _ = writeln!(
+            out,
+            "harness TTFT - server first token: p50 {} us  p99 {} us",
+            s.percentiles["50.0"].as_u64().unwrap_or(0) / 1000,
+            s.percentiles["99.0"].as_u64().unwrap_or(0) / 1000
+        );
+    }
+    if let Some(line) = score_line {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}

@@ -1,0 +1,170 @@
+//! Simulator configuration.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::SimError;
+
+/// Configuration of the simulated endpoint. Every field has a default, so `{}` is a valid config.
+///
+/// Durations follow a llama.cpp-like single-slot model: prefill of the uncached prompt tokens at
+/// `prefill_tokens_per_s`, then one token every `1 / decode_tokens_per_s`, all multiplied by
+/// `time_scale`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Model id reported by `/v1/models`, and in answers when the request names none.
+    pub model: String,
+    /// Prompt processing rate, tokens per second (default 1000).
+    pub prefill_tokens_per_s: f64,
+    /// Generation rate, tokens per second (default 50).
+    pub decode_tokens_per_s: f64,
+    /// Context size of the single slot, in tokens (default 32768).
+    pub ctx_size: u32,
+    /// Multiplies every simulated duration (default 1; 0.01 runs 100 times faster).
+    pub time_scale: f64,
+    /// Fixed extra time before the first token, in milliseconds (default 0; scaled too).
+    pub first_token_overhead_ms: f64,
+    /// What the assistant answers (default: echo).
+    pub responder: ResponderConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            model: "agentload-sim".to_owned(),
+            prefill_tokens_per_s: 1000.0,
+            decode_tokens_per_s: 50.0,
+            ctx_size: 32768,
+            time_scale: 1.0,
+            first_token_overhead_ms: 0.0,
+            responder: ResponderConfig::Echo,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Checks value ranges; [`crate::start`] calls it.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let invalid = |field, reason: &str| {
+            Err(SimError::InvalidConfig {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        if !(self.prefill_tokens_per_s.is_finite() && self.prefill_tokens_per_s > 0.0) {
+            return invalid("prefill_tokens_per_s", "must be a positive number");
+        }
+        if !(self.decode_tokens_per_s.is_finite() && self.decode_tokens_per_s > 0.0) {
+            return invalid("decode_tokens_per_s", "must be a positive number");
+        }
+        if self.ctx_size == 0 {
+            return invalid("ctx_size", "must be at least 1");
+        }
+        if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
+            return invalid("time_scale", "must be a non-negative number");
+        }
+        if !(self.first_token_overhead_ms.is_finite() && self.first_token_overhead_ms >= 0.0) {
+            return invalid("first_token_overhead_ms", "must be a non-negative number");
+        }
+        if let ResponderConfig::Oracle { error_rate, .. } = self.responder {
+            if !(0.0..=1.0).contains(&error_rate) {
+                return invalid("responder.error_rate", "must be within [0, 1]");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which responder produces the assistant's answers; tagged by `kind`
+/// (`{"kind": "oracle", "dataset": "…"}`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ResponderConfig {
+    /// Answers with the last user message's content (or the last message's), truncated to the
+    /// token limit.
+    #[default]
+    Echo,
+    /// Replays the recorded next assistant row of an agentic trajectory dataset (JSONL rows
+    /// `{conversation_id, turn, role, …}`), keyed by the `X-Session-ID` header.
+    Oracle {
+        /// The dataset file.
+        dataset: PathBuf,
+        /// Probability in `[0, 1]` of perturbing a turn's tool calls (default 0).
+        #[serde(default)]
+        error_rate: f64,
+        /// Seed of the per-(session, turn) perturbation draw (default 0).
+        #[serde(default)]
+        seed: u64,
+    },
+    /// Canned completions from a JSONL script keyed by `X-Session-ID` and the 1-based index of
+    /// that session's request.
+    Script {
+        /// The script file.
+        path: PathBuf,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_gets_defaults() {
+        let c: SimConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c, SimConfig::default());
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        assert!(serde_json::from_str::<SimConfig>(r#"{"decode_rate": 3}"#).is_err());
+        assert!(serde_json::from_str::<SimConfig>(
+            r#"{"responder": {"kind": "script", "path": "x", "typo": 1}}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn responder_variants_parse() {
+        let c: SimConfig = serde_json::from_str(
+            r#"{"time_scale": 0.5, "responder": {"kind": "oracle", "dataset": "d.jsonl", "error_rate": 0.25, "seed": 7}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.responder,
+            ResponderConfig::Oracle {
+                dataset: "d.jsonl".into(),
+                error_rate: 0.25,
+                seed: 7
+            }
+        );
+        let c: SimConfig = serde_json::from_str(r#"{"responder": {"kind": "echo"}}"#).unwrap();
+        assert_eq!(c.responder, ResponderConfig::Echo);
+    }
+
+    #[test]
+    fn validation_rejects_bad_values() {
+        let bad = SimConfig {
+            decode_tokens_per_s: 0.0,
+            ..SimConfig::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(SimError::InvalidConfig {
+                field: "decode_tokens_per_s",
+                ..
+            })
+        ));
+        let bad = SimConfig {
+            responder: ResponderConfig::Oracle {
+                dataset: "d".into(),
+                error_rate: 1.5,
+                seed: 0,
+            },
+            ..SimConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

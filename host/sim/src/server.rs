@@ -1,0 +1,332 @@
+//! The HTTP server: listening, routing, and answering chat completions on the single slot.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Mutex};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::api_error::ApiError;
+use crate::body::SimBody;
+use crate::generate::{Job, Slot};
+use crate::prompt::ChatRequest;
+use crate::responder::{self, Responder};
+use crate::rng::SplitMix64;
+use crate::stream::ChunkMeta;
+use crate::timing::{reusable_tokens, shared_prefix_tokens, TimingModel};
+use crate::tokens::TokenCounter;
+use crate::{SimConfig, SimError};
+
+/// Largest request body accepted.
+const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// Frames buffered between the generation task and the connection.
+const STREAM_BUFFER: usize = 64;
+
+/// Shared by all connections.
+struct State {
+    model: String,
+    ctx_size: u32,
+    timing: TimingModel,
+    counter: Arc<dyn TokenCounter>,
+    responder: Box<dyn Responder>,
+    slot: Arc<Mutex<Slot>>,
+    served: Arc<AtomicU64>,
+    requests: AtomicU64,
+    id_seed: u64,
+}
+
+/// A running simulator. Dropping it also stops the server (gracefully, like
+/// [`SimHandle::shutdown`], but without waiting).
+#[derive(Debug)]
+pub struct SimHandle {
+    addr: SocketAddr,
+    served: Arc<AtomicU64>,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<()>,
+}
+
+impl SimHandle {
+    /// The bound address (with the actual port when port 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Base URL, e.g. `http://127.0.0.1:43125` (append `/v1/chat/completions`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Chat completion requests answered so far: completed answers and error answers (a stream
+    /// counts when its closing events are sent; one the client abandoned does not count).
+    pub fn requests_served(&self) -> u64 {
+        self.served.load(Ordering::SeqCst)
+    }
+
+    /// Stops accepting connections, lets in-flight requests (streams included) finish, closes
+    /// idle connections, and returns when every connection is done.
+    pub async fn shutdown(self) {
+        // Fails only if the server task already ended.
+        let _ = self.stop.send(true);
+        // A panicked server task has nothing left to wait for.
+        let _ = self.server.await;
+    }
+}
+
+/// Starts the simulator on `addr` (port 0 picks a free port): loads the responder's input,
+/// binds, and serves until [`SimHandle::shutdown`].
+///
+/// Endpoints: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models` (also
+/// `/models`), `GET /health`; anything else is a 404 with a JSON error.
+pub async fn start(
+    config: SimConfig,
+    counter: Arc<dyn TokenCounter>,
+    addr: SocketAddr,
+) -> Result<SimHandle, SimError> {
+    config.validate()?;
+    let responder = responder::build(&config.responder).await?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let served = Arc::new(AtomicU64::new(0));
+    let id_seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let state = Arc::new(State {
+        model: config.model.clone(),
+        ctx_size: config.ctx_size,
+        timing: TimingModel::new(&config),
+        counter,
+        responder,
+        slot: Arc::new(Mutex::new(Slot::default())),
+        served: Arc::clone(&served),
+        requests: AtomicU64::new(0),
+        id_seed,
+    });
+    let (stop, stopped) = watch::channel(false);
+    let server = tokio::spawn(accept_loop(listener, state, stopped));
+    Ok(SimHandle {
+        addr,
+        served,
+        stop,
+        server,
+    })
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watch::Receiver<bool>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            // A value or a dropped handle both mean stop.
+            _ = stopped.changed() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                // Accept errors (e.g. too many open files) are per connection; keep serving.
+                if let Ok((stream, _)) = accepted {
+                    connections.spawn(serve_connection(stream, Arc::clone(&state), stopped.clone()));
+                }
+            }
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    // Token chunks are small writes that must leave at once.
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |request| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(route(state, request).await) }
+    });
+    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    // Connection errors (client resets) end this connection only.
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = stopped.changed() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+fn json_response(status: u16, body: &Value) -> Response<SimBody> {
+    let mut response = Response::new(SimBody::full(body.to_string()));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    response
+}
+
+fn error_response(error: &ApiError) -> Response<SimBody> {
+    json_response(error.status, &error.body())
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBody> {
+    let received = Instant::now();
+    match (request.method(), request.uri().path()) {
+        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
+            match chat(&state, request, received).await {
+                Ok(response) => response,
+                Err(error) => {
+                    state.served.fetch_add(1, Ordering::SeqCst);
+                    error_response(&error)
+                }
+            }
+        }
+        (&Method::GET, "/v1/models" | "/models") => json_response(
+            200,
+            &json!({
+                "object": "list",
+                "data": [{
+                    "id": state.model,
+                    "object": "model",
+                    "created": unix_now(),
+                    "owned_by": "llamacpp",
+                    "meta": { "n_ctx": state.ctx_size },
+                }],
+            }),
+        ),
+        (&Method::GET, "/health") => json_response(200, &json!({ "status": "ok" })),
+        _ => error_response(&ApiError::with_status(404, "File Not Found")),
+    }
+}
+
+/// Answers one chat completion. Errors (including the context-size check, made once the slot
+/// is held, as llama.cpp does) are answered before any streaming starts.
+async fn chat(
+    state: &Arc<State>,
+    request: Request<Incoming>,
+    received: Instant,
+) -> Result<Response<SimBody>, ApiError> {
+    let session = request
+        .headers()
+        .get("x-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = Limited::new(request.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+        .map_err(|e| ApiError::invalid_request(format!("cannot read body: {e}")))?
+        .to_bytes();
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::invalid_request(format!("invalid JSON body: {e}")))?;
+    let chat = ChatRequest::parse(&body)?;
+    let n = state.requests.fetch_add(1, Ordering::Relaxed);
+    let mut ids = SplitMix64::new(state.id_seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let answer = match state.responder.answer(&chat, session.as_deref(), &mut ids) {
+        Ok(answer) => answer,
+        Err(rejection) => {
+            tokio::time::sleep(rejection.stall).await;
+            return Err(rejection.error);
+        }
+    };
+    let prompt = chat.render();
+
+    let wait = Instant::now();
+    let mut slot = Arc::clone(&state.slot).lock_owned().await;
+    let queued = wait.elapsed();
+
+    let (n_prompt, n_cached) = if chat.cache_prompt {
+        let pieces = state.counter.split(&prompt);
+        let n_prompt = u32::try_from(pieces.len()).unwrap_or(u32::MAX);
+        let shared = shared_prefix_tokens(&slot.memory, &pieces);
+        (n_prompt, reusable_tokens(shared, n_prompt))
+    } else {
+        (state.counter.count(&prompt), 0)
+    };
+    if n_prompt >= state.ctx_size {
+        return Err(ApiError::exceed_context(n_prompt, state.ctx_size));
+    }
+    let job = Job {
+        answer,
+        meta: ChunkMeta {
+            id: format!("chatcmpl-{}", ids.alphanumeric(32)),
+            created: unix_now(),
+            model: chat.model.clone().unwrap_or_else(|| state.model.clone()),
+        },
+        received,
+        queued,
+        prompt,
+        n_prompt,
+        n_cached,
+        n_ctx: state.ctx_size,
+        max_tokens: chat.max_tokens,
+        timing: state.timing,
+    };
+
+    if !chat.stream {
+        // Without a stream there is no client to lose, so the generation always finishes.
+        let done = job
+            .run(&mut slot, &*state.counter, None)
+            .await
+            .ok_or_else(|| ApiError::with_status(500, "generation cancelled"))?;
+        drop(slot);
+        state.served.fetch_add(1, Ordering::SeqCst);
+        let body = job.meta.completion(
+            done.transcript.message(),
+            &done.finish_reason,
+            done.usage,
+            done.timings,
+            done.stamps,
+        );
+        return Ok(json_response(200, &body));
+    }
+
+    let (tx, mut rx) = mpsc::channel(STREAM_BUFFER);
+    let task_state = Arc::clone(state);
+    let include_usage = chat.include_usage;
+    tokio::spawn(async move {
+        let Some(done) = job.run(&mut slot, &*task_state.counter, Some(&tx)).await else {
+            return;
+        };
+        drop(slot);
+        task_state.served.fetch_add(1, Ordering::SeqCst);
+        let closing = job.meta.closing_events(
+            &done.finish_reason,
+            include_usage.then_some(done.usage),
+            done.timings,
+            done.stamps,
+        );
+        // The client may have left after the last token; nothing more to do then.
+        let _ = tx.send(Bytes::from(closing)).await;
+    });
+    // Like llama-server, the response head goes out with the first result (first token).
+    let first = rx.recv().await;
+    let mut response = Response::new(SimBody::Stream { first, rx });
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    Ok(response)
+}

@@ -1,0 +1,333 @@
+//! The llama.cpp-like timing model: prefix reuse, prefill and decode durations, token limits,
+//! and llama.cpp's `timings` object.
+//!
+//! Like llama-server with one slot (`-np 1`):
+//! - the slot keeps the tokens of its previous prompt and answer; the new prompt's tokens shared
+//!   as a prefix are reused ("cached"), except that at least one prompt token is always evaluated
+//!   (llama.cpp needs fresh logits); `"cache_prompt": false` disables reuse;
+//! - the first token comes out when prefill ends (it is sampled from the prompt's logits), each
+//!   later token one decode interval after the previous one;
+//! - a prompt of `n_ctx` tokens or more is refused (`n_prompt_tokens >= n_ctx`);
+//! - generation stops with `length` once the token budget is used: `max_tokens` or the context
+//!   room `n_ctx - n_prompt_tokens`, whichever is smaller (llama.cpp stops when
+//!   `n_past + 1 >= n_ctx`);
+//! - a natural stop costs one more decode step: the end-of-generation token, which is counted in
+//!   `completion_tokens` and `predicted_n` but not streamed.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::SimConfig;
+
+/// Rates and scale of the simulated model.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimingModel {
+    prefill_tokens_per_s: f64,
+    decode_tokens_per_s: f64,
+    time_scale: f64,
+    first_token_overhead_ms: f64,
+}
+
+impl TimingModel {
+    pub(crate) fn new(config: &SimConfig) -> Self {
+        Self {
+            prefill_tokens_per_s: config.prefill_tokens_per_s,
+            decode_tokens_per_s: config.decode_tokens_per_s,
+            time_scale: config.time_scale,
+            first_token_overhead_ms: config.first_token_overhead_ms,
+        }
+    }
+
+    /// Time to process `uncached` prompt tokens, plus the fixed first-token overhead, scaled.
+    pub(crate) fn prefill(&self, uncached: u32) -> Duration {
+        let secs =
+            f64::from(uncached) / self.prefill_tokens_per_s + self.first_token_overhead_ms / 1000.0;
+        Duration::from_secs_f64(secs * self.time_scale)
+    }
+
+    /// Time between two generated tokens, scaled.
+    pub(crate) fn decode_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.time_scale / self.decode_tokens_per_s)
+    }
+}
+
+/// Number of leading `pieces` (the new prompt's tokens, concatenating to the new prompt text)
+/// that lie entirely within the byte prefix the new prompt shares with `previous`.
+pub(crate) fn shared_prefix_tokens(previous: &str, pieces: &[&str]) -> u32 {
+    let mut rest = previous.as_bytes();
+    let mut n = 0;
+    for piece in pieces {
+        match rest.strip_prefix(piece.as_bytes()) {
+            Some(tail) => {
+                rest = tail;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    n
+}
+
+/// Prompt tokens llama.cpp would reuse: the shared prefix, but at least one token is evaluated.
+pub(crate) fn reusable_tokens(shared: u32, n_prompt: u32) -> u32 {
+    shared.min(n_prompt.saturating_sub(1))
+}
+
+/// How many tokens are generated and why generation stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Generation {
+    /// Pieces streamed.
+    pub(crate) visible: u32,
+    /// Tokens decoded: `visible`, plus the end-of-generation token on a natural stop.
+    pub(crate) decoded: u32,
+    /// Whether the budget cut the answer (finish reason `length`).
+    pub(crate) truncated: bool,
+}
+
+impl Generation {
+    /// `pieces` answer tokens, `max_tokens` from the request (`None`: unlimited), prompt of
+    /// `n_prompt` tokens in a context of `n_ctx` (`n_prompt < n_ctx`).
+    pub(crate) fn plan(pieces: u32, max_tokens: Option<u32>, n_prompt: u32, n_ctx: u32) -> Self {
+        let room = n_ctx.saturating_sub(n_prompt);
+        // llama.cpp samples the first token before checking the budget: at least one token.
+        let budget = max_tokens.map_or(room, |m| m.min(room)).max(1);
+        if pieces < budget {
+            Self {
+                visible: pieces,
+                decoded: pieces + 1,
+                truncated: false,
+            }
+        } else {
+            Self {
+                visible: budget,
+                decoded: budget,
+                truncated: true,
+            }
+        }
+    }
+}
+
+/// When each generated token is due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    /// Due time of the first token.
+    pub(crate) first: Instant,
+    pub(crate) interval: Duration,
+}
+
+impl Schedule {
+    /// Due time of token `k` (0-based); absolute, so waiting does not accumulate drift.
+    pub(crate) fn token(&self, k: u32) -> Instant {
+        self.first + self.interval * k
+    }
+}
+
+/// llama.cpp's `timings` object (`result_timings::to_json`), from simulated durations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Timings {
+    pub(crate) cache_n: u32,
+    pub(crate) prompt_n: u32,
+    pub(crate) prompt_ms: f64,
+    pub(crate) predicted_n: u32,
+    pub(crate) predicted_ms: f64,
+}
+
+impl Timings {
+    /// `prompt` is the prefill duration; `predicted` spans the first to the last decoded token,
+    /// as llama.cpp measures `t_token_generation`.
+    pub(crate) fn new(
+        cache_n: u32,
+        prompt_n: u32,
+        prompt: Duration,
+        gen: Generation,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            cache_n,
+            prompt_n,
+            prompt_ms: prompt.as_secs_f64() * 1e3,
+            predicted_n: gen.decoded,
+            predicted_ms: (interval * gen.decoded.saturating_sub(1)).as_secs_f64() * 1e3,
+        }
+    }
+
+    pub(crate) fn to_json(self) -> Value {
+        let per_token = |ms: f64, n: u32| if n > 0 { ms / f64::from(n) } else { 0.0 };
+        let per_second = |ms: f64, n: u32| {
+            if ms > 0.0 {
+                1e3 / ms * f64::from(n)
+            } else {
+                0.0
+            }
+        };
+        json!({
+            "cache_n": self.cache_n,
+            "prompt_n": self.prompt_n,
+            "prompt_ms": self.prompt_ms,
+            "prompt_per_token_ms": per_token(self.prompt_ms, self.prompt_n),
+            "prompt_per_second": per_second(self.prompt_ms, self.prompt_n),
+            "predicted_n": self.predicted_n,
+            "predicted_ms": self.predicted_ms,
+            "predicted_per_token_ms": per_token(self.predicted_ms, self.predicted_n),
+            "predicted_per_second": per_second(self.predicted_ms, self.predicted_n),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{ApproxTokenCounter, TokenCounter};
+
+    #[test]
+    fn durations_follow_rates_and_scale() {
+        let model = TimingModel::new(&SimConfig {
+            prefill_tokens_per_s: 1000.0,
+            decode_tokens_per_s: 50.0,
+            time_scale: 0.5,
+            first_token_overhead_ms: 10.0,
+            ..SimConfig::default()
+        });
+        assert_eq!(model.prefill(2000), Duration::from_millis(1005));
+        assert_eq!(model.decode_interval(), Duration::from_millis(10));
+        let instant = TimingModel::new(&SimConfig {
+            time_scale: 0.0,
+            ..SimConfig::default()
+        });
+        assert_eq!(instant.prefill(5000), Duration::ZERO);
+    }
+
+    #[test]
+    fn prefix_reuse_counts_whole_shared_tokens() {
+        let c = ApproxTokenCounter;
+        let previous = "<|user|>\nhello there<|end|>\n<|assistant|>\nanswer text";
+        let new = "<|user|>\nhello there<|end|>\n<|assistant|>\nanswer text<|end|>\n<|user|>\nmore";
+        let pieces = c.split(new);
+        let shared = shared_prefix_tokens(previous, &pieces);
+        let shared_text: String = pieces[..shared as usize].concat();
+        assert!(previous.starts_with(&shared_text));
+        assert!(shared as usize >= c.split(previous).len() - 1);
+        assert_eq!(shared_prefix_tokens("", &pieces), 0);
+        assert_eq!(shared_prefix_tokens("<|x", &pieces), 0);
+        // A different first token stops reuse right away.
+        assert_eq!(shared_prefix_tokens("X", &c.split("Y and more")), 0);
+    }
+
+    #[test]
+    fn at_least_one_prompt_token_is_evaluated() {
+        assert_eq!(reusable_tokens(100, 100), 99);
+        assert_eq!(reusable_tokens(40, 100), 40);
+        assert_eq!(reusable_tokens(0, 1), 0);
+    }
+
+    #[test]
+    fn generation_budget() {
+        // Natural stop: the end-of-generation token is decoded too.
+        assert_eq!(
+            Generation::plan(10, Some(100), 50, 1000),
+            Generation {
+                visible: 10,
+                decoded: 11,
+                truncated: false
+            }
+        );
+        // max_tokens cuts.
+        assert_eq!(
+            Generation::plan(10, Some(10), 50, 1000),
+            Generation {
+                visible: 10,
+                decoded: 10,
+                truncated: true
+            }
+        );
+        assert_eq!(
+            Generation::plan(10, Some(4), 50, 1000),
+            Generation {
+                visible: 4,
+                decoded: 4,
+                truncated: true
+            }
+        );
+        // The context fills: room is n_ctx - n_prompt.
+        assert_eq!(
+            Generation::plan(10, None, 995, 1000),
+            Generation {
+                visible: 5,
+                decoded: 5,
+                truncated: true
+            }
+        );
+        // At least one token.
+        assert_eq!(
+            Generation::plan(10, Some(0), 50, 1000),
+            Generation {
+                visible: 1,
+                decoded: 1,
+                truncated: true
+            }
+        );
+    }
+
+    #[test]
+    fn timings_json_matches_llama_cpp_fields() {
+        let gen = Generation {
+            visible: 10,
+            decoded: 11,
+            truncated: false,
+        };
+        let t = Timings::new(
+            100,
+            400,
+            Duration::from_millis(400),
+            gen,
+            Duration::from_millis(20),
+        );
+        let j = t.to_json();
+        let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "cache_n",
+                "prompt_n",
+                "prompt_ms",
+                "prompt_per_token_ms",
+                "prompt_per_second",
+                "predicted_n",
+                "predicted_ms",
+                "predicted_per_token_ms",
+                "predicted_per_second"
+            ]
+        );
+        assert_eq!(j["prompt_per_token_ms"], 1.0);
+        assert_eq!(j["prompt_per_second"], 1000.0);
+        assert_eq!(j["predicted_n"], 11);
+        assert_eq!(j["predicted_ms"], 200.0);
+        assert_eq!(j["predicted_per_second"], 55.0);
+        let zero = Timings::new(
+            0,
+            1,
+            Duration::ZERO,
+            Generation {
+                visible: 0,
+                decoded: 1,
+                truncated: false,
+            },
+            Duration::ZERO,
+        );
+        assert_eq!(zero.to_json()["prompt_per_second"], 0.0);
+        assert_eq!(zero.to_json()["predicted_per_second"], 0.0);
+    }
+
+    #[test]
+    fn schedule_is_absolute() {
+        let start = Instant::now();
+        let s = Schedule {
+            first: start,
+            interval: Duration::from_millis(20),
+        };
+        assert_eq!(s.token(0), start);
+        assert_eq!(s.token(5), start + Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,444 @@
+//! Turning a recorded conversation into the requests the reference sends.
+//!
+//! Every `user` and `tool` row is a client turn. Its request carries the
+//! system message (the first non-empty `system` of the conversation), every
+//! earlier row and the row itself, all as recorded: the model's own replies are
+//! never fed back. The whole conversation is converted once, so a turn's
+//! messages are a prefix of one list and building a request is a single copy.
+
+use crate::agentload::plugin::types::{ChatMessage, Role, Sampling, ToolCall, TurnRequest};
+use crate::dataset::{self, Body, Conversation, Row};
+use crate::settings::Settings;
+
+/// A conversation ready to replay.
+#[derive(Debug)]
+pub struct ConversationReplay {
+    /// The dataset's `conversation_id`.
+    pub id: String,
+    /// `id` as a JSON string, for `expected-json`.
+    id_json: String,
+    /// The system message, then every row's messages, in turn order.
+    messages: Vec<ChatMessage>,
+    /// Distinct `tools` arrays (compact JSON) that client turns send.
+    tools: Vec<String>,
+    /// The client turns, in order.
+    turns: Vec<ClientTurn>,
+}
+
+/// What one client turn sends, computed once.
+#[derive(Debug)]
+struct ClientTurn {
+    /// Dataset `turn` of the user or tool row.
+    turn: u32,
+    /// The request's messages are `messages[..end]`.
+    end: usize,
+    /// Index into `tools`.
+    tools: Option<usize>,
+    delay_ms: u64,
+    sampling: Sampling,
+    /// Turn of the assistant row after this one (see [`ConversationReplay::new`]).
+    assistant_turn: u32,
+    /// That assistant row's `tool_calls` as recorded, `[]` when none.
+    expected_tool_calls: String,
+}
+
+impl ConversationReplay {
+    /// Converts a validated conversation.
+    ///
+    /// Per-turn choices follow the reference loader:
+    /// - `tools`: the row's own `tools`, else those of the conversation's first user row;
+    /// - `max_completion_tokens`: the row's `max_new_tokens`, else the first user row's
+    ///   `max_new_tokens`, else the row's `max_completion_tokens`, else the setting;
+    /// - delay: the row's `delay_seconds` (user or tool row) when `inject_tool_delay` is on.
+    ///
+    /// A client row with no assistant row after it (the edge data has none) is still
+    /// sent, as the reference does; the reference never scores it, so its expected
+    /// tool calls are `[]` (nothing to score) and its `assistant_turn` is the turn the
+    /// reply would have had.
+    pub fn new(conversation: &Conversation, settings: &Settings) -> Self {
+        let rows = &conversation.rows;
+        // Validation guarantees the first row (turn 1) is a user row.
+        let first_user = &rows[0];
+        let mut messages = Vec::with_capacity(rows.len() + 1);
+        if let Some(system) = rows
+            .iter()
+            .find_map(|row| row.system.as_deref().filter(|s| !s.is_empty()))
+        {
+            messages.push(message(Role::System, Some(system.to_owned())));
+        }
+        let mut tools: Vec<String> = first_user.tools_json.iter().cloned().collect();
+        let default_tools = (!tools.is_empty()).then_some(0);
+        let mut turns = Vec::new();
+        for (index, row) in rows.iter().enumerate() {
+            push_messages(&mut messages, row);
+            if row.role() == dataset::Role::Assistant {
+                continue;
+            }
+            let own_tools = match &row.tools_json {
+                Some(json) if index > 0 => {
+                    tools.push(json.clone());
+                    Some(tools.len() - 1)
+                }
+                _ => default_tools,
+            };
+            let max_tokens = row
+                .max_new_tokens
+                .or(first_user.max_new_tokens)
+                .or(row.max_completion_tokens)
+                .unwrap_or(settings.max_completion_tokens);
+            let delay_ms = match row.delay_seconds {
+                Some(seconds) if settings.inject_tool_delay => (seconds * 1000.0).round() as u64,
+                _ => 0,
+            };
+            let (assistant_turn, expected_tool_calls) = match rows.get(index + 1) {
+                Some(Row {
+                    turn,
+                    body:
+                        Body::Assistant {
+                            tool_calls_json, ..
+                        },
+                    ..
+                }) => (*turn, tool_calls_json.clone()),
+                _ => (row.turn.saturating_add(1), "[]".to_owned()),
+            };
+            turns.push(ClientTurn {
+                turn: row.turn,
+                end: messages.len(),
+                tools: own_tools,
+                delay_ms,
+                sampling: Sampling {
+                    temperature: Some(settings.temperature),
+                    top_p: None,
+                    top_k: None,
+                    seed: Some(settings.seed),
+                    max_completion_tokens: Some(max_tokens),
+                    tool_choice_json: None,
+                },
+                assistant_turn,
+                expected_tool_calls,
+            });
+        }
+        Self {
+            id: conversation.id.clone(),
+            id_json: serde_json::Value::from(conversation.id.as_str()).to_string(),
+            messages,
+            tools,
+            turns,
+        }
+    }
+
+    /// Number of client turns (requests) in the conversation.
+    pub fn turn_count(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// The request for client turn `index` of session `session_id`, pass `repeat`.
+    pub fn request(&self, index: usize, session_id: &str, repeat: u32) -> TurnRequest {
+        let turn = &self.turns[index];
+        TurnRequest {
+            session_id: session_id.to_owned(),
+            turn: turn.turn,
+            item_id: format!("{session_id}/{}", turn.assistant_turn),
+            messages: self.messages[..turn.end].to_vec(),
+            tools_json: turn.tools.map(|i| self.tools[i].clone()),
+            sampling: turn.sampling.clone(),
+            delay_ms: turn.delay_ms,
+            expected_json: format!(
+                "{{\"conversation_id\":{},\"repeat\":{repeat},\"assistant_turn\":{},\"tool_calls\":{}}}",
+                self.id_json, turn.assistant_turn, turn.expected_tool_calls
+            ),
+        }
+    }
+}
+
+fn message(role: Role, content: Option<String>) -> ChatMessage {
+    ChatMessage {
+        role,
+        content,
+        reasoning_content: None,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        name: None,
+    }
+}
+
+/// Appends a row's OpenAI messages: one for a user or assistant row, one per result
+/// for a tool row.
+fn push_messages(messages: &mut Vec<ChatMessage>, row: &Row) {
+    match &row.body {
+        Body::User { content } => messages.push(ChatMessage {
+            name: row.name.clone(),
+            ..message(Role::User, Some(content.clone()))
+        }),
+        Body::Assistant {
+            content,
+            reasoning_content,
+            tool_calls,
+            ..
+        } => messages.push(ChatMessage {
+            // No `content` key unless the row has one (the reference sends `content: None`).
+            reasoning_content: reasoning_content.clone(),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .collect(),
+            name: row.name.clone(),
+            ..message(Role::Assistant, content.clone())
+        }),
+        Body::Tool { results } => messages.extend(results.iter().map(|result| ChatMessage {
+            tool_call_id: Some(result.tool_call_id.clone()),
+            ..message(Role::Tool, Some(result.content.clone()))
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::fixtures::{call, jsonl, reply, result, shape, two_conversations, user, with};
+
+    fn replays(text: &str, settings: &Settings) -> Vec<ConversationReplay> {
+        crate::dataset::parse("t.jsonl", text.as_bytes())
+            .unwrap()
+            .conversations
+            .iter()
+            .map(|conversation| ConversationReplay::new(conversation, settings))
+            .collect()
+    }
+
+    fn shapes(request: &TurnRequest) -> Vec<Value> {
+        request.messages.iter().map(shape).collect()
+    }
+
+    fn expected(request: &TurnRequest) -> Value {
+        serde_json::from_str(&request.expected_json).unwrap()
+    }
+
+    const TOOLS: &str = r#"[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]"#;
+
+    #[test]
+    fn conversation_with_system_tools_and_parallel_calls() {
+        let replays = replays(&two_conversations(), &Settings::default());
+        let a = &replays[0];
+        assert_eq!(a.turn_count(), 3);
+
+        let first = a.request(0, "a", 0);
+        assert_eq!(first.session_id, "a");
+        assert_eq!(first.turn, 1);
+        assert_eq!(first.item_id, "a/2");
+        assert_eq!(
+            shapes(&first),
+            [
+                json!({"role": "system", "content": "You are a shell agent."}),
+                json!({"role": "user", "content": "fix the bug"}),
+            ]
+        );
+        assert_eq!(first.tools_json.as_deref(), Some(TOOLS));
+        assert_eq!(first.delay_ms, 0);
+        assert_eq!(
+            first.expected_json,
+            r#"{"conversation_id":"a","repeat":0,"assistant_turn":2,"tool_calls":[{"id":"functions.bash:0","type":"function","function":{"name":"bash","arguments":"{\"command\": \"ls\"}"}},{"id":"functions.bash:1","type":"function","function":{"name":"bash","arguments":"{\"command\": \"pwd\"}"}}]}"#
+        );
+        let sampling = &first.sampling;
+        assert_eq!(sampling.temperature, Some(0.0));
+        assert_eq!(sampling.seed, Some(42));
+        assert_eq!(sampling.max_completion_tokens, Some(1024));
+        assert_eq!((sampling.top_p, sampling.top_k), (None, None));
+        assert_eq!(sampling.tool_choice_json, None);
+
+        let second = a.request(1, "a", 0);
+        assert_eq!((second.turn, second.item_id.as_str()), (3, "a/4"));
+        assert_eq!(
+            shapes(&second)[2..],
+            [
+                // No content key, reasoning kept.
+                json!({"role": "assistant", "reasoning_content": "look first", "tool_calls": [
+                    {"id": "functions.bash:0", "name": "bash", "arguments": "{\"command\": \"ls\"}"},
+                    {"id": "functions.bash:1", "name": "bash", "arguments": "{\"command\": \"pwd\"}"}]}),
+                // One tool message per result.
+                json!({"role": "tool", "content": "a.py", "tool_call_id": "functions.bash:0"}),
+                json!({"role": "tool", "content": "/repo", "tool_call_id": "functions.bash:1"}),
+            ]
+        );
+        assert_eq!(
+            second.tools_json.as_deref(),
+            Some(TOOLS),
+            "tools on every turn"
+        );
+        assert_eq!(
+            expected(&second)["tool_calls"],
+            json!([]),
+            "a reply without calls"
+        );
+
+        let third = a.request(2, "a", 0);
+        assert_eq!((third.turn, third.item_id.as_str()), (5, "a/6"));
+        assert_eq!(third.messages.len(), 7);
+        assert_eq!(shapes(&third)[0]["role"], "system");
+        assert_eq!(
+            shapes(&third)[5..],
+            [
+                json!({"role": "assistant", "content": "done"}),
+                json!({"role": "user", "content": "and the tests"}),
+            ]
+        );
+        assert_eq!(third.tools_json.as_deref(), Some(TOOLS));
+        assert_eq!(expected(&third)["assistant_turn"], 6);
+    }
+
+    #[test]
+    fn conversation_without_system_or_tools_and_object_arguments() {
+        let replays = replays(&two_conversations(), &Settings::default());
+        let b = &replays[1];
+        assert_eq!(b.turn_count(), 3);
+        let first = b.request(0, "b", 0);
+        assert_eq!(
+            shapes(&first),
+            [json!({"role": "user", "content": "fix the bug"})]
+        );
+        assert_eq!(first.tools_json, None);
+
+        let last = b.request(2, "b", 0);
+        assert_eq!(last.turn, 5);
+        assert_eq!(
+            shapes(&last)[3..],
+            [
+                json!({"role": "assistant", "tool_calls": [
+                    {"id": "call_9", "name": "bash", "arguments": r#"{"command":"cat a.py","timeout":5}"#}]}),
+                json!({"role": "tool", "content": "print(1)", "tool_call_id": "call_9"}),
+            ]
+        );
+        // The scorer gets the recorded calls exactly, the object kept an object.
+        let request = b.request(1, "b", 0);
+        assert_eq!(
+            expected(&request)["tool_calls"][0]["function"]["arguments"],
+            json!({"command": "cat a.py", "timeout": 5})
+        );
+    }
+
+    #[test]
+    fn repeat_and_session_id_reach_the_request() {
+        let replays = replays(&two_conversations(), &Settings::default());
+        let request = replays[0].request(1, "a__repeat_2", 2);
+        assert_eq!(request.session_id, "a__repeat_2");
+        assert_eq!(request.item_id, "a__repeat_2/4");
+        assert_eq!(expected(&request)["conversation_id"], "a");
+        assert_eq!(expected(&request)["repeat"], 2);
+    }
+
+    #[test]
+    fn delays_only_when_injected() {
+        let text = jsonl(&[
+            with(user("a", 1), "delay_seconds", json!(2)),
+            call("a", 2),
+            with(result("a", 3), "delay_seconds", json!(0.0625)),
+            reply("a", 4),
+        ]);
+        let off = &replays(&text, &Settings::default())[0];
+        assert_eq!(
+            [
+                off.request(0, "a", 0).delay_ms,
+                off.request(1, "a", 0).delay_ms
+            ],
+            [0, 0]
+        );
+        let settings = Settings {
+            inject_tool_delay: true,
+            ..Settings::default()
+        };
+        let on = &replays(&text, &settings)[0];
+        // The reference delays every client row that records a delay, user rows included.
+        assert_eq!(
+            [
+                on.request(0, "a", 0).delay_ms,
+                on.request(1, "a", 0).delay_ms
+            ],
+            [2000, 63]
+        );
+    }
+
+    #[test]
+    fn token_limits_follow_the_reference_precedence() {
+        let text = jsonl(&[
+            with(user("a", 1), "max_new_tokens", json!(256)),
+            call("a", 2),
+            with(result("a", 3), "max_new_tokens", json!(100)),
+            call("a", 4),
+            result("a", 5),
+            reply("a", 6),
+            with(user("b", 1), "max_completion_tokens", json!(300)),
+            call("b", 2),
+            with(result("b", 3), "max_completion_tokens", json!(50)),
+            call("b", 4),
+            result("b", 5),
+            reply("b", 6),
+        ]);
+        let settings = Settings {
+            max_completion_tokens: 512,
+            ..Settings::default()
+        };
+        let replays = replays(&text, &settings);
+        let limits = |replay: &ConversationReplay| -> Vec<Option<u32>> {
+            (0..replay.turn_count())
+                .map(|i| replay.request(i, "s", 0).sampling.max_completion_tokens)
+                .collect()
+        };
+        // The first user row's max_new_tokens covers the conversation; a row's own wins.
+        assert_eq!(limits(&replays[0]), [Some(256), Some(100), Some(256)]);
+        // max_completion_tokens only covers its own row; others get the setting.
+        assert_eq!(limits(&replays[1]), [Some(300), Some(50), Some(512)]);
+    }
+
+    #[test]
+    fn a_row_with_its_own_tools_sends_them() {
+        let text = jsonl(&[
+            user("a", 1),
+            call("a", 2),
+            with(result("a", 3), "tools", json!([{"type": "function"}])),
+            reply("a", 4),
+        ]);
+        let replay = &replays(&text, &Settings::default())[0];
+        assert_eq!(replay.request(0, "a", 0).tools_json, None);
+        assert_eq!(
+            replay.request(1, "a", 0).tools_json.as_deref(),
+            Some(r#"[{"type":"function"}]"#)
+        );
+    }
+
+    #[test]
+    fn trailing_client_row_is_sent_with_nothing_to_score() {
+        let text = jsonl(&[user("a", 1), call("a", 2), result("a", 3)]);
+        let replay = &replays(&text, &Settings::default())[0];
+        assert_eq!(replay.turn_count(), 2);
+        let last = replay.request(1, "a", 0);
+        assert_eq!((last.turn, last.item_id.as_str()), (3, "a/4"));
+        assert_eq!(
+            last.expected_json,
+            r#"{"conversation_id":"a","repeat":0,"assistant_turn":4,"tool_calls":[]}"#
+        );
+    }
+
+    #[test]
+    fn names_are_forwarded_on_user_and_assistant_messages() {
+        let text = jsonl(&[
+            with(user("a", 1), "name", json!("Bob")),
+            with(reply("a", 2), "name", json!("Ann")),
+            user("a", 3),
+            reply("a", 4),
+        ]);
+        let replay = &replays(&text, &Settings::default())[0];
+        assert_eq!(
+            shapes(&replay.request(1, "a", 0))[..2],
+            [
+                json!({"role": "user", "content": "fix the bug", "name": "Bob"}),
+                json!({"role": "assistant", "content": "done", "name": "Ann"}),
+            ]
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! The configured run: its sessions and their cursors.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::agentload::plugin::types::{PluginConfig, PluginError, TurnRequest};
+use crate::dataset::{self, Conversation};
+use crate::exports::agentload::plugin::workload::SessionPlan;
+use crate::replay::ConversationReplay;
+use crate::settings::Settings;
+
+/// Everything `configure` set up.
+#[derive(Debug)]
+pub struct Run {
+    conversations: Vec<ConversationReplay>,
+    sessions: Vec<Session>,
+    by_id: HashMap<String, usize>,
+}
+
+/// One conversation instance.
+#[derive(Debug)]
+struct Session {
+    id: String,
+    /// Index into `Run::conversations`.
+    conversation: usize,
+    /// 0 on the first pass, else the `__repeat_<k>` suffix.
+    repeat: u32,
+    cursor: Cursor,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Cursor {
+    NotStarted,
+    /// Index of the next client turn to hand out.
+    Next(usize),
+    Over,
+}
+
+impl Run {
+    /// Reads the settings and the granted dataset and plans the sessions.
+    ///
+    /// Sessions run the selected conversations in dataset order; with
+    /// `num_trajectories_to_issue` above their count they are recycled in the same
+    /// order. As in the reference, instance `i` (from 0) of `n` conversations is pass
+    /// `i / n + 1`: pass 1 keeps the conversation id, pass `k > 1` is `<id>__repeat_<k>`.
+    pub fn configure(config: &PluginConfig) -> Result<Self, PluginError> {
+        let settings = Settings::parse(&config.settings_json)?;
+        let file = config
+            .files
+            .iter()
+            .find(|file| file.name == settings.dataset)
+            .ok_or_else(|| {
+                let granted: Vec<&str> = config.files.iter().map(|f| f.name.as_str()).collect();
+                PluginError::InvalidConfig(format!(
+                    "setting 'dataset' names '{}', but no granted file has that name (granted: [{}])",
+                    settings.dataset,
+                    granted.join(", ")
+                ))
+            })?;
+        let dataset =
+            dataset::parse(&file.file_name, &file.bytes).map_err(PluginError::InvalidData)?;
+        let conversations: Vec<ConversationReplay> =
+            select(&dataset.conversations, settings.conversations.as_deref())?
+                .into_iter()
+                .map(|conversation| ConversationReplay::new(conversation, &settings))
+                .collect();
+        let count = conversations.len();
+        let instances = settings
+            .num_trajectories_to_issue
+            .map_or(count, |n| n as usize);
+        let mut sessions = Vec::with_capacity(instances);
+        let mut by_id = HashMap::with_capacity(instances);
+        for instance in 0..instances {
+            let conversation = instance % count;
+            let pass = u32::try_from(instance / count + 1).unwrap_or(u32::MAX);
+            let source = &conversations[conversation].id;
+            let (id, repeat) = if pass == 1 {
+                (source.clone(), 0)
+            } else {
+                (format!("{source}__repeat_{pass}"), pass)
+            };
+            if by_id.insert(id.clone(), sessions.len()).is_some() {
+                return Err(PluginError::InvalidConfig(format!(
+                    "session id '{id}' would be used twice (a conversation id collides with a \
+                     repeat of another)"
+                )));
+            }
+            sessions.push(Session {
+                id,
+                conversation,
+                repeat,
+                cursor: Cursor::NotStarted,
+            });
+        }
+        Ok(Self {
+            conversations,
+            sessions,
+            by_id,
+        })
+    }
+
+    /// The sessions in issue order.
+    pub fn plans(&self) -> Vec<SessionPlan> {
+        self.sessions
+            .iter()
+            .map(|session| SessionPlan {
+                id: session.id.clone(),
+                expected_turns: u32::try_from(
+                    self.conversations[session.conversation].turn_count(),
+                )
+                .unwrap_or(u32::MAX),
+            })
+            .collect()
+    }
+
+    /// The first request of a session.
+    pub fn start(&mut self, session_id: &str) -> Result<TurnRequest, PluginError> {
+        let (session, conversation) = self.session(session_id)?;
+        match session.cursor {
+            Cursor::NotStarted => {
+                session.cursor = Cursor::Next(1);
+                Ok(conversation.request(0, &session.id, session.repeat))
+            }
+            _ => Err(PluginError::InvalidInput(format!(
+                "session '{session_id}' has already started"
+            ))),
+        }
+    }
+
+    /// The next recorded request, or `None` once every client turn was handed out.
+    ///
+    /// The previous turn's outcome does not matter: the recorded history is replayed
+    /// whatever the model answered, and after a failure the host takes the remaining
+    /// turns to record them as missing.
+    pub fn next(&mut self, session_id: &str) -> Result<Option<TurnRequest>, PluginError> {
+        let (session, conversation) = self.session(session_id)?;
+        match session.cursor {
+            Cursor::NotStarted => Err(PluginError::InvalidInput(format!(
+                "session '{session_id}' has not started; call start-session first"
+            ))),
+            Cursor::Over => Err(PluginError::InvalidInput(format!(
+                "session '{session_id}' is over"
+            ))),
+            Cursor::Next(index) if index < conversation.turn_count() => {
+                session.cursor = Cursor::Next(index + 1);
+                Ok(Some(conversation.request(
+                    index,
+                    &session.id,
+                    session.repeat,
+                )))
+            }
+            Cursor::Next(_) => {
+                session.cursor = Cursor::Over;
+                Ok(None)
+            }
+        }
+    }
+
+    fn session(
+        &mut self,
+        session_id: &str,
+    ) -> Result<(&mut Session, &ConversationReplay), PluginError> {
+        let index = *self
+            .by_id
+            .get(session_id)
+            .ok_or_else(|| PluginError::InvalidInput(format!("unknown session '{session_id}'")))?;
+        let session = &mut self.sessions[index];
+        let conversation = &self.conversations[session.conversation];
+        Ok((session, conversation))
+    }
+}
+
+/// The conversations to run, in dataset order.
+fn select<'a>(
+    conversations: &'a [Conversation],
+    wanted: Option<&[String]>,
+) -> Result<Vec<&'a Conversation>, PluginError> {
+    let Some(wanted) = wanted else {
+        return Ok(conversations.iter().collect());
+    };
+    let mut set = HashSet::with_capacity(wanted.len());
+    for id in wanted {
+        if !set.insert(id.as_str()) {
+            return Err(PluginError::InvalidConfig(format!(
+                "setting 'conversations' lists '{id}' twice"
+            )));
+        }
+        if !conversations.iter().any(|c| c.id == *id) {
+            return Err(PluginError::InvalidConfig(format!(
+                "setting 'conversations' lists '{id}', which is not in the dataset"
+            )));
+        }
+    }
+    Ok(conversations
+        .iter()
+        .filter(|c| set.contains(c.id.as_str()))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::agentload::plugin::types::DataError;
+    use crate::fixtures::{config, jsonl, two_conversations, user};
+
+    fn run(settings: Value) -> Run {
+        Run::configure(&config(settings, &two_conversations())).unwrap()
+    }
+
+    fn plan(run: &Run) -> Vec<(String, u32)> {
+        run.plans()
+            .into_iter()
+            .map(|p| (p.id, p.expected_turns))
+            .collect()
+    }
+
+    fn invalid_input(result: Result<impl std::fmt::Debug, PluginError>) -> String {
+        match result {
+            Err(PluginError::InvalidInput(message)) => message,
+            other => panic!("expected invalid-input, got {other:?}"),
+        }
+    }
+
+    fn invalid_config(settings: Value) -> String {
+        match Run::configure(&config(settings, &two_conversations())) {
+            Err(PluginError::InvalidConfig(message)) => message,
+            other => panic!("expected invalid-config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_session_per_conversation_by_default() {
+        let run = run(json!({}));
+        assert_eq!(plan(&run), [("a".into(), 3), ("b".into(), 3)]);
+    }
+
+    #[test]
+    fn repeats_recycle_in_file_order_like_the_reference() {
+        let mut run = run(json!({"num_trajectories_to_issue": 5}));
+        assert_eq!(
+            plan(&run),
+            [
+                ("a".into(), 3),
+                ("b".into(), 3),
+                ("a__repeat_2".into(), 3),
+                ("b__repeat_2".into(), 3),
+                ("a__repeat_3".into(), 3),
+            ]
+        );
+        let repeat = |run: &mut Run, id: &str| -> Value {
+            let request = run.start(id).unwrap();
+            serde_json::from_str::<Value>(&request.expected_json).unwrap()["repeat"].clone()
+        };
+        assert_eq!(repeat(&mut run, "a"), 0);
+        assert_eq!(repeat(&mut run, "b__repeat_2"), 2);
+        assert_eq!(repeat(&mut run, "a__repeat_3"), 3);
+    }
+
+    #[test]
+    fn fewer_trajectories_than_conversations_takes_the_first() {
+        assert_eq!(
+            plan(&run(json!({"num_trajectories_to_issue": 1}))),
+            [("a".into(), 3)]
+        );
+    }
+
+    #[test]
+    fn conversations_setting_selects_in_dataset_order() {
+        let run = run(json!({"conversations": ["b", "a"], "num_trajectories_to_issue": 3}));
+        assert_eq!(
+            plan(&run),
+            [("a".into(), 3), ("b".into(), 3), ("a__repeat_2".into(), 3)]
+        );
+        assert_eq!(
+            plan(&self::run(json!({"conversations": ["b"]}))),
+            [("b".into(), 3)]
+        );
+        assert_eq!(
+            invalid_config(json!({"conversations": ["c"]})),
+            "setting 'conversations' lists 'c', which is not in the dataset"
+        );
+        assert_eq!(
+            invalid_config(json!({"conversations": ["a", "a"]})),
+            "setting 'conversations' lists 'a' twice"
+        );
+    }
+
+    #[test]
+    fn settings_and_file_errors() {
+        assert!(invalid_config(json!({"bogus": 1})).starts_with("unknown setting 'bogus'"));
+        assert_eq!(
+            invalid_config(json!({"dataset": "other"})),
+            "setting 'dataset' names 'other', but no granted file has that name \
+             (granted: [trajectories])"
+        );
+        let bad = jsonl(&[user("a", 1), user("a", 2)]);
+        match Run::configure(&config(json!({}), &bad)) {
+            Err(PluginError::InvalidData(DataError {
+                file,
+                line,
+                message,
+            })) => {
+                assert_eq!((file.as_str(), line), ("t.jsonl", 2));
+                assert!(message.contains("'user' cannot follow 'user'"), "{message}");
+            }
+            other => panic!("expected invalid-data, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn turns_are_handed_out_in_order_whatever_the_model_said() {
+        let mut run = run(json!({}));
+        let first = run.start("a").unwrap();
+        assert_eq!(first.turn, 1);
+        // The model's answer never enters the history: turn 3 carries the recorded turn 2.
+        let second = run.next("a").unwrap().unwrap();
+        assert_eq!(second.turn, 3);
+        assert_eq!(
+            second.messages[2].reasoning_content.as_deref(),
+            Some("look first")
+        );
+        assert_eq!(run.next("a").unwrap().unwrap().turn, 5);
+        assert!(run.next("a").unwrap().is_none());
+        assert_eq!(invalid_input(run.next("a")), "session 'a' is over");
+    }
+
+    #[test]
+    fn misuse_is_invalid_input() {
+        let mut run = run(json!({}));
+        assert_eq!(invalid_input(run.start("zz")), "unknown session 'zz'");
+        assert_eq!(invalid_input(run.next("zz")), "unknown session 'zz'");
+        assert_eq!(
+            invalid_input(run.next("a")),
+            "session 'a' has not started; call start-session first"
+        );
+        run.start("a").unwrap();
+        assert_eq!(
+            invalid_input(run.start("a")),
+            "session 'a' has already started"
+        );
+    }
+}

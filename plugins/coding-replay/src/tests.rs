@@ -1,0 +1,118 @@
+//! Tests through the exported `Guest` functions: the abort flow and the edge dataset.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::agentload::plugin::types::{Completion, PluginError, Role, TurnOutcome};
+use crate::exports::agentload::plugin::workload::Guest;
+use crate::fixtures::{config, two_conversations};
+use crate::CodingReplay;
+
+fn completed() -> TurnOutcome {
+    TurnOutcome::Completed(Completion {
+        content: "anything".into(),
+        reasoning_content: String::new(),
+        tool_calls: Vec::new(),
+        finish_reason: Some("stop".into()),
+        usage: None,
+    })
+}
+
+#[test]
+fn describe_names_the_plugin() {
+    let info = CodingReplay::describe();
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("coding-replay", "0.1.0")
+    );
+}
+
+#[test]
+fn calls_before_configure_are_invalid_input() {
+    assert!(matches!(
+        CodingReplay::start_session("a".into()),
+        Err(PluginError::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn abort_flow_hands_out_every_remaining_turn() {
+    let plans = CodingReplay::configure(config(json!({}), &two_conversations())).unwrap();
+    assert_eq!(plans.len(), 2);
+    assert_eq!(CodingReplay::start_session("b".into()).unwrap().turn, 1);
+    let next = |outcome| CodingReplay::next_turn("b".into(), outcome);
+    assert_eq!(next(completed()).unwrap().unwrap().turn, 3);
+    // Turn 3 failed: the host takes the rest, recording them as missing, until none.
+    let failed = TurnOutcome::Failed("HTTP 400: context overflow".into());
+    assert_eq!(next(failed).unwrap().unwrap().turn, 5);
+    assert!(next(TurnOutcome::Aborted).unwrap().is_none());
+    match next(TurnOutcome::Aborted) {
+        Err(PluginError::InvalidInput(message)) => assert_eq!(message, "session 'b' is over"),
+        other => panic!("expected invalid-input, got {other:?}"),
+    }
+}
+
+/// The committed edge dataset, replayed in full.
+#[test]
+fn edge_dataset_replays_1007_turns() {
+    let dir = std::env::var("AGENTLOAD_DATA_DIR").unwrap_or_else(|_| "/work/shared/data".into());
+    let path = std::path::Path::new(&dir).join("agentic_coding_2.5h.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!(
+            "skipped: {} is absent (set AGENTLOAD_DATA_DIR)",
+            path.display()
+        );
+        return;
+    };
+    let plans = CodingReplay::configure(config(json!({}), &text)).unwrap();
+    assert_eq!(plans.len(), 20);
+    assert_eq!(plans.iter().map(|p| p.expected_turns).sum::<u32>(), 1007);
+
+    // Role of every (conversation, turn), to check the expected assistant rows.
+    let mut roles = HashMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let row: Value = serde_json::from_str(line).unwrap();
+        let key = (
+            row["conversation_id"].as_str().unwrap().to_owned(),
+            row["turn"].as_u64().unwrap(),
+        );
+        roles.insert(key, row["role"].as_str().unwrap().to_owned());
+    }
+
+    let (mut turns, mut largest) = (0, 0);
+    for plan in &plans {
+        let mut request = CodingReplay::start_session(plan.id.clone()).unwrap();
+        assert_eq!(request.messages.len(), 2, "{}: system + user", plan.id);
+        assert!(matches!(request.messages[0].role, Role::System));
+        assert!(matches!(request.messages[1].role, Role::User));
+        let mut count = 0;
+        loop {
+            count += 1;
+            largest = largest.max(request.messages.len());
+            assert!(request.tools_json.is_some(), "tools on every turn");
+            assert_eq!(request.delay_ms, 0, "edge runs ignore delay_seconds");
+            let expected: Value = serde_json::from_str(&request.expected_json).unwrap();
+            let assistant_turn = expected["assistant_turn"].as_u64().unwrap();
+            assert_eq!(assistant_turn, u64::from(request.turn) + 1);
+            assert_eq!(
+                roles
+                    .get(&(plan.id.clone(), assistant_turn))
+                    .map(String::as_str),
+                Some("assistant"),
+                "{} turn {assistant_turn}",
+                plan.id
+            );
+            assert_eq!(request.item_id, format!("{}/{assistant_turn}", plan.id));
+            match CodingReplay::next_turn(plan.id.clone(), completed()).unwrap() {
+                Some(next) => request = next,
+                None => break,
+            }
+        }
+        assert_eq!(count, plan.expected_turns);
+        turns += count;
+    }
+    assert_eq!(turns, 1007);
+    // pytest-dev__pytest-6202 turn 121: the system message + rows 1..=121 (~100 KB).
+    assert_eq!(largest, 122);
+}

@@ -1,0 +1,312 @@
+//! The reference's `scores.json`, built from every turn of a run.
+//!
+//! Layout, order and arithmetic follow `AgenticInferenceInlineScorer.score`:
+//! scored rows sorted by (conversation, repeat, turn), the mean summed in
+//! that order, `repeat` numbered as the reference numbers it (1 for the first
+//! pass, which has no `__repeat_<k>` suffix, else `k`), excluded turns listed
+//! once per dataset turn, and the text laid out as `json.dumps(result,
+//! indent=2)` writes it.
+//!
+//! The `turns` counts follow the agentload contract: every item is issued
+//! and expected, observed when answered and missing when not, excluded or
+//! not. (The reference counts `expected`, `observed` and `missing` over
+//! scorable turns only.)
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use crate::iou::round4;
+use crate::turn::{Turn, NO_GROUND_TRUTH};
+
+/// Every domain this scorer reports; workflow turns are rejected upstream.
+const DOMAIN: &str = "coding";
+
+/// The aggregate of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scores {
+    /// Mean IoU of the scored turns, rounded as `round(x, 4)`; 0.0 when none.
+    pub score: f64,
+    /// The `scores.json` text.
+    pub json: String,
+}
+
+/// Aggregates the turns of a run (any order). Fails when two turns share a
+/// conversation, repeat and assistant turn.
+pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
+    let mut keys = BTreeSet::new();
+    for turn in turns {
+        if !keys.insert((&turn.conversation_id, turn.repeat, turn.assistant_turn)) {
+            return Err(format!(
+                "turn {} of {:?} (repeat {}) was given twice",
+                turn.assistant_turn, turn.conversation_id, turn.repeat
+            ));
+        }
+    }
+
+    let mut scored: Vec<&Turn> = turns.iter().filter(|t| t.exclusion().is_none()).collect();
+    scored.sort_by(|a, b| {
+        (&a.conversation_id, a.repeat, a.assistant_turn).cmp(&(
+            &b.conversation_id,
+            b.repeat,
+            b.assistant_turn,
+        ))
+    });
+    let total: f64 = scored.iter().map(|t| t.score()).sum();
+    let mean = (!scored.is_empty()).then(|| round4(total / scored.len() as f64));
+    let missing = turns.iter().filter(|t| t.missing).count();
+
+    let mut domains = Map::new();
+    if let Some(mean) = mean {
+        domains.insert(
+            DOMAIN.into(),
+            json!({"score": mean, "scored": scored.len()}),
+        );
+    }
+    let mut result = Map::new();
+    result.insert("score".into(), json!(mean));
+    result.insert(
+        "turns".into(),
+        json!({
+            "issued": turns.len(),
+            "expected": turns.len(),
+            "observed": turns.len() - missing,
+            "missing": missing,
+            "scored": scored.len(),
+        }),
+    );
+    result.insert("domains".into(), Value::Object(domains));
+    result.insert(
+        "per_turn".into(),
+        scored.iter().map(|t| per_turn_row(t)).collect(),
+    );
+    let excluded = excluded_turns(turns);
+    if !excluded.is_empty() {
+        result.insert("excluded_turns".into(), Value::Array(excluded));
+    }
+
+    let pretty = serde_json::to_string_pretty(&Value::Object(result)).map_err(|e| e.to_string())?;
+    Ok(Scores {
+        score: mean.unwrap_or(0.0),
+        json: ascii_only(&pretty),
+    })
+}
+
+fn per_turn_row(turn: &Turn) -> Value {
+    let mut row = Map::new();
+    row.insert("conversation_id".into(), json!(turn.conversation_id));
+    row.insert("repeat".into(), json!(turn.repeat.max(1)));
+    row.insert("turn".into(), json!(turn.assistant_turn));
+    row.insert("domain".into(), json!(DOMAIN));
+    if turn.missing {
+        row.insert("missing".into(), json!(true));
+    }
+    row.insert("gt_actions".into(), json!(turn.gt_actions));
+    row.insert("model_actions".into(), json!(turn.model_actions));
+    row.insert("score".into(), json!(round4(turn.score())));
+    Value::Object(row)
+}
+
+/// Excluded dataset turns, once each whatever the repeat, sorted by
+/// (conversation, turn), in the reference's shape.
+fn excluded_turns(turns: &[Turn]) -> Vec<Value> {
+    let excluded: BTreeSet<(&str, u64)> = turns
+        .iter()
+        .filter(|t| t.exclusion().is_some())
+        .map(|t| (t.conversation_id.as_str(), t.assistant_turn))
+        .collect();
+    excluded
+        .into_iter()
+        .map(|(conversation_id, turn)| {
+            json!({
+                "conversation_id": conversation_id,
+                "turn": turn,
+                "domain": DOMAIN,
+                "exclude_reason": NO_GROUND_TRUTH,
+            })
+        })
+        .collect()
+}
+
+/// Escapes what `json.dumps` escapes by default (`ensure_ascii=True`): DEL
+/// and every non-ASCII character, as lowercase `\uXXXX` UTF-16 units. Such
+/// characters only occur inside strings, so escaping the text is safe.
+fn ascii_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c < '\u{7f}' {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str, repeat: u64, at: u64, gt: &[&str], model: Option<&[&str]>) -> Turn {
+        let owned = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect();
+        Turn {
+            conversation_id: id.into(),
+            repeat,
+            assistant_turn: at,
+            gt_actions: owned(gt),
+            model_actions: model.map(owned).unwrap_or_default(),
+            missing: model.is_none(),
+        }
+    }
+
+    #[test]
+    fn full_report() {
+        let turns = [
+            turn("b", 0, 2, &["ls"], Some(&["ls"])),
+            turn(
+                "a",
+                0,
+                4,
+                &["python", "python", "grep"],
+                Some(&["python", "grep", "grep"]),
+            ),
+            turn("a", 0, 2, &["cat"], None),
+            turn("a", 0, 6, &[], Some(&["ls"])),
+            turn("a", 2, 6, &[], None),
+            turn("a", 2, 2, &["git"], Some(&["python", "git", "ls"])),
+        ];
+        let scores = scores(&turns).unwrap();
+        // (0 + 0.5 + 1/3 + 1) / 4, summed in sorted order.
+        assert_eq!(scores.score, 0.4583);
+        let expected = r#"{
+  "score": 0.4583,
+  "turns": {
+    "issued": 6,
+    "expected": 6,
+    "observed": 4,
+    "missing": 2,
+    "scored": 4
+  },
+  "domains": {
+    "coding": {
+      "score": 0.4583,
+      "scored": 4
+    }
+  },
+  "per_turn": [
+    {
+      "conversation_id": "a",
+      "repeat": 1,
+      "turn": 2,
+      "domain": "coding",
+      "missing": true,
+      "gt_actions": [
+        "cat"
+      ],
+      "model_actions": [],
+      "score": 0.0
+    },
+    {
+      "conversation_id": "a",
+      "repeat": 1,
+      "turn": 4,
+      "domain": "coding",
+      "gt_actions": [
+        "python",
+        "python",
+        "grep"
+      ],
+      "model_actions": [
+        "python",
+        "grep",
+        "grep"
+      ],
+      "score": 0.5
+    },
+    {
+      "conversation_id": "a",
+      "repeat": 2,
+      "turn": 2,
+      "domain": "coding",
+      "gt_actions": [
+        "git"
+      ],
+      "model_actions": [
+        "python",
+        "git",
+        "ls"
+      ],
+      "score": 0.3333
+    },
+    {
+      "conversation_id": "b",
+      "repeat": 1,
+      "turn": 2,
+      "domain": "coding",
+      "gt_actions": [
+        "ls"
+      ],
+      "model_actions": [
+        "ls"
+      ],
+      "score": 1.0
+    }
+  ],
+  "excluded_turns": [
+    {
+      "conversation_id": "a",
+      "turn": 6,
+      "domain": "coding",
+      "exclude_reason": "no ground truth"
+    }
+  ]
+}"#;
+        assert_eq!(scores.json, expected);
+    }
+
+    #[test]
+    fn nothing_scored() {
+        let scores = scores(&[turn("a", 0, 2, &[], None)]).unwrap();
+        assert_eq!(scores.score, 0.0);
+        let value: Value = serde_json::from_str(&scores.json).unwrap();
+        assert_eq!(value["score"], Value::Null);
+        assert_eq!(value["domains"], json!({}));
+        assert_eq!(value["per_turn"], json!([]));
+        assert_eq!(
+            value["turns"],
+            json!({"issued": 1, "expected": 1, "observed": 0, "missing": 1, "scored": 0})
+        );
+
+        let empty = super::scores(&[]).unwrap();
+        assert_eq!(
+            empty.json,
+            "{\n  \"score\": null,\n  \"turns\": {\n    \"issued\": 0,\n    \"expected\": 0,\n    \
+             \"observed\": 0,\n    \"missing\": 0,\n    \"scored\": 0\n  },\n  \"domains\": {},\n  \
+             \"per_turn\": []\n}"
+        );
+    }
+
+    #[test]
+    fn mean_is_rounded_like_python() {
+        // 1/32 is an exact tie at the 5th decimal: round half to even.
+        let mut turns = vec![turn("a", 0, 2, &["ls"], Some(&["ls"]))];
+        turns.extend((1..32).map(|i| turn("a", 0, 2 * i + 2, &["ls"], None)));
+        assert_eq!(scores(&turns).unwrap().score, 0.0312);
+    }
+
+    #[test]
+    fn duplicates_are_rejected() {
+        let turns = [
+            turn("a", 0, 2, &["ls"], None),
+            turn("a", 0, 2, &["ls"], None),
+        ];
+        assert!(scores(&turns).is_err());
+    }
+
+    #[test]
+    fn non_ascii_is_escaped_like_json_dumps() {
+        assert_eq!(ascii_only("\"é\u{7f}😀\""), r#""\u00e9\u007f\ud83d\ude00""#);
+    }
+}

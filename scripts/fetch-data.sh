@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Downloads the data files listed in workloads/data.lock into DATA_DIR
+# (default: $AGENTLOAD_DATA_DIR or ./data) and verifies their sha256.
+# Files already present with the right digest are left alone.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-${AGENTLOAD_DATA_DIR:-$root/data}}
+mkdir -p "$dir"
+grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; do
+  [ -n "${name:-}" ] || continue
+  dest="$dir/$name"
+  if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --quiet - 2>/dev/null; then
+    echo "ok       $name"
+    continue
+  fi
+  echo "fetching $name ($bytes bytes) from $url"
+  tmp="$dest.part.$$"
+  curl -fsSL --retry 3 -o "$tmp" "$url"
+  if ! echo "$sha  $tmp" | sha256sum -c --quiet -; then
+    rm -f "$tmp"
+    echo "error: $name does not have sha256 $sha" >&2
+    exit 1
+  fi
+  mv "$tmp" "$dest"
+  echo "ok       $name"
+done

@@ -1,0 +1,102 @@
+//! Shared helpers for the integration tests: the real `agentload` binary,
+//! the embedded simulator, and small generated configs.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+
+/// The trajectory dataset's directory (CI points `AGENTLOAD_DATA_DIR` at it).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("AGENTLOAD_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+}
+
+/// The edge trajectory file; tests that need it fail loudly without it.
+pub fn trajectories() -> PathBuf {
+    let path = data_dir().join("agentic_coding_2.5h.jsonl");
+    assert!(
+        path.is_file(),
+        "{} missing: set AGENTLOAD_DATA_DIR or run scripts/fetch-data.sh",
+        path.display()
+    );
+    path
+}
+
+/// A fresh, empty scratch directory.
+pub fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("agentload-{name}-"))
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// Where the test plugin fixtures are built (scripts/build-plugins.sh).
+pub fn test_plugin(name: &str) -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_agentload"));
+    let path = exe.parent().unwrap().join("../test-plugins").join(format!("{name}.wasm"));
+    assert!(path.is_file(), "{} missing: run scripts/build-plugins.sh", path.display());
+    path
+}
+
+/// Starts the simulator in this process.
+pub async fn start_sim(config: agentload_sim::SimConfig) -> agentload_sim::SimHandle {
+    agentload_sim::start(
+        config,
+        Arc::new(agentload_sim::ApproxTokenCounter),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .expect("simulator starts")
+}
+
+/// Runs the real binary with `args`, isolating its compile cache.
+pub async fn agentload(args: &[&str], cwd: &Path) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
+        .args(args)
+        .current_dir(cwd)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .output()
+        .await
+        .expect("agentload runs")
+}
+
+/// stdout + stderr as text.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A run config for the edge replay with some workload settings.
+pub fn edge_config(dir: &Path, url: &str, settings: &str, extra: &str) -> PathBuf {
+    let text = format!(
+        r#"name = "test"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+{extra}
+[performance]
+workload = "coding-replay"
+scorer = "shell-iou"
+[performance.data]
+trajectories = "agentic_coding_2.5h.jsonl"
+[performance.settings]
+{settings}
+"#
+    );
+    let path = dir.join("run.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Reads a JSON result file.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
