@@ -179,14 +179,14 @@ async fn malformed_trajectory_line_is_named() {
     let dir = scratch("malformed");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let mut text: Vec<String> = std::fs::read_to_string(trajectories())
+    let mut lines: Vec<String> = std::fs::read_to_string(trajectories())
         .unwrap()
         .lines()
         .take(10)
         .map(str::to_string)
         .collect();
-    text[6] = "{\"conversation_id\": \"x\", \"turn\": ".into();
-    std::fs::write(data.join("broken.jsonl"), text.join("\n")).unwrap();
+    lines[6] = "{\"conversation_id\": \"x\", \"turn\": ".into();
+    std::fs::write(data.join("broken.jsonl"), lines.join("\n")).unwrap();
     let config = edge_config(dir.path(), "http://127.0.0.1:9", "", "");
     let config_text = std::fs::read_to_string(&config)
         .unwrap()

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::SimError;
 
@@ -11,7 +11,7 @@ use crate::SimError;
 /// Durations follow a llama.cpp-like single-slot model: prefill of the uncached prompt tokens at
 /// `prefill_tokens_per_s`, then one token every `1 / decode_tokens_per_s`, all multiplied by
 /// `time_scale`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SimConfig {
     /// Model id reported by `/v1/models`, and in answers when the request names none.
@@ -79,7 +79,7 @@ impl SimConfig {
 
 /// Which responder produces the assistant's answers; tagged by `kind`
 /// (`{"kind": "oracle", "dataset": "…"}`).
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ResponderConfig {
     /// Answers with the last user message's content (or the last message's), truncated to the
@@ -142,6 +142,9 @@ mod tests {
         );
         let c: SimConfig = serde_json::from_str(r#"{"responder": {"kind": "echo"}}"#).unwrap();
         assert_eq!(c.responder, ResponderConfig::Echo);
+        let round_trip: SimConfig =
+            serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(round_trip, c);
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub(crate) struct Job {
     pub(crate) meta: ChunkMeta,
     /// When the request arrived (head read).
     pub(crate) received: Instant,
+    /// When the slot was acquired: prompt processing starts.
+    pub(crate) started: Instant,
     /// Time spent waiting for the slot.
     pub(crate) queued: Duration,
     /// Canonical prompt text.
@@ -77,13 +79,12 @@ impl Job {
         counter: &dyn TokenCounter,
         tx: Option<&mpsc::Sender<Bytes>>,
     ) -> Option<Finished> {
-        let start = Instant::now();
         let pieces = self.answer.pieces(counter);
         let pieces_n = u32::try_from(pieces.len()).unwrap_or(u32::MAX);
         let gen = Generation::plan(pieces_n, self.max_tokens, self.n_prompt, self.n_ctx);
         let prefill = self.timing.prefill(self.n_prompt - self.n_cached);
         let schedule = Schedule {
-            first: start + self.answer.stall + prefill,
+            first: self.started + self.answer.stall + prefill,
             interval: self.timing.decode_interval(),
         };
         let mut stamps = SimStamps {

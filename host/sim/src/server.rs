@@ -214,7 +214,6 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBod
                     "object": "model",
                     "created": unix_now(),
                     "owned_by": "llamacpp",
-                    "meta": { "n_ctx": state.ctx_size },
                 }],
             }),
         ),
@@ -256,7 +255,8 @@ async fn chat(
 
     let wait = Instant::now();
     let mut slot = Arc::clone(&state.slot).lock_owned().await;
-    let queued = wait.elapsed();
+    let started = Instant::now();
+    let queued = started - wait;
 
     let (n_prompt, n_cached) = if chat.cache_prompt {
         let pieces = state.counter.split(&prompt);
@@ -277,6 +277,7 @@ async fn chat(
             model: chat.model.clone().unwrap_or_else(|| state.model.clone()),
         },
         received,
+        started,
         queued,
         prompt,
         n_prompt,

@@ -232,6 +232,39 @@ async fn single_slot_queues_requests_in_order() {
 }
 
 #[tokio::test]
+async fn abandoned_stream_releases_the_slot() {
+    // 50 ms per token: the echo below would take seconds to stream in full.
+    let sim = sim(SimConfig {
+        decode_tokens_per_s: 20.0,
+        ..fast()
+    })
+    .await;
+    let long = "word ".repeat(60);
+    let mut response = post(
+        &sim,
+        None,
+        json!({"messages": [user(&long)], "stream": true}),
+    )
+    .await;
+    assert!(response.chunk().await.unwrap().is_some());
+    drop(response);
+    let started = Instant::now();
+    let body: Value = post(&sim, None, json!({"messages": [user("hi")]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "hi");
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "the slot was freed when the client left: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(sim.requests_served(), 1);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn context_overflow_is_400_before_streaming() {
     let sim = sim(SimConfig {
         ctx_size: 16,

@@ -84,17 +84,13 @@ impl Bpe {
         let mut pair: Vec<u32> = (0..piece.len())
             .map(|i| self.pair_rank(piece, &starts, i))
             .collect();
-        loop {
-            let Some((i, &best)) = pair
-                .iter()
-                .enumerate()
-                .min_by_key(|&(i, &r)| (r, i))
-            else {
-                break;
-            };
-            if best == u32::MAX {
-                break;
-            }
+        // The lowest ranked pair, the leftmost on ties.
+        while let Some((i, _)) = pair
+            .iter()
+            .enumerate()
+            .filter(|&(_, &r)| r != u32::MAX)
+            .min_by_key(|&(i, &r)| (r, i))
+        {
             starts.remove(i + 1);
             pair.remove(i + 1);
             pair[i] = self.pair_rank(piece, &starts, i);

@@ -215,7 +215,9 @@ fn render_assistant(
         if let Some(arguments) = function.get("arguments") {
             let parsed = match arguments {
                 Value::String(s) if call.get("function").is_some() => {
-                    serde_json::from_str::<Value>(s).ok().filter(Value::is_object)
+                    serde_json::from_str::<Value>(s)
+                        .ok()
+                        .filter(Value::is_object)
                 }
                 _ => None,
             };
@@ -256,7 +258,11 @@ fn content_text(message: &Value) -> Result<Cow<'_, str>, TokenizerError> {
             for part in parts {
                 let kind = part.get("type").and_then(Value::as_str);
                 let has = |key: &str| part.get(key).is_some();
-                if has("image") || has("image_url") || has("video") || matches!(kind, Some("image" | "video")) {
+                if has("image")
+                    || has("image_url")
+                    || has("video")
+                    || matches!(kind, Some("image" | "video"))
+                {
                     return Err(template_error(
                         "Image and video content is not supported by this renderer.",
                     ));
@@ -318,7 +324,10 @@ mod tests {
             ..ChatOptions::default()
         };
         let text = render(json!([{"role": "user", "content": "Hi"}]), None, thinking);
-        assert_eq!(text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+        assert_eq!(
+            text,
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+        );
     }
 
     #[test]
@@ -374,7 +383,8 @@ mod tests {
             preserve_thinking: true,
             ..opts
         };
-        assert!(render(messages, None, preserve).contains("<|im_start|>assistant\n<think>\nr1\n</think>\n\na1"));
+        assert!(render(messages, None, preserve)
+            .contains("<|im_start|>assistant\n<think>\nr1\n</think>\n\na1"));
     }
 
     #[test]
@@ -387,12 +397,24 @@ mod tests {
         };
         assert!(err(json!([])).contains("No messages"));
         assert!(err(json!([{"role": "assistant", "content": "x"}])).contains("No user query"));
-        assert!(err(json!([{"role": "user", "content": "x"}, {"role": "system", "content": "s"}])).contains("beginning"));
-        assert!(err(json!([{"role": "user", "content": "x"}, {"role": "critic", "content": "s"}])).contains("role"));
+        assert!(
+            err(json!([{"role": "user", "content": "x"}, {"role": "system", "content": "s"}]))
+                .contains("beginning")
+        );
+        assert!(
+            err(json!([{"role": "user", "content": "x"}, {"role": "critic", "content": "s"}]))
+                .contains("role")
+        );
         assert!(err(json!([{"role": "user", "content": 5}])).contains("content type"));
-        assert!(err(json!([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])).contains("not supported"));
-        assert!(err(json!([{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
-            {"function": {"name": "f", "arguments": "{not json"}}]}])).contains("not a JSON object"));
+        assert!(err(
+            json!([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
+        )
+        .contains("not supported"));
+        assert!(err(
+            json!([{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
+            {"function": {"name": "f", "arguments": "{not json"}}]}])
+        )
+        .contains("not a JSON object"));
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //!   [`QwenTokenizer::count_completion`] count prompts and completions the
 //!   way the MLPerf endpoints reference does.
 
+#![warn(missing_docs)]
+
 mod bpe;
 mod chat;
 mod pretokenize;
@@ -355,7 +357,10 @@ fn parse_ranks(bytes: &[u8]) -> Result<FxHashMap<Vec<u8>, u32>, (usize, String)>
             .parse()
             .map_err(|e| (line_no, format!("bad rank: {e}")))?;
         if rank >= SPECIAL_TOKEN_START_ID {
-            return Err((line_no, format!("rank {rank} collides with the special tokens")));
+            return Err((
+                line_no,
+                format!("rank {rank} collides with the special tokens"),
+            ));
         }
         if ranks.insert(token, rank).is_some() {
             return Err((line_no, "token listed twice".to_string()));
@@ -396,13 +401,19 @@ mod tests {
 
     #[test]
     fn digest_mismatch_names_path_and_digests() {
-        let path = std::env::temp_dir().join(format!("agentload-tok-{}.tiktoken", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("agentload-tok-{}.tiktoken", std::process::id()));
         std::fs::write(&path, b"YQ== 0\n").expect("write temp file");
-        let err = QwenTokenizer::load(&path).expect_err("wrong digest").to_string();
+        let err = QwenTokenizer::load(&path)
+            .expect_err("wrong digest")
+            .to_string();
         std::fs::remove_file(&path).ok();
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains(TIKTOKEN_SHA256), "{err}");
-        assert!(err.contains("5cf7e7c1be6c3640f175cc389c7bbfd75f6d8b2d22651f7569723834673737b7"), "{err}");
+        assert!(
+            err.contains("5cf7e7c1be6c3640f175cc389c7bbfd75f6d8b2d22651f7569723834673737b7"),
+            "{err}"
+        );
         let missing = QwenTokenizer::load("/nonexistent/qwen3_6.tiktoken").expect_err("missing");
         assert!(matches!(missing, TokenizerError::Read { .. }));
     }

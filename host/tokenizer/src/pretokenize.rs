@@ -231,7 +231,10 @@ mod tests {
 
     #[test]
     fn contractions_are_case_insensitive() {
-        assert_eq!(pieces("I'LL WE'RE it'ſ"), ["I", "'LL", " WE", "'RE", " it", "'ſ"]);
+        assert_eq!(
+            pieces("I'LL WE'RE it'ſ"),
+            ["I", "'LL", " WE", "'RE", " it", "'ſ"]
+        );
         assert_eq!(pieces("'rx"), ["'rx"]);
     }
 

@@ -19,9 +19,7 @@ wit_bindgen::generate!({
     world: "scorer-plugin",
 });
 
-use agentload::plugin::types::{
-    Completion, PluginConfig, PluginError, PluginInfo, PluginKind, ToolCall,
-};
+use agentload::plugin::types::{Completion, PluginConfig, PluginError, PluginInfo, PluginKind};
 use exports::agentload::plugin::scorer::{Guest, Report, ScoredItem, Verdict};
 
 use canon::{Arguments, Call};
@@ -97,14 +95,10 @@ fn model_calls(completion: &Completion) -> Vec<Call<'_>> {
     completion
         .tool_calls
         .iter()
-        .map(
-            |ToolCall {
-                 name, arguments, ..
-             }| Call {
-                name,
-                arguments: Arguments::Text(arguments),
-            },
-        )
+        .map(|call| Call {
+            name: &call.name,
+            arguments: Arguments::Text(&call.arguments),
+        })
         .collect()
 }
 
@@ -114,7 +108,7 @@ export!(ShellIou);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentload::plugin::types::GrantedFile;
+    use agentload::plugin::types::{GrantedFile, ToolCall};
     use serde_json::{json, Value};
 
     fn item(id: &str, tool_calls: Value, completion: Option<&[&str]>) -> ScoredItem {

@@ -68,7 +68,8 @@ impl Sandboxed {
     ) -> Result<R, PluginFailure> {
         self.store
             .set_epoch_deadline(ticks(self.limits.call_timeout_ms));
-        f(&mut self.store).map_err(|err| self.classify(call, err))
+        let store = &mut self.store;
+        off_the_runtime(|| f(store)).map_err(|err| self.classify(call, err))
     }
 
     /// As [`call`](Self::call), for calls that return a WIT `result`.
@@ -121,6 +122,16 @@ impl Sandboxed {
                 }
             }
         }
+    }
+}
+
+/// Runs a guest call outside the async executor's scheduling: WASI's sync
+/// bindings (guest stderr, say) block on the tokio runtime themselves, which
+/// a runtime worker thread may not do. Needs the multi-thread runtime.
+fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => tokio::task::block_in_place(f),
+        Err(_) => f(),
     }
 }
 
