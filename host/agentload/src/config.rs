@@ -184,7 +184,10 @@ impl RunConfig {
             return Err(invalid("plugins.limits", "limits must be positive"));
         }
         if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
-            return Err(invalid("model.tokenizer", "must be \"qwen3.6\" or \"none\""));
+            return Err(invalid(
+                "model.tokenizer",
+                "must be \"qwen3.6\" or \"none\"",
+            ));
         }
         Ok(())
     }
@@ -218,7 +221,9 @@ url = "http://127.0.0.1:1"
     #[test]
     fn unknown_key_is_named() {
         let text = format!("{MINIMAL}\n[load]\nconcurency = 2\n");
-        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err().to_string();
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("concurency"), "{err}");
         assert!(err.contains("t.toml"), "{err}");
     }
@@ -226,7 +231,9 @@ url = "http://127.0.0.1:1"
     #[test]
     fn invalid_value_names_the_key() {
         let text = format!("{MINIMAL}\n[load]\nconcurrency = 0\n");
-        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err().to_string();
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("load.concurrency"), "{err}");
     }
 

@@ -106,7 +106,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("agentload-data-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("agentic_coding_2.5h.jsonl"), b"tampered").unwrap();
-        let err = read(&dir, "agentic_coding_2.5h.jsonl").unwrap_err().to_string();
+        let err = read(&dir, "agentic_coding_2.5h.jsonl")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected b7da8c4f"), "{err}");
         let missing = read(&dir, "absent.jsonl").unwrap_err().to_string();
         assert!(missing.contains("fetch-data.sh"), "{missing}");

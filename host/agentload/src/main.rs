@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Parser)]
-#[command(name = "agentload", version, about = "Benchmark harness for agentic LLM inference")]
+#[command(
+    name = "agentload",
+    version,
+    about = "Benchmark harness for agentic LLM inference"
+)]
 struct Cli {
     /// Show plugin debug logs.
     #[arg(short, long, global = true)]
@@ -148,12 +152,18 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
     let responder = match args.responder {
         ResponderKind::Echo => ResponderConfig::Echo,
         ResponderKind::Oracle => ResponderConfig::Oracle {
-            dataset: args.dataset.clone().context("--responder oracle needs --dataset FILE")?,
+            dataset: args
+                .dataset
+                .clone()
+                .context("--responder oracle needs --dataset FILE")?,
             error_rate: args.error_rate,
             seed: args.seed,
         },
         ResponderKind::Script => ResponderConfig::Script {
-            path: args.script.clone().context("--responder script needs --script FILE")?,
+            path: args
+                .script
+                .clone()
+                .context("--responder script needs --script FILE")?,
         },
     };
     Ok(agentload_sim::SimConfig {
@@ -169,15 +179,21 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
 async fn serve_sim(args: SimArgs) -> Result<()> {
     let config = sim_config(&args)?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
-    let sim = agentload_sim::start(config, Arc::new(agentload_sim::ApproxTokenCounter), addr).await?;
+    let sim =
+        agentload_sim::start(config, Arc::new(agentload_sim::ApproxTokenCounter), addr).await?;
     println!("{}", sim.url());
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     sim.shutdown().await;
     Ok(())
 }
 
 async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
-    let config = RunConfig::parse(std::path::Path::new("configs/edge-full-run.toml"), EDGE_CONFIG)?;
+    let config = RunConfig::parse(
+        std::path::Path::new("configs/edge-full-run.toml"),
+        EDGE_CONFIG,
+    )?;
     let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
     let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
     let sim = agentload_sim::start(
@@ -194,7 +210,10 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
     )
     .await?;
-    eprintln!("simulator (oracle responder, time scale {time_scale}) at {}", sim.url());
+    eprintln!(
+        "simulator (oracle responder, time scale {time_scale}) at {}",
+        sim.url()
+    );
     let result = run(
         config,
         &Overrides {

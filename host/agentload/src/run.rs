@@ -3,7 +3,7 @@
 use crate::client::{BodyOptions, ChatClient, ClientOptions};
 use crate::config::{table_json, PhaseConfig, RunConfig};
 use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::{PluginEngine, ScorerPlugin, ScoredItem, WorkloadPlugin};
+use crate::plugin::{PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin};
 use crate::results::{self, DatasetIdentity, RunManifest};
 use crate::runner::{run_phase, PhaseSetup, TurnLog, TurnRecord, TurnStatus};
 use crate::tokens::LocalCounter;
@@ -54,7 +54,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let plugin_dir = config.plugins.dir.as_deref();
     let limits = config.plugins.limits;
 
-    let workload_path = crate::plugins::resolve(&phase.workload, plugin_dir).map_err(anyhow::Error::msg)?;
+    let workload_path =
+        crate::plugins::resolve(&phase.workload, plugin_dir).map_err(anyhow::Error::msg)?;
     let mut workload = WorkloadPlugin::new(engine.clone(), &engine.load(&workload_path)?, limits)?;
     let (files, datasets) = grant_files(&phase, &data_dir)?;
     let plugin_config = PluginConfig {
@@ -65,7 +66,11 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let scorer = match &phase.scorer {
         Some(spec) => {
             let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
-            Some(ScorerPlugin::new(engine.clone(), &engine.load(&path)?, limits)?)
+            Some(ScorerPlugin::new(
+                engine.clone(),
+                &engine.load(&path)?,
+                limits,
+            )?)
         }
         None => None,
     };
@@ -124,7 +129,9 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
 
     let setting = |key: &str| phase.settings.get(key).cloned();
     let seed = setting("seed").and_then(|v| v.as_integer()).or(Some(42));
-    let temperature = setting("temperature").and_then(|v| v.as_float()).or(Some(0.0));
+    let temperature = setting("temperature")
+        .and_then(|v| v.as_float())
+        .or(Some(0.0));
     let reference = results::reference_config(&config, seed, temperature);
     std::fs::write(
         out.join("config.yaml"),
@@ -153,7 +160,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             &items,
         )?;
         let report: serde_json::Value = serde_json::from_str(&scored.report.report_json)
-            .with_context(|| format!("scorer {} returned a report that is not JSON", scorer.identity().name))?;
+            .with_context(|| {
+                format!(
+                    "scorer {} returned a report that is not JSON",
+                    scorer.identity().name
+                )
+            })?;
         results::write_json(&out.join(&phase.report_file), &report)?;
         score = Some(scored.report.score);
         score_line = Some(format!(
@@ -185,7 +197,10 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
 }
 
 /// Reads the phase's data files and checks their digests.
-fn grant_files(phase: &PhaseConfig, data_dir: &Path) -> Result<(Vec<GrantedFile>, Vec<DatasetIdentity>)> {
+fn grant_files(
+    phase: &PhaseConfig,
+    data_dir: &Path,
+) -> Result<(Vec<GrantedFile>, Vec<DatasetIdentity>)> {
     let mut files = Vec::new();
     let mut ids = Vec::new();
     for (name, file) in &phase.data {
@@ -231,7 +246,9 @@ pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
             turn: r.turn,
             expected_json: r.expected_json.clone(),
             completion: match (&r.status, &r.completion) {
-                (TurnStatus::Completed, Some(c)) => Some(crate::runner::completion_for_plugin(c, r.usage.as_ref())),
+                (TurnStatus::Completed, Some(c)) => {
+                    Some(crate::runner::completion_for_plugin(c, r.usage.as_ref()))
+                }
                 _ => None,
             },
         })

@@ -126,11 +126,11 @@ async fn streaming_framing_and_usage() {
 
 #[tokio::test]
 async fn simulated_prefill_and_decode_times_are_respected() {
-    // Scaled: 100 ms first-token overhead, prefill 1 ms per 10 tokens, 10 ms per decoded token.
+    // Scaled: 300 ms first-token overhead, prefill 1 ms per 20 tokens, 10 ms per decoded token.
     let sim = sim(SimConfig {
         prefill_tokens_per_s: 10_000.0,
         decode_tokens_per_s: 50.0,
-        first_token_overhead_ms: 200.0,
+        first_token_overhead_ms: 600.0,
         time_scale: 0.5,
         ..SimConfig::default()
     })
@@ -154,24 +154,24 @@ async fn simulated_prefill_and_decode_times_are_respected() {
     let usage_chunk: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
     let prompt_tokens = usage_chunk["usage"]["prompt_tokens"].as_u64().unwrap() as f64;
     let visible = usage_chunk["usage"]["completion_tokens"].as_u64().unwrap() - 1;
-    let prefill = Duration::from_secs_f64(0.5 * (0.2 + prompt_tokens / 10_000.0));
+    let prefill = Duration::from_secs_f64(0.5 * (0.6 + prompt_tokens / 10_000.0));
     let decode = Duration::from_millis(10) * (visible as u32 - 1);
     let eos = Duration::from_millis(10);
     let stamps = &usage_chunk["agentload_sim"];
     let first = Duration::from_nanos(stamps["first_token_ns"].as_u64().unwrap());
     let last = Duration::from_nanos(stamps["last_token_ns"].as_u64().unwrap());
-    // Tokens are never early; each fires within the timer resolution (1 ms) after its due time,
-    // so the first-to-last span may come out up to that much short.
-    let slack = Duration::from_millis(60);
-    let resolution = Duration::from_millis(2);
+    // Each token is due at an absolute time (prefill end + k intervals) and is never early; it
+    // fires within the timer resolution after that. The upper slack absorbs a loaded machine and
+    // is still below the simulated durations it guards.
+    let slack = Duration::from_millis(150);
     assert!(
         first >= prefill && first < prefill + slack,
         "first {first:?} vs {prefill:?}"
     );
     assert!(
-        last - first + resolution >= decode && last - first < decode + slack,
-        "decode {:?} vs {decode:?}",
-        last - first
+        last >= prefill + decode && last < prefill + decode + slack,
+        "last {last:?} vs {:?}",
+        prefill + decode
     );
     let first_arrival = first_arrival.unwrap();
     assert!(
@@ -216,17 +216,24 @@ async fn single_slot_queues_requests_in_order() {
     let (b, b_done) = b.await.unwrap();
     assert_eq!(a["choices"][0]["message"]["content"], "first request");
     assert_eq!(b["choices"][0]["message"]["content"], "second request");
-    assert!(a_done < b_done);
+    // The first to arrive (normally `a`; on a starved machine possibly `b`) is served at once,
+    // the other waits for the slot and finishes last.
+    let queued =
+        |r: &Value| Duration::from_nanos(r["agentload_sim"]["queued_ns"].as_u64().unwrap());
+    let (served_first, served_second, last_done) = if a_done < b_done {
+        (&a, &b, b_done)
+    } else {
+        (&b, &a, a_done)
+    };
     assert!(
-        b_done >= Duration::from_millis(400),
-        "served one after the other: {b_done:?}"
+        last_done >= Duration::from_millis(400),
+        "served one after the other: {last_done:?}"
     );
-    let queued_a = a["agentload_sim"]["queued_ns"].as_u64().unwrap();
-    let queued_b = b["agentload_sim"]["queued_ns"].as_u64().unwrap();
-    assert!(queued_a < 20_000_000, "first waits no slot: {queued_a}");
+    assert!(queued(served_first) < queued(served_second));
     assert!(
-        queued_b >= 100_000_000,
-        "second waits for the first: {queued_b}"
+        queued(served_second) >= Duration::from_millis(100),
+        "the second waits for the first: {:?}",
+        queued(served_second)
     );
     assert_eq!(sim.requests_served(), 2);
 }

@@ -1,10 +1,12 @@
 //! The Qwen3.6 chat template, rendered in plain Rust.
 //!
-//! Followed: the `chat_template` of `Qwen/Qwen3.6-27B` (the ChatML template
-//! with XML-style tool calls that Qwen3.5 introduced, in its Qwen3.6
-//! revision that adds `preserve_thinking`), rendered as Hugging Face
-//! `apply_chat_template` renders it (`tojson` is Python's `json.dumps` with
-//! `ensure_ascii=False`, `trim` is Python's `str.strip()`).
+//! Followed: `chat_template.jinja` of `Qwen/Qwen3.6-27B` on the Hugging Face
+//! hub (7,764 bytes, sha256 `e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259`):
+//! ChatML with the XML-style tool calls that Qwen3.5 introduced
+//! (`<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>…`),
+//! `enable_thinking` and `preserve_thinking`. It is rendered as Hugging Face
+//! `apply_chat_template` renders it: `tojson` is Python's `json.dumps` with
+//! `ensure_ascii=False`, `trim` is Python's `str.strip()`.
 //!
 //! Shapes: `system` (first only), `user`, `assistant` (`content`,
 //! `reasoning_content`, `tool_calls`, or `<think>…</think>` inside
@@ -12,10 +14,10 @@
 //! a list of text parts; tools as an array of OpenAI tool objects.
 //!
 //! Left out: image and video content parts (the template's vision
-//! placeholders and `add_vision_id`) are rejected with an error. As the
-//! reference benchmark does before rendering, each
+//! placeholders and `add_vision_id`) are rejected with an error. Added, as
+//! the reference benchmark does before rendering: each
 //! `tool_calls[].function.arguments` JSON string that parses to an object
-//! is rendered as that object.
+//! is rendered as that object (the template itself fails on strings).
 
 use crate::{pyjson, TokenizerError};
 use serde_json::Value;

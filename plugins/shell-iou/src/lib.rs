@@ -192,7 +192,7 @@ mod tests {
         let json: Value = serde_json::from_str(&report.report_json).unwrap();
         assert_eq!(
             json["turns"],
-            json!({"issued": 3, "expected": 3, "observed": 2, "missing": 1, "scored": 2})
+            json!({"issued": 3, "expected": 2, "observed": 1, "missing": 1, "scored": 2})
         );
         assert_eq!(json["excluded_turns"][0]["turn"], 6);
 

@@ -7,10 +7,9 @@
 //! once per dataset turn, and the text laid out as `json.dumps(result,
 //! indent=2)` writes it.
 //!
-//! The `turns` counts follow the agentload contract: every item is issued
-//! and expected, observed when answered and missing when not, excluded or
-//! not. (The reference counts `expected`, `observed` and `missing` over
-//! scorable turns only.)
+//! The `turns` counts follow the reference: `issued` counts every item,
+//! while `expected`, `observed` and `missing` count scorable turns only (a
+//! turn without ground truth is neither expected nor missing).
 
 use std::collections::BTreeSet;
 
@@ -54,7 +53,7 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
     });
     let total: f64 = scored.iter().map(|t| t.score()).sum();
     let mean = (!scored.is_empty()).then(|| round4(total / scored.len() as f64));
-    let missing = turns.iter().filter(|t| t.missing).count();
+    let missing = scored.iter().filter(|t| t.missing).count();
 
     let mut domains = Map::new();
     if let Some(mean) = mean {
@@ -69,8 +68,8 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
         "turns".into(),
         json!({
             "issued": turns.len(),
-            "expected": turns.len(),
-            "observed": turns.len() - missing,
+            "expected": scored.len(),
+            "observed": scored.len() - missing,
             "missing": missing,
             "scored": scored.len(),
         }),
@@ -184,9 +183,9 @@ mod tests {
   "score": 0.4583,
   "turns": {
     "issued": 6,
-    "expected": 6,
-    "observed": 4,
-    "missing": 2,
+    "expected": 4,
+    "observed": 3,
+    "missing": 1,
     "scored": 4
   },
   "domains": {
@@ -276,7 +275,7 @@ mod tests {
         assert_eq!(value["per_turn"], json!([]));
         assert_eq!(
             value["turns"],
-            json!({"issued": 1, "expected": 1, "observed": 0, "missing": 1, "scored": 0})
+            json!({"issued": 1, "expected": 0, "observed": 0, "missing": 0, "scored": 0})
         );
 
         let empty = super::scores(&[]).unwrap();

@@ -170,7 +170,9 @@ mod tests {
         let mut a = CompletionAssembler::default();
         assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#));
         assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#));
-        assert!(!a.push_chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#));
+        assert!(
+            !a.push_chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
+        );
         assert!(a.push_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#));
         assert!(a.push_chunk(r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#));
         let out = a.finish();

@@ -162,7 +162,10 @@ mod tests {
         let a = &body["messages"][0];
         assert!(a.get("content").is_none(), "no content key: {a}");
         assert_eq!(a["reasoning_content"], "think");
-        assert_eq!(a["tool_calls"][0]["function"]["arguments"], r#"{"command":"ls"}"#);
+        assert_eq!(
+            a["tool_calls"][0]["function"]["arguments"],
+            r#"{"command":"ls"}"#
+        );
         assert_eq!(body["messages"][1]["tool_call_id"], "functions.bash:0");
         assert_eq!(body["temperature"], 0.0);
         assert_eq!(body["seed"], 42);

@@ -120,7 +120,10 @@ mod tests {
     #[test]
     fn trailing_event_without_blank_line_is_kept() {
         assert_eq!(parse_in_pieces(b"data: last", 3), vec!["last"]);
-        assert!(SseEvent { data: " [DONE] ".into() }.is_done());
+        assert!(SseEvent {
+            data: " [DONE] ".into()
+        }
+        .is_done());
     }
 
     #[test]

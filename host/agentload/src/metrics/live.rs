@@ -24,7 +24,8 @@ impl LiveStats {
     /// Adds one completed turn.
     pub fn record(&mut self, ttft_ns: u64, latency_ns: u64) {
         self.ttft_us.saturating_record((ttft_ns / 1000).max(1));
-        self.latency_us.saturating_record((latency_ns / 1000).max(1));
+        self.latency_us
+            .saturating_record((latency_ns / 1000).max(1));
     }
 
     /// `ttft p50/p99, latency p50` as a short progress string.

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The reference's percentile grid (`DEFAULT_PERCENTILES`).
-pub const PERCENTILE_GRID: [f64; 12] = [99.9, 99.0, 97.0, 95.0, 90.0, 80.0, 75.0, 50.0, 25.0, 10.0, 5.0, 1.0];
+pub const PERCENTILE_GRID: [f64; 12] = [
+    99.9, 99.0, 97.0, 95.0, 90.0, 80.0, 75.0, 50.0, 25.0, 10.0, 5.0, 1.0,
+];
 
 /// Histogram buckets, log-spaced between the observed min and max.
 const HISTOGRAM_BUCKETS: usize = 30;
@@ -101,7 +103,10 @@ impl Series {
 }
 
 fn histogram(sorted: &[u64]) -> Histogram {
-    let (lo, hi) = (sorted[0].max(1) as f64, sorted[sorted.len() - 1].max(1) as f64);
+    let (lo, hi) = (
+        sorted[0].max(1) as f64,
+        sorted[sorted.len() - 1].max(1) as f64,
+    );
     let edges: Vec<f64> = if hi <= lo {
         vec![lo, hi]
     } else {

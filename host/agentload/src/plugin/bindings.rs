@@ -23,9 +23,9 @@ pub mod scorer {
     });
 }
 
+pub use scorer::exports::agentload::plugin::scorer::{Report, ScoredItem, Verdict};
 pub use workload::agentload::plugin::types;
 pub use workload::exports::agentload::plugin::workload::SessionPlan;
-pub use scorer::exports::agentload::plugin::scorer::{Report, ScoredItem, Verdict};
 
 use super::sandbox::StoreState;
 use workload::agentload::plugin::host::{Host, LogLevel};
@@ -51,12 +51,12 @@ impl Host for StoreState {
 pub fn error_text(error: &types::PluginError) -> String {
     use types::PluginError;
     match error {
-            PluginError::InvalidConfig(m) => format!("invalid config: {m}"),
-            PluginError::InvalidData(e) if e.line > 0 => {
-                format!("invalid data: {}:{}: {}", e.file, e.line, e.message)
-            }
-            PluginError::InvalidData(e) => format!("invalid data: {}: {}", e.file, e.message),
-            PluginError::InvalidInput(m) => format!("invalid input: {m}"),
-            PluginError::Internal(m) => format!("internal error: {m}"),
+        PluginError::InvalidConfig(m) => format!("invalid config: {m}"),
+        PluginError::InvalidData(e) if e.line > 0 => {
+            format!("invalid data: {}:{}: {}", e.file, e.line, e.message)
         }
+        PluginError::InvalidData(e) => format!("invalid data: {}: {}", e.file, e.message),
+        PluginError::InvalidInput(m) => format!("invalid input: {m}"),
+        PluginError::Internal(m) => format!("internal error: {m}"),
+    }
 }

@@ -142,7 +142,9 @@ impl PluginEngine {
     fn cache_path(&self, digest: &str) -> Option<PathBuf> {
         let dir = self.cache_dir.as_ref()?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         let hex = digest.trim_start_matches("sha256:");
         // The compatibility hash covers wasmtime's version and the engine
         // settings that shape compiled code.

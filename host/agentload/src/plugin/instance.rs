@@ -76,9 +76,7 @@ impl Sandboxed {
     pub(crate) fn call_result<R>(
         &mut self,
         call: &'static str,
-        f: impl FnOnce(
-            &mut Store<StoreState>,
-        ) -> wasmtime::Result<Result<R, super::types::PluginError>>,
+        f: impl FnOnce(&mut Store<StoreState>) -> wasmtime::Result<Result<R, super::types::PluginError>>,
     ) -> Result<R, PluginFailure> {
         let plugin = self.plugin.clone();
         self.call(call, f)?
@@ -115,11 +113,7 @@ impl Sandboxed {
                 } else {
                     format!("{what} (guest stderr: {stderr})")
                 };
-                PluginFailure::Trap {
-                    plugin,
-                    call,
-                    trap,
-                }
+                PluginFailure::Trap { plugin, call, trap }
             }
         }
     }

@@ -44,7 +44,9 @@ pub enum PluginFailure {
         limit_ms: u64,
     },
     /// A call tried to grow memory past the cap.
-    #[error("plugin {plugin}: `{call}` exceeded its memory limit of {limit_mib} MiB and was stopped")]
+    #[error(
+        "plugin {plugin}: `{call}` exceeded its memory limit of {limit_mib} MiB and was stopped"
+    )]
     MemoryLimit {
         plugin: String,
         call: &'static str,

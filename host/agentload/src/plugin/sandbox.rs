@@ -5,7 +5,10 @@
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{
+    Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView,
+    WasiView,
+};
 
 /// Bytes of guest stderr kept for error messages (panic text).
 const STDERR_CAPACITY: usize = 64 * 1024;
@@ -88,7 +91,10 @@ impl ResourceLimiter for MemoryLimiter {
     ) -> wasmtime::Result<bool> {
         if desired > self.limit {
             self.hit = true;
-            wasmtime::bail!("memory limit of {} bytes exceeded (wanted {desired})", self.limit);
+            wasmtime::bail!(
+                "memory limit of {} bytes exceeded (wanted {desired})",
+                self.limit
+            );
         }
         Ok(true)
     }
@@ -128,5 +134,9 @@ impl HostMonotonicClock for FrozenClock {
 /// keys do): the same on every run, so behaviour is reproducible and no host
 /// entropy leaks in.
 fn fixed_entropy() -> Deterministic {
-    Deterministic::new((0u8..=255).map(|b| b.wrapping_mul(167).wrapping_add(13)).collect())
+    Deterministic::new(
+        (0u8..=255)
+            .map(|b| b.wrapping_mul(167).wrapping_add(13))
+            .collect(),
+    )
 }

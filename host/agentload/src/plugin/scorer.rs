@@ -51,7 +51,10 @@ impl ScorerPlugin {
             bindings.agentload_plugin_scorer().call_describe(store)
         })?;
         if info.kind != PluginKind::Scorer {
-            return Err(invalid(format!("`{}` describes itself as a workload", info.name)));
+            return Err(invalid(format!(
+                "`{}` describes itself as a workload",
+                info.name
+            )));
         }
         let identity = PluginIdentity {
             name: info.name,
@@ -74,7 +77,11 @@ impl ScorerPlugin {
     }
 
     /// Scores `items` and aggregates them, in one fresh instance.
-    pub fn score(&self, config: &PluginConfig, items: &[ScoredItem]) -> Result<Scored, PluginFailure> {
+    pub fn score(
+        &self,
+        config: &PluginConfig,
+        items: &[ScoredItem],
+    ) -> Result<Scored, PluginFailure> {
         let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
         let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         let scorer = b.agentload_plugin_scorer();

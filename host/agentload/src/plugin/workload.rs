@@ -47,7 +47,10 @@ impl WorkloadPlugin {
             bindings.agentload_plugin_workload().call_describe(store)
         })?;
         if info.kind != PluginKind::Workload {
-            return Err(invalid(format!("`{}` describes itself as a scorer", info.name)));
+            return Err(invalid(format!(
+                "`{}` describes itself as a scorer",
+                info.name
+            )));
         }
         sandbox.set_name(&info.name);
         let identity = PluginIdentity {

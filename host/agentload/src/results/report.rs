@@ -52,10 +52,25 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
     );
     row(&mut out, "TTFT (ms)", &summary.ttft, true);
     row(&mut out, "TPOT ref (ms)", &summary.tpot, true);
-    row(&mut out, "TPOT decode (ms)", &summary.agentload.tpot_decode, true);
+    row(
+        &mut out,
+        "TPOT decode (ms)",
+        &summary.agentload.tpot_decode,
+        true,
+    );
     row(&mut out, "latency (ms)", &summary.latency, true);
-    row(&mut out, "ISL (tokens)", &summary.input_sequence_lengths, false);
-    row(&mut out, "OSL (tokens)", &summary.output_sequence_lengths, false);
+    row(
+        &mut out,
+        "ISL (tokens)",
+        &summary.input_sequence_lengths,
+        false,
+    );
+    row(
+        &mut out,
+        "OSL (tokens)",
+        &summary.output_sequence_lengths,
+        false,
+    );
     let _ = writeln!(
         out,
         "\nqps {:.3}  output tokens/s {:.1}  token counts from {}",

@@ -106,7 +106,9 @@ pub fn summarize(
             Some(l) => l.osl_after_first as u64,
             None => osl(r)?.saturating_sub(1),
         };
-        (after_first > 0).then(|| decode(r).map(|d| d / after_first)).flatten()
+        (after_first > 0)
+            .then(|| decode(r).map(|d| d / after_first))
+            .flatten()
     });
     let tpot_decode = collect(&|r| {
         let n = osl(r)?;
@@ -215,7 +217,11 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
 
 /// The reference's `config.yaml` keys that its compliance checker reads,
 /// from agentload's config (JSON is valid YAML).
-pub fn reference_config(config: &crate::config::RunConfig, seed: Option<i64>, temperature: Option<f64>) -> Value {
+pub fn reference_config(
+    config: &crate::config::RunConfig,
+    seed: Option<i64>,
+    temperature: Option<f64>,
+) -> Value {
     let mut v = Map::new();
     v.insert("name".into(), config.name.clone().into());
     v.insert("version".into(), config.version.clone().into());

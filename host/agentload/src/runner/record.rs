@@ -158,8 +158,7 @@ impl TurnLog {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
-                serde_json::from_str(l)
-                    .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+                serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
             })
             .collect()
     }

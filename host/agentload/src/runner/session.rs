@@ -68,7 +68,11 @@ struct Shared {
 /// Runs every session of the phase and returns the records.
 pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
     let started = Instant::now();
-    let total_turns = setup.sessions.iter().map(|s| s.expected_turns as usize).sum();
+    let total_turns = setup
+        .sessions
+        .iter()
+        .map(|s| s.expected_turns as usize)
+        .sum();
     let shared = Arc::new(Shared {
         workload: Mutex::new(setup.workload),
         log: Mutex::new(setup.log),
@@ -203,7 +207,8 @@ impl Shared {
 
     /// Sends one turn and builds its record (local token counts included).
     async fn send(&self, req: &TurnRequest) -> TurnRecord {
-        let mut record = TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
+        let mut record =
+            TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
         record.error = None;
         let body = match request_body(req, &self.body) {
             Ok(body) => body,
@@ -213,7 +218,10 @@ impl Shared {
                 return record;
             }
         };
-        let Exchange { timeline: t, result } = self.client.send(&body, &req.session_id).await;
+        let Exchange {
+            timeline: t,
+            result,
+        } = self.client.send(&body, &req.session_id).await;
         record.issued_ns = Some(self.ns(t.issued));
         record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
         record.first_token_ns = t.first_token.map(|i| self.ns(i));
@@ -253,7 +261,10 @@ impl Shared {
         records.push(record);
         let n = records.len();
         if self.progress_every > 0 && (n % self.progress_every == 0 || n == self.total_turns) {
-            let failed = records.iter().filter(|r| r.status != TurnStatus::Completed).count();
+            let failed = records
+                .iter()
+                .filter(|r| r.status != TurnStatus::Completed)
+                .count();
             crate::log::line(&format!(
                 "  {n}/{} turns, {failed} failed or missing, {:.1} s; {}",
                 self.total_turns,
@@ -265,7 +276,10 @@ impl Shared {
 }
 
 /// The completion in WIT form, for the workload.
-pub(crate) fn completion_for_plugin(c: &super::CompletionRecord, usage: Option<&serde_json::Value>) -> Completion {
+pub(crate) fn completion_for_plugin(
+    c: &super::CompletionRecord,
+    usage: Option<&serde_json::Value>,
+) -> Completion {
     Completion {
         content: c.content.clone(),
         reasoning_content: c.reasoning_content.clone(),
@@ -285,7 +299,11 @@ pub(crate) fn completion_for_plugin(c: &super::CompletionRecord, usage: Option<&
 
 /// Server usage in WIT form.
 pub(crate) fn usage_for_plugin(u: &serde_json::Value) -> Option<Usage> {
-    let n = |k: &str| u.get(k).and_then(serde_json::Value::as_u64).map(|v| v as u32);
+    let n = |k: &str| {
+        u.get(k)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v as u32)
+    };
     Some(Usage {
         prompt_tokens: n("prompt_tokens")?,
         completion_tokens: n("completion_tokens")?,
@@ -296,4 +314,3 @@ pub(crate) fn usage_for_plugin(u: &serde_json::Value) -> Option<Usage> {
             .map(|v| v as u32),
     })
 }
-

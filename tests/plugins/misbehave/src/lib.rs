@@ -56,8 +56,12 @@ fn misbehave(behaviour: &str) -> Result<(), PluginError> {
             std::env::vars().count()
         ))),
         "panic" => panic!("misbehave plugin panicked on purpose"),
-        "error" => Err(PluginError::InvalidInput("misbehave error on purpose".into())),
-        other => Err(PluginError::InvalidConfig(format!("unknown behaviour {other}"))),
+        "error" => Err(PluginError::InvalidInput(
+            "misbehave error on purpose".into(),
+        )),
+        other => Err(PluginError::InvalidConfig(format!(
+            "unknown behaviour {other}"
+        ))),
     }
 }
 
@@ -109,7 +113,10 @@ impl Guest for Misbehave {
                 .to_string()
         };
         let (behaviour, when) = (get("behaviour", "ok"), get("when", "start"));
-        log(LogLevel::Info, &format!("behaviour={behaviour} when={when}"));
+        log(
+            LogLevel::Info,
+            &format!("behaviour={behaviour} when={when}"),
+        );
         if when == "configure" {
             misbehave(&behaviour)?;
         }
