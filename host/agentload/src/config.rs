@@ -177,7 +177,7 @@ impl RunConfig {
         if self.load.concurrency == 0 {
             return Err(invalid("load.concurrency", "must be at least 1"));
         }
-        if !(self.load.turn_timeout_s > 0.0) {
+        if self.load.turn_timeout_s.is_nan() || self.load.turn_timeout_s <= 0.0 {
             return Err(invalid("load.turn_timeout_s", "must be positive"));
         }
         if self.plugins.limits.memory_mib == 0 || self.plugins.limits.call_timeout_ms == 0 {

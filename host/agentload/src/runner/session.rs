@@ -260,7 +260,9 @@ impl Shared {
         let mut records = self.records.lock().expect("records lock");
         records.push(record);
         let n = records.len();
-        if self.progress_every > 0 && (n % self.progress_every == 0 || n == self.total_turns) {
+        if self.progress_every > 0
+            && (n.is_multiple_of(self.progress_every) || n == self.total_turns)
+        {
             let failed = records
                 .iter()
                 .filter(|r| r.status != TurnStatus::Completed)
