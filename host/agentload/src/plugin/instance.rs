@@ -55,11 +55,6 @@ impl Sandboxed {
         self.store.data_mut().plugin_name = name.to_string();
     }
 
-    /// The name used in error messages.
-    pub(crate) fn name(&self) -> &str {
-        &self.plugin
-    }
-
     /// Runs one call under the time limit and classifies its failure.
     pub(crate) fn call<R>(
         &mut self,

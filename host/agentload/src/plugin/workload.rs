@@ -139,12 +139,4 @@ impl WorkloadPlugin {
         }
         Ok((sandbox, bindings))
     }
-
-    /// Name used in messages.
-    pub fn name(&self) -> &str {
-        self.live
-            .as_ref()
-            .map(|(s, _)| s.name())
-            .unwrap_or(&self.identity.name)
-    }
 }
