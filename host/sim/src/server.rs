@@ -269,6 +269,11 @@ async fn chat(
     if n_prompt >= state.ctx_size {
         return Err(ApiError::exceed_context(n_prompt, state.ctx_size));
     }
+    let max_tokens = if answer.uncapped {
+        None
+    } else {
+        chat.max_tokens
+    };
     let job = Job {
         answer,
         meta: ChunkMeta {
@@ -283,7 +288,7 @@ async fn chat(
         n_prompt,
         n_cached,
         n_ctx: state.ctx_size,
-        max_tokens: chat.max_tokens,
+        max_tokens,
         timing: state.timing,
     };
 

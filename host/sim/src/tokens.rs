@@ -1,4 +1,7 @@
-//! Token counting: the [`TokenCounter`] trait and the default [`ApproxTokenCounter`].
+//! Token counting: the [`TokenCounter`] trait, the default [`ApproxTokenCounter`], and the
+//! Qwen3.6 BPE ([`agentload_tokenizer::QwenTokenizer`]) for token-exact simulation.
+
+use agentload_tokenizer::QwenTokenizer;
 
 /// Counts and splits text into tokens.
 ///
@@ -72,6 +75,18 @@ impl TokenCounter for ApproxTokenCounter {
             rest = tail;
         }
         pieces
+    }
+}
+
+/// The Qwen3.6 vocabulary: answers are cut at real token boundaries (joined where a token ends
+/// inside a UTF-8 character), so `max_tokens` truncates where a Qwen server would.
+impl TokenCounter for QwenTokenizer {
+    fn count(&self, text: &str) -> u32 {
+        self.split_tokens(text).len() as u32
+    }
+
+    fn split<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        self.split_tokens(text)
     }
 }
 

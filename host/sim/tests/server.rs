@@ -373,6 +373,7 @@ async fn oracle_streams_recorded_tool_calls() {
             dataset: dataset.clone(),
             error_rate: 0.0,
             seed: 0,
+            cap_to_max_tokens: false,
         },
         ..fast()
     })
@@ -419,7 +420,7 @@ async fn oracle_streams_recorded_tool_calls() {
 
     let mut plain = request.clone();
     plain["stream"] = json!(false);
-    let body: Value = post(&sim, Some("conv-1"), plain)
+    let body: Value = post(&sim, Some("conv-1"), plain.clone())
         .await
         .json()
         .await
@@ -436,7 +437,36 @@ async fn oracle_streams_recorded_tool_calls() {
         .as_str()
         .unwrap()
         .contains("unknown-conv"));
+
+    // The recorded turn is replayed whole past max_tokens, unless the oracle is capped.
+    let mut short = plain.clone();
+    short["max_tokens"] = json!(2);
+    let whole: Value = post(&sim, Some("conv-1"), short.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(whole["choices"][0]["finish_reason"], "tool_calls");
     sim.shutdown().await;
+    let capped = crate::sim(SimConfig {
+        responder: ResponderConfig::Oracle {
+            dataset: dataset.clone(),
+            error_rate: 0.0,
+            seed: 0,
+            cap_to_max_tokens: true,
+        },
+        ..fast()
+    })
+    .await;
+    let cut: Value = post(&capped, Some("conv-1"), short)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(cut["choices"][0]["finish_reason"], "length");
+    assert_eq!(cut["usage"]["completion_tokens"], 2);
+    assert!(cut["choices"][0]["message"]["tool_calls"].is_null());
+    capped.shutdown().await;
     std::fs::remove_file(dataset).unwrap();
 }
 

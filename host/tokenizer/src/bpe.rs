@@ -43,15 +43,29 @@ impl Bpe {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_ranks[piece[0] as usize]),
-            n => {
-                if let Some(id) = self.rank(piece) {
-                    out.push(id);
-                } else if n < HEAP_MIN_LEN {
-                    self.merge_scan(piece, out);
-                } else {
-                    self.merge_heap(piece, out);
-                }
-            }
+            _ => match self.rank(piece) {
+                Some(id) => out.push(id),
+                None => self.emit(piece, &self.merge(piece), out),
+            },
+        }
+    }
+
+    /// Appends the byte length of each token of one piece to `out`.
+    pub(crate) fn token_lens(&self, piece: &[u8], out: &mut Vec<usize>) {
+        match piece.len() {
+            0 => {}
+            1 => out.push(1),
+            n if self.rank(piece).is_some() => out.push(n),
+            _ => out.extend(self.merge(piece).windows(2).map(|w| w[1] - w[0])),
+        }
+    }
+
+    /// Start offsets of the merged parts of a piece, then its length.
+    fn merge(&self, piece: &[u8]) -> Vec<usize> {
+        if piece.len() < HEAP_MIN_LEN {
+            self.merge_scan(piece)
+        } else {
+            self.merge_heap(piece)
         }
     }
 
@@ -77,7 +91,7 @@ impl Bpe {
     }
 
     /// Merging for short pieces: rescan the pair ranks for the minimum.
-    fn merge_scan(&self, piece: &[u8], out: &mut Vec<u32>) {
+    fn merge_scan(&self, piece: &[u8]) -> Vec<usize> {
         // Part i spans starts[i]..starts[i + 1]; the last entry is the end.
         let mut starts: Vec<usize> = (0..=piece.len()).collect();
         // pair[i]: rank of parts i and i + 1 merged.
@@ -98,14 +112,14 @@ impl Bpe {
                 pair[i - 1] = self.pair_rank(piece, &starts, i - 1);
             }
         }
-        self.emit(piece, &starts, out);
+        starts
     }
 
     /// Merging for long pieces: a min-heap of candidate pairs keyed by
     /// (rank, start offset), so ties go to the leftmost pair as in the scan.
     /// Parts live in a linked list indexed by start offset; a heap entry is
     /// stale once either of its parts has changed.
-    fn merge_heap(&self, piece: &[u8], out: &mut Vec<u32>) {
+    fn merge_heap(&self, piece: &[u8]) -> Vec<usize> {
         let n = piece.len();
         // For a part starting at i: next[i] is the end (next part's start),
         // prev[i] the previous part's start; alive[i] while it starts a part.
@@ -150,7 +164,7 @@ impl Bpe {
             i = next[i];
         }
         starts.push(n);
-        self.emit(piece, &starts, out);
+        starts
     }
 }
 
@@ -168,11 +182,8 @@ mod tests {
         Bpe::new(ranks).expect("all bytes ranked")
     }
 
-    fn both(bpe: &Bpe, piece: &[u8]) -> (Vec<u32>, Vec<u32>) {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        bpe.merge_scan(piece, &mut a);
-        bpe.merge_heap(piece, &mut b);
-        (a, b)
+    fn both(bpe: &Bpe, piece: &[u8]) -> (Vec<usize>, Vec<usize>) {
+        (bpe.merge_scan(piece), bpe.merge_heap(piece))
     }
 
     #[test]
@@ -194,6 +205,9 @@ mod tests {
         // "aaaaa": aa, aa, a; then aaaa + a.
         bpe.encode_piece(b"aaaaa", &mut out);
         assert_eq!(out, [260, 97]);
+        let mut lens = Vec::new();
+        bpe.token_lens(b"aaaaa", &mut lens);
+        assert_eq!(lens, [4, 1]);
     }
 
     #[test]

@@ -229,6 +229,34 @@ impl QwenTokenizer {
         out
     }
 
+    /// Splits `text` (ordinary text) into its tokens' texts, in order.
+    ///
+    /// A token that ends inside a UTF-8 character is joined with the tokens
+    /// that complete it, so every piece is a non-empty `&str` and the pieces
+    /// concatenate to `text`; there are at most [`count`](Self::count)
+    /// pieces. Text that Unicode normalization would change is split as it
+    /// is, not as its NFC form. Streaming simulators cut answers with this.
+    pub fn split_tokens<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut lens = Vec::new();
+        let mut offset = 0;
+        for piece in pretokenize::split(text) {
+            lens.clear();
+            self.bpe.token_lens(piece.as_bytes(), &mut lens);
+            let mut start = offset;
+            let mut end = offset;
+            for len in &lens {
+                end += len;
+                if text.is_char_boundary(end) {
+                    out.push(&text[start..end]);
+                    start = end;
+                }
+            }
+            offset += piece.len();
+        }
+        out
+    }
+
     /// Number of tokens of `text` as ordinary text.
     pub fn count(&self, text: &str) -> usize {
         self.encode(text).len()

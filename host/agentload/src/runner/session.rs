@@ -1,8 +1,14 @@
 //! The closed-loop session driver: up to `concurrency` sessions in flight,
 //! each with exactly one turn in flight; a failed turn aborts the rest of its
 //! session (recorded as missing, never sent), like the reference.
+//!
+//! Each record is on disk before the session's next request goes out. Local
+//! token counting (a chat-template render and BPE of a prompt of up to ~30K
+//! tokens) runs on a blocking thread beside the next request, not between
+//! requests; the counts are merged into the records, and `turns.jsonl` is
+//! rewritten with them, when the phase ends.
 
-use super::record::{TurnLog, TurnRecord, TurnStatus};
+use super::record::{LocalTokens, TurnLog, TurnRecord, TurnStatus};
 use crate::client::{request_body, BodyOptions, ChatClient, Exchange};
 use crate::plugin::types::{Completion, ToolCall, TurnOutcome, TurnRequest, Usage};
 use crate::plugin::{SessionPlan, WorkloadPlugin};
@@ -10,6 +16,7 @@ use crate::tokens::LocalCounter;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
 
 /// Everything a phase needs.
 pub struct PhaseSetup {
@@ -59,6 +66,8 @@ struct Shared {
     client: ChatClient,
     body: BodyOptions,
     counter: Option<Arc<LocalCounter>>,
+    /// Local counts in progress: (record index, task).
+    counting: Mutex<Vec<(usize, JoinHandle<LocalTokens>)>>,
     started: Instant,
     deadline: Instant,
     total_turns: usize,
@@ -82,6 +91,7 @@ pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
         client: setup.client,
         body: setup.body,
         counter: setup.counter,
+        counting: Mutex::new(Vec::new()),
         started,
         deadline: started + setup.max_duration,
         total_turns,
@@ -107,7 +117,22 @@ pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
     }
     let wall = started.elapsed();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("workers joined"));
-    let records = shared.records.into_inner().expect("records lock");
+    let mut records = shared.records.into_inner().expect("records lock");
+    let counting = shared.counting.into_inner().expect("counting lock");
+    if !counting.is_empty() {
+        for (index, task) in counting {
+            match task.await {
+                Ok(tokens) => records[index].local_tokens = Some(tokens),
+                Err(e) => crate::log::line(&format!("error: local token count failed: {e}")),
+            }
+        }
+        let log = shared.log.into_inner().expect("log lock");
+        if let Err(e) = log.rewrite(&records) {
+            crate::log::line(&format!(
+                "error: cannot add local token counts to turns.jsonl: {e}"
+            ));
+        }
+    }
     let first = records.iter().filter_map(|r| r.issued_ns).min();
     let last = records.iter().filter_map(|r| r.complete_ns).max();
     PhaseOutcome {
@@ -146,7 +171,7 @@ async fn run_session(shared: &Shared, plan: SessionPlan) -> SessionOutcome {
         if req.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(req.delay_ms)).await;
         }
-        let record = shared.send(&req).await;
+        let (record, counting) = shared.send(&req).await;
         let outcome = match (&record.status, &record.completion) {
             (TurnStatus::Completed, Some(c)) => {
                 out.completed += 1;
@@ -158,7 +183,14 @@ async fn run_session(shared: &Shared, plan: SessionPlan) -> SessionOutcome {
             }
         };
         let failed = matches!(outcome, TurnOutcome::Failed(_));
-        shared.keep(record);
+        let index = shared.keep(record);
+        if let Some(task) = counting {
+            shared
+                .counting
+                .lock()
+                .expect("counting lock")
+                .push((index, task));
+        }
         match shared.workload().next_turn(&plan.id, &outcome) {
             Ok(Some(next)) if failed => break Some(next),
             Ok(Some(next)) => req = next,
@@ -205,8 +237,9 @@ impl Shared {
         t.duration_since(self.started).as_nanos() as u64
     }
 
-    /// Sends one turn and builds its record (local token counts included).
-    async fn send(&self, req: &TurnRequest) -> TurnRecord {
+    /// Sends one turn and builds its record, with the local token count
+    /// started in the background when a tokenizer is loaded.
+    async fn send(&self, req: &TurnRequest) -> (TurnRecord, Option<JoinHandle<LocalTokens>>) {
         let mut record =
             TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
         record.error = None;
@@ -215,7 +248,7 @@ impl Shared {
             Err(e) => {
                 record.status = TurnStatus::Failed;
                 record.error = Some(format!("cannot build request: {e}"));
-                return record;
+                return (record, None);
             }
         };
         let Exchange {
@@ -228,10 +261,14 @@ impl Shared {
         record.last_token_ns = t.last_token.map(|i| self.ns(i));
         record.complete_ns = Some(self.ns(t.complete));
         record.token_chunks = t.token_chunks_ns.len() as u32;
+        let mut counting = None;
         match result {
             Ok(answer) => {
                 if let Some(counter) = &self.counter {
-                    record.local_tokens = Some(counter.count_turn(&body, &answer));
+                    let (counter, answer) = (counter.clone(), answer.clone());
+                    counting = Some(tokio::task::spawn_blocking(move || {
+                        counter.count_turn(&body, &answer)
+                    }));
                 }
                 record.status = TurnStatus::Completed;
                 record.set_answer(answer);
@@ -249,11 +286,11 @@ impl Shared {
                 .expect("live lock")
                 .record(first - issued, done - issued);
         }
-        record
+        (record, counting)
     }
 
-    /// Writes a record to disk, then keeps it.
-    fn keep(&self, record: TurnRecord) {
+    /// Writes a record to disk, then keeps it; returns its index.
+    fn keep(&self, record: TurnRecord) -> usize {
         if let Err(e) = self.log.lock().expect("log lock").write(&record) {
             crate::log::line(&format!("error: cannot write turn log: {e}"));
         }
@@ -274,6 +311,7 @@ impl Shared {
                 self.live.lock().expect("live lock").line()
             ));
         }
+        n - 1
     }
 }
 

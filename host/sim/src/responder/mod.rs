@@ -55,11 +55,13 @@ pub(crate) async fn build(config: &ResponderConfig) -> Result<Box<dyn Responder>
             dataset,
             error_rate,
             seed,
+            cap_to_max_tokens,
         } => Box::new(oracle::Oracle::parse(
             dataset,
             &read(dataset).await?,
             *error_rate,
             *seed,
+            *cap_to_max_tokens,
         )?),
         ResponderConfig::Script { path } => {
             Box::new(script::Script::parse(path, &read(path).await?)?)

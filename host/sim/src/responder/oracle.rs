@@ -49,6 +49,8 @@ pub(crate) struct Oracle {
     sessions: HashMap<String, Vec<Turn>>,
     error_rate: f64,
     seed: u64,
+    /// Honour the request's `max_tokens` (see `ResponderConfig::Oracle`).
+    cap_to_max_tokens: bool,
 }
 
 impl Oracle {
@@ -58,6 +60,7 @@ impl Oracle {
         text: &str,
         error_rate: f64,
         seed: u64,
+        cap_to_max_tokens: bool,
     ) -> Result<Self, SimError> {
         let mut sessions: HashMap<String, Vec<Turn>> = HashMap::new();
         for line in jsonl_lines(path, text) {
@@ -127,6 +130,7 @@ impl Oracle {
             sessions,
             error_rate,
             seed,
+            cap_to_max_tokens,
         })
     }
 
@@ -166,6 +170,7 @@ impl Responder for Oracle {
             reasoning_content: recorded.reasoning_content.clone(),
             content: recorded.content.clone(),
             tool_calls,
+            uncapped: !self.cap_to_max_tokens,
             ..Answer::default()
         })
     }
@@ -210,7 +215,7 @@ mod tests {
 "#;
 
     fn oracle(error_rate: f64) -> Oracle {
-        Oracle::parse(Path::new("d.jsonl"), DATA, error_rate, 42).unwrap()
+        Oracle::parse(Path::new("d.jsonl"), DATA, error_rate, 42, false).unwrap()
     }
 
     fn request(assistants: usize) -> ChatRequest {
@@ -269,7 +274,7 @@ mod tests {
         assert_eq!(args["command"], "git status");
         assert_eq!(a, ask(&always, Some("c1"), 0).unwrap());
 
-        let half = Oracle::parse(Path::new("d"), "", 0.5, 7).unwrap();
+        let half = Oracle::parse(Path::new("d"), "", 0.5, 7, false).unwrap();
         let hits = (0..1000).filter(|t| half.perturbs("s", *t)).count();
         assert!((400..600).contains(&hits), "{hits}");
         assert!(!oracle(0.0).perturbs("c1", 2));
@@ -287,7 +292,14 @@ mod tests {
 
     #[test]
     fn malformed_rows_report_line() {
-        let e = Oracle::parse(Path::new("d.jsonl"), "{\"role\": \"user\"}\n", 0.0, 0).unwrap_err();
+        let e = Oracle::parse(
+            Path::new("d.jsonl"),
+            "{\"role\": \"user\"}\n",
+            0.0,
+            0,
+            false,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "d.jsonl:1: row without a string 'conversation_id'"
@@ -297,6 +309,7 @@ mod tests {
             "\n{\"conversation_id\": \"c\", \"role\": \"assistant\"}\n",
             0.0,
             0,
+            false,
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("d.jsonl:2: "), "{e}");

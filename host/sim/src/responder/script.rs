@@ -140,6 +140,7 @@ impl Script {
             tool_calls,
             finish_reason: line.finish_reason,
             stall,
+            uncapped: false,
         }))
     }
 }
