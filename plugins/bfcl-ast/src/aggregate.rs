@@ -11,9 +11,24 @@ use crate::settings::Settings;
 pub const CATEGORIES: [(&str, &[&str]); 3] = [
     (
         "non_live",
-        &["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple"],
+        &[
+            "simple_python",
+            "simple_java",
+            "simple_javascript",
+            "multiple",
+            "parallel",
+            "parallel_multiple",
+        ],
     ),
-    ("live", &["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"]),
+    (
+        "live",
+        &[
+            "live_simple",
+            "live_multiple",
+            "live_parallel",
+            "live_parallel_multiple",
+        ],
+    ),
     ("hallucination", &["irrelevance", "live_irrelevance"]),
 ];
 
@@ -83,12 +98,20 @@ pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
                 present.iter().map(|p| p.1 * p.2 as f64).sum::<f64>() / total as f64
             }
             "non_live" => {
-                let simple: Vec<f64> = SIMPLE_AST.iter().filter_map(|s| subset_mean(s).map(|m| m.0)).collect();
+                let simple: Vec<f64> = SIMPLE_AST
+                    .iter()
+                    .filter_map(|s| subset_mean(s).map(|m| m.0))
+                    .collect();
                 let mut top: Vec<f64> = Vec::new();
                 if !simple.is_empty() {
                     top.push(mean(&simple));
                 }
-                top.extend(present.iter().filter(|p| !SIMPLE_AST.contains(&p.0)).map(|p| p.1));
+                top.extend(
+                    present
+                        .iter()
+                        .filter(|p| !SIMPLE_AST.contains(&p.0))
+                        .map(|p| p.1),
+                );
                 mean(&top)
             }
             _ => mean(&present.iter().map(|p| p.1).collect::<Vec<_>>()),
@@ -213,7 +236,10 @@ mod tests {
         assert_eq!(b["normalized_single_turn_score"], json!(37.5));
         assert_eq!(score, 5.0 / 12.0);
         assert_eq!(r["gate"]["passed"], json!(false));
-        assert_eq!(r["gate"]["metrics"]["bfcl_overall_accuracy"]["threshold"], json!(86.23 * 0.97));
+        assert_eq!(
+            r["gate"]["metrics"]["bfcl_overall_accuracy"]["threshold"],
+            json!(86.23 * 0.97)
+        );
         assert_eq!(round2(0.125), 0.12);
         assert_eq!(round2(86.225), 86.22);
     }

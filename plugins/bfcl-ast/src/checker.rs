@@ -277,12 +277,17 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
     let required = getitem(&parameters, "required")?;
 
     let func_name = match func_name {
-        Value::Str(s) if opts.underscore_to_dot && s.contains('.') => Value::Str(s.replace('.', "_")),
+        Value::Str(s) if opts.underscore_to_dot && s.contains('.') => {
+            Value::Str(s.replace('.', "_"))
+        }
         other => other,
     };
     if !py_eq(&call.name, &func_name) {
         return Ok(Check::fail(
-            format!("Function name {} not found in model output.", func_name.repr()),
+            format!(
+                "Function name {} not found in model output.",
+                func_name.repr()
+            ),
             "simple_function_checker:wrong_func_name",
         ));
     }
@@ -290,7 +295,10 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
     let Value::Dict(model_items) = model_params else {
         return Err(PyErr::new(
             "AttributeError",
-            format!("'{}' object has no attribute 'items'", model_params.type_name()),
+            format!(
+                "'{}' object has no attribute 'items'",
+                model_params.type_name()
+            ),
         ));
     };
 
@@ -336,7 +344,11 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                         label,
                     ));
                 };
-                let convert = if kind == "java" { java_type_converter } else { js_type_converter };
+                let convert = if kind == "java" {
+                    java_type_converter
+                } else {
+                    js_type_converter
+                };
                 value = if matches!(type_desc, "Array" | "ArrayList" | "array") {
                     let nested_value = getitem(&getitem(&full, "items")?, "type")?;
                     let nested_type = type_key(&nested_value)?;
@@ -352,7 +364,8 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                 if matches!(type_desc, "array" | "tuple") {
                     let nested_value = getitem(&getitem(&full, "items")?, "type")?;
                     let nested_type = type_key(&nested_value)?;
-                    nested = Some(python_type(nested_type).ok_or_else(|| key_error(&nested_value))?);
+                    nested =
+                        Some(python_type(nested_type).ok_or_else(|| key_error(&nested_value))?);
                 }
                 expected
             }
@@ -406,7 +419,9 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
 
     for param in iterate(&possible_answer)? {
         let key = param.as_str().unwrap_or_default().to_owned();
-        if !contains(model_params, &param)? && !contains(&getitem(&possible_answer, &key)?, &Value::str(""))? {
+        if !contains(model_params, &param)?
+            && !contains(&getitem(&possible_answer, &key)?, &Value::str(""))?
+        {
             return Ok(Check::fail(
                 format!(
                     "Optional parameter {} not provided and not marked as optional.",
@@ -453,7 +468,8 @@ fn type_checker(
             let mut flag = true;
             if let Value::List(_) = candidate {
                 for item in iterate(value)? {
-                    let r = type_checker(param, &item, &candidate, &inner.class_str(), inner, None)?;
+                    let r =
+                        type_checker(param, &item, &candidate, &inner.class_str(), inner, None)?;
                     if !r.valid {
                         flag = false;
                         break;
@@ -516,7 +532,9 @@ fn standardized(v: &Value) -> Value {
 
 /// `[x[i] for i in range(len(x))]`, standardizing strings.
 fn standardized_items(v: &Value) -> PyResult<Vec<Value>> {
-    (0..py_len(v)?).map(|i| index(v, i).map(|x| standardized(&x))).collect()
+    (0..py_len(v)?)
+        .map(|i| index(v, i).map(|x| standardized(&x)))
+        .collect()
 }
 
 fn string_checker(param: &str, value: &Value, candidates: &Value) -> PyResult<Check> {
@@ -589,7 +607,9 @@ fn dict_checker(value: &Value, candidates: &Value) -> PyResult<Check> {
         let mut flag = true;
         for (key, v) in dict_items(value)? {
             if !contains(&candidate, &Value::Str(key.clone()))? {
-                result.error.push(Value::Str(format!("Unexpected dict key parameter: '{key}'.")));
+                result.error.push(Value::Str(format!(
+                    "Unexpected dict key parameter: '{key}'."
+                )));
                 result.error_type = Some("value_error:dict_key".into());
                 flag = false;
                 break;
@@ -610,7 +630,9 @@ fn dict_checker(value: &Value, candidates: &Value) -> PyResult<Check> {
         }
         for (key, options) in dict_items(&candidate)? {
             if !contains(value, &Value::Str(key.clone()))? && !contains(options, &Value::str(""))? {
-                result.error.push(Value::Str(format!("Missing dict key parameter: '{key}'.")));
+                result
+                    .error
+                    .push(Value::Str(format!("Missing dict key parameter: '{key}'.")));
                 result.error_type = Some("value_error:dict_key".into());
                 flag = false;
                 break;
@@ -642,7 +664,10 @@ fn list_dict_checker(value: &Value, candidates: &Value) -> PyResult<Check> {
         }
         let mut flag = true;
         for di in 0..n {
-            result = dict_checker(&index(value, di)?, &Value::List(vec![index(&candidate, di)?]))?;
+            result = dict_checker(
+                &index(value, di)?,
+                &Value::List(vec![index(&candidate, di)?]),
+            )?;
             if !result.valid {
                 flag = false;
                 break;
@@ -674,7 +699,10 @@ mod tests {
                 .map(|c| match c {
                     Value::Dict(mut kv) => {
                         let (k, v) = kv.remove(0);
-                        Call { name: Value::Str(k), args: v }
+                        Call {
+                            name: Value::Str(k),
+                            args: v,
+                        }
                     }
                     _ => panic!(),
                 })
@@ -697,9 +725,15 @@ mod tests {
         let c = t(r#"[{"calc_area": {"base": 10, "height": 5, "nums": [1, 2]}}]"#);
         assert!(c.valid, "a \"\" candidate skips the nested check");
         let c = t(r#"[{"calc_area": {"base": 10}}]"#);
-        assert_eq!(c.error_type.as_deref(), Some("simple_function_checker:missing_required"));
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("simple_function_checker:missing_required")
+        );
         let c = t(r#"[{"calc.area": {"base": 10, "height": 5}}]"#);
-        assert_eq!(c.error_type.as_deref(), Some("simple_function_checker:wrong_func_name"));
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("simple_function_checker:wrong_func_name")
+        );
         let c = t(r#"[{"calc_area": {"base": 11, "height": 5}}]"#);
         assert_eq!(c.error_type.as_deref(), Some("value_error:others"));
         assert_eq!(
@@ -707,9 +741,15 @@ mod tests {
             "Invalid value for parameter 'base': 11. Expected one of [10]."
         );
         let c = t(r#"[{"calc_area": {"base": 10, "height": 5, "x": 1}}]"#);
-        assert_eq!(c.error_type.as_deref(), Some("simple_function_checker:unexpected_param"));
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("simple_function_checker:unexpected_param")
+        );
         let c = t(r#"[]"#);
-        assert_eq!(c.error_type.as_deref(), Some("simple_function_checker:wrong_count"));
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("simple_function_checker:wrong_count")
+        );
         let c = t(r#"[{"calc_area": {"base": true, "height": 5}}]"#);
         assert_eq!(c.error_type.as_deref(), Some("type_error:simple"));
     }
@@ -717,7 +757,13 @@ mod tests {
     #[test]
     fn nested_float_rejects_ints() {
         let gt = r#"[{"calc.area": {"base": [10], "height": [5.0], "nums": [[1.0, 2.0]]}}]"#;
-        let c = run(TRI, r#"[{"calc_area": {"base": 10, "height": 5, "nums": [1, 2]}}]"#, gt, "simple", PY);
+        let c = run(
+            TRI,
+            r#"[{"calc_area": {"base": 10, "height": 5, "nums": [1, 2]}}]"#,
+            gt,
+            "simple",
+            PY,
+        );
         assert_eq!(c.error_type.as_deref(), Some("type_error:nested"));
     }
 
@@ -725,15 +771,42 @@ mod tests {
     fn parallel_is_greedy_and_order_free() {
         let funcs = r#"[{"name": "f", "parameters": {"properties": {"a": {"type": "string"}}, "required": ["a"]}}]"#;
         let gt = r#"[{"f": {"a": ["x"]}}, {"f": {"a": ["y"]}}]"#;
-        assert!(run(funcs, r#"[{"f": {"a": "Y"}}, {"f": {"a": "x"}}]"#, gt, "parallel", PY).valid);
-        let c = run(funcs, r#"[{"f": {"a": "x"}}, {"f": {"a": "x"}}]"#, gt, "parallel", PY);
-        assert_eq!(c.error_type.as_deref(), Some("parallel_function_checker_no_order:cannot_find_match"));
+        assert!(
+            run(
+                funcs,
+                r#"[{"f": {"a": "Y"}}, {"f": {"a": "x"}}]"#,
+                gt,
+                "parallel",
+                PY
+            )
+            .valid
+        );
+        let c = run(
+            funcs,
+            r#"[{"f": {"a": "x"}}, {"f": {"a": "x"}}]"#,
+            gt,
+            "parallel",
+            PY,
+        );
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("parallel_function_checker_no_order:cannot_find_match")
+        );
         assert_eq!(
             c.error[0].as_str().unwrap(),
             "Could not find a matching function among index [1] of model output for index 1 of possible answers."
         );
-        let c = run(funcs, r#"[{"f": {"a": "x"}}]"#, gt, "live_parallel_multiple", PY);
-        assert_eq!(c.error_type.as_deref(), Some("parallel_function_checker_no_order:wrong_count"));
+        let c = run(
+            funcs,
+            r#"[{"f": {"a": "x"}}]"#,
+            gt,
+            "live_parallel_multiple",
+            PY,
+        );
+        assert_eq!(
+            c.error_type.as_deref(),
+            Some("parallel_function_checker_no_order:wrong_count")
+        );
     }
 
     #[test]
@@ -745,9 +818,24 @@ mod tests {
         assert_eq!(c.error_type.as_deref(), Some("value_error:dict_value"));
         let c = run(funcs, r#"[{"g": {"d": {"z": "v"}}}]"#, gt, "multiple", PY);
         assert_eq!(c.error_type.as_deref(), Some("value_error:dict_key"));
-        assert!(run(funcs, r#"[{"g": {"d": {"k": "v"}, "l": [{"a": 1.0}]}}]"#, gt, "multiple", PY).valid);
+        assert!(
+            run(
+                funcs,
+                r#"[{"g": {"d": {"k": "v"}, "l": [{"a": 1.0}]}}]"#,
+                gt,
+                "multiple",
+                PY
+            )
+            .valid
+        );
         // The "" candidate is tried last and leaves its count error behind.
-        let c = run(funcs, r#"[{"g": {"d": {"k": "v"}, "l": [{"a": 2}]}}]"#, gt, "multiple", PY);
+        let c = run(
+            funcs,
+            r#"[{"g": {"d": {"k": "v"}, "l": [{"a": 2}]}}]"#,
+            gt,
+            "multiple",
+            PY,
+        );
         assert_eq!(c.error_type.as_deref(), Some("value_error:list_dict_count"));
     }
 

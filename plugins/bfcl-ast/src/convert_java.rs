@@ -39,12 +39,24 @@ re!(re_double, r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$", false);
 re!(re_long, r"^-?\d+[lL]$", false);
 re!(re_l_suffix, r"[lL]$", false);
 re!(re_char, r"^\'.$\'", false);
-re!(re_as_list, r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)", false);
-re!(re_add_block, r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", true);
+re!(
+    re_as_list,
+    r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)",
+    false
+);
+re!(
+    re_add_block,
+    r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}",
+    true
+);
 re!(re_add, r"add\((.+?)\)", false);
 re!(re_empty_list, r"new\s+ArrayList<\w*>\(\)", false);
 re!(re_array, r"new\s+\w+\[\]\s*\{(.*?)\}", false);
-re!(re_hashmap, r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", true);
+re!(
+    re_hashmap,
+    r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}",
+    true
+);
 re!(re_put, r#"put\(\"(.*?)\",\s*(.*?)\)"#, false);
 re!(re_empty_map, r"new\s+HashMap<.*?>\s*\(\)", false);
 
@@ -56,7 +68,10 @@ fn int_or_raise(s: &str) -> PyResult<Value> {
     py_int(s).map(Value::Int).ok_or_else(|| {
         PyErr::new(
             "ValueError",
-            format!("invalid literal for int() with base 10: {}", Value::str(s).repr()),
+            format!(
+                "invalid literal for int() with base 10: {}",
+                Value::str(s).repr()
+            ),
         )
     })
 }
@@ -65,15 +80,25 @@ fn float_or_raise(s: &str) -> PyResult<Value> {
     py_float(s).map(Value::Float).ok_or_else(|| {
         PyErr::new(
             "ValueError",
-            format!("could not convert string to float: {}", Value::str(s).repr()),
+            format!(
+                "could not convert string to float: {}",
+                Value::str(s).repr()
+            ),
         )
     })
 }
 
 /// `java_type_converter(value, expected_type, nested_type=None)`.
-pub fn java_type_converter(value: &str, expected_type: &str, nested: Option<&str>) -> PyResult<Value> {
+pub fn java_type_converter(
+    value: &str,
+    expected_type: &str,
+    nested: Option<&str>,
+) -> PyResult<Value> {
     if java_type(expected_type).is_none() {
-        return Err(PyErr::new("ValueError", format!("Unsupported type: {expected_type}")));
+        return Err(PyErr::new(
+            "ValueError",
+            format!("Unsupported type: {expected_type}"),
+        ));
     }
     match expected_type {
         "byte" | "short" | "integer" => {
@@ -113,8 +138,14 @@ pub fn java_type_converter(value: &str, expected_type: &str, nested: Option<&str
         "Array" => parse_array(value, nested),
         "ArrayList" => parse_arraylist(value, nested),
         "HashMap" => parse_hashmap(value),
-        "Set" => Err(PyErr::new("NotImplementedError", "Set conversion is not implemented")),
-        "Hashtable" => Err(PyErr::new("NotImplementedError", "Set conversion is not implemented")),
+        "Set" => Err(PyErr::new(
+            "NotImplementedError",
+            "Set conversion is not implemented",
+        )),
+        "Hashtable" => Err(PyErr::new(
+            "NotImplementedError",
+            "Set conversion is not implemented",
+        )),
         "Queue" | "Stack" => Err(PyErr::new(
             "NotImplementedError",
             format!("{expected_type} conversion is not implemented"),
@@ -243,21 +274,48 @@ mod tests {
         assert_eq!(conv("3.14f", "float", None), "3.14");
         assert_eq!(conv("3e-3F", "float", None), "0.003");
         assert_eq!(conv("3.14", "float", None), "'3.14'");
-        assert_eq!(conv("-9223372036854775808L", "long", None), "-9223372036854775808");
+        assert_eq!(
+            conv("-9223372036854775808L", "long", None),
+            "-9223372036854775808"
+        );
         assert_eq!(conv("a", "char", None), "'a'");
         assert_eq!(conv("123", "any", None), "'123'");
         assert_eq!(conv("new int[]{1, 2, 3}", "Array", None), "[1, 2, 3]");
         assert_eq!(conv("new int[] { }", "Array", None), "[]");
-        assert_eq!(conv(r#"new Object[]{1, "abc", true}"#, "Array", None), "[1, 'abc', True]");
-        assert_eq!(conv("new long[]{1L, 2, 3L}", "Array", Some("long")), "[1, '2', 3]");
-        assert_eq!(conv(r#"new ArrayList<>(Arrays.asList("a", "b"))"#, "ArrayList", Some("String")), "['a', 'b']");
-        assert_eq!(conv("new ArrayList<>()", "ArrayList", Some("integer")), "[]");
         assert_eq!(
-            conv("new ArrayList<Float>() {{ add(1.0f); add(2.0f); }}", "ArrayList", Some("float")),
+            conv(r#"new Object[]{1, "abc", true}"#, "Array", None),
+            "[1, 'abc', True]"
+        );
+        assert_eq!(
+            conv("new long[]{1L, 2, 3L}", "Array", Some("long")),
+            "[1, '2', 3]"
+        );
+        assert_eq!(
+            conv(
+                r#"new ArrayList<>(Arrays.asList("a", "b"))"#,
+                "ArrayList",
+                Some("String")
+            ),
+            "['a', 'b']"
+        );
+        assert_eq!(
+            conv("new ArrayList<>()", "ArrayList", Some("integer")),
+            "[]"
+        );
+        assert_eq!(
+            conv(
+                "new ArrayList<Float>() {{ add(1.0f); add(2.0f); }}",
+                "ArrayList",
+                Some("float")
+            ),
             "[1.0, 2.0]"
         );
         assert_eq!(
-            conv("new ArrayList<Character>() {{ add('a'); add('b'); }}", "ArrayList", Some("char")),
+            conv(
+                "new ArrayList<Character>() {{ add('a'); add('b'); }}",
+                "ArrayList",
+                Some("char")
+            ),
             "['a', 'b']"
         );
         assert_eq!(conv("new HashMap<>() {{ }}", "HashMap", None), "{}");
@@ -270,7 +328,13 @@ mod tests {
             "{'key1': 1, 'key2': 'value', 'key3': True}"
         );
         assert_eq!(conv("oops", "HashMap", None), "'oops'");
-        assert_eq!(java_type_converter("x", "Set", None).unwrap_err().kind, "NotImplementedError");
-        assert_eq!(java_type_converter("x", "list", None).unwrap_err().kind, "ValueError");
+        assert_eq!(
+            java_type_converter("x", "Set", None).unwrap_err().kind,
+            "NotImplementedError"
+        );
+        assert_eq!(
+            java_type_converter("x", "list", None).unwrap_err().kind,
+            "ValueError"
+        );
     }
 }

@@ -51,15 +51,25 @@ fn int_or_raise(s: &str) -> PyResult<Value> {
     py_int(s).map(Value::Int).ok_or_else(|| {
         PyErr::new(
             "ValueError",
-            format!("invalid literal for int() with base 10: {}", Value::str(s).repr()),
+            format!(
+                "invalid literal for int() with base 10: {}",
+                Value::str(s).repr()
+            ),
         )
     })
 }
 
 /// `js_type_converter(value, expected_type, nested_type=None)`.
-pub fn js_type_converter(value: &str, expected_type: &str, nested: Option<&str>) -> PyResult<Value> {
+pub fn js_type_converter(
+    value: &str,
+    expected_type: &str,
+    nested: Option<&str>,
+) -> PyResult<Value> {
     if js_type(expected_type).is_none() {
-        return Err(PyErr::new("ValueError", format!("Unsupported type: {expected_type}")));
+        return Err(PyErr::new(
+            "ValueError",
+            format!("Unsupported type: {expected_type}"),
+        ));
     }
     let is = |re: &Regex| re.match_at(&chars(value), 0).is_some();
     match expected_type {
@@ -79,7 +89,10 @@ pub fn js_type_converter(value: &str, expected_type: &str, nested: Option<&str>)
                 return Ok(Value::str(value));
             }
             py_float(value).map(Value::Float).ok_or_else(|| {
-                PyErr::new("ValueError", format!("could not convert string to float: {value:?}"))
+                PyErr::new(
+                    "ValueError",
+                    format!("could not convert string to float: {value:?}"),
+                )
             })
         }
         "Bigint" => {
@@ -215,11 +228,21 @@ mod tests {
         assert_eq!(conv("[]", "array", None), "[]");
         assert_eq!(conv("[1, 'two', true]", "array", None), "[1, 'two', True]");
         assert_eq!(conv("[1n, 2n]", "array", Some("Bigint")), "[1, 2]");
-        assert_eq!(conv(r#"["hello", "world"]"#, "array", Some("String")), "['hello', 'world']");
-        assert_eq!(conv(" [ [ 1, 2 ], [ 3,   4], [5, 6]]", "array", Some("array")), "[[1, 2], [3, 4], [5, 6]]");
+        assert_eq!(
+            conv(r#"["hello", "world"]"#, "array", Some("String")),
+            "['hello', 'world']"
+        );
+        assert_eq!(
+            conv(" [ [ 1, 2 ], [ 3,   4], [5, 6]]", "array", Some("array")),
+            "[[1, 2], [3, 4], [5, 6]]"
+        );
         assert_eq!(conv("{'key': 'value'}", "dict", None), "{'key': 'value'}");
         assert_eq!(
-            conv("{'key1': 123, 'key2': 'value', 'key3': false}", "dict", None),
+            conv(
+                "{'key1': 123, 'key2': 'value', 'key3': false}",
+                "dict",
+                None
+            ),
             "{'key1': 123, 'key2': 'value', 'key3': False}"
         );
         assert_eq!(
@@ -230,7 +253,13 @@ mod tests {
             ),
             "{'initialState': 'initialStateObject', 'middlewares': ['loggerMiddleware'], 'enhancers': ['applyMiddleware', 'myMiddleWare']}"
         );
-        assert_eq!(js_type_converter("1", "Array", None).unwrap_err().kind, "ValueError");
-        assert_eq!(js_type_converter("5n\n", "Bigint", None).unwrap_err().kind, "ValueError");
+        assert_eq!(
+            js_type_converter("1", "Array", None).unwrap_err().kind,
+            "ValueError"
+        );
+        assert_eq!(
+            js_type_converter("5n\n", "Bigint", None).unwrap_err().kind,
+            "ValueError"
+        );
     }
 }

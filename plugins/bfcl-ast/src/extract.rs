@@ -98,8 +98,13 @@ fn tool_calls_json(text: &str) -> Option<Vec<RawCall>> {
     for item in &items {
         let Value::Dict(_) = item else { return None };
         let function = item.get("function")?;
-        let Value::Dict(_) = function else { return None };
-        let name = function.get("name").cloned().unwrap_or_else(|| Value::str(""));
+        let Value::Dict(_) = function else {
+            return None;
+        };
+        let name = function
+            .get("name")
+            .cloned()
+            .unwrap_or_else(|| Value::str(""));
         let arguments = match function.get("arguments") {
             None => decode_arguments("{}"),
             Some(Value::Str(s)) => decode_arguments(s),
@@ -119,17 +124,51 @@ fn function_array(text: &str) -> Option<Vec<RawCall>> {
     for item in &items {
         let Value::Dict(_) = item else { return None };
         let name = item.get("name")?.clone();
-        let arguments = item.get("arguments").cloned().unwrap_or(Value::Dict(Vec::new()));
+        let arguments = item
+            .get("arguments")
+            .cloned()
+            .unwrap_or(Value::Dict(Vec::new()));
         calls.push(RawCall { name, arguments });
     }
     (!calls.is_empty()).then_some(calls)
 }
 
 const SKIP_NAMES: [&str; 35] = [
-    "print", "return", "if", "for", "while", "def", "class", "import", "from", "with", "assert",
-    "raise", "try", "except", "len", "str", "int", "float", "list", "dict", "set", "tuple", "type",
-    "isinstance", "range", "enumerate", "zip", "map", "filter", "Note", "Example", "Here", "This",
-    "The", "For",
+    "print",
+    "return",
+    "if",
+    "for",
+    "while",
+    "def",
+    "class",
+    "import",
+    "from",
+    "with",
+    "assert",
+    "raise",
+    "try",
+    "except",
+    "len",
+    "str",
+    "int",
+    "float",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "type",
+    "isinstance",
+    "range",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "Note",
+    "Example",
+    "Here",
+    "This",
+    "The",
+    "For",
 ];
 
 fn func_start() -> &'static Regex {
@@ -261,13 +300,25 @@ mod tests {
         let native = r#"[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"London\"}"}}]"#;
         assert_eq!(text(native), "'get_weather':{'city': 'London'}");
         assert!(ModelOutput::Text(native.into()).has_native_tool_calls());
-        assert_eq!(text(r#"[{"name": "f", "arguments": {"a": 1}}]"#), "'f':{'a': 1}");
+        assert_eq!(
+            text(r#"[{"name": "f", "arguments": {"a": 1}}]"#),
+            "'f':{'a': 1}"
+        );
         assert!(!ModelOutput::Text(r#"[{"name": "f"}]"#.into()).has_native_tool_calls());
-        assert_eq!(text("get_weather(city='London')"), "'get_weather':{'city': 'London'}");
-        assert_eq!(text("[spotify.play(artist='X', duration=20)]"), "'play':{'artist': 'X', 'duration': 20}");
+        assert_eq!(
+            text("get_weather(city='London')"),
+            "'get_weather':{'city': 'London'}"
+        );
+        assert_eq!(
+            text("[spotify.play(artist='X', duration=20)]"),
+            "'play':{'artist': 'X', 'duration': 20}"
+        );
         assert_eq!(text("f(a=true, b=null)"), "'f':{'a': 'true', 'b': 'null'}");
         assert_eq!(text("I cannot help with that."), "");
-        assert_eq!(text("The area (in square units) is 25"), "'area':{'_raw': 'in square units'}");
+        assert_eq!(
+            text("The area (in square units) is 25"),
+            "'area':{'_raw': 'in square units'}"
+        );
         assert_eq!(text("use f(x, y) or print(1)"), "");
         assert_eq!(text("f(g(1), k=h(2))"), "'f':{'k': 'h(2)'}");
         assert_eq!(text("f(a=')')"), "'f':{'a': ')'}");
@@ -275,11 +326,15 @@ mod tests {
 
     #[test]
     fn tool_call_arguments() {
-        let out = ModelOutput::new("", "", vec![
-            ("f".into(), "{\"a\": 5.0}".into()),
-            ("g".into(), "not json".into()),
-            ("h".into(), "\"{\\\"x\\\": 1}\"".into()),
-        ]);
+        let out = ModelOutput::new(
+            "",
+            "",
+            vec![
+                ("f".into(), "{\"a\": 5.0}".into()),
+                ("g".into(), "not json".into()),
+                ("h".into(), "\"{\\\"x\\\": 1}\"".into()),
+            ],
+        );
         assert_eq!(
             show(&out.extract().unwrap()),
             "'f':{'a': 5.0} | 'g':'not json' | 'h':'{\"x\": 1}'"

@@ -96,7 +96,10 @@ impl Guest for BfclAst {
 
     fn aggregate(items: Vec<ScoredItem>, verdicts: Vec<Verdict>) -> Result<Report, PluginError> {
         if items.len() != verdicts.len()
-            || items.iter().zip(&verdicts).any(|(i, v)| i.item_id != v.item_id)
+            || items
+                .iter()
+                .zip(&verdicts)
+                .any(|(i, v)| i.item_id != v.item_id)
         {
             return Err(PluginError::InvalidInput(
                 "verdicts do not match the items one for one".into(),
@@ -106,14 +109,17 @@ impl Guest for BfclAst {
             .iter()
             .zip(&verdicts)
             .map(|(item, v)| {
-                let expected = Expected::parse(&item.expected_json)
-                    .map_err(|e| PluginError::InvalidInput(format!("item {}: {e}", item.item_id)))?;
+                let expected = Expected::parse(&item.expected_json).map_err(|e| {
+                    PluginError::InvalidInput(format!("item {}: {e}", item.item_id))
+                })?;
                 Ok(aggregate::Sample {
                     subset: expected.subset,
                     score: v.score,
                     completed: item.completion.is_some(),
                     empty: item.completion.as_ref().is_some_and(|c| {
-                        c.content.is_empty() && c.reasoning_content.is_empty() && c.tool_calls.is_empty()
+                        c.content.is_empty()
+                            && c.reasoning_content.is_empty()
+                            && c.tool_calls.is_empty()
                     }),
                 })
             })
@@ -192,7 +198,10 @@ mod tests {
             item("c", "simple_python", &[], true),
         ];
         let verdicts = BfclAst::score(items.clone()).unwrap();
-        assert_eq!(verdicts.iter().map(|v| v.score).collect::<Vec<_>>(), vec![1.0, 0.0, 0.0]);
+        assert_eq!(
+            verdicts.iter().map(|v| v.score).collect::<Vec<_>>(),
+            vec![1.0, 0.0, 0.0]
+        );
         let d: serde_json::Value = serde_json::from_str(&verdicts[1].detail_json).unwrap();
         assert_eq!(d["error_type"], "value_error:others");
         let d: serde_json::Value = serde_json::from_str(&verdicts[2].detail_json).unwrap();

@@ -51,10 +51,10 @@ const OPS: [&str; 48] = [
 ];
 
 const KEYWORDS: [&str; 35] = [
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-    "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// A syntax error (or the `ValueError` `ast.parse` raises for NUL bytes).
@@ -84,8 +84,7 @@ impl Lexer {
     }
 
     fn run(mut self) -> P<Vec<Tok>> {
-        loop {
-            let Some(c) = self.peek(0) else { break };
+        while let Some(c) = self.peek(0) {
             match c {
                 ' ' | '\t' | '\u{c}' => self.i += 1,
                 '\0' => return Err(Syntax),
@@ -113,7 +112,9 @@ impl Lexer {
                         self.toks.push(Tok::Newline);
                     }
                 }
-                c if c.is_ascii_digit() || (c == '.' && self.peek(1).is_some_and(|d| d.is_ascii_digit())) => {
+                c if c.is_ascii_digit()
+                    || (c == '.' && self.peek(1).is_some_and(|d| d.is_ascii_digit())) =>
+                {
                     let n = self.number()?;
                     self.toks.push(Tok::Num(n));
                 }
@@ -140,7 +141,9 @@ impl Lexer {
                     let op = OPS
                         .iter()
                         .find(|op| {
-                            op.chars().enumerate().all(|(k, oc)| self.peek(k) == Some(oc))
+                            op.chars()
+                                .enumerate()
+                                .all(|(k, oc)| self.peek(k) == Some(oc))
                         })
                         .copied()
                         .ok_or(Syntax)?;
@@ -149,6 +152,8 @@ impl Lexer {
                     }
                     self.i += op.chars().count();
                     match op {
+                        // CPython's tokenizer: "too many nested parentheses".
+                        "(" | "[" | "{" if self.depth >= MAX_BRACKETS => return Err(Syntax),
                         "(" | "[" | "{" => self.depth += 1,
                         ")" | "]" | "}" => self.depth = self.depth.checked_sub(1).ok_or(Syntax)?,
                         _ => {}
@@ -249,14 +254,21 @@ impl Lexer {
                     return Err(Syntax);
                 }
             }
-            let text = if text.starts_with('.') { format!("0{text}") } else { text };
+            let text = if text.starts_with('.') {
+                format!("0{text}")
+            } else {
+                text
+            };
             if matches!(self.peek(0), Some('j' | 'J')) {
                 self.i += 1;
                 Const::Imag(text.parse().map_err(|_| Syntax)?)
             } else if is_float {
                 Const::Float(text.parse().map_err(|_| Syntax)?)
             } else {
-                if int_part.len() > 1 && int_part.starts_with('0') && int_part.chars().any(|c| c != '0') {
+                if int_part.len() > 1
+                    && int_part.starts_with('0')
+                    && int_part.chars().any(|c| c != '0')
+                {
                     return Err(Syntax);
                 }
                 Const::Int(PyInt::from_digits(false, &int_part))
@@ -265,7 +277,10 @@ impl Lexer {
         // A number directly followed by a name is an error, except the
         // keywords 3.11 still tolerates (`1if x else 2`).
         if self.peek(0).is_some_and(is_id_start) {
-            let rest: String = self.s[self.i..].iter().take_while(|c| is_id_continue(**c)).collect();
+            let rest: String = self.s[self.i..]
+                .iter()
+                .take_while(|c| is_id_continue(**c))
+                .collect();
             let ok = ["and", "else", "for", "if", "in", "is", "not", "or"]
                 .iter()
                 .any(|k| rest.starts_with(k));
@@ -313,7 +328,11 @@ impl Lexer {
                 if body.iter().any(|c| !c.is_ascii()) {
                     return Err(Syntax);
                 }
-                let text = if raw { body.iter().collect() } else { unescape(&body, true)? };
+                let text = if raw {
+                    body.iter().collect()
+                } else {
+                    unescape(&body, true)?
+                };
                 Ok(StrPart {
                     kind,
                     bytes: text.chars().map(|c| c as u32 as u8).collect(),
@@ -323,7 +342,11 @@ impl Lexer {
             }
             StrKind::Str => Ok(StrPart {
                 kind,
-                text: if raw { body.iter().collect() } else { unescape(&body, false)? },
+                text: if raw {
+                    body.iter().collect()
+                } else {
+                    unescape(&body, false)?
+                },
                 bytes: Vec::new(),
                 u_prefix,
             }),
@@ -499,12 +522,29 @@ pub enum Expr {
 
 // ---------------------------------------------------------------- parser --
 
+const MAX_BRACKETS: usize = 200;
+
+/// Deepest operator nesting accepted (`------1`, `not not ...`). CPython
+/// accepts more; the limit keeps the recursion inside a 1 MiB wasm stack.
+const MAX_NESTING: usize = 400;
+
 struct Parser {
     t: Vec<Tok>,
     i: usize,
+    nest: usize,
 }
 
 impl Parser {
+    fn nested(&mut self, f: fn(&mut Parser) -> P<Expr>) -> P<Expr> {
+        if self.nest >= MAX_NESTING {
+            return Err(Syntax);
+        }
+        self.nest += 1;
+        let r = f(self);
+        self.nest -= 1;
+        r
+    }
+
     fn peek(&self) -> &Tok {
         &self.t[self.i]
     }
@@ -595,7 +635,10 @@ impl Parser {
             let target = self.name()?;
             self.i += 1;
             let value = self.test()?;
-            return Ok(Expr::NamedExpr(Box::new(Expr::Name(target)), Box::new(value)));
+            return Ok(Expr::NamedExpr(
+                Box::new(Expr::Name(target)),
+                Box::new(value),
+            ));
         }
         let e = self.test()?;
         if self.is_op(":=") {
@@ -612,6 +655,10 @@ impl Parser {
     }
 
     fn test(&mut self) -> P<Expr> {
+        self.nested(Parser::test_inner)
+    }
+
+    fn test_inner(&mut self) -> P<Expr> {
         if self.eat_kw("lambda") {
             return self.lambda();
         }
@@ -622,7 +669,11 @@ impl Parser {
                 return Err(Syntax);
             }
             let orelse = self.test()?;
-            return Ok(Expr::IfExp(Box::new(body), Box::new(cond), Box::new(orelse)));
+            return Ok(Expr::IfExp(
+                Box::new(body),
+                Box::new(cond),
+                Box::new(orelse),
+            ));
         }
         Ok(body)
     }
@@ -671,7 +722,11 @@ impl Parser {
                 }
                 let n = self.name()?;
                 names.push(n.clone());
-                let default = if self.eat_op("=") { Some(self.test()?) } else { None };
+                let default = if self.eat_op("=") {
+                    Some(self.test()?)
+                } else {
+                    None
+                };
                 if a.star {
                     a.kwonly.push((n, default));
                 } else {
@@ -722,6 +777,10 @@ impl Parser {
     }
 
     fn not_test(&mut self) -> P<Expr> {
+        self.nested(Parser::not_test_inner)
+    }
+
+    fn not_test_inner(&mut self) -> P<Expr> {
         if self.eat_kw("not") {
             return Ok(Expr::UnaryOp(UnOp::Not, Box::new(self.not_test()?)));
         }
@@ -790,7 +849,10 @@ impl Parser {
     }
 
     fn shift(&mut self) -> P<Expr> {
-        self.binary(&[("<<", BinOp::LShift), (">>", BinOp::RShift)], Parser::arith)
+        self.binary(
+            &[("<<", BinOp::LShift), (">>", BinOp::RShift)],
+            Parser::arith,
+        )
     }
 
     fn arith(&mut self) -> P<Expr> {
@@ -811,6 +873,10 @@ impl Parser {
     }
 
     fn factor(&mut self) -> P<Expr> {
+        self.nested(Parser::factor_inner)
+    }
+
+    fn factor_inner(&mut self) -> P<Expr> {
         for (tok, op) in [("+", UnOp::UAdd), ("-", UnOp::USub), ("~", UnOp::Invert)] {
             if self.eat_op(tok) {
                 return Ok(Expr::UnaryOp(op, Box::new(self.factor()?)));
@@ -853,7 +919,11 @@ impl Parser {
         if self.eat_op("*") {
             return Ok(Expr::Starred(Box::new(self.bitor()?)));
         }
-        let lower = if self.is_op(":") { None } else { Some(self.named()?) };
+        let lower = if self.is_op(":") {
+            None
+        } else {
+            Some(self.named()?)
+        };
         if !self.eat_op(":") {
             return lower.ok_or(Syntax);
         }
@@ -1151,9 +1221,14 @@ fn string_expr(parts: &[StrPart]) -> Expr {
         return Expr::JoinedStr(text);
     }
     if parts[0].kind == StrKind::Bytes {
-        return Expr::Const(Const::Bytes(parts.iter().flat_map(|p| p.bytes.clone()).collect()));
+        return Expr::Const(Const::Bytes(
+            parts.iter().flat_map(|p| p.bytes.clone()).collect(),
+        ));
     }
-    Expr::Const(Const::Str(parts.iter().map(|p| p.text.as_str()).collect(), parts[0].u_prefix))
+    Expr::Const(Const::Str(
+        parts.iter().map(|p| p.text.as_str()).collect(),
+        parts[0].u_prefix,
+    ))
 }
 
 /// What `ast.parse(f"dict({args})", mode="eval")` gives the extractor.
@@ -1178,7 +1253,11 @@ pub fn parse_dict_call(args: &str) -> CallArgs {
     let Ok(toks) = lexer.run() else {
         return CallArgs::Invalid;
     };
-    let mut p = Parser { t: toks, i: 0 };
+    let mut p = Parser {
+        t: toks,
+        i: 0,
+        nest: 0,
+    };
     let Ok(body) = p.expressions() else {
         return CallArgs::Invalid;
     };
@@ -1247,7 +1326,9 @@ fn key_eq(a: &Lit, b: &Lit) -> bool {
     match (a, b) {
         (Lit::None, Lit::None) => true,
         (Lit::Str(x), Lit::Str(y)) => x == y,
-        (Lit::Tuple(x), Lit::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| key_eq(p, q)),
+        (Lit::Tuple(x), Lit::Tuple(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| key_eq(p, q))
+        }
         (Lit::Float(x), Lit::Float(y)) => x == y,
         _ => match (num(a), num(b)) {
             (Some(x), Some(y)) => crate::pyvalue::py_eq(&x, &y),
@@ -1300,18 +1381,27 @@ pub fn literal_eval(e: &Expr) -> Result<Lit, LitError> {
             Const::Str(s, _) => Lit::Str(s.clone()),
             Const::Bytes(_) => Lit::Other("bytes"),
         }),
-        Expr::Tuple(items) => Ok(Lit::Tuple(items.iter().map(literal_eval).collect::<Result<_, _>>()?)),
-        Expr::List(items) => Ok(Lit::List(items.iter().map(literal_eval).collect::<Result<_, _>>()?)),
+        Expr::Tuple(items) => Ok(Lit::Tuple(
+            items.iter().map(literal_eval).collect::<Result<_, _>>()?,
+        )),
+        Expr::List(items) => Ok(Lit::List(
+            items.iter().map(literal_eval).collect::<Result<_, _>>()?,
+        )),
         Expr::Set(items) => {
             for item in items {
                 let v = literal_eval(item)?;
                 if let Some(t) = unhashable(&v) {
-                    return Err(LitError::Raised(PyErr::new("TypeError", format!("unhashable type: '{t}'"))));
+                    return Err(LitError::Raised(PyErr::new(
+                        "TypeError",
+                        format!("unhashable type: '{t}'"),
+                    )));
                 }
             }
             Ok(Lit::Other("set"))
         }
-        Expr::Call(f, args, kws) if **f == Expr::Name("set".into()) && args.is_empty() && kws.is_empty() => {
+        Expr::Call(f, args, kws)
+            if **f == Expr::Name("set".into()) && args.is_empty() && kws.is_empty() =>
+        {
             Ok(Lit::Other("set"))
         }
         Expr::Dict(items) => {
@@ -1321,7 +1411,10 @@ pub fn literal_eval(e: &Expr) -> Result<Lit, LitError> {
                 let k = literal_eval(k)?;
                 let v = literal_eval(v)?;
                 if let Some(t) = unhashable(&k) {
-                    return Err(LitError::Raised(PyErr::new("TypeError", format!("unhashable type: '{t}'"))));
+                    return Err(LitError::Raised(PyErr::new(
+                        "TypeError",
+                        format!("unhashable type: '{t}'"),
+                    )));
                 }
                 match out.iter_mut().find(|(ek, _)| key_eq(ek, &k)) {
                     Some(slot) => slot.1 = v,
@@ -1366,12 +1459,17 @@ pub fn lit_to_value(l: &Lit) -> Result<Value, PyErr> {
                     Lit::Bool(b) => if *b { "true" } else { "false" }.into(),
                     Lit::None => "null".into(),
                     Lit::Float(f) if f.is_nan() => "NaN".into(),
-                    Lit::Float(f) if f.is_infinite() => if *f > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+                    Lit::Float(f) if f.is_infinite() => {
+                        if *f > 0.0 { "Infinity" } else { "-Infinity" }.into()
+                    }
                     Lit::Float(f) => float_repr(*f),
                     other => {
                         return Err(PyErr::new(
                             "TypeError",
-                            format!("keys must be str, int, float, bool or None, not {}", lit_type(other)),
+                            format!(
+                                "keys must be str, int, float, bool or None, not {}",
+                                lit_type(other)
+                            ),
                         ))
                     }
                 };
@@ -1384,7 +1482,10 @@ pub fn lit_to_value(l: &Lit) -> Result<Value, PyErr> {
             Value::Dict(out)
         }
         Lit::Other(t) => {
-            return Err(PyErr::new("TypeError", format!("Object of type {t} is not JSON serializable")))
+            return Err(PyErr::new(
+                "TypeError",
+                format!("Object of type {t} is not JSON serializable"),
+            ))
         }
     })
 }
@@ -1454,7 +1555,11 @@ fn interleave(items: &[Expr], prec: u8, out: &mut String) {
 }
 
 fn bytes_repr(b: &[u8]) -> String {
-    let quote = if b.contains(&b'\'') && !b.contains(&b'"') { '"' } else { '\'' };
+    let quote = if b.contains(&b'\'') && !b.contains(&b'"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = format!("b{quote}");
     for &c in b {
         match c {
@@ -1643,7 +1748,11 @@ fn write_expr(e: &Expr, ctx: u8, out: &mut String) {
         Expr::BinOp(l, op, r) => {
             let (sym, p) = binop_info(*op);
             open(p, out);
-            let (lp, rp) = if *op == BinOp::Pow { (p + 1, p) } else { (p, p + 1) };
+            let (lp, rp) = if *op == BinOp::Pow {
+                (p + 1, p)
+            } else {
+                (p, p + 1)
+            };
             write_expr(l, lp, out);
             out.push(' ');
             out.push_str(sym);
@@ -1787,15 +1896,31 @@ mod tests {
     }
 
     fn one(args: &str) -> String {
-        kws(args).into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")
+        kws(args)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";")
     }
 
     #[test]
     fn literals() {
-        assert_eq!(one("a=1, b='x', c=[1, 2.5], d={'k': None}"), "a=1;b='x';c=[1, 2.5];d={'k': None}");
-        assert_eq!(one("a=-5, b=+2.0, c=(1, 2), d=1_000, e=0x1F"), "a=-5;b=2.0;c=[1, 2];d=1000;e=31");
-        assert_eq!(one("a=True, b=true, c=null"), "a=True;b=unparse true;c=unparse null");
-        assert_eq!(one("a={1: 'x', True: 'y', 2.5: 3}"), "a={'1': 'y', '2.5': 3}");
+        assert_eq!(
+            one("a=1, b='x', c=[1, 2.5], d={'k': None}"),
+            "a=1;b='x';c=[1, 2.5];d={'k': None}"
+        );
+        assert_eq!(
+            one("a=-5, b=+2.0, c=(1, 2), d=1_000, e=0x1F"),
+            "a=-5;b=2.0;c=[1, 2];d=1000;e=31"
+        );
+        assert_eq!(
+            one("a=True, b=true, c=null"),
+            "a=True;b=unparse true;c=unparse null"
+        );
+        assert_eq!(
+            one("a={1: 'x', True: 'y', 2.5: 3}"),
+            "a={'1': 'y', '2.5': 3}"
+        );
         assert_eq!(one("a=1e400, b='it\\'s'"), "a=inf;b=\"it's\"");
         assert_eq!(one("a=1j"), "a=raise TypeError");
         assert_eq!(one("a={1, 2}"), "a=raise TypeError");
@@ -1813,24 +1938,68 @@ mod tests {
         );
         assert_eq!(one("a=f(x, k=1)(y)"), "a=unparse f(x, k=1)(y)");
         assert_eq!(one("a=(x:=1)"), "a=unparse (x := 1)");
-        assert_eq!(one("a=[i for i in range(3) if i]"), "a=unparse [i for i in range(3) if i]");
-        assert_eq!(one("a=1 .real, b=a or b and not c"), "a=unparse 1 .real;b=unparse a or (b and (not c))");
-        assert_eq!(one("a=x < y <= z, b=(a+b)*c, c=a-(b-c)"), "a=unparse x < y <= z;b=unparse (a + b) * c;c=unparse a - (b - c)");
-        assert_eq!(one("a=Math.PI, b=1+2j"), "a=unparse Math.PI;b=raise TypeError");
+        assert_eq!(
+            one("a=[i for i in range(3) if i]"),
+            "a=unparse [i for i in range(3) if i]"
+        );
+        assert_eq!(
+            one("a=1 .real, b=a or b and not c"),
+            "a=unparse 1 .real;b=unparse a or (b and (not c))"
+        );
+        assert_eq!(
+            one("a=x < y <= z, b=(a+b)*c, c=a-(b-c)"),
+            "a=unparse x < y <= z;b=unparse (a + b) * c;c=unparse a - (b - c)"
+        );
+        assert_eq!(
+            one("a=Math.PI, b=1+2j"),
+            "a=unparse Math.PI;b=raise TypeError"
+        );
     }
 
     #[test]
     fn syntax_errors_and_non_calls() {
         for bad in [
-            "a=1, 2", "in square units", "a=1 # c", "new Date()", "a=07", "a=1__0", "True=1", "a.b=1",
-            "x for x in y, 1", "a='unterminated", "a=1 2", "a=$x", "a=*b", "(*a)", "a=\\N{DASH}",
+            "a=1, 2",
+            "in square units",
+            "a=1 # c",
+            "new Date()",
+            "a=07",
+            "a=1__0",
+            "True=1",
+            "a.b=1",
+            "x for x in y, 1",
+            "a='unterminated",
+            "a=1 2",
+            "a=$x",
+            "a=*b",
+            "(*a)",
+            "a=\\N{DASH}",
         ] {
-            assert!(matches!(parse_dict_call(bad), CallArgs::Invalid), "{bad:?} must be a syntax error");
+            assert!(
+                matches!(parse_dict_call(bad), CallArgs::Invalid),
+                "{bad:?} must be a syntax error"
+            );
         }
+        let deep = format!("a={}1{}", "(".repeat(250), ")".repeat(250));
+        assert!(matches!(parse_dict_call(&deep), CallArgs::Invalid));
+        let unary = format!("a={}1", "-".repeat(5000));
+        assert!(matches!(parse_dict_call(&unary), CallArgs::Invalid));
         assert!(matches!(parse_dict_call("a) + (b"), CallArgs::NotCall));
         assert!(matches!(parse_dict_call("a), (b"), CallArgs::NotCall));
-        for ok in ["x for x in y", "a=1,", "a=\"\"\"x\ny\"\"\"", "a=f'{x}'", "a=b'\\x00'", "a=1 if b else 2", "*a, b=1", "a=(\n1)"] {
-            assert!(matches!(parse_dict_call(ok), CallArgs::Keywords(_)), "{ok:?} must parse");
+        for ok in [
+            "x for x in y",
+            "a=1,",
+            "a=\"\"\"x\ny\"\"\"",
+            "a=f'{x}'",
+            "a=b'\\x00'",
+            "a=1 if b else 2",
+            "*a, b=1",
+            "a=(\n1)",
+        ] {
+            assert!(
+                matches!(parse_dict_call(ok), CallArgs::Keywords(_)),
+                "{ok:?} must parse"
+            );
         }
     }
 }

@@ -164,9 +164,9 @@ impl Parser<'_> {
                                 let save = self.pos;
                                 self.pos += 2;
                                 match self.hex4() {
-                                    Some(lo) if (0xdc00..0xe000).contains(&lo) => {
-                                        char::from_u32(0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00))
-                                    }
+                                    Some(lo) if (0xdc00..0xe000).contains(&lo) => char::from_u32(
+                                        0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00),
+                                    ),
                                     _ => {
                                         self.pos = save;
                                         None
@@ -273,7 +273,8 @@ mod tests {
 
     #[test]
     fn keeps_int_and_float_apart() {
-        let v = loads(r#"{"a": 5, "b": 5.0, "c": 1e2, "d": 123456789012345678901234567890}"#).unwrap();
+        let v =
+            loads(r#"{"a": 5, "b": 5.0, "c": 1e2, "d": 123456789012345678901234567890}"#).unwrap();
         assert_eq!(v.get("a").unwrap().type_name(), "int");
         assert_eq!(v.get("b").unwrap().type_name(), "float");
         assert_eq!(v.get("c").unwrap().type_name(), "float");
@@ -284,13 +285,30 @@ mod tests {
     fn python_extensions_and_errors() {
         assert!(matches!(loads(" NaN "), Some(Value::Float(f)) if f.is_nan()));
         assert!(matches!(loads("-Infinity"), Some(Value::Float(f)) if f == f64::NEG_INFINITY));
-        for bad in ["01", "1.", "[1,]", "{\"a\":1,}", "'a'", "\"a\u{1}\"", "1 2", "", "tru", "\u{feff}1"] {
+        for bad in [
+            "01",
+            "1.",
+            "[1,]",
+            "{\"a\":1,}",
+            "'a'",
+            "\"a\u{1}\"",
+            "1 2",
+            "",
+            "tru",
+            "\u{feff}1",
+        ] {
             assert!(loads(bad).is_none(), "{bad:?} must fail");
         }
         let v = loads(r#"{"k": 1, "j": 2, "k": 3}"#).unwrap();
         assert_eq!(v.repr(), "{'k': 3, 'j': 2}");
-        assert_eq!(loads(r#""\ud83d\ude00\u00e9""#).unwrap().as_str(), Some("😀é"));
-        assert!(loads(&format!("{}", "9".repeat(4301))).is_none());
-        assert!(py_eq(&loads("1e400").unwrap(), &Value::Float(f64::INFINITY)));
+        assert_eq!(
+            loads(r#""\ud83d\ude00\u00e9""#).unwrap().as_str(),
+            Some("😀é")
+        );
+        assert!(loads(&"9".repeat(4301)).is_none());
+        assert!(py_eq(
+            &loads("1e400").unwrap(),
+            &Value::Float(f64::INFINITY)
+        ));
     }
 }

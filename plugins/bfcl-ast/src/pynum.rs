@@ -310,6 +310,8 @@ mod tests {
         assert_eq!(f64_exact_int(1e20).unwrap().repr(), "100000000000000000000");
         assert!(PyInt::from_i64(-3).eq_f64(-3.0));
         assert_eq!(PyInt::from_radix("ff", 16).repr(), "255");
-        assert!(PyInt::from_digits(false, &"9".repeat(400)).to_f64().is_none());
+        assert!(PyInt::from_digits(false, &"9".repeat(400))
+            .to_f64()
+            .is_none());
     }
 }

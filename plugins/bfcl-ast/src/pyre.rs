@@ -424,7 +424,11 @@ impl Regex {
         while pos <= t.len() {
             match self.search(t, pos) {
                 Some(c) => {
-                    pos = if c.end() == c.start() { c.end() + 1 } else { c.end() };
+                    pos = if c.end() == c.start() {
+                        c.end() + 1
+                    } else {
+                        c.end()
+                    };
                     out.push(c);
                 }
                 None => break,
@@ -469,17 +473,33 @@ mod tests {
         assert!(re.match_at(&chars("12\n"), 0).is_some());
         assert!(re.match_at(&chars("12\n\n"), 0).is_none());
         assert!(re.match_at(&chars("\u{661}2"), 0).is_some());
-        assert!(Regex::new(r"^\'.$\'", false).match_at(&chars("'a'"), 0).is_none());
+        assert!(Regex::new(r"^\'.$\'", false)
+            .match_at(&chars("'a'"), 0)
+            .is_none());
         assert_eq!(Regex::new(r"[fF]$", false).sub("3.5f", ""), "3.5");
     }
 
     #[test]
     fn lazy_and_backtracking() {
         let re = Regex::new(r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", true);
-        assert_eq!(g(&re, "new ArrayList<>() {{ add(1); add(2); }}", 1).unwrap(), "add(1); add(2);");
+        assert_eq!(
+            g(&re, "new ArrayList<>() {{ add(1); add(2); }}", 1).unwrap(),
+            "add(1); add(2);"
+        );
         assert_eq!(g(&re, "new ArrayList<>() {{ }}", 1).unwrap(), " ");
-        let hm = Regex::new(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", true);
-        assert_eq!(g(&hm, r#"new HashMap<String, String>() {{ put("k", "v"); }}"#, 1).unwrap(), r#"put("k", "v");"#);
+        let hm = Regex::new(
+            r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}",
+            true,
+        );
+        assert_eq!(
+            g(
+                &hm,
+                r#"new HashMap<String, String>() {{ put("k", "v"); }}"#,
+                1
+            )
+            .unwrap(),
+            r#"put("k", "v");"#
+        );
         assert_eq!(g(&hm, "new HashMap<>() {}", 1).unwrap(), "");
         let pairs = Regex::new(r"([^:]+):\s*(.*?)(?:,\s*(?=[^,]+:)|$)", false);
         let t = chars("'a': 1, 'b': [x, y], c: z");
@@ -490,7 +510,11 @@ mod tests {
             .collect();
         assert_eq!(
             found,
-            vec![("'a'".into(), "1".into()), ("'b'".into(), "[x, y]".into()), ("c".into(), "z".into())]
+            vec![
+                ("'a'".into(), "1".into()),
+                ("'b'".into(), "[x, y]".into()),
+                ("c".into(), "z".into())
+            ]
         );
         let alt = Regex::new(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)", false);
         let t = chars("new Array(1, 2)");
@@ -503,7 +527,11 @@ mod tests {
     fn function_start_pattern() {
         let re = Regex::new(r"\b([A-Za-z_]\w*)\s*\(", false);
         let t = chars("spotify.play (x) éfoo(1) _g(2)");
-        let names: Vec<String> = re.finditer(&t).iter().map(|c| c.group(&t, 1).unwrap()).collect();
+        let names: Vec<String> = re
+            .finditer(&t)
+            .iter()
+            .map(|c| c.group(&t, 1).unwrap())
+            .collect();
         assert_eq!(names, vec!["play", "_g"]);
         let sig = Regex::new(r"[A-Za-z_]\w*(?:\s*:\s*\w+)?", false);
         assert!(sig.fullmatch(&chars("x : int")).is_some());

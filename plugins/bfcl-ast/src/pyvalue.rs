@@ -185,13 +185,11 @@ impl Value {
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Int(i) => out.push_str(&i.repr()),
             Value::Float(f) if f.is_nan() => out.push_str("\"NaN\""),
-            Value::Float(f) if f.is_infinite() => {
-                out.push_str(if *f > 0.0 {
-                    "\"Infinity\""
-                } else {
-                    "\"-Infinity\""
-                })
-            }
+            Value::Float(f) if f.is_infinite() => out.push_str(if *f > 0.0 {
+                "\"Infinity\""
+            } else {
+                "\"-Infinity\""
+            }),
             Value::Float(f) => out.push_str(&float_repr(*f)),
             Value::Str(s) => out.push_str(&json_string(s)),
             Value::List(items) => {
@@ -415,7 +413,10 @@ mod tests {
         let d1 = Value::Dict(vec![("a".into(), int(1)), ("b".into(), int(2))]);
         let d2 = Value::Dict(vec![("b".into(), Value::Float(2.0)), ("a".into(), int(1))]);
         assert!(py_eq(&d1, &d2));
-        assert!(!py_eq(&Value::List(vec![int(1)]), &Value::List(vec![int(1), int(2)])));
+        assert!(!py_eq(
+            &Value::List(vec![int(1)]),
+            &Value::List(vec![int(1), int(2)])
+        ));
         assert!(py_eq(&Value::Float(f64::NAN), &Value::Float(f64::NAN)));
         assert!(py_eq(&Value::Float(-0.0), &int(0)));
     }
@@ -445,7 +446,10 @@ mod tests {
         assert!(contains(&Value::str("abc"), &Value::str("b")).unwrap());
         assert_eq!(contains(&int(3), &int(3)).unwrap_err().kind, "TypeError");
         let d = Value::Dict(vec![("k".into(), int(1))]);
-        assert_eq!(contains(&d, &Value::List(vec![])).unwrap_err().kind, "TypeError");
+        assert_eq!(
+            contains(&d, &Value::List(vec![])).unwrap_err().kind,
+            "TypeError"
+        );
         assert!(!contains(&d, &int(1)).unwrap());
     }
 }

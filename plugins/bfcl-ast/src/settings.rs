@@ -80,12 +80,15 @@ mod tests {
     fn defaults_overrides_and_errors() {
         assert_eq!(parse("{}").unwrap(), Settings::default());
         assert_eq!(parse("").unwrap(), Settings::default());
-        let s = parse(r#"{"underscore_to_dot": false, "gate_factor": 0.9, "golden_overall": 80}"#).unwrap();
+        let s = parse(r#"{"underscore_to_dot": false, "gate_factor": 0.9, "golden_overall": 80}"#)
+            .unwrap();
         assert!(!s.underscore_to_dot);
         assert_eq!(s.gate_factor, 0.9);
         assert_eq!(s.golden_overall, 80.0);
         assert!(parse(r#"{"model": "x"}"#).unwrap_err().contains("`model`"));
-        assert!(parse(r#"{"gate_factor": "high"}"#).unwrap_err().contains("`gate_factor`"));
+        assert!(parse(r#"{"gate_factor": "high"}"#)
+            .unwrap_err()
+            .contains("`gate_factor`"));
         assert!(parse("[1]").is_err());
     }
 }

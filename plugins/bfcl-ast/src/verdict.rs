@@ -39,7 +39,10 @@ impl Expected {
                 _ => Err(format!("expected-json needs a string `{key}`")),
             }
         };
-        let functions = v.get("functions").cloned().ok_or("expected-json needs `functions`")?;
+        let functions = v
+            .get("functions")
+            .cloned()
+            .ok_or("expected-json needs `functions`")?;
         Ok(Expected {
             id: text("id")?,
             subset: text("subset")?,
@@ -107,11 +110,19 @@ const CALLED_WHEN_NONE_EXPECTED: &str = "Valid syntax. Successfully decode AST w
 /// Scores one sample; `None` output means the sample never completed.
 pub fn judge(exp: &Expected, output: Option<&ModelOutput>, settings: &Settings) -> Judgement {
     let Some(output) = output else {
-        return Judgement::fail("missing", "The sample was issued but never completed.", None);
+        return Judgement::fail(
+            "missing",
+            "The sample was issued but never completed.",
+            None,
+        );
     };
     if exp.is_hallucination() {
         return if output.has_native_tool_calls() {
-            Judgement::fail("irrelevance_error:decoder_success", CALLED_WHEN_NONE_EXPECTED, None)
+            Judgement::fail(
+                "irrelevance_error:decoder_success",
+                CALLED_WHEN_NONE_EXPECTED,
+                None,
+            )
         } else {
             Judgement::pass(None)
         };
@@ -124,14 +135,21 @@ pub fn judge(exp: &Expected, output: Option<&ModelOutput>, settings: &Settings) 
         return if calls.is_empty() {
             Judgement::pass(None)
         } else {
-            Judgement::fail("irrelevance_error:decoder_success", CALLED_WHEN_NONE_EXPECTED, None)
+            Judgement::fail(
+                "irrelevance_error:decoder_success",
+                CALLED_WHEN_NONE_EXPECTED,
+                None,
+            )
         };
     }
     // `{call["name"]: args}`, decoding a string `arguments` a second time.
     let mut bfcl_output = Vec::new();
     for call in calls {
         if matches!(call.name, Value::List(_) | Value::Dict(_)) {
-            let e = PyErr::new("TypeError", format!("unhashable type: '{}'", call.name.type_name()));
+            let e = PyErr::new(
+                "TypeError",
+                format!("unhashable type: '{}'", call.name.type_name()),
+            );
             return Judgement::raised(e, "checker", None);
         }
         let args = match call.arguments {
@@ -143,9 +161,14 @@ pub fn judge(exp: &Expected, output: Option<&ModelOutput>, settings: &Settings) 
             args,
         });
     }
-    let decoded = Some(Value::List(bfcl_output.iter().map(Call::as_value).collect()));
+    let decoded = Some(Value::List(
+        bfcl_output.iter().map(Call::as_value).collect(),
+    ));
     // `is_function_calling_format_output`: every call's arguments a dict.
-    if bfcl_output.iter().any(|c| !matches!(c.args, Value::Dict(_))) {
+    if bfcl_output
+        .iter()
+        .any(|c| !matches!(c.args, Value::Dict(_)))
+    {
         return Judgement::fail(
             "ast_decoder:decoder_wrong_output_format",
             "Did not output in the specified format. Note: the model_result is wrapped in a string to ensure json serializability.",
@@ -156,11 +179,19 @@ pub fn judge(exp: &Expected, output: Option<&ModelOutput>, settings: &Settings) 
         language: Language::for_subset(&exp.subset),
         underscore_to_dot: settings.underscore_to_dot,
     };
-    match ast_checker(&exp.functions, &bfcl_output, &exp.ground_truth, &exp.subset, opts) {
+    match ast_checker(
+        &exp.functions,
+        &bfcl_output,
+        &exp.ground_truth,
+        &exp.subset,
+        opts,
+    ) {
         Ok(check) if check.valid => Judgement::pass(decoded),
         Ok(check) => Judgement {
             valid: false,
-            error_type: check.error_type.or(Some("simple_function_checker:unclear".into())),
+            error_type: check
+                .error_type
+                .or(Some("simple_function_checker:unclear".into())),
             error: check.error,
             decoded,
         },
@@ -209,11 +240,20 @@ mod tests {
         let j = judge(&e, Some(&tool("f", r#"{"a": "5"}"#)), &s);
         assert_eq!(j.error_type.as_deref(), Some("type_error:simple"));
         let j = judge(&e, Some(&tool("f", "{oops")), &s);
-        assert_eq!(j.error_type.as_deref(), Some("simple_function_checker:missing_required"));
+        assert_eq!(
+            j.error_type.as_deref(),
+            Some("simple_function_checker:missing_required")
+        );
         let j = judge(&e, Some(&tool("f", "[1]")), &s);
-        assert_eq!(j.error_type.as_deref(), Some("ast_decoder:decoder_wrong_output_format"));
+        assert_eq!(
+            j.error_type.as_deref(),
+            Some("ast_decoder:decoder_wrong_output_format")
+        );
         let j = judge(&e, Some(&ModelOutput::new("No.", "", vec![])), &s);
-        assert_eq!(j.error_type.as_deref(), Some("simple_function_checker:wrong_count"));
+        assert_eq!(
+            j.error_type.as_deref(),
+            Some("simple_function_checker:wrong_count")
+        );
         let j = judge(&e, Some(&ModelOutput::new("f(a=5.0)", "", vec![])), &s);
         assert!(j.valid);
         let j = judge(&e, None, &s);
@@ -232,7 +272,14 @@ mod tests {
         assert!(!judge(&e, Some(&tool("f", "{}")), &s).valid);
         assert!(!judge(&e, None, &s).valid);
         let e = expected("live_relevance", "null");
-        assert!(judge(&e, Some(&ModelOutput::new("nothing to call", "", vec![])), &s).valid);
+        assert!(
+            judge(
+                &e,
+                Some(&ModelOutput::new("nothing to call", "", vec![])),
+                &s
+            )
+            .valid
+        );
         assert!(!judge(&e, Some(&tool("f", "{}")), &s).valid);
     }
 }
