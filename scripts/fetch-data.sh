@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Downloads the data files listed in workloads/data.lock into DATA_DIR
-# (default: $AGENTLOAD_DATA_DIR or ./data) and verifies their sha256.
+# Downloads everything the shipped configs read into DATA_DIR (default:
+# $AGENTLOAD_DATA_DIR or ./data) and verifies every sha256:
+#   - the files listed in workloads/data.lock (the edge trajectories),
+#   - the BFCL v4 data (scripts/fetch-bfcl.sh -> DATA_DIR/bfcl_v4/),
+#   - the Qwen3.6 vocabulary (host/tokenizer/fetch-qwen-tokenizer.sh).
 # Files already present with the right digest are left alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,3 +27,5 @@ grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; 
   mv "$tmp" "$dest"
   echo "ok       $name"
 done
+"$root/scripts/fetch-bfcl.sh" "$dir"
+"$root/host/tokenizer/fetch-qwen-tokenizer.sh" "$dir"

@@ -15,9 +15,20 @@ if [ -z "${AGENTLOAD_DATA_DIR:-}" ]; then
   fi
 fi
 echo "data directory: $AGENTLOAD_DATA_DIR"
-# The Qwen3.6 vocabulary for local token counts goes to the (writable) cache.
-host/tokenizer/fetch-qwen-tokenizer.sh "${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}"
-scripts/build-plugins.sh
+# The Qwen3.6 vocabulary and the BFCL v4 data (with the reference checker's
+# Python sources, for the parity fixture) go to the (writable) cache; agentload
+# looks there for data files the data directory lacks.
+cache=${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}
+host/tokenizer/fetch-qwen-tokenizer.sh "$cache"
+scripts/fetch-bfcl.sh --checker "$cache/data"
+# The BFCL parity fixture: every single-turn entry under many model outputs,
+# verdicts from the real bfcl-eval checker (stdlib Python, about 6 s).
+python3 tests/bfcl-parity/gen_parity.py "$cache/data/bfcl_eval_src" \
+  --data "$cache/data/bfcl_v4" --out "$cache/bfcl-parity/parity.jsonl"
+# Data-dependent tests fail instead of skipping.
+export AGENTLOAD_REQUIRE_DATA=1
+export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"
+scripts/build-plugins.sh --check-lock
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace

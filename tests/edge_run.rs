@@ -18,7 +18,8 @@ fn fast(responder: ResponderConfig) -> SimConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_replay_against_the_oracle_scores_one() {
     let sim = start_sim(fast(ResponderConfig::Oracle {
-        dataset: trajectories(),
+        dataset: Some(trajectories()),
+        bfcl: None,
         error_rate: 0.0,
         seed: 0,
         cap_to_max_tokens: false,
@@ -75,6 +76,15 @@ async fn full_replay_against_the_oracle_scores_one() {
 
     let turns = std::fs::read_to_string(out.join("turns.jsonl")).unwrap();
     assert_eq!(turns.lines().count(), 1007);
+
+    // Re-scoring the recorded completions with the same scorer, no server,
+    // reproduces scores.json byte for byte.
+    let rescore = agentload(&["rescore", out.to_str().unwrap()], dir.path()).await;
+    assert!(rescore.status.success(), "{}", text(&rescore));
+    assert_eq!(
+        std::fs::read(out.join("rescore/shell-iou@0.1.0/scores.json")).unwrap(),
+        std::fs::read(out.join("scores.json")).unwrap()
+    );
     let manifest = json(&out.join("run_manifest.json"));
     let digests: Vec<&str> = manifest["plugins"]
         .as_array()
@@ -224,7 +234,8 @@ async fn context_overflow_fails_the_turn_and_aborts_its_conversation() {
     let sim = start_sim(SimConfig {
         ctx_size: 6000,
         ..fast(ResponderConfig::Oracle {
-            dataset: trajectories(),
+            dataset: Some(trajectories()),
+            bfcl: None,
             error_rate: 0.0,
             seed: 0,
             cap_to_max_tokens: false,

@@ -17,6 +17,11 @@ pub struct RunConfig {
     /// Data directory (overrides `AGENTLOAD_DATA_DIR`).
     #[serde(default)]
     pub data_dir: Option<PathBuf>,
+    /// `development` (any plugin; results marked unsealed when a plugin is
+    /// not official) or `submission` (only the plugins in
+    /// `plugins/official.lock`).
+    #[serde(default)]
+    pub mode: RunKind,
     /// Where results go unless `--out` says otherwise.
     #[serde(default = "default_report_dir")]
     pub report_dir: PathBuf,
@@ -28,6 +33,17 @@ pub struct RunConfig {
     pub plugins: PluginsConfig,
     /// The performance phase.
     pub performance: Option<PhaseConfig>,
+    /// The accuracy phase (run after the performance phase, at concurrency 1).
+    pub accuracy: Option<PhaseConfig>,
+}
+
+/// Development or submission run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    #[default]
+    Development,
+    Submission,
 }
 
 /// The served model.

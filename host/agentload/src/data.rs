@@ -1,23 +1,35 @@
 //! The data directory: where dataset files are found, and the digests they
-//! must have (`workloads/data.lock`).
+//! must have (`workloads/data.lock`, and `workloads/bfcl-v4.manifest` for
+//! the BFCL v4 files under `bfcl_v4/`).
+//!
+//! A file missing from the data directory is looked up in the agentload
+//! cache's `data/` folder (`$AGENTLOAD_CACHE_DIR/data`, else
+//! `~/.cache/agentload/data`), where the fetch scripts can put data when the
+//! data directory is read-only.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The lock of known data files, compiled in.
 const DATA_LOCK: &str = include_str!("../../../workloads/data.lock");
+/// The BFCL v4 files (`<path> <bytes> <sha256>`, paths relative to `bfcl_v4/`).
+const BFCL_MANIFEST: &str = include_str!("../../../workloads/bfcl-v4.manifest");
 
 /// Problems finding or checking a data file.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("data file {} not found (data directory {}); run `scripts/fetch-data.sh {}` or set AGENTLOAD_DATA_DIR", path.display(), dir.display(), dir.display())]
-    Missing { path: PathBuf, dir: PathBuf },
+    #[error("data file {} not found (data directory {}{}); run `scripts/fetch-data.sh {}` or set AGENTLOAD_DATA_DIR", path.display(), dir.display(), fallback.as_ref().map(|f| format!(", nor in {}", f.display())).unwrap_or_default(), dir.display())]
+    Missing {
+        path: PathBuf,
+        dir: PathBuf,
+        fallback: Option<PathBuf>,
+    },
     #[error("cannot read data file {}: {source}", path.display())]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("data file {} has sha256 {actual}, expected {expected} (workloads/data.lock)", path.display())]
+    #[error("data file {} has sha256 {actual}, expected {expected} (workloads/data.lock, workloads/bfcl-v4.manifest)", path.display())]
     Digest {
         path: PathBuf,
         expected: String,
@@ -56,23 +68,53 @@ pub fn locked_digest(file_name: &str) -> Option<&'static str> {
         })
 }
 
-/// Reads `file` (relative to `dir` unless absolute) and checks its digest
-/// against the lock when the lock knows its name.
-pub fn read(dir: &Path, file: &str) -> Result<DataFile, DataError> {
-    let path = dir.join(file);
-    if !path.exists() {
-        return Err(DataError::Missing {
-            path,
-            dir: dir.to_path_buf(),
-        });
+/// The expected sha256 of a data path: a BFCL v4 file (`bfcl_v4/<path>`)
+/// from the BFCL manifest, any other file by its name from the lock.
+pub fn expected_digest(file: &str) -> Option<&'static str> {
+    let normalized = file.replace('\\', "/");
+    if let Some(rel) = normalized.strip_prefix("bfcl_v4/") {
+        return BFCL_MANIFEST
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .find_map(|l| {
+                let mut cols = l.split_whitespace();
+                (cols.next()? == rel).then(|| cols.nth(1)).flatten()
+            });
     }
+    let name = Path::new(&normalized).file_name()?.to_str()?;
+    locked_digest(name)
+}
+
+/// The cache's data folder, the fallback for files missing from the data
+/// directory.
+pub fn cache_data_dir() -> Option<PathBuf> {
+    crate::plugin::PluginEngine::default_cache_dir().map(|d| d.join("data"))
+}
+
+/// Where `file` is: under `dir`, else under the cache's data folder.
+pub fn locate(dir: &Path, file: &str) -> Option<PathBuf> {
+    std::iter::once(dir.to_path_buf())
+        .chain(cache_data_dir())
+        .map(|d| d.join(file))
+        .find(|p| p.exists())
+}
+
+/// Reads `file` (relative to `dir` unless absolute; else from the cache's
+/// data folder) and checks its digest when the lock or manifest knows it.
+pub fn read(dir: &Path, file: &str) -> Result<DataFile, DataError> {
+    let Some(path) = locate(dir, file) else {
+        return Err(DataError::Missing {
+            path: dir.join(file),
+            dir: dir.to_path_buf(),
+            fallback: cache_data_dir(),
+        });
+    };
     let bytes = std::fs::read(&path).map_err(|source| DataError::Read {
         path: path.clone(),
         source,
     })?;
     let actual = hex::encode(Sha256::digest(&bytes));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    if let Some(expected) = name.as_deref().and_then(locked_digest) {
+    if let Some(expected) = expected_digest(file) {
         if expected != actual {
             return Err(DataError::Digest {
                 path,
@@ -99,6 +141,15 @@ mod tests {
             Some("b7da8c4ffbe1cabd79c4d8169e5201541e006364b4bfc016d01d893e20ee6f70")
         );
         assert_eq!(locked_digest("nope.jsonl"), None);
+        assert_eq!(
+            expected_digest("bfcl_v4/possible_answer/BFCL_v4_simple_java.json").map(|d| &d[..8]),
+            Some("78f25616")
+        );
+        assert_eq!(expected_digest("bfcl_v4/nope.json"), None);
+        assert_eq!(
+            expected_digest("sub/agentic_coding_2.5h.jsonl"),
+            locked_digest("agentic_coding_2.5h.jsonl")
+        );
     }
 
     #[test]

@@ -8,17 +8,22 @@
 //! - [`plugin`]: the wasmtime plugin host and its sandbox.
 //! - [`metrics`]: latency and length statistics as the reference reports them.
 //! - [`results`]: result files.
-//! - [`run`]: one configured run, end to end.
+//! - [`run`]: one configured run, end to end; [`scoring`]: scoring recorded turns
+//!   (shared with `agentload rescore`).
 
 pub mod client;
 pub mod clock;
 pub mod config;
 pub mod data;
+pub mod diff;
 pub mod log;
 pub mod metrics;
 pub mod plugin;
 pub mod plugins;
+pub mod rescore;
 pub mod results;
 pub mod run;
 pub mod runner;
+pub mod scoring;
+pub mod seal;
 pub mod tokens;

@@ -1,7 +1,7 @@
 //! The `agentload` command line.
 
 use agentload::config::RunConfig;
-use agentload::run::{run, Overrides};
+use agentload::run::{run, Mode as RunMode, Overrides};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -33,16 +33,47 @@ enum Command {
         /// Output directory (overrides `report_dir`).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Which phases to run.
-        #[arg(long, value_enum, default_value_t = Mode::Perf)]
+        /// Which phases to run (`both`: every phase the config has).
+        #[arg(long, value_enum, default_value_t = Mode::Both)]
         mode: Mode,
-        /// Exit non-zero unless every expected turn completed.
+        /// Accept only the official plugins of plugins/official.lock, checked
+        /// before they are compiled (as `mode = "submission"` in the config).
+        #[arg(long)]
+        submission: bool,
+        /// The accuracy gate alone, at concurrency 1 (same as `--mode accuracy`).
+        #[arg(long, conflicts_with = "mode")]
+        accuracy_only: bool,
+        /// Exit non-zero unless the run is valid: no expected performance
+        /// turn missing and the accuracy gate passed.
         #[arg(long)]
         require_valid: bool,
     },
+    /// Score a finished run's recorded completions again (no endpoint).
+    Rescore {
+        /// The run's output directory.
+        run_dir: PathBuf,
+        /// Scorer to use instead of each phase's own: a name or a `.wasm` path.
+        #[arg(long)]
+        scorer: Option<String>,
+        /// Output directory (default RUN_DIR/rescore/<scorer>@<version>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Show the per-sample verdicts and aggregates that differ between two
+    /// results (e.g. a run and its re-score with another scorer version).
+    Diff {
+        /// The first result directory.
+        a: PathBuf,
+        /// The second result directory.
+        b: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the simulated OpenAI-compatible endpoint until stopped.
     Sim(SimArgs),
-    /// Run the edge performance config against the in-process simulator.
+    /// Run the edge config (performance, then the BFCL accuracy gate when
+    /// its data is there) against the in-process simulator.
     Demo {
         /// Output directory.
         #[arg(long, default_value = "results/demo")]
@@ -71,6 +102,10 @@ struct SimArgs {
     /// Trajectory dataset for `oracle`.
     #[arg(long)]
     dataset: Option<PathBuf>,
+    /// BFCL v4 data folder (`bfcl_v4`) for `oracle`: BFCL entry ids as
+    /// session ids get the gold calls.
+    #[arg(long)]
+    bfcl: Option<PathBuf>,
     /// Canned completions for `script`.
     #[arg(long)]
     script: Option<PathBuf>,
@@ -136,24 +171,54 @@ async fn dispatch(command: Command) -> Result<()> {
             endpoint,
             out,
             mode,
+            accuracy_only,
+            submission,
             require_valid,
         } => {
-            if mode != Mode::Perf {
-                anyhow::bail!("--mode accuracy/both needs the BFCL accuracy phase, which this build does not have yet");
-            }
+            let mode = match (mode, accuracy_only) {
+                (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
+                (Mode::Perf, _) => RunMode::Performance,
+                (Mode::Both, _) => RunMode::Both,
+            };
             let cfg = RunConfig::load(&config)?;
             let result = run(
                 cfg,
                 &Overrides {
                     endpoint,
                     out,
+                    mode,
+                    submission,
                     ..Overrides::default()
                 },
             )
             .await?;
             println!("results in {}", result.out.display());
-            if require_valid && !result.valid {
-                anyhow::bail!("run invalid: {} expected turns missing", result.missing);
+            if require_valid && !result.valid() {
+                anyhow::bail!("run invalid (see report.txt in {})", result.out.display());
+            }
+            Ok(())
+        }
+        Command::Rescore {
+            run_dir,
+            scorer,
+            out,
+        } => {
+            let result = tokio::task::block_in_place(|| {
+                agentload::rescore::rescore(&agentload::rescore::RescoreOptions {
+                    run_dir,
+                    scorer,
+                    out,
+                })
+            })?;
+            print!("{}", agentload::rescore::summary(&result));
+            Ok(())
+        }
+        Command::Diff { a, b, json } => {
+            let diffs = agentload::diff::diff(&a, &b)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&diffs)?);
+            } else {
+                print!("{}", agentload::diff::render(&diffs));
             }
             Ok(())
         }
@@ -167,10 +232,8 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
     let responder = match args.responder {
         ResponderKind::Echo => ResponderConfig::Echo,
         ResponderKind::Oracle => ResponderConfig::Oracle {
-            dataset: args
-                .dataset
-                .clone()
-                .context("--responder oracle needs --dataset FILE")?,
+            dataset: args.dataset.clone(),
+            bfcl: args.bfcl.clone(),
             error_rate: args.error_rate,
             seed: args.seed,
             cap_to_max_tokens: args.oracle_cap,
@@ -218,6 +281,18 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
     )?;
     let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
     let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
+    // The accuracy gate runs when the BFCL data is there.
+    let bfcl = agentload::data::locate(&data_dir, "bfcl_v4/possible_answer");
+    let mode = if bfcl.is_some() {
+        RunMode::Both
+    } else {
+        eprintln!(
+            "note: BFCL v4 data not found in {} or the cache: performance phase only \
+             (scripts/fetch-data.sh fetches it)",
+            data_dir.display()
+        );
+        RunMode::Performance
+    };
     // The oracle cuts answers at Qwen3.6 token boundaries, so the edge
     // config's 1024-token cap truncates exactly what a Qwen server would.
     let tokenizer = agentload::tokens::load_qwen(&data_dir)
@@ -228,7 +303,8 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
         agentload_sim::SimConfig {
             time_scale,
             responder: agentload_sim::ResponderConfig::Oracle {
-                dataset: dataset.path.clone(),
+                dataset: Some(dataset.path.clone()),
+                bfcl: bfcl.as_ref().and_then(|p| p.parent()).map(PathBuf::from),
                 error_rate: 0.0,
                 seed: 0,
                 cap_to_max_tokens: false,
@@ -249,6 +325,8 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
             endpoint: Some(sim.url()),
             out: Some(out),
             quiet: false,
+            mode,
+            submission: false,
             tokenizer: Some(tokenizer),
         },
     )

@@ -1,17 +1,33 @@
 //! `agentload run`: one configured run, end to end, into an output directory.
 
 use crate::client::{BodyOptions, ChatClient, ClientOptions};
-use crate::config::{table_json, PhaseConfig, RunConfig};
+use crate::config::{table_json, PhaseConfig, RunConfig, RunKind};
 use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::{PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin};
-use crate::results::{self, DatasetIdentity, RunManifest};
-use crate::runner::{run_phase, PhaseSetup, TurnLog, TurnRecord, TurnStatus};
+use crate::plugin::{LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin};
+use crate::results::{self, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+use crate::runner::{run_phase, PhaseOutcome, PhaseSetup, TurnLog, TurnStatus};
+use crate::scoring;
+use crate::seal::Seal;
 use crate::tokens::{load_qwen, LocalCounter};
 use agentload_tokenizer::QwenTokenizer;
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Which phases of a config to run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The performance phase only.
+    Performance,
+    /// The accuracy phase only, at concurrency 1 (the reference's `--accuracy-only`).
+    Accuracy,
+    /// Every phase the config has: performance, then accuracy, against the same server.
+    #[default]
+    Both,
+}
 
 /// What the caller may override on the command line.
 #[derive(Debug, Default, Clone)]
@@ -19,6 +35,9 @@ pub struct Overrides {
     pub endpoint: Option<String>,
     pub out: Option<PathBuf>,
     pub quiet: bool,
+    pub mode: Mode,
+    /// Accept only the plugins in `plugins/official.lock` (as `mode = "submission"`).
+    pub submission: bool,
     /// An already loaded Qwen3.6 vocabulary for local token counts (else
     /// loaded from the data directory or cache when the config asks for it).
     pub tokenizer: Option<Arc<QwenTokenizer>>,
@@ -28,14 +47,60 @@ pub struct Overrides {
 #[derive(Debug)]
 pub struct RunResult {
     pub out: PathBuf,
+    pub performance: Option<PerformanceResult>,
+    pub accuracy: Option<AccuracyResult>,
+}
+
+impl RunResult {
+    /// Valid when no expected performance turn is missing and the accuracy
+    /// gate (when run, and when the scorer reports one) passed.
+    pub fn valid(&self) -> bool {
+        self.performance.as_ref().is_none_or(|p| p.missing == 0)
+            && self
+                .accuracy
+                .as_ref()
+                .is_none_or(|a| a.gate_passed != Some(false))
+    }
+}
+
+/// The performance phase's headline.
+#[derive(Debug)]
+pub struct PerformanceResult {
     pub issued: u64,
     pub completed: u64,
     pub missing: u64,
     pub score: Option<f64>,
-    pub valid: bool,
 }
 
-/// Runs the performance phase of `config` and writes every result file.
+/// The accuracy phase's headline.
+#[derive(Debug)]
+pub struct AccuracyResult {
+    pub samples: usize,
+    pub missing: usize,
+    pub score: Option<f64>,
+    /// The scorer's `gate.passed`, when its report has one.
+    pub gate_passed: Option<bool>,
+}
+
+/// A phase with its plugins loaded and its workload configured.
+struct Prepared {
+    config: PhaseConfig,
+    seals: Vec<PluginSeal>,
+    workload: WorkloadPlugin,
+    sessions: Vec<SessionPlan>,
+    scorer: Option<ScorerPlugin>,
+    datasets: Vec<DatasetIdentity>,
+}
+
+/// Everything the phases share.
+struct Context<'a> {
+    config: &'a RunConfig,
+    overrides: &'a Overrides,
+    out: PathBuf,
+    counter: Option<Arc<LocalCounter>>,
+}
+
+/// Runs the phases `overrides.mode` selects and writes every result file.
 pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResult> {
     if let Some(url) = &overrides.endpoint {
         config.endpoint.url = url.clone();
@@ -44,44 +109,48 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         .out
         .clone()
         .unwrap_or_else(|| config.report_dir.clone());
-    let phase = config
-        .performance
-        .clone()
-        .context("the config has no [performance] phase")?;
-    std::fs::create_dir_all(out.join("performance"))
+    let want_perf = overrides.mode != Mode::Accuracy;
+    let want_acc = overrides.mode != Mode::Performance;
+    let perf_cfg = config.performance.clone().filter(|_| want_perf);
+    let acc_cfg = config.accuracy.clone().filter(|_| want_acc);
+    match overrides.mode {
+        Mode::Performance if perf_cfg.is_none() => {
+            anyhow::bail!("the config has no [performance] phase")
+        }
+        Mode::Accuracy if acc_cfg.is_none() => anyhow::bail!("the config has no [accuracy] phase"),
+        Mode::Both if perf_cfg.is_none() && acc_cfg.is_none() => {
+            anyhow::bail!("the config has neither a [performance] nor an [accuracy] phase")
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(&out)
         .with_context(|| format!("cannot create output directory {}", out.display()))?;
     std::fs::write(out.join("config.toml"), toml::to_string(&config)?)
         .context("cannot write config.toml")?;
 
     let data_dir = crate::data::data_dir(config.data_dir.as_deref());
     let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
-    let plugin_dir = config.plugins.dir.as_deref();
-    let limits = config.plugins.limits;
+    let submission = overrides.submission || config.mode == RunKind::Submission;
+    let mut perf = perf_cfg
+        .map(|p| prepare(&engine, &config, p, &data_dir, submission).context("performance phase"))
+        .transpose()?;
+    let mut acc = acc_cfg
+        .map(|p| prepare(&engine, &config, p, &data_dir, submission).context("accuracy phase"))
+        .transpose()?;
+    let seals: Vec<PluginSeal> = perf
+        .iter()
+        .chain(acc.iter())
+        .flat_map(|p| p.seals.iter().cloned())
+        .collect();
+    let sealed = seals.iter().all(|s| matches!(s.seal, Seal::Sealed { .. }));
 
-    let workload_path =
-        crate::plugins::resolve(&phase.workload, plugin_dir).map_err(anyhow::Error::msg)?;
-    let mut workload = WorkloadPlugin::new(engine.clone(), &engine.load(&workload_path)?, limits)?;
-    let (files, datasets) = grant_files(&phase, &data_dir)?;
-    let plugin_config = PluginConfig {
-        settings_json: table_json(&phase.settings),
-        files,
-    };
-    let sessions = workload.configure(plugin_config)?;
-    let scorer = match &phase.scorer {
-        Some(spec) => {
-            let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
-            Some(ScorerPlugin::new(
-                engine.clone(),
-                &engine.load(&path)?,
-                limits,
-            )?)
-        }
-        None => None,
-    };
-    let counter = load_counter(&config, &data_dir, overrides.tokenizer.clone());
-
-    let mut plugins = vec![workload.identity().clone()];
-    plugins.extend(scorer.as_ref().map(|s| s.identity().clone()));
+    let mut plugins = Vec::new();
+    let mut datasets = Vec::new();
+    for p in perf.iter().chain(acc.iter()) {
+        plugins.push(p.workload.identity().clone());
+        plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
+        datasets.extend(p.datasets.iter().cloned());
+    }
     let manifest = RunManifest {
         agentload_version: env!("CARGO_PKG_VERSION"),
         plugins,
@@ -89,24 +158,132 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         endpoint: config.endpoint.url.clone(),
         model: config.model.name.clone(),
         test_started_at: crate::clock::utc_now_rfc3339(),
+        seal: SealRecord {
+            mode: if submission {
+                RunKind::Submission
+            } else {
+                RunKind::Development
+            },
+            sealed,
+            plugins: seals,
+        },
     };
     results::write_json(&out.join("run_manifest.json"), &manifest)?;
-
-    let expected: u32 = sessions.iter().map(|s| s.expected_turns).sum();
+    let reference = results::reference_config(
+        &config,
+        perf.as_ref().or(acc.as_ref()).map(|p| &p.config),
+        overrides.mode == Mode::Accuracy,
+    );
+    std::fs::write(
+        out.join("config.yaml"),
+        serde_json::to_string_pretty(&reference)? + "\n",
+    )?;
+    let cx = Context {
+        counter: load_counter(&config, &data_dir, overrides.tokenizer.clone()),
+        config: &config,
+        overrides,
+        out,
+    };
+    let mut text = String::new();
+    if !sealed {
+        text.push_str(
+            "UNSEALED: a plugin is not in plugins/official.lock (development run; see run_manifest.json)\n",
+        );
+    }
+    let performance = match perf.take() {
+        Some(p) => Some(run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?),
+        None => None,
+    };
+    let accuracy = match acc.take() {
+        Some(p) => Some(run_accuracy(&cx, p, &mut text).await?),
+        None => None,
+    };
+    let result = RunResult {
+        out: cx.out.clone(),
+        performance,
+        accuracy,
+    };
+    text.push_str(&format!(
+        "run {}\n",
+        if result.valid() { "VALID" } else { "INVALID" }
+    ));
+    std::fs::write(result.out.join("report.txt"), &text)?;
     if !overrides.quiet {
+        print!("{text}");
+    }
+    Ok(result)
+}
+
+/// Loads a phase's plugins, grants its data and configures its workload.
+fn prepare(
+    engine: &Arc<PluginEngine>,
+    config: &RunConfig,
+    phase: PhaseConfig,
+    data_dir: &Path,
+    submission: bool,
+) -> Result<Prepared> {
+    let plugin_dir = config.plugins.dir.as_deref();
+    let limits = config.plugins.limits;
+    let mut seals = Vec::new();
+    // Read, check the seal, then compile: a refused plugin is never compiled.
+    let mut load = |spec: &str| -> Result<LoadedComponent> {
+        let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("cannot read plugin {}", path.display()))?;
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+        let file = path
+            .file_name()
+            .map_or_else(|| spec.to_owned(), |f| f.to_string_lossy().into_owned());
+        let seal = if submission {
+            crate::seal::require(&file, &digest)?
+        } else {
+            crate::seal::check(&file, &digest)
+        };
+        seals.push(PluginSeal { file, digest, seal });
+        Ok(engine.load_bytes(&path, &bytes)?)
+    };
+    let mut workload = WorkloadPlugin::new(engine.clone(), &load(&phase.workload)?, limits)?;
+    let (files, datasets) = grant_files(&phase, data_dir)?;
+    let sessions = workload.configure(PluginConfig {
+        settings_json: table_json(&phase.settings),
+        files,
+    })?;
+    let scorer = match &phase.scorer {
+        Some(spec) => Some(ScorerPlugin::new(engine.clone(), &load(spec)?, limits)?),
+        None => None,
+    };
+    Ok(Prepared {
+        config: phase,
+        seals,
+        workload,
+        sessions,
+        scorer,
+        datasets,
+    })
+}
+
+/// Sends every session of a prepared phase; the turn log goes to `log_path`.
+async fn execute(
+    cx: &Context<'_>,
+    prepared: Prepared,
+    concurrency: usize,
+    log_path: &Path,
+) -> Result<(PhaseOutcome, Option<ScorerPlugin>, PhaseConfig, u32)> {
+    let config = cx.config;
+    let expected: u32 = prepared.sessions.iter().map(|s| s.expected_turns).sum();
+    if !cx.overrides.quiet {
         crate::log::line(&format!(
-            "running {} sessions ({expected} turns) of {} against {} at concurrency {}",
-            sessions.len(),
-            workload.identity().name,
+            "running {} sessions ({expected} turns) of {} against {} at concurrency {concurrency}",
+            prepared.sessions.len(),
+            prepared.workload.identity().name,
             config.endpoint.url,
-            config.load.concurrency
         ));
     }
     let client = ChatClient::new(&ClientOptions {
         endpoint: config.endpoint.url.clone(),
         api_key: config.endpoint.api_key.clone(),
         turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
-        max_connections: config.load.concurrency,
+        max_connections: concurrency,
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),
@@ -117,87 +294,124 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             .cloned()
             .unwrap_or_default(),
     };
-    let log = TurnLog::create(&out.join("turns.jsonl")).context("cannot create turns.jsonl")?;
+    let log = TurnLog::create(log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
     let outcome = run_phase(PhaseSetup {
         client,
         body,
-        workload,
-        sessions,
-        concurrency: config.load.concurrency,
+        workload: prepared.workload,
+        sessions: prepared.sessions,
+        concurrency,
         max_duration: Duration::from_millis(config.load.max_duration_ms),
         log,
-        counter,
-        progress_every: if overrides.quiet { 0 } else { 50 },
+        counter: cx.counter.clone(),
+        progress_every: if cx.overrides.quiet { 0 } else { 50 },
     })
     .await;
+    Ok((outcome, prepared.scorer, prepared.config, expected))
+}
 
-    let setting = |key: &str| phase.settings.get(key).cloned();
-    let seed = setting("seed").and_then(|v| v.as_integer()).or(Some(42));
-    let temperature = setting("temperature")
-        .and_then(|v| v.as_float())
-        .or(Some(0.0));
-    let reference = results::reference_config(&config, seed, temperature);
-    std::fs::write(
-        out.join("config.yaml"),
-        serde_json::to_string_pretty(&reference)? + "\n",
-    )?;
-    results::write_json(&out.join("sessions.json"), &outcome.sessions)?;
+/// The performance phase: the session replay, `performance/result_summary.json`,
+/// the inline scorer's report.
+async fn run_performance(
+    cx: &Context<'_>,
+    prepared: Prepared,
+    manifest: RunManifest,
+    reference: &serde_json::Value,
+    text: &mut String,
+) -> Result<PerformanceResult> {
+    std::fs::create_dir_all(cx.out.join("performance"))?;
+    let (outcome, scorer, phase, expected) = execute(
+        cx,
+        prepared,
+        cx.config.load.concurrency,
+        &cx.out.join("turns.jsonl"),
+    )
+    .await?;
+    results::write_json(&cx.out.join("sessions.json"), &outcome.sessions)?;
     let summary = results::summarize(
         &outcome.records,
         outcome.window_ns,
         reference["settings"].clone(),
         manifest,
     );
-    results::write_json(&out.join("performance/result_summary.json"), &summary)?;
+    results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
     let missing = expected as u64 - completed.min(expected as u64);
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &scorer {
-        let items = scored_items(&outcome.records);
-        let scored = scorer.score(
-            &PluginConfig {
-                settings_json: table_json(&phase.scorer_settings),
-                files: Vec::new(),
-            },
-            &items,
-        )?;
-        let report: serde_json::Value = serde_json::from_str(&scored.report.report_json)
-            .with_context(|| {
-                format!(
-                    "scorer {} returned a report that is not JSON",
-                    scorer.identity().name
-                )
-            })?;
-        results::write_json(&out.join(&phase.report_file), &report)?;
+        let (scored, _) = scoring::score(scorer, &phase, &outcome.records, &cx.out)?;
         score = Some(scored.report.score);
         score_line = Some(format!(
             "{} score {:.4} over {} items ({})",
             scorer.identity().name,
             scored.report.score,
-            items.len(),
+            scored.verdicts.len(),
             phase.report_file
         ));
     }
-    let valid = missing == 0;
-    let mut text = results::write_report(&summary, score_line.as_deref());
+    text.push_str(&results::write_report(&summary, score_line.as_deref()));
     text.push_str(&format!(
-        "run {}: {missing} of {expected} expected turns missing\n",
-        if valid { "VALID" } else { "INVALID" }
+        "performance: {missing} of {expected} expected turns missing\n"
     ));
-    std::fs::write(out.join("report.txt"), &text)?;
-    if !overrides.quiet {
-        print!("{text}");
-    }
-    Ok(RunResult {
-        out,
+    Ok(PerformanceResult {
         issued: summary.n_samples_issued,
         completed,
         missing,
         score,
-        valid,
     })
+}
+
+/// The accuracy phase: every sample at concurrency 1, then the scorer's
+/// report (`accuracy/accuracy_results.json` in the edge config) and one row
+/// per sample in `accuracy/samples.jsonl`.
+async fn run_accuracy(
+    cx: &Context<'_>,
+    prepared: Prepared,
+    text: &mut String,
+) -> Result<AccuracyResult> {
+    let dir = cx.out.join("accuracy");
+    std::fs::create_dir_all(&dir)?;
+    let (outcome, scorer, phase, expected) =
+        execute(cx, prepared, 1, &dir.join("turns.jsonl")).await?;
+    results::write_json(&dir.join("sessions.json"), &outcome.sessions)?;
+    let completed = outcome
+        .records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Completed)
+        .count();
+    let missing = (expected as usize).saturating_sub(completed);
+    let mut result = AccuracyResult {
+        samples: outcome.records.len(),
+        missing,
+        score: None,
+        gate_passed: None,
+    };
+    let _ = writeln!(
+        text,
+        "accuracy: {} samples issued, {completed} completed, {missing} missing",
+        outcome.records.len()
+    );
+    if let Some(scorer) = &scorer {
+        let (scored, report) = scoring::score(scorer, &phase, &outcome.records, &cx.out)?;
+        scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
+        result.score = Some(scored.report.score);
+        let _ = writeln!(
+            text,
+            "{} score {:.4} over {} samples ({})",
+            scorer.identity().name,
+            scored.report.score,
+            scored.verdicts.len(),
+            phase.report_file
+        );
+        if let Some(gate) = report.get("gate") {
+            result.gate_passed = gate.get("passed").and_then(serde_json::Value::as_bool);
+            let _ = writeln!(text, "{}", scoring::gate_line(gate));
+        }
+    }
+    Ok(result)
 }
 
 /// Reads the phase's data files and checks their digests.
@@ -241,24 +455,4 @@ fn load_counter(
             None
         }
     }
-}
-
-/// Scorer items for every recorded turn, in order; unanswered turns carry
-/// no completion (missing).
-pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
-    records
-        .iter()
-        .map(|r| ScoredItem {
-            item_id: r.item_id.clone(),
-            session_id: r.session_id.clone(),
-            turn: r.turn,
-            expected_json: r.expected_json.clone(),
-            completion: match (&r.status, &r.completion) {
-                (TurnStatus::Completed, Some(c)) => {
-                    Some(crate::runner::completion_for_plugin(c, r.usage.as_ref()))
-                }
-                _ => None,
-            },
-        })
-        .collect()
 }

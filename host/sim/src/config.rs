@@ -68,9 +68,21 @@ impl SimConfig {
         if !(self.first_token_overhead_ms.is_finite() && self.first_token_overhead_ms >= 0.0) {
             return invalid("first_token_overhead_ms", "must be a non-negative number");
         }
-        if let ResponderConfig::Oracle { error_rate, .. } = self.responder {
-            if !(0.0..=1.0).contains(&error_rate) {
+        if let ResponderConfig::Oracle {
+            error_rate,
+            dataset,
+            bfcl,
+            ..
+        } = &self.responder
+        {
+            if !(0.0..=1.0).contains(error_rate) {
                 return invalid("responder.error_rate", "must be within [0, 1]");
+            }
+            if dataset.is_none() && bfcl.is_none() {
+                return invalid(
+                    "responder.dataset",
+                    "the oracle needs a dataset, a BFCL folder, or both",
+                );
             }
         }
         Ok(())
@@ -89,8 +101,13 @@ pub enum ResponderConfig {
     /// Replays the recorded next assistant row of an agentic trajectory dataset (JSONL rows
     /// `{conversation_id, turn, role, …}`), keyed by the `X-Session-ID` header.
     Oracle {
-        /// The dataset file.
-        dataset: PathBuf,
+        /// The trajectory dataset file.
+        #[serde(default)]
+        dataset: Option<PathBuf>,
+        /// The BFCL v4 data folder (`bfcl_v4`, with `possible_answer/`): session ids that are
+        /// BFCL single-turn entry ids get the gold calls.
+        #[serde(default)]
+        bfcl: Option<PathBuf>,
         /// Probability in `[0, 1]` of perturbing a turn's tool calls (default 0).
         #[serde(default)]
         error_rate: f64,
@@ -141,7 +158,8 @@ mod tests {
         assert_eq!(
             c.responder,
             ResponderConfig::Oracle {
-                dataset: "d.jsonl".into(),
+                dataset: Some("d.jsonl".into()),
+                bfcl: None,
                 error_rate: 0.25,
                 seed: 7,
                 cap_to_max_tokens: false,
@@ -169,7 +187,8 @@ mod tests {
         ));
         let bad = SimConfig {
             responder: ResponderConfig::Oracle {
-                dataset: "d".into(),
+                dataset: Some("d".into()),
+                bfcl: None,
                 error_rate: 1.5,
                 seed: 0,
                 cap_to_max_tokens: false,

@@ -370,7 +370,8 @@ async fn oracle_streams_recorded_tool_calls() {
     ));
     let sim = sim(SimConfig {
         responder: ResponderConfig::Oracle {
-            dataset: dataset.clone(),
+            dataset: Some(dataset.clone()),
+            bfcl: None,
             error_rate: 0.0,
             seed: 0,
             cap_to_max_tokens: false,
@@ -450,7 +451,8 @@ async fn oracle_streams_recorded_tool_calls() {
     sim.shutdown().await;
     let capped = crate::sim(SimConfig {
         responder: ResponderConfig::Oracle {
-            dataset: dataset.clone(),
+            dataset: Some(dataset.clone()),
+            bfcl: None,
             error_rate: 0.0,
             seed: 0,
             cap_to_max_tokens: true,

@@ -59,6 +59,11 @@ fn edge_dataset_replays_1007_turns() {
     let dir = std::env::var("AGENTLOAD_DATA_DIR").unwrap_or_else(|_| "/work/shared/data".into());
     let path = std::path::Path::new(&dir).join("agentic_coding_2.5h.jsonl");
     let Ok(text) = std::fs::read_to_string(&path) else {
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "{} is absent",
+            path.display()
+        );
         println!(
             "skipped: {} is absent (set AGENTLOAD_DATA_DIR)",
             path.display()

@@ -23,6 +23,11 @@ fn dataset_path() -> PathBuf {
 fn assistant_rows() -> Option<Vec<Value>> {
     let path = dataset_path();
     let Ok(text) = std::fs::read_to_string(&path) else {
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "{} is absent",
+            path.display()
+        );
         println!("note: {} not found; dataset check skipped", path.display());
         return None;
     };

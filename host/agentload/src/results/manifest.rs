@@ -1,7 +1,9 @@
 //! `run_manifest.json`: what produced a run (plugins and datasets by digest,
 //! the agentload version, the resolved config).
 
+use crate::config::RunKind;
 use crate::plugin::PluginIdentity;
+use crate::seal::Seal;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -24,4 +26,25 @@ pub struct RunManifest {
     pub endpoint: String,
     pub model: String,
     pub test_started_at: String,
+    /// Whether every plugin is an official, locked one.
+    pub seal: SealRecord,
+}
+
+/// The run's sealing: its mode and each plugin's status against
+/// `plugins/official.lock`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SealRecord {
+    pub mode: RunKind,
+    /// Every plugin is in the lock.
+    pub sealed: bool,
+    pub plugins: Vec<PluginSeal>,
+}
+
+/// One plugin file's seal.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginSeal {
+    pub file: String,
+    pub digest: String,
+    #[serde(flatten)]
+    pub seal: Seal,
 }

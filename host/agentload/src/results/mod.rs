@@ -6,7 +6,7 @@ mod manifest;
 mod report;
 mod summary;
 
-pub use manifest::{DatasetIdentity, RunManifest};
+pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 pub use report::write_report;
 pub use summary::{reference_config, summarize, PerformanceSummary, TimingError};
 

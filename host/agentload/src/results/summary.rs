@@ -219,9 +219,20 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
 /// from agentload's config (JSON is valid YAML).
 pub fn reference_config(
     config: &crate::config::RunConfig,
-    seed: Option<i64>,
-    temperature: Option<f64>,
+    phase: Option<&crate::config::PhaseConfig>,
+    accuracy_only: bool,
 ) -> Value {
+    let setting = |key: &str| phase.and_then(|p| p.settings.get(key));
+    let seed = setting("seed").and_then(|v| v.as_integer()).or(Some(42));
+    let temperature = setting("temperature")
+        .and_then(|v| v.as_float())
+        .or(Some(0.0));
+    // `--accuracy-only` forces one worker and one connection, and says so.
+    let concurrency = if accuracy_only {
+        1
+    } else {
+        config.load.concurrency
+    };
     let mut v = Map::new();
     v.insert("name".into(), config.name.clone().into());
     v.insert("version".into(), config.version.clone().into());
@@ -233,8 +244,8 @@ pub fn reference_config(
     v.insert(
         "settings".into(),
         serde_json::json!({
-            "load_pattern": {"type": "agentic_inference", "target_concurrency": config.load.concurrency},
-            "client": {"num_workers": 1, "max_connections": config.load.concurrency},
+            "load_pattern": {"type": "agentic_inference", "target_concurrency": concurrency},
+            "client": {"num_workers": 1, "max_connections": concurrency},
             "runtime": {"max_duration_ms": config.load.max_duration_ms, "dataloader_random_seed": seed},
         }),
     );

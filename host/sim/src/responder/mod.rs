@@ -5,6 +5,7 @@
 //! add a [`ResponderConfig`] variant, a module here implementing [`Responder`], and a match arm
 //! in [`build`].
 
+mod bfcl;
 mod echo;
 mod oracle;
 mod script;
@@ -53,16 +54,30 @@ pub(crate) async fn build(config: &ResponderConfig) -> Result<Box<dyn Responder>
         ResponderConfig::Echo => Box::new(echo::Echo),
         ResponderConfig::Oracle {
             dataset,
+            bfcl,
             error_rate,
             seed,
             cap_to_max_tokens,
-        } => Box::new(oracle::Oracle::parse(
-            dataset,
-            &read(dataset).await?,
-            *error_rate,
-            *seed,
-            *cap_to_max_tokens,
-        )?),
+        } => {
+            let mut oracle = match dataset {
+                Some(path) => oracle::Oracle::parse(
+                    path,
+                    &read(path).await?,
+                    *error_rate,
+                    *seed,
+                    *cap_to_max_tokens,
+                )?,
+                None => oracle::Oracle::parse(Path::new("-"), "", 0.0, 0, false)?,
+            };
+            if let Some(dir) = bfcl {
+                let dir = dir.clone();
+                let gold = tokio::task::spawn_blocking(move || bfcl::BfclGold::load(&dir))
+                    .await
+                    .expect("BFCL loader panicked")?;
+                oracle.set_bfcl(gold);
+            }
+            Box::new(oracle)
+        }
         ResponderConfig::Script { path } => {
             Box::new(script::Script::parse(path, &read(path).await?)?)
         }

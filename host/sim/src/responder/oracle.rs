@@ -21,6 +21,7 @@ use crate::prompt::{arguments_text, ChatRequest};
 use crate::rng::{fnv1a, SplitMix64};
 use crate::SimError;
 
+use super::bfcl::BfclGold;
 use super::{conversation_id, jsonl_lines, require_session, Rejection, Responder};
 
 /// Decoy commands for perturbed tool calls.
@@ -51,6 +52,8 @@ pub(crate) struct Oracle {
     seed: u64,
     /// Honour the request's `max_tokens` (see `ResponderConfig::Oracle`).
     cap_to_max_tokens: bool,
+    /// BFCL gold answers, consulted first.
+    bfcl: Option<BfclGold>,
 }
 
 impl Oracle {
@@ -131,7 +134,13 @@ impl Oracle {
             error_rate,
             seed,
             cap_to_max_tokens,
+            bfcl: None,
         })
+    }
+
+    /// Also answers BFCL sessions with their gold calls.
+    pub(crate) fn set_bfcl(&mut self, gold: BfclGold) {
+        self.bfcl = Some(gold);
     }
 
     /// Whether the (session, turn) draw falls under the error rate.
@@ -148,7 +157,11 @@ impl Responder for Oracle {
         session: Option<&str>,
         _ids: &mut SplitMix64,
     ) -> Result<Answer, Rejection> {
-        let session = conversation_id(require_session(session)?);
+        let session = require_session(session)?;
+        if let Some(answer) = self.bfcl.as_ref().and_then(|b| b.answer(session)) {
+            return Ok(answer);
+        }
+        let session = conversation_id(session);
         let turns = self.sessions.get(session).ok_or_else(|| {
             ApiError::invalid_request(format!("oracle: unknown session '{session}'"))
         })?;

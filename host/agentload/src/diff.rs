@@ -1,0 +1,263 @@
+//! `agentload diff A B`: what changed between two results of the same run
+//! (typically a run and its re-score with another scorer version): every
+//! per-sample verdict that differs, and every aggregate number that moved.
+//!
+//! A and B are result directories (a run's output or a rescore's); each
+//! report they both hold is compared: `accuracy/accuracy_results.json` with
+//! `accuracy/samples.jsonl` (by `item_id`), and `scores.json` with its
+//! `per_turn` rows (by conversation, repeat and turn).
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One sample whose verdict changed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SampleChange {
+    pub key: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+/// One aggregate number that changed (JSON path, e.g. `subset_scores.simple_python`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AggregateChange {
+    pub path: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+/// The differences of one report.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ReportDiff {
+    pub report: String,
+    pub samples_compared: usize,
+    pub samples: Vec<SampleChange>,
+    pub aggregates: Vec<AggregateChange>,
+}
+
+/// Compares the reports two result directories share.
+pub fn diff(a: &Path, b: &Path) -> Result<Vec<ReportDiff>> {
+    let mut out = Vec::new();
+    if let (Some(ra), Some(rb)) = (
+        read_json(&a.join("accuracy/accuracy_results.json"))?,
+        read_json(&b.join("accuracy/accuracy_results.json"))?,
+    ) {
+        let sa = read_samples(&a.join("accuracy/samples.jsonl"))?;
+        let sb = read_samples(&b.join("accuracy/samples.jsonl"))?;
+        out.push(compare(
+            "accuracy/accuracy_results.json",
+            &ra,
+            &rb,
+            &sa,
+            &sb,
+        ));
+    }
+    if let (Some(ra), Some(rb)) = (
+        read_json(&a.join("scores.json"))?,
+        read_json(&b.join("scores.json"))?,
+    ) {
+        let (sa, sb) = (per_turn(&ra), per_turn(&rb));
+        out.push(compare("scores.json", &ra, &rb, &sa, &sb));
+    }
+    anyhow::ensure!(
+        !out.is_empty(),
+        "{} and {} share no report (accuracy/accuracy_results.json or scores.json)",
+        a.display(),
+        b.display()
+    );
+    Ok(out)
+}
+
+fn compare(
+    name: &str,
+    ra: &Value,
+    rb: &Value,
+    sa: &BTreeMap<String, Value>,
+    sb: &BTreeMap<String, Value>,
+) -> ReportDiff {
+    let mut d = ReportDiff {
+        report: name.to_owned(),
+        samples_compared: sa.len().max(sb.len()),
+        ..ReportDiff::default()
+    };
+    for key in sa.keys().chain(sb.keys().filter(|k| !sa.contains_key(*k))) {
+        let before = sa.get(key).cloned().unwrap_or(Value::Null);
+        let after = sb.get(key).cloned().unwrap_or(Value::Null);
+        if before != after {
+            d.samples.push(SampleChange {
+                key: key.clone(),
+                before,
+                after,
+            });
+        }
+    }
+    walk("", ra, rb, &mut d.aggregates);
+    d
+}
+
+/// The verdict fields compared per sample.
+const VERDICT_KEYS: [&str; 4] = ["score", "valid", "error_type", "excluded"];
+
+fn verdict(row: &Value) -> Value {
+    let mut v = serde_json::Map::new();
+    for k in VERDICT_KEYS {
+        if let Some(x) = row.get(k) {
+            v.insert(k.to_owned(), x.clone());
+        }
+    }
+    Value::Object(v)
+}
+
+fn read_json(path: &Path) -> Result<Option<Value>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .with_context(|| format!("{} is not JSON", path.display()))
+}
+
+fn read_samples(path: &Path) -> Result<BTreeMap<String, Value>> {
+    let mut rows = BTreeMap::new();
+    if !path.is_file() {
+        return Ok(rows);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let row: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not JSON", path.display(), i + 1))?;
+        let key = row["item_id"].as_str().unwrap_or_default().to_owned();
+        rows.insert(key, verdict(&row));
+    }
+    Ok(rows)
+}
+
+/// `scores.json` per-turn rows keyed `conversation[#repeat]/turn`.
+fn per_turn(report: &Value) -> BTreeMap<String, Value> {
+    report["per_turn"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let key = format!(
+                "{}#{}/{}",
+                row["conversation_id"].as_str().unwrap_or_default(),
+                row["repeat"],
+                row["turn"]
+            );
+            (key, verdict(row))
+        })
+        .collect()
+}
+
+/// Numbers, booleans and strings that differ between two report trees;
+/// `per_turn` lists are compared per sample instead.
+fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<AggregateChange>) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(ma), Value::Object(mb)) => {
+            for (k, va) in ma {
+                if k == "per_turn" {
+                    continue;
+                }
+                walk(&join(k), va, mb.get(k).unwrap_or(&Value::Null), out);
+            }
+            for (k, vb) in mb.iter().filter(|(k, _)| !ma.contains_key(*k)) {
+                walk(&join(k), &Value::Null, vb, out);
+            }
+        }
+        (Value::Array(xa), Value::Array(xb)) if xa.len() == xb.len() => {
+            for (i, (va, vb)) in xa.iter().zip(xb).enumerate() {
+                walk(&join(&i.to_string()), va, vb, out);
+            }
+        }
+        _ if a != b => out.push(AggregateChange {
+            path: path.to_owned(),
+            before: a.clone(),
+            after: b.clone(),
+        }),
+        _ => {}
+    }
+}
+
+/// The differences as text.
+pub fn render(diffs: &[ReportDiff]) -> String {
+    let mut s = String::new();
+    for d in diffs {
+        s.push_str(&format!(
+            "{}: {} of {} samples changed, {} aggregate values changed\n",
+            d.report,
+            d.samples.len(),
+            d.samples_compared,
+            d.aggregates.len()
+        ));
+        for c in &d.samples {
+            s.push_str(&format!(
+                "  sample {}: {} -> {}\n",
+                c.key, c.before, c.after
+            ));
+        }
+        for c in &d.aggregates {
+            s.push_str(&format!("  {}: {} -> {}\n", c.path, c.before, c.after));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn finds_changed_samples_and_aggregates() {
+        let dir = std::env::temp_dir().join(format!("agentload-diff-{}", std::process::id()));
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        for (d, score, valid) in [(&a, 50.0, false), (&b, 100.0, true)] {
+            std::fs::create_dir_all(d.join("accuracy")).unwrap();
+            std::fs::write(
+                d.join("accuracy/accuracy_results.json"),
+                json!({"overall_accuracy": score, "subset_scores": {"x": score, "y": 10.0}})
+                    .to_string(),
+            )
+            .unwrap();
+            std::fs::write(
+                d.join("accuracy/samples.jsonl"),
+                format!(
+                    "{}\n{}\n",
+                    json!({"item_id": "x_0", "score": 1.0, "valid": true, "error_type": null, "decoded": [1]}),
+                    json!({"item_id": "x_1", "score": if valid {1.0} else {0.0}, "valid": valid, "error_type": if valid {Value::Null} else {json!("type_error:nested")}})
+                ),
+            )
+            .unwrap();
+        }
+        let diffs = diff(&a, &b).unwrap();
+        assert_eq!(diffs.len(), 1);
+        let d = &diffs[0];
+        assert_eq!(d.samples_compared, 2);
+        assert_eq!(d.samples.len(), 1);
+        assert_eq!(d.samples[0].key, "x_1");
+        let paths: Vec<&str> = d.aggregates.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["overall_accuracy", "subset_scores.x"]);
+        assert!(render(&diffs).contains("1 of 2 samples changed"));
+        assert!(diff(&a, &a).unwrap()[0].samples.is_empty());
+        assert!(diff(&a, &dir.join("none")).is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

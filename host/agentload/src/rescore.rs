@@ -1,0 +1,140 @@
+//! `agentload rescore`: scores the recorded completions of a finished run
+//! again, with the run's own scorer or another one, without any endpoint.
+//! An auditor swaps a scorer version this way; with the run's own scorer the
+//! report files come out byte for byte as the run wrote them.
+
+use crate::config::{PhaseConfig, RunConfig};
+use crate::plugin::{PluginEngine, PluginIdentity, ScorerPlugin};
+use crate::runner::TurnLog;
+use crate::scoring;
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What to re-score and where to write it.
+#[derive(Debug, Clone)]
+pub struct RescoreOptions {
+    /// The run's output directory (it holds `config.toml` and the turn logs).
+    pub run_dir: PathBuf,
+    /// Scorer name or `.wasm` path; default: each phase's configured scorer.
+    pub scorer: Option<String>,
+    /// Output directory; default `RUN_DIR/rescore/<scorer>@<version>`.
+    pub out: Option<PathBuf>,
+}
+
+/// One re-scored phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct RescoredPhase {
+    pub phase: &'static str,
+    pub scorer: PluginIdentity,
+    pub items: usize,
+    pub score: f64,
+    /// The report file written, relative to the output directory.
+    pub report_file: String,
+    /// Instantiating, configuring, scoring and aggregating, in ms.
+    pub scoring_ms: f64,
+}
+
+/// The rescore's record (`rescore_manifest.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RescoreResult {
+    pub source_run: PathBuf,
+    pub out: PathBuf,
+    pub phases: Vec<RescoredPhase>,
+}
+
+/// Re-scores every phase of the run that has a scorer and a turn log.
+pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
+    let config_path = opts.run_dir.join("config.toml");
+    let config = RunConfig::load(&config_path).with_context(|| {
+        format!(
+            "{} is not an agentload run directory",
+            opts.run_dir.display()
+        )
+    })?;
+    let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
+    let phases: [(&'static str, Option<&PhaseConfig>, PathBuf); 2] = [
+        (
+            "performance",
+            config.performance.as_ref(),
+            opts.run_dir.join("turns.jsonl"),
+        ),
+        (
+            "accuracy",
+            config.accuracy.as_ref(),
+            opts.run_dir.join("accuracy/turns.jsonl"),
+        ),
+    ];
+    let mut out_dir = opts.out.clone();
+    let mut done = Vec::new();
+    for (name, phase, log) in phases {
+        let Some(phase) = phase else { continue };
+        if !log.is_file() {
+            continue;
+        }
+        let Some(spec) = opts.scorer.as_ref().or(phase.scorer.as_ref()) else {
+            continue;
+        };
+        let path = crate::plugins::resolve(spec, config.plugins.dir.as_deref())
+            .map_err(anyhow::Error::msg)?;
+        let scorer =
+            ScorerPlugin::new(engine.clone(), &engine.load(&path)?, config.plugins.limits)?;
+        let identity = scorer.identity().clone();
+        let out = out_dir
+            .get_or_insert_with(|| {
+                opts.run_dir
+                    .join("rescore")
+                    .join(format!("{}@{}", identity.name, identity.version))
+            })
+            .clone();
+        let records = TurnLog::read(&log).map_err(anyhow::Error::msg)?;
+        let started = Instant::now();
+        let (scored, _) = scoring::score(&scorer, phase, &records, &out)?;
+        let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
+        if name == "accuracy" {
+            scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;
+        }
+        done.push(RescoredPhase {
+            phase: name,
+            scorer: identity,
+            items: scored.verdicts.len(),
+            score: scored.report.score,
+            report_file: phase.report_file.clone(),
+            scoring_ms,
+        });
+    }
+    let out = out_dir.with_context(|| {
+        format!(
+            "nothing to re-score in {}: no phase with a scorer and a turn log",
+            opts.run_dir.display()
+        )
+    })?;
+    let result = RescoreResult {
+        source_run: opts.run_dir.clone(),
+        out: out.clone(),
+        phases: done,
+    };
+    crate::results::write_json(&out.join("rescore_manifest.json"), &result)?;
+    Ok(result)
+}
+
+/// The rescore's report lines.
+pub fn summary(result: &RescoreResult) -> String {
+    let mut text = String::new();
+    for p in &result.phases {
+        text.push_str(&format!(
+            "{}: {}@{} ({}) score {:.4} over {} items; scoring took {:.1} ms -> {}\n",
+            p.phase,
+            p.scorer.name,
+            p.scorer.version,
+            p.scorer.digest,
+            p.score,
+            p.items,
+            p.scoring_ms,
+            Path::new(&result.out).join(&p.report_file).display()
+        ));
+    }
+    text
+}

@@ -1,0 +1,108 @@
+//! The gate against the real BFCL v4 data (when fetched) and small inputs.
+
+use crate::agentload::plugin::types::GrantedFile;
+use crate::gate::Gate;
+use crate::settings::Settings;
+use crate::subsets;
+use std::path::PathBuf;
+
+/// `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4` (where
+/// `scripts/test.sh` fetches it).
+fn bfcl_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("AGENTLOAD_BFCL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agentload/data/bfcl_v4"))
+        })?;
+    if dir.join("BFCL_v4_simple_python.json").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+        "BFCL data missing at {}: run scripts/fetch-bfcl.sh DIR",
+        dir.display()
+    );
+    println!("note: BFCL data not found; test skipped");
+    None
+}
+
+fn grant(dir: &std::path::Path) -> Vec<GrantedFile> {
+    let mut files = Vec::new();
+    for s in subsets::ALL {
+        let q = format!("BFCL_v4_{}.json", s.name);
+        files.push(GrantedFile {
+            name: s.name.into(),
+            file_name: q.clone(),
+            bytes: std::fs::read(dir.join(&q)).unwrap(),
+        });
+        if s.has_answers {
+            files.push(GrantedFile {
+                name: format!("{}_answers", s.name),
+                file_name: q.clone(),
+                bytes: std::fs::read(dir.join("possible_answer").join(&q)).unwrap(),
+            });
+        }
+    }
+    files
+}
+
+#[test]
+fn the_reference_sample_is_995_entries_in_subset_order() {
+    let Some(dir) = bfcl_dir() else { return };
+    let gate = Gate::configure(Settings::default(), &grant(&dir)).unwrap();
+    assert_eq!(gate.samples.len(), 995);
+    let count = |cat: &str| {
+        gate.samples
+            .iter()
+            .filter(|s| s.subset.category == cat)
+            .count()
+    };
+    assert_eq!(
+        (count("non_live"), count("live"), count("hallucination")),
+        (713, 170, 112)
+    );
+    // Alphabetical subsets, first rows in file order.
+    assert_eq!(gate.samples[0].entry.id, "irrelevance_0");
+    assert_eq!(gate.samples[24].entry.id, "live_irrelevance_0-0-0");
+    assert_eq!(gate.samples.last().unwrap().entry.id, "simple_python_247");
+
+    let req = gate.request("simple_python_0").unwrap();
+    assert_eq!(req.session_id, "simple_python_0");
+    assert_eq!(req.sampling.temperature, Some(0.0));
+    assert_eq!(req.sampling.seed, Some(42));
+    assert_eq!(req.sampling.max_completion_tokens, Some(1024));
+    assert_eq!(req.sampling.tool_choice_json.as_deref(), Some("\"auto\""));
+    let tools: serde_json::Value =
+        serde_json::from_str(req.tools_json.as_deref().unwrap()).unwrap();
+    assert_eq!(tools[0]["function"]["parameters"]["type"], "object");
+    let expected: serde_json::Value = serde_json::from_str(&req.expected_json).unwrap();
+    assert_eq!(expected["subset"], "simple_python");
+    assert_eq!(
+        expected["ground_truth"][0]["calculate_triangle_area"]["unit"][1],
+        ""
+    );
+    let java = gate.request("simple_java_0").unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&java.expected_json).unwrap();
+    assert_eq!(expected["language"], "java");
+    let irrelevant = gate.request("irrelevance_0").unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&irrelevant.expected_json).unwrap();
+    assert!(expected["ground_truth"].is_null());
+}
+
+#[test]
+fn a_missing_grant_is_a_config_error_naming_it() {
+    let Some(dir) = bfcl_dir() else { return };
+    let files: Vec<GrantedFile> = grant(&dir)
+        .into_iter()
+        .filter(|f| f.name != "live_simple_answers")
+        .collect();
+    let err = Gate::configure(Settings::default(), &files).unwrap_err();
+    assert!(
+        format!("{err:?}").contains("live_simple_answers"),
+        "{err:?}"
+    );
+    // Only the chosen categories are read.
+    let settings = Settings::parse(r#"{"categories": ["hallucination"]}"#).unwrap();
+    let gate = Gate::configure(settings, &files).unwrap();
+    assert_eq!(gate.samples.len(), 112);
+}
