@@ -28,6 +28,10 @@ python3 tests/bfcl-parity/gen_parity.py "$cache/data/bfcl_eval_src" \
 # Data-dependent tests fail instead of skipping.
 export AGENTLOAD_REQUIRE_DATA=1
 export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"
+# A real llama.cpp llama-server (PyPI sdist llama-cpp-python, pinned) and its
+# model, cached under the agentload cache; the first build takes ~11-17 min on
+# 2 cores, later runs reuse it (tests/llama_server.rs runs agentload against it).
+scripts/llama-server.sh prepare
 scripts/build-plugins.sh --check-lock
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings

@@ -4,7 +4,7 @@
 //! report files come out byte for byte as the run wrote them.
 
 use crate::config::{PhaseConfig, RunConfig};
-use crate::plugin::{PluginEngine, PluginIdentity, ScorerPlugin};
+use crate::plugin::{PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
 use crate::runner::TurnLog;
 use crate::scoring;
 use anyhow::{Context as _, Result};
@@ -35,6 +35,8 @@ pub struct RescoredPhase {
     pub report_file: String,
     /// Instantiating, configuring, scoring and aggregating, in ms.
     pub scoring_ms: f64,
+    /// The same, call by call.
+    pub timings: ScoreTimings,
 }
 
 /// The rescore's record (`rescore_manifest.json`).
@@ -103,6 +105,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             score: scored.report.score,
             report_file: phase.report_file.clone(),
             scoring_ms,
+            timings: scored.timings,
         });
     }
     let out = out_dir.with_context(|| {
@@ -125,7 +128,8 @@ pub fn summary(result: &RescoreResult) -> String {
     let mut text = String::new();
     for p in &result.phases {
         text.push_str(&format!(
-            "{}: {}@{} ({}) score {:.4} over {} items; scoring took {:.1} ms -> {}\n",
+            "{}: {}@{} ({}) score {:.4} over {} items; scoring took {:.1} ms \
+             (instantiate+configure {:.1}, score {:.1}, aggregate {:.1}) -> {}\n",
             p.phase,
             p.scorer.name,
             p.scorer.version,
@@ -133,6 +137,9 @@ pub fn summary(result: &RescoreResult) -> String {
             p.score,
             p.items,
             p.scoring_ms,
+            p.timings.instantiate_ms,
+            p.timings.score_ms,
+            p.timings.aggregate_ms,
             Path::new(&result.out).join(&p.report_file).display()
         ));
     }

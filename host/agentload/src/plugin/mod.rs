@@ -15,7 +15,7 @@ pub use bindings::types;
 pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
 pub use engine::{LoadedComponent, PluginEngine};
 pub use instance::Limits;
-pub use scorer::{Scored, ScorerPlugin};
+pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
 pub use workload::WorkloadPlugin;
 
 use std::path::PathBuf;

@@ -8,6 +8,7 @@ use super::instance::{Limits, Sandboxed};
 use super::types::{PluginConfig, PluginKind};
 use super::{PluginFailure, PluginIdentity};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A loaded scorer plugin.
 pub struct ScorerPlugin {
@@ -21,6 +22,18 @@ pub struct ScorerPlugin {
 pub struct Scored {
     pub verdicts: Vec<Verdict>,
     pub report: Report,
+    pub timings: ScoreTimings,
+}
+
+/// Where a scoring pass spent its time (host clock, ms).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ScoreTimings {
+    /// A fresh instance, and `configure`.
+    pub instantiate_ms: f64,
+    /// `score` over every item, arguments and results passed included.
+    pub score_ms: f64,
+    /// `aggregate`.
+    pub aggregate_ms: f64,
 }
 
 impl ScorerPlugin {
@@ -82,11 +95,19 @@ impl ScorerPlugin {
         config: &PluginConfig,
         items: &[ScoredItem],
     ) -> Result<Scored, PluginFailure> {
+        let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+        let started = Instant::now();
         let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
         let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         let scorer = b.agentload_plugin_scorer();
         sandbox.call_result("configure", |store| scorer.call_configure(store, config))?;
+        let mut timings = ScoreTimings {
+            instantiate_ms: ms(started),
+            ..ScoreTimings::default()
+        };
+        let started = Instant::now();
         let verdicts = sandbox.call_result("score", |store| scorer.call_score(store, items))?;
+        timings.score_ms = ms(started);
         if verdicts.len() != items.len() {
             return Err(PluginFailure::Reported {
                 plugin: self.identity.name.clone(),
@@ -98,9 +119,15 @@ impl ScorerPlugin {
                 )),
             });
         }
+        let started = Instant::now();
         let report = sandbox.call_result("aggregate", |store| {
             scorer.call_aggregate(store, items, &verdicts)
         })?;
-        Ok(Scored { verdicts, report })
+        timings.aggregate_ms = ms(started);
+        Ok(Scored {
+            verdicts,
+            report,
+            timings,
+        })
     }
 }
