@@ -35,6 +35,8 @@ pub struct RunConfig {
     pub performance: Option<PhaseConfig>,
     /// The accuracy phase (run after the performance phase, at concurrency 1).
     pub accuracy: Option<PhaseConfig>,
+    /// Run the performance phase as a concurrency sweep instead of one pass.
+    pub sweep: Option<crate::sweep::SweepConfig>,
 }
 
 /// Development or submission run.
@@ -198,6 +200,18 @@ impl RunConfig {
         }
         if self.plugins.limits.memory_mib == 0 || self.plugins.limits.call_timeout_ms == 0 {
             return Err(invalid("plugins.limits", "limits must be positive"));
+        }
+        if let Some(sweep) = &self.sweep {
+            sweep
+                .check()
+                .map_err(|(key, message)| ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    key,
+                    message,
+                })?;
+            if self.performance.is_none() {
+                return Err(invalid("sweep", "needs a [performance] phase to sweep"));
+            }
         }
         if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
             return Err(invalid(

@@ -26,4 +26,5 @@ pub mod run;
 pub mod runner;
 pub mod scoring;
 pub mod seal;
+pub mod sweep;
 pub mod tokens;

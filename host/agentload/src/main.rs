@@ -70,6 +70,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The Pareto frontier (total throughput vs P25 output speed) across
+    /// several sweeps: run directories or their `sweep/pareto.json` files.
+    Pareto {
+        /// Sweep results to combine.
+        #[arg(required = true)]
+        sweeps: Vec<PathBuf>,
+        /// Write the combined frontier here (JSON) instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Serve the simulated OpenAI-compatible endpoint until stopped.
     Sim(SimArgs),
     /// Run the edge config (performance, then the BFCL accuracy gate when
@@ -219,6 +229,25 @@ async fn dispatch(command: Command) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&diffs)?);
             } else {
                 print!("{}", agentload::diff::render(&diffs));
+            }
+            Ok(())
+        }
+        Command::Pareto { sweeps, out } => {
+            let combined = agentload::sweep::pareto_of(&sweeps)?;
+            match out {
+                Some(path) => agentload::results::write_json(&path, &combined)?,
+                None => {
+                    println!(
+                        "{:<24} {:>6} {:>12} {:>14}",
+                        "run", "agents", "total tok/s", "P25 tok/s"
+                    );
+                    for p in &combined.frontier {
+                        println!(
+                            "{:<24} {:>6} {:>12.1} {:>14.1}",
+                            p.run, p.level, p.total_tps, p.speed_p25_tps
+                        );
+                    }
+                }
             }
             Ok(())
         }

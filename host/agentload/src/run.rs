@@ -86,6 +86,8 @@ pub struct AccuracyResult {
 struct Prepared {
     config: PhaseConfig,
     seals: Vec<PluginSeal>,
+    /// The granted files (a sweep configures the workload again per phase).
+    files: Vec<GrantedFile>,
     workload: WorkloadPlugin,
     sessions: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
@@ -190,9 +192,15 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             "UNSEALED: a plugin is not in plugins/official.lock (development run; see run_manifest.json)\n",
         );
     }
-    let performance = match perf.take() {
-        Some(p) => Some(run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?),
-        None => None,
+    let performance = match (perf.take(), &config.sweep) {
+        (Some(p), Some(sweep)) => {
+            run_sweep(&cx, p, sweep, &mut text).await?;
+            None
+        }
+        (Some(p), None) => {
+            Some(run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?)
+        }
+        (None, _) => None,
     };
     let accuracy = match acc.take() {
         Some(p) => Some(run_accuracy(&cx, p, &mut text).await?),
@@ -246,7 +254,7 @@ fn prepare(
     let (files, datasets) = grant_files(&phase, data_dir)?;
     let sessions = workload.configure(PluginConfig {
         settings_json: table_json(&phase.settings),
-        files,
+        files: files.clone(),
     })?;
     let scorer = match &phase.scorer {
         Some(spec) => Some(ScorerPlugin::new(engine.clone(), &load(spec)?, limits)?),
@@ -255,6 +263,7 @@ fn prepare(
     Ok(Prepared {
         config: phase,
         seals,
+        files,
         workload,
         sessions,
         scorer,
@@ -362,6 +371,55 @@ async fn run_performance(
         missing,
         score,
     })
+}
+
+/// The performance phase as a concurrency sweep (`[sweep]`).
+async fn run_sweep(
+    cx: &Context<'_>,
+    prepared: Prepared,
+    sweep: &crate::sweep::SweepConfig,
+    text: &mut String,
+) -> Result<()> {
+    let summary = crate::sweep::run(crate::sweep::SweepInput {
+        config: cx.config,
+        sweep,
+        phase: &prepared.config,
+        workload: prepared.workload,
+        files: prepared.files,
+        counter: cx.counter.clone(),
+        out: cx.out.clone(),
+        quiet: cx.overrides.quiet,
+    })
+    .await?;
+    let _ = writeln!(
+        text,
+        "sweep: {} phases (sweep/summary.json, sweep/pareto.json)",
+        summary.phases.len()
+    );
+    for p in &summary.phases {
+        let _ = writeln!(
+            text,
+            "  c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            p.level,
+            p.metrics.throughput.total_tps,
+            p.metrics.output_speed_tps.as_ref().map_or(f64::NAN, |s| s.p25),
+            p.metrics.ttft_ms.as_ref().map_or(f64::NAN, |s| s.p90),
+            p.requests,
+            p.end_reason
+        );
+    }
+    for s in &summary.slo {
+        let _ = writeln!(
+            text,
+            "  SLO {} (TTFT p90 <= {} ms, P25 speed >= {} tok/s): max agents {}",
+            s.tier,
+            s.ttft_p90_ms,
+            s.speed_p25_tps,
+            s.max_agents
+                .map_or_else(|| "none".to_owned(), |n| n.to_string())
+        );
+    }
+    Ok(())
 }
 
 /// The accuracy phase: every sample at concurrency 1, then the scorer's

@@ -6,4 +6,4 @@ mod session;
 
 pub use record::{CompletionRecord, LocalTokens, TurnLog, TurnRecord, TurnStatus};
 pub(crate) use session::completion_for_plugin;
-pub use session::{run_phase, PhaseOutcome, PhaseSetup, SessionOutcome};
+pub use session::{run_phase, PhaseOutcome, PhaseSetup, SessionOutcome, TurnSender};

@@ -59,6 +59,13 @@ pub struct TurnRecord {
     pub local_tokens: Option<LocalTokens>,
     /// The workload's expected data for the scorer.
     pub expected_json: String,
+    /// When the turn was due (previous completion + tool delay), for
+    /// coordinated-omission checks; sweeps record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_ns: Option<u64>,
+    /// The simulated agent that sent it (sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<u32>,
 }
 
 /// Token counts computed by agentload itself.
@@ -94,6 +101,8 @@ impl TurnRecord {
             server_timestamps: None,
             local_tokens: None,
             expected_json: expected_json.to_string(),
+            scheduled_ns: None,
+            agent: None,
         }
     }
 

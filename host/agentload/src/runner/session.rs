@@ -63,9 +63,7 @@ struct Shared {
     records: Mutex<Vec<TurnRecord>>,
     queue: Mutex<VecDeque<SessionPlan>>,
     live: Mutex<crate::metrics::LiveStats>,
-    client: ChatClient,
-    body: BodyOptions,
-    counter: Option<Arc<LocalCounter>>,
+    sender: TurnSender,
     /// Local counts in progress: (record index, task).
     counting: Mutex<Vec<(usize, JoinHandle<LocalTokens>)>>,
     started: Instant,
@@ -88,9 +86,12 @@ pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
         records: Mutex::new(Vec::new()),
         queue: Mutex::new(setup.sessions.into_iter().collect()),
         live: Mutex::new(Default::default()),
-        client: setup.client,
-        body: setup.body,
-        counter: setup.counter,
+        sender: TurnSender {
+            client: setup.client,
+            body: setup.body,
+            counter: setup.counter,
+            started,
+        },
         counting: Mutex::new(Vec::new()),
         started,
         deadline: started + setup.max_duration,
@@ -233,51 +234,9 @@ impl Shared {
         self.workload.lock().expect("workload lock")
     }
 
-    fn ns(&self, t: Instant) -> u64 {
-        t.duration_since(self.started).as_nanos() as u64
-    }
-
-    /// Sends one turn and builds its record, with the local token count
-    /// started in the background when a tokenizer is loaded.
+    /// Sends one turn (see [`TurnSender::send`]) and feeds the live stats.
     async fn send(&self, req: &TurnRequest) -> (TurnRecord, Option<JoinHandle<LocalTokens>>) {
-        let mut record =
-            TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
-        record.error = None;
-        let body = match request_body(req, &self.body) {
-            Ok(body) => body,
-            Err(e) => {
-                record.status = TurnStatus::Failed;
-                record.error = Some(format!("cannot build request: {e}"));
-                return (record, None);
-            }
-        };
-        let Exchange {
-            timeline: t,
-            result,
-        } = self.client.send(&body, &req.session_id).await;
-        record.issued_ns = Some(self.ns(t.issued));
-        record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
-        record.first_token_ns = t.first_token.map(|i| self.ns(i));
-        record.last_token_ns = t.last_token.map(|i| self.ns(i));
-        record.complete_ns = Some(self.ns(t.complete));
-        record.token_chunks = t.token_chunks_ns.len() as u32;
-        let mut counting = None;
-        match result {
-            Ok(answer) => {
-                if let Some(counter) = &self.counter {
-                    let (counter, answer) = (counter.clone(), answer.clone());
-                    counting = Some(tokio::task::spawn_blocking(move || {
-                        counter.count_turn(&body, &answer)
-                    }));
-                }
-                record.status = TurnStatus::Completed;
-                record.set_answer(answer);
-            }
-            Err(e) => {
-                record.status = TurnStatus::Failed;
-                record.error = Some(e.to_string());
-            }
-        }
+        let (record, counting) = self.sender.send(req).await;
         if let (Some(first), Some(issued), Some(done)) =
             (record.first_token_ns, record.issued_ns, record.complete_ns)
         {
@@ -312,6 +271,66 @@ impl Shared {
             ));
         }
         n - 1
+    }
+}
+
+/// Nanoseconds from `origin` to `t`.
+fn ns(origin: Instant, t: Instant) -> u64 {
+    t.duration_since(origin).as_nanos() as u64
+}
+
+/// Sends turns and builds their records; times are relative to `started`.
+pub struct TurnSender {
+    pub client: ChatClient,
+    pub body: BodyOptions,
+    pub counter: Option<Arc<LocalCounter>>,
+    /// The phase's time origin.
+    pub started: Instant,
+}
+
+impl TurnSender {
+    /// Sends one turn and builds its record, with the local token count
+    /// started in the background when a tokenizer is loaded.
+    pub async fn send(&self, req: &TurnRequest) -> (TurnRecord, Option<JoinHandle<LocalTokens>>) {
+        let mut record =
+            TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
+        record.error = None;
+        let body = match request_body(req, &self.body) {
+            Ok(body) => body,
+            Err(e) => {
+                record.status = TurnStatus::Failed;
+                record.error = Some(format!("cannot build request: {e}"));
+                return (record, None);
+            }
+        };
+        let Exchange {
+            timeline: t,
+            result,
+        } = self.client.send(&body, &req.session_id).await;
+        record.issued_ns = Some(ns(self.started, t.issued));
+        record.first_byte_ns = t.first_byte.map(|i| ns(self.started, i));
+        record.first_token_ns = t.first_token.map(|i| ns(self.started, i));
+        record.last_token_ns = t.last_token.map(|i| ns(self.started, i));
+        record.complete_ns = Some(ns(self.started, t.complete));
+        record.token_chunks = t.token_chunks_ns.len() as u32;
+        let mut counting = None;
+        match result {
+            Ok(answer) => {
+                if let Some(counter) = &self.counter {
+                    let (counter, answer) = (counter.clone(), answer.clone());
+                    counting = Some(tokio::task::spawn_blocking(move || {
+                        counter.count_turn(&body, &answer)
+                    }));
+                }
+                record.status = TurnStatus::Completed;
+                record.set_answer(answer);
+            }
+            Err(e) => {
+                record.status = TurnStatus::Failed;
+                record.error = Some(e.to_string());
+            }
+        }
+        (record, counting)
     }
 }
 

@@ -1,0 +1,171 @@
+//! `[sweep]`: the concurrency-sweep load pattern (AA-AgentPerf, MLPerf
+//! datacenter agentic). Defaults are the AA-AgentPerf methodology's.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A concurrency sweep over the performance phase's workload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SweepConfig {
+    /// Concurrent agents, one phase per level, in this order.
+    pub levels: Vec<usize>,
+    /// A phase ends when at least this many trajectories completed...
+    pub min_trajectories: u32,
+    /// ...every agent completed at least this many...
+    pub min_per_agent: u32,
+    /// ...and the steady state lasted at least this long (s).
+    pub steady_state_s: f64,
+    /// All agents must have been active this long before requests count (s).
+    pub warmup_s: f64,
+    /// A phase that has not met its end rules after this long stops anyway
+    /// and says so (s).
+    pub max_phase_s: f64,
+    /// `max_completion_tokens` cap of every request.
+    pub max_tokens: u32,
+    /// Prepend a per-phase, per-trajectory salt to the first message, so no
+    /// prefix cache carries over between phases.
+    pub salt: bool,
+    /// `recorded` (the dataset's `delay_seconds`), `distribution` (draws from
+    /// `tool_delays`), or `none`.
+    pub tool_delay: ToolDelayMode,
+    /// Per-tool delay distributions (key `default` for any other tool).
+    pub tool_delays: BTreeMap<String, DelayDistribution>,
+    /// Seed of the salts and the delay draws.
+    pub seed: u64,
+    /// Trajectories planned per agent (the recycling list is `levels × this`).
+    pub max_trajectories_per_agent: u32,
+    /// Normalization inputs.
+    pub normalize: Normalize,
+    /// Service-level tiers for "max agents meeting the SLO".
+    pub slo: Vec<SloTier>,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        Self {
+            levels: vec![1, 2, 4, 8, 16, 32, 64],
+            min_trajectories: 30,
+            min_per_agent: 3,
+            steady_state_s: 600.0,
+            warmup_s: 30.0,
+            max_phase_s: 7200.0,
+            max_tokens: 16384,
+            salt: true,
+            tool_delay: ToolDelayMode::Distribution,
+            tool_delays: BTreeMap::from([("default".to_owned(), DelayDistribution::default())]),
+            seed: 42,
+            max_trajectories_per_agent: 200,
+            normalize: Normalize::default(),
+            slo: Vec::new(),
+        }
+    }
+}
+
+/// Where tool delays come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolDelayMode {
+    Recorded,
+    Distribution,
+    None,
+}
+
+/// A log-normal delay, clamped: `median_s` and `p90_s` fix its two
+/// parameters (AA-AgentPerf: under 0.1 s to 5 s, median about 1 s).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayDistribution {
+    pub median_s: f64,
+    pub p90_s: f64,
+    #[serde(default = "min_delay")]
+    pub min_s: f64,
+    #[serde(default = "max_delay")]
+    pub max_s: f64,
+}
+
+fn min_delay() -> f64 {
+    0.05
+}
+fn max_delay() -> f64 {
+    5.0
+}
+
+impl Default for DelayDistribution {
+    fn default() -> Self {
+        Self {
+            median_s: 1.0,
+            p90_s: 3.0,
+            min_s: min_delay(),
+            max_s: max_delay(),
+        }
+    }
+}
+
+/// Inputs for throughput per accelerator, per MW and per rental dollar.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Normalize {
+    /// Accelerators serving the endpoint.
+    pub accelerators: Option<u32>,
+    /// Rental price of one accelerator-hour, in dollars.
+    pub price_per_accelerator_hour: Option<f64>,
+    /// A shell command printing the current power draw in watts (one number
+    /// per line, summed), e.g. `nvidia-smi --query-gpu=power.draw
+    /// --format=csv,noheader,nounits`; sampled during each phase.
+    pub power_command: Option<String>,
+    /// A file holding the current power draw in watts (e.g. written by an
+    /// external meter), read at each sample.
+    pub power_file: Option<std::path::PathBuf>,
+    /// Seconds between power samples.
+    pub power_interval_s: Option<f64>,
+}
+
+/// A service level: TTFT p90 at most this, P25 output speed at least that.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloTier {
+    pub name: String,
+    pub ttft_p90_ms: f64,
+    pub speed_p25_tps: f64,
+}
+
+impl SweepConfig {
+    /// Checks values; the error names the key.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: &str| Err((format!("sweep.{k}"), m.to_owned()));
+        if self.levels.is_empty() || self.levels.contains(&0) {
+            return bad(
+                "levels",
+                "must be a non-empty list of positive agent counts",
+            );
+        }
+        for (k, v) in [
+            ("steady_state_s", self.steady_state_s),
+            ("warmup_s", self.warmup_s),
+            ("max_phase_s", self.max_phase_s),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(k, "must be a non-negative number of seconds");
+            }
+        }
+        if self.max_trajectories_per_agent == 0 {
+            return bad("max_trajectories_per_agent", "must be at least 1");
+        }
+        for (tool, d) in &self.tool_delays {
+            if !(d.median_s > 0.0 && d.p90_s >= d.median_s && d.min_s >= 0.0 && d.max_s >= d.min_s)
+            {
+                return bad(
+                    &format!("tool_delays.{tool}"),
+                    "needs 0 < median_s <= p90_s and 0 <= min_s <= max_s",
+                );
+            }
+        }
+        if self.tool_delay == ToolDelayMode::Distribution
+            && !self.tool_delays.contains_key("default")
+        {
+            return bad("tool_delays", "needs a `default` distribution");
+        }
+        Ok(())
+    }
+}

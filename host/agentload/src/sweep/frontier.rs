@@ -1,0 +1,170 @@
+//! Across phases (and across runs): the Pareto frontier of total server
+//! throughput vs per-request output speed, throughput normalized per
+//! accelerator / MW / rental dollar, and the most agents meeting each SLO.
+
+use super::config::{Normalize, SloTier};
+use serde::{Deserialize, Serialize};
+
+/// One (configuration, concurrency) point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Point {
+    /// The run it comes from (its config name).
+    pub run: String,
+    pub level: usize,
+    pub total_tps: f64,
+    /// P25 per-request output speed (tokens/s after the first token).
+    pub speed_p25_tps: f64,
+}
+
+/// The points no other point beats on both throughput and speed, by
+/// increasing throughput.
+pub fn pareto(points: &[Point]) -> Vec<Point> {
+    let mut front: Vec<Point> = points
+        .iter()
+        .filter(|p| {
+            !points.iter().any(|q| {
+                q.total_tps >= p.total_tps
+                    && q.speed_p25_tps >= p.speed_p25_tps
+                    && (q.total_tps > p.total_tps || q.speed_p25_tps > p.speed_p25_tps)
+            })
+        })
+        .cloned()
+        .collect();
+    front.sort_by(|a, b| a.total_tps.total_cmp(&b.total_tps));
+    front.dedup_by(|a, b| a.total_tps == b.total_tps && a.speed_p25_tps == b.speed_p25_tps);
+    front
+}
+
+/// Throughput normalized by the configured inputs (absent inputs: absent).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Normalized {
+    pub tps_per_accelerator: Option<f64>,
+    /// Tokens per second per MW of mean measured power.
+    pub tps_per_mw: Option<f64>,
+    /// Tokens per dollar of accelerator rental.
+    pub tokens_per_dollar: Option<f64>,
+}
+
+/// `total_tps` normalized; `power_w` is the phase's mean sampled power.
+pub fn normalize(total_tps: f64, power_w: Option<f64>, n: &Normalize) -> Normalized {
+    let acc = n.accelerators.map(f64::from);
+    Normalized {
+        tps_per_accelerator: acc.map(|a| total_tps / a),
+        tps_per_mw: power_w.filter(|w| *w > 0.0).map(|w| total_tps / (w / 1e6)),
+        tokens_per_dollar: acc
+            .zip(n.price_per_accelerator_hour)
+            .filter(|(a, p)| a * p > 0.0)
+            .map(|(a, p)| total_tps * 3600.0 / (a * p)),
+    }
+}
+
+/// One phase as the SLO check sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelResult {
+    pub level: usize,
+    pub ttft_p90_ms: f64,
+    pub speed_p25_tps: f64,
+}
+
+/// The largest level meeting a tier.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SloResult {
+    pub tier: String,
+    pub ttft_p90_ms: f64,
+    pub speed_p25_tps: f64,
+    /// None when no level meets it.
+    pub max_agents: Option<usize>,
+}
+
+/// For each tier, the most concurrent agents whose phase met it.
+pub fn max_agents(levels: &[LevelResult], tiers: &[SloTier]) -> Vec<SloResult> {
+    tiers
+        .iter()
+        .map(|t| SloResult {
+            tier: t.name.clone(),
+            ttft_p90_ms: t.ttft_p90_ms,
+            speed_p25_tps: t.speed_p25_tps,
+            max_agents: levels
+                .iter()
+                .filter(|l| l.ttft_p90_ms <= t.ttft_p90_ms && l.speed_p25_tps >= t.speed_p25_tps)
+                .map(|l| l.level)
+                .max(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(level: usize, tps: f64, speed: f64) -> Point {
+        Point {
+            run: "r".into(),
+            level,
+            total_tps: tps,
+            speed_p25_tps: speed,
+        }
+    }
+
+    #[test]
+    fn frontier_keeps_only_undominated_points() {
+        let pts = [
+            p(1, 100.0, 50.0),
+            p(2, 180.0, 45.0),
+            p(4, 170.0, 30.0),
+            p(8, 300.0, 20.0),
+            p(16, 290.0, 10.0),
+        ];
+        let levels: Vec<usize> = pareto(&pts).iter().map(|x| x.level).collect();
+        assert_eq!(levels, [1, 2, 8]);
+    }
+
+    #[test]
+    fn normalization_and_slo() {
+        let n = Normalize {
+            accelerators: Some(8),
+            price_per_accelerator_hour: Some(2.0),
+            ..Normalize::default()
+        };
+        let r = normalize(1600.0, Some(4000.0), &n);
+        assert_eq!(r.tps_per_accelerator, Some(200.0));
+        assert_eq!(r.tps_per_mw, Some(400_000.0));
+        assert_eq!(r.tokens_per_dollar, Some(360_000.0));
+        assert_eq!(
+            normalize(1.0, None, &Normalize::default()),
+            Normalized::default()
+        );
+        let levels = [
+            LevelResult {
+                level: 1,
+                ttft_p90_ms: 100.0,
+                speed_p25_tps: 60.0,
+            },
+            LevelResult {
+                level: 8,
+                ttft_p90_ms: 400.0,
+                speed_p25_tps: 35.0,
+            },
+            LevelResult {
+                level: 32,
+                ttft_p90_ms: 2500.0,
+                speed_p25_tps: 12.0,
+            },
+        ];
+        let tiers = [
+            SloTier {
+                name: "interactive".into(),
+                ttft_p90_ms: 500.0,
+                speed_p25_tps: 30.0,
+            },
+            SloTier {
+                name: "impossible".into(),
+                ttft_p90_ms: 10.0,
+                speed_p25_tps: 100.0,
+            },
+        ];
+        let r = max_agents(&levels, &tiers);
+        assert_eq!(r[0].max_agents, Some(8));
+        assert_eq!(r[1].max_agents, None);
+    }
+}

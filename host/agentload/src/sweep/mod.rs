@@ -1,0 +1,319 @@
+//! The concurrency sweep (AA-AgentPerf, MLPerf datacenter agentic): the
+//! performance phase's workload under `level` concurrent simulated agents,
+//! one phase per level, each ended by its rules and measured over its steady
+//! state; then the Pareto frontier and the SLO table. Results go to
+//! `OUT/sweep/` (`summary.json`, `pareto.json`, one folder of turn logs per
+//! phase).
+//!
+//! The sweep sets two of the workload's settings per phase (coding-replay's
+//! keys): `num_trajectories_to_issue` (levels × `max_trajectories_per_agent`,
+//! the deterministic recycling list) and `inject_tool_delay` (on for
+//! `tool_delay = "recorded"`); salts, distribution-drawn delays and the
+//! `max_tokens` cap are applied by the host.
+
+pub mod agents;
+pub mod config;
+pub mod delays;
+pub mod frontier;
+pub mod metrics;
+pub mod power;
+pub mod salt;
+
+pub use config::SweepConfig;
+
+use crate::client::{BodyOptions, ChatClient, ClientOptions};
+use crate::config::{table_json, PhaseConfig, RunConfig};
+use crate::plugin::types::{GrantedFile, PluginConfig};
+use crate::plugin::WorkloadPlugin;
+use crate::runner::{TurnLog, TurnSender};
+use crate::tokens::LocalCounter;
+use anyhow::{Context as _, Result};
+use config::ToolDelayMode;
+use frontier::{LevelResult, Normalized, Point, SloResult};
+use metrics::PhaseMetrics;
+use power::PowerSummary;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One phase in `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseSummary {
+    pub index: usize,
+    pub level: usize,
+    pub end_reason: String,
+    pub wall_s: f64,
+    /// When every agent was active, s after the phase start.
+    pub all_active_s: Option<f64>,
+    pub stopped_s: f64,
+    pub requests: usize,
+    pub trajectories_completed: u32,
+    pub min_trajectories_per_agent: u32,
+    pub trajectories_cut: u32,
+    pub trajectories_failed: u32,
+    #[serde(flatten)]
+    pub metrics: PhaseMetrics,
+    pub power: PowerSummary,
+    pub normalized: Normalized,
+    /// The harness's own CPU time in the phase, and per request.
+    pub harness_cpu_s: Option<f64>,
+    pub harness_cpu_ms_per_request: Option<f64>,
+    /// The phase's turn log, relative to `sweep/`.
+    pub turns: String,
+}
+
+/// `sweep/summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepSummary {
+    pub run: String,
+    pub config: SweepConfig,
+    pub phases: Vec<PhaseSummary>,
+    pub slo: Vec<SloResult>,
+}
+
+/// `sweep/pareto.json`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ParetoFile {
+    pub points: Vec<Point>,
+    pub frontier: Vec<Point>,
+}
+
+/// What the sweep needs from the run.
+pub struct SweepInput<'a> {
+    pub config: &'a RunConfig,
+    pub sweep: &'a SweepConfig,
+    pub phase: &'a PhaseConfig,
+    pub workload: WorkloadPlugin,
+    pub files: Vec<GrantedFile>,
+    pub counter: Option<Arc<LocalCounter>>,
+    pub out: PathBuf,
+    pub quiet: bool,
+}
+
+/// Runs every level and writes the sweep's result files.
+pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
+    let SweepInput {
+        config,
+        sweep,
+        phase,
+        mut workload,
+        files,
+        counter,
+        out,
+        quiet,
+    } = input;
+    let dir = out.join("sweep");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut phases = Vec::new();
+    for (index, &level) in sweep.levels.iter().enumerate() {
+        let mut settings = phase.settings.clone();
+        settings.insert(
+            "num_trajectories_to_issue".into(),
+            toml::Value::Integer(i64::from(sweep.max_trajectories_per_agent) * level as i64),
+        );
+        settings.insert(
+            "inject_tool_delay".into(),
+            toml::Value::Boolean(sweep.tool_delay == ToolDelayMode::Recorded),
+        );
+        let plan = workload.configure(PluginConfig {
+            settings_json: table_json(&settings),
+            files: files.clone(),
+        })?;
+        let folder = format!("phase-{index:02}-c{level}");
+        std::fs::create_dir_all(dir.join(&folder))?;
+        let log_path = dir.join(&folder).join("turns.jsonl");
+        let log = TurnLog::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let client = ChatClient::new(&ClientOptions {
+            endpoint: config.endpoint.url.clone(),
+            api_key: config.endpoint.api_key.clone(),
+            turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
+            max_connections: level,
+        })?;
+        let body = BodyOptions {
+            model: config.model.name.clone(),
+            stream: config.endpoint.stream,
+            include_usage: config.endpoint.include_usage,
+            extra: serde_json::to_value(&config.endpoint.extra_body)?
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        if !quiet {
+            crate::log::line(&format!(
+                "sweep phase {index}: {level} agents against {}",
+                config.endpoint.url
+            ));
+        }
+        let sampler = power::start(&sweep.normalize);
+        let cpu_before = cpu_seconds();
+        let started = Instant::now();
+        let run = agents::run(
+            sweep,
+            agents::PhaseInput {
+                index,
+                level,
+                plan,
+                workload,
+                sender: TurnSender {
+                    client,
+                    body,
+                    counter: counter.clone(),
+                    started,
+                },
+                log,
+            },
+        )
+        .await;
+        let wall_s = started.elapsed().as_secs_f64();
+        let cpu = cpu_before.zip(cpu_seconds()).map(|(a, b)| b - a);
+        let power = sampler.finish();
+        let measured = metrics::measure(&run, sweep.warmup_s);
+        let normalized = frontier::normalize(
+            measured.throughput.total_tps,
+            power.mean_w,
+            &sweep.normalize,
+        );
+        let requests = run.records.len();
+        workload = run.workload;
+        let summary = PhaseSummary {
+            index,
+            level,
+            end_reason: run.end_reason.clone(),
+            wall_s,
+            all_active_s: run.all_active_ns.map(|n| n as f64 / 1e9),
+            stopped_s: run.stopped_ns as f64 / 1e9,
+            requests,
+            trajectories_completed: run.per_agent_completed.iter().sum(),
+            min_trajectories_per_agent: run.per_agent_completed.iter().copied().min().unwrap_or(0),
+            trajectories_cut: run.trajectories_cut,
+            trajectories_failed: run.trajectories_failed,
+            metrics: measured,
+            power,
+            normalized,
+            harness_cpu_ms_per_request: cpu
+                .filter(|_| requests > 0)
+                .map(|c| c * 1e3 / requests as f64),
+            harness_cpu_s: cpu,
+            turns: format!("{folder}/turns.jsonl"),
+        };
+        if !quiet {
+            crate::log::line(&phase_line(&summary));
+        }
+        crate::results::write_json(&dir.join(&folder).join("summary.json"), &summary)?;
+        phases.push(summary);
+    }
+    let levels: Vec<LevelResult> = phases
+        .iter()
+        .filter_map(|p| {
+            Some(LevelResult {
+                level: p.level,
+                ttft_p90_ms: p.metrics.ttft_ms.as_ref()?.p90,
+                speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
+            })
+        })
+        .collect();
+    let summary = SweepSummary {
+        run: config.name.clone(),
+        config: sweep.clone(),
+        slo: frontier::max_agents(&levels, &sweep.slo),
+        phases,
+    };
+    crate::results::write_json(&dir.join("summary.json"), &summary)?;
+    let points = points_of(&summary);
+    crate::results::write_json(
+        &dir.join("pareto.json"),
+        &ParetoFile {
+            frontier: frontier::pareto(&points),
+            points,
+        },
+    )?;
+    Ok(summary)
+}
+
+/// The (throughput, P25 speed) point of every measured phase.
+pub fn points_of(summary: &SweepSummary) -> Vec<Point> {
+    summary
+        .phases
+        .iter()
+        .filter_map(|p| {
+            Some(Point {
+                run: summary.run.clone(),
+                level: p.level,
+                total_tps: p.metrics.throughput.total_tps,
+                speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
+            })
+        })
+        .collect()
+}
+
+/// The frontier across several sweeps (`sweep/summary.json` files or the
+/// run directories holding them).
+pub fn pareto_of(paths: &[PathBuf]) -> Result<ParetoFile> {
+    let mut points = Vec::new();
+    for path in paths {
+        let file = if path.is_dir() {
+            path.join("sweep/pareto.json")
+        } else {
+            path.clone()
+        };
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let p: ParetoFile = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a sweep pareto.json", file.display()))?;
+        points.extend(p.points);
+    }
+    Ok(ParetoFile {
+        frontier: frontier::pareto(&points),
+        points,
+    })
+}
+
+/// `  c16: 1,234 tok/s total, P25 speed 31.2 tok/s, TTFT p90 210 ms, 412 requests (end rules met)`.
+fn phase_line(p: &PhaseSummary) -> String {
+    let speed = p
+        .metrics
+        .output_speed_tps
+        .as_ref()
+        .map_or(f64::NAN, |s| s.p25);
+    let ttft = p.metrics.ttft_ms.as_ref().map_or(f64::NAN, |s| s.p90);
+    format!(
+        "  c{}: {:.0} tok/s total, P25 speed {:.1} tok/s, TTFT p90 {:.0} ms, {} requests, {} measured ({})",
+        p.level,
+        p.metrics.throughput.total_tps,
+        speed,
+        ttft,
+        p.requests,
+        p.metrics.window.as_ref().map_or(0, |w| w.measured),
+        p.end_reason
+    )
+}
+
+/// This process's user + system CPU time, from `/proc/self/stat` (Linux;
+/// USER_HZ is 100 on every Linux ABI agentload builds for).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3, utime 14, stime 15 (1-based).
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_readable() {
+        let a = cpu_seconds().expect("/proc/self/stat");
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        assert!(x > 0);
+        assert!(cpu_seconds().unwrap() >= a);
+    }
+}

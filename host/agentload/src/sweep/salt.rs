@@ -1,0 +1,52 @@
+//! Per-phase, per-trajectory salts: a generated first line in front of the
+//! first message, the same for every turn of a trajectory (so prefix reuse
+//! within it still works) and different in every phase (so no prefix cache
+//! carries over between phases).
+
+use crate::plugin::types::{ChatMessage, Role, TurnRequest};
+use sha2::{Digest, Sha256};
+
+/// The salt of trajectory `session` in phase `phase`.
+pub fn salt(seed: u64, phase: usize, session: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(seed.to_le_bytes());
+    h.update((phase as u64).to_le_bytes());
+    h.update(session.as_bytes());
+    let digest = h.finalize();
+    format!("[run {}]\n", hex::encode(&digest[..8]))
+}
+
+/// Puts `salt` in front of the first system message, or adds one.
+pub fn apply(req: &mut TurnRequest, salt: &str) {
+    match req.messages.first_mut() {
+        Some(m) if m.role == Role::System => {
+            let content = m.content.take().unwrap_or_default();
+            m.content = Some(format!("{salt}{content}"));
+        }
+        _ => req.messages.insert(
+            0,
+            ChatMessage {
+                role: Role::System,
+                content: Some(salt.trim_end().to_owned()),
+                reasoning_content: None,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
+            },
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn salts_differ_per_phase_and_trajectory_but_not_per_turn() {
+        assert_eq!(salt(42, 0, "a"), salt(42, 0, "a"));
+        assert_ne!(salt(42, 0, "a"), salt(42, 1, "a"));
+        assert_ne!(salt(42, 0, "a"), salt(42, 0, "b"));
+        assert_ne!(salt(42, 0, "a"), salt(7, 0, "a"));
+        assert!(salt(42, 0, "a").starts_with("[run ") && salt(42, 0, "a").ends_with("]\n"));
+    }
+}
