@@ -2,6 +2,8 @@
 # Builds the WebAssembly plugins (wasm32-wasip2, `plugin` profile) and puts
 # the components where agentload looks for them:
 #   official plugins -> $TARGET/plugins/<name>.wasm
+#   extra plugins    -> $TARGET/plugins/<name>.wasm (not official: never in
+#                       the lock; e.g. bfcl-ast-v2, for audits)
 #   test fixtures    -> $TARGET/test-plugins/<name>.wasm
 #
 # The build is reproducible: the toolchain is pinned (rust-toolchain.toml),
@@ -20,13 +22,23 @@ target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 official=(coding-replay shell-iou bfcl-single bfcl-ast)
 fixtures=(misbehave)
-args=()
-for p in "${official[@]}" "${fixtures[@]}"; do args+=(-p "$p"); done
+# Built in a cargo invocation of their own: bfcl-ast-v2 uses bfcl-ast without
+# its `component` feature, which must not unify into the official build.
+extras=(bfcl-ast-v2)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup"
-cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
 mkdir -p "$target/plugins" "$target/test-plugins"
+# The extras first: building them also re-links their official dependency
+# (bfcl-ast without its export) into $target/wasm32-wasip2/plugin/, which
+# the official build below then overwrites with the official component.
+args=()
+for p in "${extras[@]}"; do args+=(-p "$p"); done
+cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
+for p in "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
+args=()
+for p in "${official[@]}" "${fixtures[@]}"; do args+=(-p "$p"); done
+cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
 for p in "${official[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
 for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
 ls -l "$target/plugins" "$target/test-plugins" | grep wasm

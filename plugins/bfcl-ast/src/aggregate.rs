@@ -158,7 +158,7 @@ pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
     let normalized_gate = metric(normalized_pct, settings.golden_normalized);
     let passed = overall_gate["passed"] == json!(true) && normalized_gate["passed"] == json!(true);
 
-    let report = json!({
+    let mut report = json!({
         "dataset_name": "bfcl_v4::function_calling",
         "dataset_type": "accuracy",
         "extractor": "function_call_extractor",
@@ -188,6 +188,12 @@ pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
             "passed": passed,
         },
     });
+    // Not the reference's: a scorer with checker fixes on says so (the key is
+    // absent with the reference's settings).
+    let fixes = settings.fixes();
+    if !fixes.is_empty() {
+        report["checker_fixes"] = json!(fixes);
+    }
     (overall, report.to_string())
 }
 
@@ -242,6 +248,18 @@ mod tests {
         );
         assert_eq!(round2(0.125), 0.12);
         assert_eq!(round2(86.225), 86.22);
+        assert!(r.get("checker_fixes").is_none());
+        let fixed = Settings {
+            fix_malformed_abstention: true,
+            ..Settings::default()
+        };
+        let (_, with_fix) = report(&s, &fixed);
+        let r2: Json = serde_json::from_str(&with_fix).unwrap();
+        assert_eq!(
+            r2["checker_fixes"],
+            json!(["fix_malformed_abstention (gorilla#1362, gorilla#443)"])
+        );
+        assert_eq!(r2["breakdown"], r["breakdown"]);
     }
 
     #[test]

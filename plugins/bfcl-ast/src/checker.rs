@@ -86,6 +86,9 @@ impl Check {
 pub struct Options {
     pub language: Language,
     pub underscore_to_dot: bool,
+    /// Not BFCL: promote int elements of a Python array whose `items.type`
+    /// is `float` (the fix for BFCL issue #1049; false in the reference).
+    pub int_in_float_arrays: bool,
 }
 
 /// `ast_checker(func_description, model_output, possible_answer, language,
@@ -380,6 +383,17 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
             }
         }
 
+        // Not BFCL (issue #1049 fix, off by default): the same promotion for
+        // the elements of a float array; an int too large for a float stays.
+        if opts.int_in_float_arrays
+            && opts.language == Language::Python
+            && nested == Some(PyType::Float)
+        {
+            if let Value::List(items) = &value {
+                value = Value::List(items.iter().map(promote_int).collect());
+            }
+        }
+
         let candidates = getitem(&possible_answer, param)?;
         let tc = type_checker(param, &value, &candidates, type_desc, expected, nested)?;
         if !tc.valid {
@@ -432,6 +446,14 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
         }
     }
     Ok(Check::ok())
+}
+
+/// An int as the float Python's `float()` makes of it; anything else as is.
+fn promote_int(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => i.to_f64().map_or_else(|| v.clone(), Value::Float),
+        other => other.clone(),
+    }
 }
 
 /// `get_possible_answer_type`: the type of the first candidate that is not `""`.
@@ -688,6 +710,11 @@ mod tests {
     const PY: Options = Options {
         language: Language::Python,
         underscore_to_dot: true,
+        int_in_float_arrays: false,
+    };
+    const PY_FIXED: Options = Options {
+        int_in_float_arrays: true,
+        ..PY
     };
 
     fn run(funcs: &str, out: &str, gt: &str, cat: &str, opts: Options) -> Check {
@@ -768,6 +795,50 @@ mod tests {
     }
 
     #[test]
+    fn int_in_float_arrays_fix() {
+        // Issue #1049's example, plus a tuple and a mixed list.
+        let funcs = r#"[{"name": "avg", "parameters": {"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}, "pair": {"type": "tuple", "items": {"type": "float"}}, "ks": {"type": "array", "items": {"type": "integer"}}}, "required": ["numbers"]}}]"#;
+        let gt = r#"[{"avg": {"numbers": [[12.0, 15.0]], "pair": [[1.5, 2.0], ""], "ks": [[1, 2], ""]}}]"#;
+        let t = |out: &str, opts| run(funcs, out, gt, "simple_python", opts);
+        let ints = r#"[{"avg": {"numbers": [12, 15]}}]"#;
+        assert_eq!(t(ints, PY).error_type.as_deref(), Some("type_error:nested"));
+        assert!(t(ints, PY_FIXED).valid);
+        // Judged by value once promoted.
+        let c = t(r#"[{"avg": {"numbers": [12, 16]}}]"#, PY_FIXED);
+        assert_eq!(c.error_type.as_deref(), Some("value_error:list/tuple"));
+        assert!(
+            t(
+                r#"[{"avg": {"numbers": [12.0, 15], "pair": [1.5, 2]}}]"#,
+                PY_FIXED
+            )
+            .valid
+        );
+        // Only ints are promoted: bools and strings still fail the type check.
+        for bad in [
+            r#"[{"avg": {"numbers": [true, 15]}}]"#,
+            r#"[{"avg": {"numbers": ["12", 15]}}]"#,
+        ] {
+            assert_eq!(
+                t(bad, PY_FIXED).error_type.as_deref(),
+                Some("type_error:nested"),
+                "{bad}"
+            );
+        }
+        // Integer arrays are untouched (floats there still fail).
+        let gt_ks = r#"[{"avg": {"numbers": [[12.0, 15.0]], "ks": [[1, 2]]}}]"#;
+        let c = run(
+            funcs,
+            r#"[{"avg": {"numbers": [12, 15], "ks": [1.0, 2]}}]"#,
+            gt_ks,
+            "simple_python",
+            PY_FIXED,
+        );
+        assert_eq!(c.error_type.as_deref(), Some("type_error:nested"));
+        // A scalar where an array is expected still fails.
+        assert!(!t(r#"[{"avg": {"numbers": 12}}]"#, PY_FIXED).valid);
+    }
+
+    #[test]
     fn parallel_is_greedy_and_order_free() {
         let funcs = r#"[{"name": "f", "parameters": {"properties": {"a": {"type": "string"}}, "required": ["a"]}}]"#;
         let gt = r#"[{"f": {"a": ["x"]}}, {"f": {"a": ["y"]}}]"#;
@@ -845,7 +916,7 @@ mod tests {
         let gt = r#"[{"j": {"n": [42], "xs": [["a", "b"], ""]}}]"#;
         let java = Options {
             language: Language::Java,
-            underscore_to_dot: true,
+            ..PY
         };
         assert!(run(funcs, r#"[{"j": {"n": "42L"}}]"#, gt, "simple_java", java).valid);
         let c = run(funcs, r#"[{"j": {"n": 42}}]"#, gt, "simple_java", java);

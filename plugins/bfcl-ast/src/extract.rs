@@ -31,14 +31,18 @@ pub struct RawCall {
 pub enum ModelOutput {
     /// Non-empty tool calls: `(name, arguments)` exactly as streamed.
     ToolCalls(Vec<(String, String)>),
-    /// No tool calls: reasoning followed by content.
-    Text(String),
+    /// No tool calls: reasoning followed by content (what the reference
+    /// reads); the content starts at byte `content_at`.
+    Text { text: String, content_at: usize },
 }
 
 impl ModelOutput {
     pub fn new(content: &str, reasoning: &str, tool_calls: Vec<(String, String)>) -> ModelOutput {
         if tool_calls.is_empty() {
-            ModelOutput::Text(format!("{reasoning}{content}"))
+            ModelOutput::Text {
+                text: format!("{reasoning}{content}"),
+                content_at: reasoning.len(),
+            }
         } else {
             ModelOutput::ToolCalls(tool_calls)
         }
@@ -50,7 +54,15 @@ impl ModelOutput {
     pub fn has_native_tool_calls(&self) -> bool {
         match self {
             ModelOutput::ToolCalls(_) => true,
-            ModelOutput::Text(text) => tool_calls_json(text).is_some(),
+            ModelOutput::Text { text, .. } => tool_calls_json(text).is_some(),
+        }
+    }
+
+    /// The reasoning and the content, for text outputs.
+    pub fn text_parts(&self) -> Option<(&str, &str)> {
+        match self {
+            ModelOutput::ToolCalls(_) => None,
+            ModelOutput::Text { text, content_at } => Some(text.split_at(*content_at)),
         }
     }
 
@@ -64,7 +76,7 @@ impl ModelOutput {
                     arguments: decode_arguments(arguments),
                 })
                 .collect()),
-            ModelOutput::Text(text) => extract_text(text),
+            ModelOutput::Text { text, .. } => extract_text(text),
         }
     }
 }
@@ -90,7 +102,7 @@ pub fn extract_text(text: &str) -> Result<Vec<RawCall>, PyErr> {
 }
 
 /// Stage 1: `[{"function": {"name": ..., "arguments": ...}}, ...]`.
-fn tool_calls_json(text: &str) -> Option<Vec<RawCall>> {
+pub(crate) fn tool_calls_json(text: &str) -> Option<Vec<RawCall>> {
     let Value::List(items) = loads(text)? else {
         return None;
     };
@@ -116,7 +128,7 @@ fn tool_calls_json(text: &str) -> Option<Vec<RawCall>> {
 }
 
 /// Stage 2: `[{"name": ..., "arguments": ...}, ...]`.
-fn function_array(text: &str) -> Option<Vec<RawCall>> {
+pub(crate) fn function_array(text: &str) -> Option<Vec<RawCall>> {
     let Value::List(items) = loads(text)? else {
         return None;
     };
@@ -247,8 +259,57 @@ fn parse_arguments(args: &str) -> Result<Value, PyErr> {
     }
 }
 
+/// Not the reference's (for `fix_malformed_abstention`): whether `text`,
+/// stripped, is nothing but calls in BFCL's prompting format, `f(...)` or
+/// `[f(...), a.g(...)]`: each name (dotted parts of letters, digits and `_`,
+/// not starting with a digit) right before its `(`, the parentheses balanced
+/// as stage 3 balances them, calls separated by commas.
+pub(crate) fn only_calls(text: &str) -> bool {
+    let t = chars(strip(text));
+    let (mut i, end) = match (t.first(), t.last()) {
+        (Some('['), Some(']')) if t.len() >= 2 => (1, t.len() - 1),
+        _ => (0, t.len()),
+    };
+    let space = |i: &mut usize| {
+        while *i < end && t[*i].is_whitespace() {
+            *i += 1;
+        }
+    };
+    loop {
+        space(&mut i);
+        loop {
+            if i >= end || !(t[i].is_alphabetic() || t[i] == '_') {
+                return false;
+            }
+            while i < end && (t[i].is_alphanumeric() || t[i] == '_') {
+                i += 1;
+            }
+            if i < end && t[i] == '.' {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if i >= end || t[i] != '(' {
+            return false;
+        }
+        match balanced_close(&t, i) {
+            Some(close) if close < end => i = close + 1,
+            _ => return false,
+        }
+        space(&mut i);
+        if i == end {
+            return true;
+        }
+        if t[i] != ',' {
+            return false;
+        }
+        i += 1;
+    }
+}
+
 /// Stage 3: `_try_parse_text_function_calls`.
-fn text_calls(text: &str) -> Result<Option<Vec<RawCall>>, PyErr> {
+pub(crate) fn text_calls(text: &str) -> Result<Option<Vec<RawCall>>, PyErr> {
     let t = chars(text);
     let mut calls = Vec::new();
     let mut consumed: Vec<(usize, usize)> = Vec::new();
@@ -299,12 +360,12 @@ mod tests {
     fn stages_in_order() {
         let native = r#"[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"London\"}"}}]"#;
         assert_eq!(text(native), "'get_weather':{'city': 'London'}");
-        assert!(ModelOutput::Text(native.into()).has_native_tool_calls());
+        assert!(ModelOutput::new(native, "", vec![]).has_native_tool_calls());
         assert_eq!(
             text(r#"[{"name": "f", "arguments": {"a": 1}}]"#),
             "'f':{'a': 1}"
         );
-        assert!(!ModelOutput::Text(r#"[{"name": "f"}]"#.into()).has_native_tool_calls());
+        assert!(!ModelOutput::new(r#"[{"name": "f"}]"#, "", vec![]).has_native_tool_calls());
         assert_eq!(
             text("get_weather(city='London')"),
             "'get_weather':{'city': 'London'}"
@@ -342,6 +403,35 @@ mod tests {
         assert!(out.has_native_tool_calls());
         let text = ModelOutput::new("b(x=1)", "a ", vec![]);
         assert_eq!(show(&text.extract().unwrap()), "'b':{'x': 1}");
+        assert_eq!(text.text_parts(), Some(("a ", "b(x=1)")));
+        assert_eq!(out.text_parts(), None);
+    }
+
+    #[test]
+    fn whole_text_calls() {
+        for yes in [
+            "lookup(query='x')",
+            " [spotify.play(artist='X', duration=20), f()]\n",
+            "[a.b_1(x=\")\"), c()]",
+            "f(1, 2)",
+        ] {
+            assert!(only_calls(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "[]",
+            "The answer (as computed) is unknown.",
+            "Sorry (no function fits).",
+            "f (a=1)",
+            "f(a=1) and g(b=2)",
+            "f(a=1",
+            "[f(a=1)",
+            "1f(a=1)",
+            "f(a=1),",
+            "I cannot help with that.",
+        ] {
+            assert!(!only_calls(no), "{no}");
+        }
     }
 
     #[test]

@@ -30,103 +30,150 @@ use std::sync::Mutex;
 wit_bindgen::generate!({
     path: "../../wit/agentload-plugin@0.1.0",
     world: "scorer-plugin",
+    // `bfcl_ast::export!(T with_types_in bfcl_ast)` exports another flavour
+    // of this scorer from a crate that depends on this one (bfcl-ast-v2).
+    pub_export_macro: true,
+    default_bindings_module: "bfcl_ast",
 });
 
 use agentload::plugin::types::{Completion, PluginConfig, PluginError, PluginInfo, PluginKind};
-use exports::agentload::plugin::scorer::{Guest, Report, ScoredItem, Verdict};
+use exports::agentload::plugin::scorer::{Report, ScoredItem, Verdict};
 
 use extract::ModelOutput;
 use settings::Settings;
 use verdict::{Expected, Judgement};
 
-static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
-
-fn current_settings() -> Settings {
-    SETTINGS
-        .lock()
-        .map(|s| s.unwrap_or_default())
-        .unwrap_or_default()
+/// What a scorer component built from this crate says about itself, and the
+/// settings it scores with when the run's settings do not say otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Flavor {
+    pub version: &'static str,
+    pub description: &'static str,
+    pub defaults: Settings,
 }
 
-/// The exported scorer (exported on wasm32 only; native builds are for tests).
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+/// The official scorer: the reference's behaviour, byte for byte.
+pub const OFFICIAL: Flavor = Flavor {
+    version: env!("CARGO_PKG_VERSION"),
+    description: "BFCL v4 single-turn AST checker behind the MLPerf Edge Agentic \
+                  reference's function-call extraction",
+    defaults: Settings::REFERENCE,
+};
+
+static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
+
+fn current_settings(flavor: &Flavor) -> Settings {
+    SETTINGS
+        .lock()
+        .map(|s| s.unwrap_or(flavor.defaults))
+        .unwrap_or(flavor.defaults)
+}
+
+/// The exported scorer (exported on wasm32 with the `component` feature;
+/// native builds are for tests).
+#[cfg_attr(
+    not(all(target_arch = "wasm32", feature = "component")),
+    allow(dead_code)
+)]
 struct BfclAst;
 
-impl Guest for BfclAst {
+impl exports::agentload::plugin::scorer::Guest for BfclAst {
     fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "bfcl-ast".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            kind: PluginKind::Scorer,
-            description: "BFCL v4 single-turn AST checker behind the MLPerf Edge Agentic \
-                          reference's function-call extraction"
-                .into(),
-        }
+        describe(&OFFICIAL)
     }
 
     fn configure(config: PluginConfig) -> Result<(), PluginError> {
-        if let Some(f) = config.files.first() {
-            return Err(PluginError::InvalidConfig(format!(
-                "bfcl-ast reads no data files, but `{}` was granted",
-                f.name
-            )));
-        }
-        let parsed = settings::parse(&config.settings_json).map_err(PluginError::InvalidConfig)?;
-        if let Ok(mut s) = SETTINGS.lock() {
-            *s = Some(parsed);
-        }
-        Ok(())
+        configure(&OFFICIAL, config)
     }
 
     fn score(items: Vec<ScoredItem>) -> Result<Vec<Verdict>, PluginError> {
-        let settings = current_settings();
-        items
-            .iter()
-            .map(|item| {
-                let (expected, judgement) = evaluate(item, &settings)?;
-                Ok(Verdict {
-                    item_id: item.item_id.clone(),
-                    score: judgement.score(),
-                    excluded: None,
-                    detail_json: verdict::detail_json(&expected, &judgement),
-                })
-            })
-            .collect()
+        score(&OFFICIAL, items)
     }
 
     fn aggregate(items: Vec<ScoredItem>, verdicts: Vec<Verdict>) -> Result<Report, PluginError> {
-        if items.len() != verdicts.len()
-            || items
-                .iter()
-                .zip(&verdicts)
-                .any(|(i, v)| i.item_id != v.item_id)
-        {
-            return Err(PluginError::InvalidInput(
-                "verdicts do not match the items one for one".into(),
-            ));
-        }
-        let samples = items
+        aggregate(&OFFICIAL, items, verdicts)
+    }
+}
+
+/// `describe` for a flavour of the scorer (always named `bfcl-ast`).
+pub fn describe(flavor: &Flavor) -> PluginInfo {
+    PluginInfo {
+        name: "bfcl-ast".into(),
+        version: flavor.version.into(),
+        kind: PluginKind::Scorer,
+        description: flavor.description.into(),
+    }
+}
+
+/// `configure`: the settings table over the flavour's defaults.
+pub fn configure(flavor: &Flavor, config: PluginConfig) -> Result<(), PluginError> {
+    if let Some(f) = config.files.first() {
+        return Err(PluginError::InvalidConfig(format!(
+            "bfcl-ast reads no data files, but `{}` was granted",
+            f.name
+        )));
+    }
+    let parsed = settings::parse_over(flavor.defaults, &config.settings_json)
+        .map_err(PluginError::InvalidConfig)?;
+    if let Ok(mut s) = SETTINGS.lock() {
+        *s = Some(parsed);
+    }
+    Ok(())
+}
+
+/// `score`: one verdict per item.
+pub fn score(flavor: &Flavor, items: Vec<ScoredItem>) -> Result<Vec<Verdict>, PluginError> {
+    let settings = current_settings(flavor);
+    items
+        .iter()
+        .map(|item| {
+            let (expected, judgement) = evaluate(item, &settings)?;
+            Ok(Verdict {
+                item_id: item.item_id.clone(),
+                score: judgement.score(),
+                excluded: None,
+                detail_json: verdict::detail_json(&expected, &judgement),
+            })
+        })
+        .collect()
+}
+
+/// `aggregate`: the reference's accuracy entry and the gate.
+pub fn aggregate(
+    flavor: &Flavor,
+    items: Vec<ScoredItem>,
+    verdicts: Vec<Verdict>,
+) -> Result<Report, PluginError> {
+    if items.len() != verdicts.len()
+        || items
             .iter()
             .zip(&verdicts)
-            .map(|(item, v)| {
-                let expected = Expected::parse(&item.expected_json).map_err(|e| {
-                    PluginError::InvalidInput(format!("item {}: {e}", item.item_id))
-                })?;
-                Ok(aggregate::Sample {
-                    subset: expected.subset,
-                    score: v.score,
-                    completed: item.completion.is_some(),
-                    empty: item.completion.as_ref().is_some_and(|c| {
-                        c.content.is_empty()
-                            && c.reasoning_content.is_empty()
-                            && c.tool_calls.is_empty()
-                    }),
-                })
-            })
-            .collect::<Result<Vec<_>, PluginError>>()?;
-        let (score, report_json) = aggregate::report(&samples, &current_settings());
-        Ok(Report { score, report_json })
+            .any(|(i, v)| i.item_id != v.item_id)
+    {
+        return Err(PluginError::InvalidInput(
+            "verdicts do not match the items one for one".into(),
+        ));
     }
+    let samples = items
+        .iter()
+        .zip(&verdicts)
+        .map(|(item, v)| {
+            let expected = Expected::parse(&item.expected_json)
+                .map_err(|e| PluginError::InvalidInput(format!("item {}: {e}", item.item_id)))?;
+            Ok(aggregate::Sample {
+                subset: expected.subset,
+                score: v.score,
+                completed: item.completion.is_some(),
+                empty: item.completion.as_ref().is_some_and(|c| {
+                    c.content.is_empty()
+                        && c.reasoning_content.is_empty()
+                        && c.tool_calls.is_empty()
+                }),
+            })
+        })
+        .collect::<Result<Vec<_>, PluginError>>()?;
+    let (score, report_json) = aggregate::report(&samples, &current_settings(flavor));
+    Ok(Report { score, report_json })
 }
 
 /// The scorer's view of a completion.
@@ -149,13 +196,14 @@ fn evaluate(item: &ScoredItem, settings: &Settings) -> Result<(Expected, Judgeme
     Ok((expected, judgement))
 }
 
-#[cfg(target_arch = "wasm32")]
-export!(BfclAst);
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
+export!(BfclAst with_types_in crate);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use agentload::plugin::types::ToolCall;
+    use exports::agentload::plugin::scorer::Guest;
 
     fn item(id: &str, subset: &str, calls: &[(&str, &str)], missing: bool) -> ScoredItem {
         let expected = format!(

@@ -14,30 +14,67 @@ pub struct Settings {
     pub golden_normalized: f64,
     /// A metric passes at `value >= golden * gate_factor`.
     pub gate_factor: f64,
+    /// Fix for BFCL issue #1049 (off in the reference): inside a Python
+    /// `array`/`tuple` parameter whose `items.type` is `float`, an int
+    /// element is promoted to float before the type check, as BFCL already
+    /// does for a top-level `float` parameter; such answers are then judged
+    /// by value instead of failing `type_error:nested`.
+    pub fix_int_in_float_arrays: bool,
+    /// Fix for BFCL issues #1362 and #443 (off in the reference): on the
+    /// hallucination subsets, an output that is not native tool-call JSON but
+    /// is a malformed call attempt ([`crate::verdict::call_attempt`]) is not
+    /// credited as an abstention (`irrelevance_error:malformed_call_attempt`).
+    pub fix_malformed_abstention: bool,
+}
+
+impl Settings {
+    /// The reference's settings: the Edge golden values, both fixes off.
+    pub const REFERENCE: Settings = Settings {
+        underscore_to_dot: true,
+        golden_overall: 86.23,
+        golden_normalized: 87.96,
+        gate_factor: 0.97,
+        fix_int_in_float_arrays: false,
+        fix_malformed_abstention: false,
+    };
+
+    /// The fixes that are on, named with their BFCL issues (for reports).
+    pub fn fixes(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if self.fix_int_in_float_arrays {
+            on.push("fix_int_in_float_arrays (gorilla#1049)");
+        }
+        if self.fix_malformed_abstention {
+            on.push("fix_malformed_abstention (gorilla#1362, gorilla#443)");
+        }
+        on
+    }
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings {
-            underscore_to_dot: true,
-            golden_overall: 86.23,
-            golden_normalized: 87.96,
-            gate_factor: 0.97,
-        }
+        Settings::REFERENCE
     }
 }
 
-pub const KEYS: [&str; 4] = [
+pub const KEYS: [&str; 6] = [
     "underscore_to_dot",
     "golden_overall",
     "golden_normalized",
     "gate_factor",
+    "fix_int_in_float_arrays",
+    "fix_malformed_abstention",
 ];
 
-/// Parses the settings object; unknown keys and wrong types are errors that
-/// name the key.
+/// Parses the settings object over the reference's defaults; unknown keys
+/// and wrong types are errors that name the key.
 pub fn parse(settings_json: &str) -> Result<Settings, String> {
-    let mut s = Settings::default();
+    parse_over(Settings::REFERENCE, settings_json)
+}
+
+/// Parses the settings object; keys it does not set keep `defaults`.
+pub fn parse_over(defaults: Settings, settings_json: &str) -> Result<Settings, String> {
+    let mut s = defaults;
     if settings_json.trim().is_empty() {
         return Ok(s);
     }
@@ -52,12 +89,14 @@ pub fn parse(settings_json: &str) -> Result<Settings, String> {
                 .filter(|x| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| format!("setting `{key}` must be a non-negative number"))
         };
+        let boolean = || {
+            v.as_bool()
+                .ok_or_else(|| format!("setting `{key}` must be a boolean"))
+        };
         match key.as_str() {
-            "underscore_to_dot" => {
-                s.underscore_to_dot = v
-                    .as_bool()
-                    .ok_or_else(|| format!("setting `{key}` must be a boolean"))?
-            }
+            "underscore_to_dot" => s.underscore_to_dot = boolean()?,
+            "fix_int_in_float_arrays" => s.fix_int_in_float_arrays = boolean()?,
+            "fix_malformed_abstention" => s.fix_malformed_abstention = boolean()?,
             "golden_overall" => s.golden_overall = number()?,
             "golden_normalized" => s.golden_normalized = number()?,
             "gate_factor" => s.gate_factor = number()?,
@@ -90,5 +129,30 @@ mod tests {
             .unwrap_err()
             .contains("`gate_factor`"));
         assert!(parse("[1]").is_err());
+    }
+
+    #[test]
+    fn fixes_are_off_by_default_and_named() {
+        let s = Settings::default();
+        assert!(!s.fix_int_in_float_arrays && !s.fix_malformed_abstention);
+        assert!(s.fixes().is_empty());
+        let s = parse(r#"{"fix_int_in_float_arrays": true}"#).unwrap();
+        assert!(s.fix_int_in_float_arrays && !s.fix_malformed_abstention);
+        assert_eq!(s.fixes(), ["fix_int_in_float_arrays (gorilla#1049)"]);
+        assert!(parse(r#"{"fix_malformed_abstention": 1}"#)
+            .unwrap_err()
+            .contains("`fix_malformed_abstention` must be a boolean"));
+        // Other defaults: keys not given keep them.
+        let fixed = Settings {
+            fix_int_in_float_arrays: true,
+            fix_malformed_abstention: true,
+            ..Settings::REFERENCE
+        };
+        let s = parse_over(fixed, r#"{"fix_malformed_abstention": false}"#).unwrap();
+        assert!(s.fix_int_in_float_arrays && !s.fix_malformed_abstention);
+        assert_eq!(parse_over(fixed, "").unwrap(), fixed);
+        assert!(parse_over(fixed, r#"{"fix_everything": true}"#)
+            .unwrap_err()
+            .contains("unknown setting `fix_everything`"));
     }
 }

@@ -17,7 +17,7 @@ use bfcl_ast::extract::ModelOutput;
 use bfcl_ast::pyjson::loads;
 use bfcl_ast::pyvalue::{json_string, Value};
 use bfcl_ast::settings::Settings;
-use bfcl_ast::verdict::{judge, Expected, Judgement};
+use bfcl_ast::verdict::{judge, Expected, Judgement, MALFORMED_CALL_ATTEMPT};
 
 const SUBSETS: [&str; 13] = [
     "simple_python",
@@ -135,11 +135,11 @@ struct Tally {
     valid: usize,
 }
 
-#[test]
-fn parity_with_the_real_checker() {
+/// The fixture and the data folder; `None` when the test is skipped.
+fn inputs() -> Option<(PathBuf, PathBuf)> {
     if std::env::var("AGENTLOAD_SKIP_BFCL_PARITY").as_deref() == Ok("1") {
         eprintln!("bfcl parity skipped (AGENTLOAD_SKIP_BFCL_PARITY=1)");
-        return;
+        return None;
     }
     let fixture = std::env::var("AGENTLOAD_BFCL_PARITY")
         .map(PathBuf::from)
@@ -157,7 +157,14 @@ fn parity_with_the_real_checker() {
         "BFCL v4 data not found in {} (scripts/fetch-bfcl.sh fetches it; or set AGENTLOAD_BFCL_DIR)",
         data.display()
     );
+    Some((fixture, data))
+}
 
+#[test]
+fn parity_with_the_real_checker() {
+    let Some((fixture, data)) = inputs() else {
+        return;
+    };
     let (entries, order) = load_entries(&data);
     assert_eq!(
         entries.len(),
@@ -304,4 +311,120 @@ fn parity_with_the_real_checker() {
         &settings,
     );
     assert!(j.valid, "{:?}", j.error);
+}
+
+/// The checker fixes (off in the reference) on every fixture case: each fix
+/// changes exactly the verdicts of its defect and nothing else.
+/// - `fix_int_in_float_arrays`: only cases the reference fails with
+///   `type_error:nested` (for the parallel checker, as a sub-error) change,
+///   none of them on a hallucination subset, and none to another type error;
+/// - `fix_malformed_abstention`: only hallucination cases change, all from
+///   credited to `irrelevance_error:malformed_call_attempt`, and exactly the
+///   fixture's call attempts written as text (`text_call`,
+///   `json_array_content`), never an abstention in prose;
+/// - both on: the union of the two.
+#[test]
+fn checker_fixes_change_only_their_defects() {
+    let Some((fixture, data)) = inputs() else {
+        return;
+    };
+    let (entries, _) = load_entries(&data);
+    let reference = Settings::default();
+    let int_fix = Settings {
+        fix_int_in_float_arrays: true,
+        ..Settings::default()
+    };
+    let abstention_fix = Settings {
+        fix_malformed_abstention: true,
+        ..Settings::default()
+    };
+    let both = Settings {
+        fix_int_in_float_arrays: true,
+        fix_malformed_abstention: true,
+        ..Settings::default()
+    };
+    let key = |j: &Judgement| (j.valid, j.error_type.clone());
+    let (mut by_int, mut by_abstention, mut by_both) = (Vec::new(), Vec::new(), Vec::new());
+    let mut int_changes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut abstention_cases: BTreeMap<String, usize> = BTreeMap::new();
+    let mut attempts_in_text = 0usize;
+    let mut missed: Vec<String> = Vec::new();
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = case["id"].as_str().unwrap();
+        let name = case["case"].as_str().unwrap();
+        let expected = &entries[id];
+        let output = model_output(&case["completion"]);
+        let before = judge(expected, Some(&output), &reference);
+        let hallucination = expected.is_hallucination();
+        let attempt = hallucination && matches!(name, "text_call" | "json_array_content");
+        attempts_in_text += usize::from(attempt);
+
+        let after = judge(expected, Some(&output), &int_fix);
+        if key(&after) != key(&before) {
+            by_int.push(n);
+            // The parallel checker reports it as a sub-error of its match.
+            let nested = before.error_type.as_deref() == Some("type_error:nested")
+                || before
+                    .error
+                    .iter()
+                    .any(|e| e.repr().contains("'sub_error_type': 'type_error:nested'"));
+            assert!(nested, "{id} [{name}]: {:?}", before.error_type);
+            assert!(!hallucination, "{id} [{name}]");
+            assert!(
+                after.valid
+                    || !after
+                        .error_type
+                        .as_deref()
+                        .unwrap_or_default()
+                        .starts_with("type_error"),
+                "{id} [{name}]: {:?}",
+                after.error_type
+            );
+            let to = after.error_type.unwrap_or_else(|| "valid".into());
+            *int_changes.entry(format!("{name} -> {to}")).or_default() += 1;
+        }
+
+        let after = judge(expected, Some(&output), &abstention_fix);
+        if key(&after) != key(&before) {
+            by_abstention.push(n);
+            assert!(hallucination && before.valid, "{id} [{name}]");
+            assert_eq!(
+                after.error_type.as_deref(),
+                Some(MALFORMED_CALL_ATTEMPT),
+                "{id} [{name}]"
+            );
+            *abstention_cases.entry(name.to_owned()).or_default() += 1;
+        }
+
+        if attempt && key(&after) == key(&before) {
+            missed.push(format!("{id} [{name}]: {}", case["completion"]));
+        }
+        if key(&judge(expected, Some(&output), &both)) != key(&before) {
+            by_both.push(n);
+        }
+    }
+    eprintln!("fix_int_in_float_arrays: {} cases changed", by_int.len());
+    for (change, count) in &int_changes {
+        eprintln!("  {change:60} {count:6}");
+    }
+    eprintln!(
+        "fix_malformed_abstention: {} cases changed {abstention_cases:?}",
+        by_abstention.len()
+    );
+    assert!(!by_int.is_empty(), "the fixture has ints in float arrays");
+    assert_eq!(
+        abstention_cases.keys().collect::<Vec<_>>(),
+        ["json_array_content", "text_call"]
+    );
+    assert!(
+        missed.is_empty(),
+        "call attempts still credited: {missed:#?}"
+    );
+    assert_eq!(by_abstention.len(), attempts_in_text);
+    let mut union: Vec<usize> = by_int.iter().chain(&by_abstention).copied().collect();
+    union.sort_unstable();
+    union.dedup();
+    assert_eq!(by_both, union);
 }
