@@ -42,26 +42,71 @@ pub(crate) enum Piece<'a> {
     CallArguments(usize, &'a str),
 }
 
+/// A [`Piece`] as byte ranges into its [`Answer`], so it can be stored next to the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Span {
+    Reasoning(usize, usize),
+    Content(usize, usize),
+    CallHeader(usize),
+    CallArguments(usize, usize, usize),
+}
+
+/// `(start, end)` byte ranges of `counter`'s pieces of `text`.
+fn ranges(counter: &dyn TokenCounter, text: &str) -> Vec<(usize, usize)> {
+    let mut start = 0;
+    counter
+        .split(text)
+        .iter()
+        .map(|p| {
+            start += p.len();
+            (start - p.len(), start)
+        })
+        .collect()
+}
+
 impl Answer {
-    /// The answer as token pieces in stream order: reasoning, content, then each tool call's
+    /// The answer's token pieces in stream order: reasoning, content, then each tool call's
     /// header followed by its argument pieces.
-    pub(crate) fn pieces<'a>(&'a self, counter: &dyn TokenCounter) -> Vec<Piece<'a>> {
-        let mut pieces: Vec<Piece<'a>> = counter
-            .split(&self.reasoning_content)
+    pub(crate) fn spans(&self, counter: &dyn TokenCounter) -> Vec<Span> {
+        let mut spans: Vec<Span> = ranges(counter, &self.reasoning_content)
             .into_iter()
-            .map(Piece::Reasoning)
-            .chain(counter.split(&self.content).into_iter().map(Piece::Content))
+            .map(|(a, b)| Span::Reasoning(a, b))
+            .chain(
+                ranges(counter, &self.content)
+                    .into_iter()
+                    .map(|(a, b)| Span::Content(a, b)),
+            )
             .collect();
         for (index, call) in self.tool_calls.iter().enumerate() {
-            pieces.push(Piece::CallHeader(index));
-            pieces.extend(
-                counter
-                    .split(&call.arguments)
+            spans.push(Span::CallHeader(index));
+            spans.extend(
+                ranges(counter, &call.arguments)
                     .into_iter()
-                    .map(|p| Piece::CallArguments(index, p)),
+                    .map(|(a, b)| Span::CallArguments(index, a, b)),
             );
         }
-        pieces
+        spans
+    }
+
+    /// The piece a span of this answer stands for.
+    pub(crate) fn piece(&self, span: Span) -> Piece<'_> {
+        match span {
+            Span::Reasoning(a, b) => Piece::Reasoning(&self.reasoning_content[a..b]),
+            Span::Content(a, b) => Piece::Content(&self.content[a..b]),
+            Span::CallHeader(index) => Piece::CallHeader(index),
+            Span::CallArguments(index, a, b) => {
+                Piece::CallArguments(index, &self.tool_calls[index].arguments[a..b])
+            }
+        }
+    }
+
+    /// The answer as token pieces in stream order (see [`Answer::spans`]).
+    #[cfg(test)]
+    pub(crate) fn pieces<'a>(&'a self, counter: &dyn TokenCounter) -> Vec<Piece<'a>> {
+        self.spans(counter)
+            .into_iter()
+            .map(|s| self.piece(s))
+            .collect()
     }
 
     /// The `delta` object llama.cpp streams for `piece`

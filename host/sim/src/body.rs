@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 pub(crate) enum SimBody {
     /// The whole body at once (JSON answers); `Content-Length` is known.
     Full(Option<Bytes>),
-    /// SSE: frames arrive through `rx` as the generation task produces them; `first` was
+    /// SSE: frames arrive through `rx` as the scheduler produces them; `first` was
     /// received before the response head was returned.
     Stream {
         first: Option<Bytes>,
-        rx: mpsc::Receiver<Bytes>,
+        rx: mpsc::UnboundedReceiver<Bytes>,
     },
 }
 

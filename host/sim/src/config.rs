@@ -8,9 +8,10 @@ use crate::SimError;
 
 /// Configuration of the simulated endpoint. Every field has a default, so `{}` is a valid config.
 ///
-/// Durations follow a llama.cpp-like single-slot model: prefill of the uncached prompt tokens at
-/// `prefill_tokens_per_s`, then one token every `1 / decode_tokens_per_s`, all multiplied by
-/// `time_scale`.
+/// Durations follow a llama.cpp-like batching model (see the crate docs): prefill of the uncached
+/// prompt tokens at `prefill_tokens_per_s`, then one token per decode step, a step taking
+/// `1 / decode_tokens_per_s` for a lone sequence and longer in a batch, all multiplied by
+/// `time_scale`. The defaults (one slot) are llama-server with `-np 1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SimConfig {
@@ -20,8 +21,23 @@ pub struct SimConfig {
     pub prefill_tokens_per_s: f64,
     /// Generation rate, tokens per second (default 50).
     pub decode_tokens_per_s: f64,
-    /// Context size of the single slot, in tokens (default 32768).
+    /// Context size of each slot, in tokens (default 32768).
     pub ctx_size: u32,
+    /// Sequences processed concurrently (default 1, llama-server's `-np 1`); requests beyond
+    /// them wait in arrival order.
+    pub slots: u32,
+    /// Slowdown of a decode step per additional generating sequence (default 0.1): a step of
+    /// `n` sequences takes `(1 + decode_batch_slowdown * (n - 1)) / decode_tokens_per_s`. 0 is
+    /// perfect batching, 1 no batching gain at all.
+    pub decode_batch_slowdown: f64,
+    /// Prompt tokens processed per batch iteration, on top of the decode step (default 512,
+    /// llama.cpp's `n_ubatch`): a long prefill stretches the others' decode steps chunk by
+    /// chunk instead of stopping them for its whole length.
+    pub prefill_chunk_tokens: u32,
+    /// Capacity in tokens of a prefix cache shared by all slots, with least-recently-used
+    /// eviction (default 0: no shared cache, each slot reuses only its own previous prompt and
+    /// answer, as llama-server without a prompt cache does).
+    pub cache_tokens: u64,
     /// Multiplies every simulated duration (default 1; 0.01 runs 100 times faster).
     pub time_scale: f64,
     /// Fixed extra time before the first token, in milliseconds (default 0; scaled too).
@@ -37,6 +53,10 @@ impl Default for SimConfig {
             prefill_tokens_per_s: 1000.0,
             decode_tokens_per_s: 50.0,
             ctx_size: 32768,
+            slots: 1,
+            decode_batch_slowdown: 0.1,
+            prefill_chunk_tokens: 512,
+            cache_tokens: 0,
             time_scale: 1.0,
             first_token_overhead_ms: 0.0,
             responder: ResponderConfig::Echo,
@@ -61,6 +81,15 @@ impl SimConfig {
         }
         if self.ctx_size == 0 {
             return invalid("ctx_size", "must be at least 1");
+        }
+        if self.slots == 0 {
+            return invalid("slots", "must be at least 1");
+        }
+        if !(self.decode_batch_slowdown.is_finite() && self.decode_batch_slowdown >= 0.0) {
+            return invalid("decode_batch_slowdown", "must be a non-negative number");
+        }
+        if self.prefill_chunk_tokens == 0 {
+            return invalid("prefill_chunk_tokens", "must be at least 1");
         }
         if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
             return invalid("time_scale", "must be a non-negative number");

@@ -6,26 +6,67 @@
 //! `oracle` replaying a trajectory dataset, or a `script` of canned completions
 //! ([`ResponderConfig`]).
 //!
-//! # Timing model (llama-server with one slot)
-//! - Requests are served one at a time, in arrival order; a queued request waits for the slot.
-//! - The prompt is counted on a canonical rendering (role markers, reasoning, content, tool
-//!   calls, tools JSON) with the [`TokenCounter`]. The slot remembers its previous prompt and
-//!   answer; tokens the new prompt shares as a prefix are reused at no cost, except that at least
-//!   one prompt token is always processed. `"cache_prompt": false` disables reuse.
-//! - Prefill takes `uncached / prefill_tokens_per_s` plus `first_token_overhead_ms`; the first
-//!   token is emitted when prefill ends and each later one `1 / decode_tokens_per_s` after the
-//!   previous one; a natural stop costs one more (unstreamed) end-of-generation token, counted in
-//!   `completion_tokens`. All durations are multiplied by `time_scale`.
-//! - A prompt of `ctx_size` tokens or more is refused with llama.cpp's HTTP 400
-//!   `exceed_context_size_error`. Generation stops with `finish_reason: "length"` after
-//!   `max_tokens` (`max_completion_tokens`, `n_predict`) tokens or when the context is full
-//!   (`ctx_size - prompt_tokens` generated tokens).
+//! # Timing model (continuous batching over `slots`)
+//! The defaults (`slots = 1`, no shared cache) are llama-server with one slot (`-np 1`); more
+//! slots model a continuous-batching server (llama-server `-np N`, vLLM, SGLang) under many
+//! concurrent agents. One scheduler task advances the batch; every duration below is multiplied
+//! by `time_scale`.
+//! - **Slots and queue.** Up to `slots` requests are processed at once; a request arriving when
+//!   all slots are taken waits, in arrival order (FIFO), until one is freed. The wait is
+//!   `queued_ns`. A client that drops its stream frees its slot at the next iteration boundary
+//!   (a queued one is skipped when its turn comes); a non-streamed request always runs to the
+//!   end.
+//! - **Prompt tokens and reuse.** The prompt is counted on a canonical rendering (role markers,
+//!   reasoning, content, tool calls, tools JSON) with the [`TokenCounter`]. The new prompt's
+//!   leading tokens that lie entirely within a remembered text are reused at no cost, except
+//!   that at least one prompt token is always processed; `"cache_prompt": false` disables
+//!   reuse. Reuse is reported as `usage.prompt_tokens_details.cached_tokens` and
+//!   `timings.cache_n`. What is remembered depends on `cache_tokens`:
+//!   - `0` (default): each slot remembers its own previous prompt and answer (llama.cpp's slot
+//!     KV cache). A request takes the free slot whose memory shares the longest prefix with its
+//!     prompt, ties going to the least recently used slot.
+//!   - `> 0`: one prefix cache shared by all slots, a radix tree holding at most `cache_tokens`
+//!     tokens. A prompt is added once it is processed (so a request on another slot can reuse it
+//!     while its first owner is still generating), and prompt plus answer when the slot is
+//!     freed; a request reuses the longest cached prefix of any cached sequence. Shared
+//!     prefixes are stored once. When over capacity, the least recently used (looked up or
+//!     added) leaf is evicted from its tail: cut short when that suffices, else removed whole.
+//!     Token counts of cached text come from the piece boundaries of the texts added (the
+//!     answer's rendering is split on its own), so they are close to, not exactly, the model's.
+//! - **Iterations.** The server runs the batch in iterations, back to back while there is work.
+//!   An iteration holds one decode step for each of the `n` sequences that are generating, plus
+//!   up to `prefill_chunk_tokens` uncached prompt tokens of the sequences still processing
+//!   their prompt (first ready, first served; a chunk may span several prompts). It lasts
+//!   `step(n) + chunk / prefill_tokens_per_s`, where `chunk` is the prompt tokens it processes,
+//!   `step(0) = 0` and `step(n) = (1 + decode_batch_slowdown * (n - 1)) / decode_tokens_per_s`.
+//!   So a batch of `n` gives each sequence `decode_tokens_per_s / (1 + s (n - 1))` tokens per
+//!   second and the server `n` times that (saturating at `decode_tokens_per_s / s` for
+//!   `s = decode_batch_slowdown > 0`), and a long prompt stretches the other sequences' steps
+//!   chunk by chunk rather than stopping them for its whole prefill.
+//! - **Tokens.** A sequence joins the batch `first_token_overhead_ms` after taking its slot
+//!   (plus a script responder's `delay_ms`): the overhead holds the slot, not the batch. Its
+//!   first token comes out at the end of the iteration that processes its last prompt token (it
+//!   is sampled from the prompt's logits), each later token at the end of each following
+//!   iteration. A natural stop costs one more (unstreamed) end-of-generation token, counted in
+//!   `completion_tokens`. Chunks are put into the response when their iteration ends; iteration
+//!   ends are absolute times, so a late wake-up does not shift later tokens.
+//! - With one slot this is exactly the single-slot model: prefill takes
+//!   `uncached / prefill_tokens_per_s` plus the overhead, and tokens follow each other every
+//!   `1 / decode_tokens_per_s`.
+//! - **Limits.** A prompt of `ctx_size` tokens or more is refused, once a slot is taken, with
+//!   llama.cpp's HTTP 400 `exceed_context_size_error`. Generation stops with
+//!   `finish_reason: "length"` after `max_tokens` (`max_completion_tokens`, `n_predict`)
+//!   tokens or when the slot's context is full (`ctx_size - prompt_tokens` generated tokens).
+//!   KV memory of running sequences is not modelled beyond the cache capacity (no preemption).
+//! - **`timings`.** `prompt_ms` spans from when the sequence could start its prompt (slot taken
+//!   plus stall) to its first token, so it includes the overhead and, in a busy batch, the wait
+//!   for the next iteration; `predicted_ms` spans the first to the last decoded token.
 //!
 //! # Server-side timestamps
 //! Besides llama.cpp's `usage` and `timings`, the closing chunks (and the non-streaming answer)
 //! carry `"agentload_sim": {"first_token_ns", "last_token_ns", "queued_ns"}`: nanoseconds from
 //! the request's arrival (head read) to the moment the first / last token-bearing chunk was put
-//! into the response body, and the time spent waiting for the slot. Clients compare them with
+//! into the response body, and the time spent waiting for a slot. Clients compare them with
 //! their own measurements to estimate their timing error.
 //!
 //! ```no_run
@@ -43,12 +84,13 @@
 mod answer;
 mod api_error;
 mod body;
+mod cache;
 mod config;
 mod error;
-mod generate;
 mod prompt;
 mod responder;
 mod rng;
+mod scheduler;
 mod server;
 mod stream;
 mod timing;

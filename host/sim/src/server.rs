@@ -1,4 +1,4 @@
-//! The HTTP server: listening, routing, and answering chat completions on the single slot.
+//! The HTTP server: listening, routing, and handing chat completions to the batch scheduler.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
@@ -16,35 +15,31 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Mutex};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::api_error::ApiError;
 use crate::body::SimBody;
-use crate::generate::{Job, Slot};
 use crate::prompt::ChatRequest;
 use crate::responder::{self, Responder};
 use crate::rng::SplitMix64;
+use crate::scheduler::{self, Reply, Request as Job, SchedulerHandle};
 use crate::stream::ChunkMeta;
-use crate::timing::{reusable_tokens, shared_prefix_tokens, TimingModel};
+use crate::timing::Generation;
 use crate::tokens::TokenCounter;
 use crate::{SimConfig, SimError};
 
 /// Largest request body accepted.
 const MAX_BODY_BYTES: usize = 64 << 20;
 
-/// Frames buffered between the generation task and the connection.
-const STREAM_BUFFER: usize = 64;
-
 /// Shared by all connections.
 struct State {
     model: String,
     ctx_size: u32,
-    timing: TimingModel,
     counter: Arc<dyn TokenCounter>,
     responder: Box<dyn Responder>,
-    slot: Arc<Mutex<Slot>>,
+    scheduler: SchedulerHandle,
     served: Arc<AtomicU64>,
     requests: AtomicU64,
     id_seed: u64,
@@ -112,10 +107,9 @@ pub async fn start(
     let state = Arc::new(State {
         model: config.model.clone(),
         ctx_size: config.ctx_size,
-        timing: TimingModel::new(&config),
+        scheduler: scheduler::spawn(&config, Arc::clone(&counter), Arc::clone(&served)),
         counter,
         responder,
-        slot: Arc::new(Mutex::new(Slot::default())),
         served: Arc::clone(&served),
         requests: AtomicU64::new(0),
         id_seed,
@@ -222,8 +216,9 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBod
     }
 }
 
-/// Answers one chat completion. Errors (including the context-size check, made once the slot
-/// is held, as llama.cpp does) are answered before any streaming starts.
+/// Answers one chat completion: prepares the job (prompt and answer tokens) and hands it to the
+/// scheduler. Errors (including the context-size check, made once a slot is taken, as llama.cpp
+/// does) are answered before any streaming starts.
 async fn chat(
     state: &Arc<State>,
     request: Request<Incoming>,
@@ -252,55 +247,57 @@ async fn chat(
         }
     };
     let prompt = chat.render();
-
-    let wait = Instant::now();
-    let mut slot = Arc::clone(&state.slot).lock_owned().await;
-    let started = Instant::now();
-    let queued = started - wait;
-
-    let (n_prompt, n_cached) = if chat.cache_prompt {
-        let pieces = state.counter.split(&prompt);
-        let n_prompt = u32::try_from(pieces.len()).unwrap_or(u32::MAX);
-        let shared = shared_prefix_tokens(&slot.memory, &pieces);
-        (n_prompt, reusable_tokens(shared, n_prompt))
-    } else {
-        (state.counter.count(&prompt), 0)
-    };
-    if n_prompt >= state.ctx_size {
-        return Err(ApiError::exceed_context(n_prompt, state.ctx_size));
-    }
+    let mut end = 0u32;
+    let prompt_ends: Vec<u32> = state
+        .counter
+        .split(&prompt)
+        .iter()
+        .map(|piece| {
+            end = end.saturating_add(u32::try_from(piece.len()).unwrap_or(u32::MAX));
+            end
+        })
+        .collect();
+    let n_prompt = u32::try_from(prompt_ends.len()).unwrap_or(u32::MAX);
+    let spans = answer.spans(&*state.counter);
     let max_tokens = if answer.uncapped {
         None
     } else {
         chat.max_tokens
     };
-    let job = Job {
-        answer,
-        meta: ChunkMeta {
-            id: format!("chatcmpl-{}", ids.alphanumeric(32)),
-            created: unix_now(),
-            model: chat.model.clone().unwrap_or_else(|| state.model.clone()),
-        },
-        received,
-        started,
-        queued,
-        prompt,
-        n_prompt,
-        n_cached,
-        n_ctx: state.ctx_size,
+    let gen = Generation::plan(
+        u32::try_from(spans.len()).unwrap_or(u32::MAX),
         max_tokens,
-        timing: state.timing,
+        n_prompt,
+        state.ctx_size,
+    );
+    let meta = ChunkMeta {
+        id: format!("chatcmpl-{}", ids.alphanumeric(32)),
+        created: unix_now(),
+        model: chat.model.clone().unwrap_or_else(|| state.model.clone()),
+    };
+    let reply_meta = meta.clone();
+    let gone = || ApiError::with_status(503, "the simulator is shutting down");
+    let job = |reply| Job {
+        answer,
+        spans,
+        gen,
+        meta,
+        received,
+        enqueued: Instant::now(),
+        prompt,
+        prompt_ends,
+        cache_prompt: chat.cache_prompt,
+        reply,
     };
 
     if !chat.stream {
-        // Without a stream there is no client to lose, so the generation always finishes.
-        let done = job
-            .run(&mut slot, &*state.counter, None)
-            .await
-            .ok_or_else(|| ApiError::with_status(500, "generation cancelled"))?;
-        drop(slot);
-        state.served.fetch_add(1, Ordering::SeqCst);
-        let body = job.meta.completion(
+        let (done, finished) = oneshot::channel();
+        state
+            .scheduler
+            .submit(job(Reply::Whole { done }))
+            .map_err(|_| gone())?;
+        let done = finished.await.map_err(|_| gone())??;
+        let body = reply_meta.completion(
             done.transcript.message(),
             &done.finish_reason,
             done.usage,
@@ -310,24 +307,17 @@ async fn chat(
         return Ok(json_response(200, &body));
     }
 
-    let (tx, mut rx) = mpsc::channel(STREAM_BUFFER);
-    let task_state = Arc::clone(state);
-    let include_usage = chat.include_usage;
-    tokio::spawn(async move {
-        let Some(done) = job.run(&mut slot, &*task_state.counter, Some(&tx)).await else {
-            return;
-        };
-        drop(slot);
-        task_state.served.fetch_add(1, Ordering::SeqCst);
-        let closing = job.meta.closing_events(
-            &done.finish_reason,
-            include_usage.then_some(done.usage),
-            done.timings,
-            done.stamps,
-        );
-        // The client may have left after the last token; nothing more to do then.
-        let _ = tx.send(Bytes::from(closing)).await;
-    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (admitted, admission) = oneshot::channel();
+    state
+        .scheduler
+        .submit(job(Reply::Stream {
+            admitted: Some(admitted),
+            tx,
+            include_usage: chat.include_usage,
+        }))
+        .map_err(|_| gone())?;
+    admission.await.map_err(|_| gone())??;
     // Like llama-server, the response head goes out with the first result (first token).
     let first = rx.recv().await;
     let mut response = Response::new(SimBody::Stream { first, rx });

@@ -1,12 +1,12 @@
 //! The llama.cpp-like timing model: prefix reuse, prefill and decode durations, token limits,
-//! and llama.cpp's `timings` object.
+//! and llama.cpp's `timings` object. The batch scheduler ([`crate::scheduler`]) applies them.
 //!
-//! Like llama-server with one slot (`-np 1`):
-//! - the slot keeps the tokens of its previous prompt and answer; the new prompt's tokens shared
-//!   as a prefix are reused ("cached"), except that at least one prompt token is always evaluated
-//!   (llama.cpp needs fresh logits); `"cache_prompt": false` disables reuse;
+//! Like llama-server:
+//! - the new prompt's tokens that a cached text shares as a prefix are reused ("cached"), except
+//!   that at least one prompt token is always evaluated (llama.cpp needs fresh logits);
+//!   `"cache_prompt": false` disables reuse;
 //! - the first token comes out when prefill ends (it is sampled from the prompt's logits), each
-//!   later token one decode interval after the previous one;
+//!   later token one decode step after the previous one;
 //! - a prompt of `n_ctx` tokens or more is refused (`n_prompt_tokens >= n_ctx`);
 //! - generation stops with `length` once the token budget is used: `max_tokens` or the context
 //!   room `n_ctx - n_prompt_tokens`, whichever is smaller (llama.cpp stops when
@@ -14,18 +14,16 @@
 //! - a natural stop costs one more decode step: the end-of-generation token, which is counted in
 //!   `completion_tokens` and `predicted_n` but not streamed.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use crate::SimConfig;
 
-/// Rates and scale of the simulated model.
+/// Rates and scale of the simulated model, as scaled durations in seconds.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TimingModel {
     prefill_tokens_per_s: f64,
     decode_tokens_per_s: f64,
+    decode_batch_slowdown: f64,
     time_scale: f64,
     first_token_overhead_ms: f64,
 }
@@ -35,39 +33,35 @@ impl TimingModel {
         Self {
             prefill_tokens_per_s: config.prefill_tokens_per_s,
             decode_tokens_per_s: config.decode_tokens_per_s,
+            decode_batch_slowdown: config.decode_batch_slowdown,
             time_scale: config.time_scale,
             first_token_overhead_ms: config.first_token_overhead_ms,
         }
     }
 
-    /// Time to process `uncached` prompt tokens, plus the fixed first-token overhead, scaled.
-    pub(crate) fn prefill(&self, uncached: u32) -> Duration {
-        let secs =
-            f64::from(uncached) / self.prefill_tokens_per_s + self.first_token_overhead_ms / 1000.0;
-        Duration::from_secs_f64(secs * self.time_scale)
+    /// Time to process `tokens` prompt tokens, scaled.
+    pub(crate) fn prefill(&self, tokens: u32) -> f64 {
+        f64::from(tokens) / self.prefill_tokens_per_s * self.time_scale
     }
 
-    /// Time between two generated tokens, scaled.
-    pub(crate) fn decode_interval(&self) -> Duration {
-        Duration::from_secs_f64(self.time_scale / self.decode_tokens_per_s)
+    /// The fixed first-token overhead, scaled.
+    pub(crate) fn overhead(&self) -> f64 {
+        self.first_token_overhead_ms / 1000.0 * self.time_scale
+    }
+
+    /// One decode step of a batch of `active` sequences (at least 1), scaled:
+    /// `(1 + decode_batch_slowdown * (active - 1)) / decode_tokens_per_s`.
+    pub(crate) fn decode_step(&self, active: usize) -> f64 {
+        let extra = active.saturating_sub(1) as f64;
+        (1.0 + self.decode_batch_slowdown * extra) / self.decode_tokens_per_s * self.time_scale
     }
 }
 
-/// Number of leading `pieces` (the new prompt's tokens, concatenating to the new prompt text)
-/// that lie entirely within the byte prefix the new prompt shares with `previous`.
-pub(crate) fn shared_prefix_tokens(previous: &str, pieces: &[&str]) -> u32 {
-    let mut rest = previous.as_bytes();
-    let mut n = 0;
-    for piece in pieces {
-        match rest.strip_prefix(piece.as_bytes()) {
-            Some(tail) => {
-                rest = tail;
-                n += 1;
-            }
-            None => break,
-        }
-    }
-    n
+/// Number of leading pieces (byte end offsets `ends`, ascending) that lie entirely within the
+/// first `shared` bytes: the whole tokens of a prompt that a cached text of which it shares
+/// `shared` bytes covers.
+pub(crate) fn whole_pieces_within(ends: &[u32], shared: usize) -> u32 {
+    u32::try_from(ends.partition_point(|&e| e as usize <= shared)).unwrap_or(u32::MAX)
 }
 
 /// Prompt tokens llama.cpp would reuse: the shared prefix, but at least one token is evaluated.
@@ -109,22 +103,10 @@ impl Generation {
     }
 }
 
-/// When each generated token is due.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
-    /// Due time of the first token.
-    pub(crate) first: Instant,
-    pub(crate) interval: Duration,
-}
-
-impl Schedule {
-    /// Due time of token `k` (0-based); absolute, so waiting does not accumulate drift.
-    pub(crate) fn token(&self, k: u32) -> Instant {
-        self.first + self.interval * k
-    }
-}
-
-/// llama.cpp's `timings` object (`result_timings::to_json`), from simulated durations.
+/// llama.cpp's `timings` object (`result_timings::to_json`), from simulated durations:
+/// `prompt_ms` spans prefill (from when the sequence may start it to its first token),
+/// `predicted_ms` the first to the last decoded token, as llama.cpp measures
+/// `t_token_generation`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Timings {
     pub(crate) cache_n: u32,
@@ -135,24 +117,6 @@ pub(crate) struct Timings {
 }
 
 impl Timings {
-    /// `prompt` is the prefill duration; `predicted` spans the first to the last decoded token,
-    /// as llama.cpp measures `t_token_generation`.
-    pub(crate) fn new(
-        cache_n: u32,
-        prompt_n: u32,
-        prompt: Duration,
-        gen: Generation,
-        interval: Duration,
-    ) -> Self {
-        Self {
-            cache_n,
-            prompt_n,
-            prompt_ms: prompt.as_secs_f64() * 1e3,
-            predicted_n: gen.decoded,
-            predicted_ms: (interval * gen.decoded.saturating_sub(1)).as_secs_f64() * 1e3,
-        }
-    }
-
     pub(crate) fn to_json(self) -> Value {
         let per_token = |ms: f64, n: u32| if n > 0 { ms / f64::from(n) } else { 0.0 };
         let per_second = |ms: f64, n: u32| {
@@ -179,6 +143,7 @@ impl Timings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::common_prefix_len;
     use crate::tokens::{ApproxTokenCounter, TokenCounter};
 
     #[test]
@@ -188,15 +153,22 @@ mod tests {
             decode_tokens_per_s: 50.0,
             time_scale: 0.5,
             first_token_overhead_ms: 10.0,
+            decode_batch_slowdown: 0.25,
             ..SimConfig::default()
         });
-        assert_eq!(model.prefill(2000), Duration::from_millis(1005));
-        assert_eq!(model.decode_interval(), Duration::from_millis(10));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(model.prefill(2000), 1.0));
+        assert!(close(model.overhead(), 0.005));
+        assert!(close(model.decode_step(1), 0.01));
+        assert!(close(model.decode_step(0), 0.01));
+        // Five active sequences: 1 + 0.25 * 4 = 2 times the single-sequence step.
+        assert!(close(model.decode_step(5), 0.02));
         let instant = TimingModel::new(&SimConfig {
             time_scale: 0.0,
             ..SimConfig::default()
         });
-        assert_eq!(instant.prefill(5000), Duration::ZERO);
+        assert_eq!(instant.prefill(5000), 0.0);
+        assert_eq!(instant.decode_step(100), 0.0);
     }
 
     #[test]
@@ -205,14 +177,26 @@ mod tests {
         let previous = "<|user|>\nhello there<|end|>\n<|assistant|>\nanswer text";
         let new = "<|user|>\nhello there<|end|>\n<|assistant|>\nanswer text<|end|>\n<|user|>\nmore";
         let pieces = c.split(new);
-        let shared = shared_prefix_tokens(previous, &pieces);
+        let mut end = 0;
+        let ends: Vec<u32> = pieces
+            .iter()
+            .map(|p| {
+                end += p.len() as u32;
+                end
+            })
+            .collect();
+        let shared_bytes = common_prefix_len(previous.as_bytes(), new.as_bytes());
+        let shared = whole_pieces_within(&ends, shared_bytes);
         let shared_text: String = pieces[..shared as usize].concat();
         assert!(previous.starts_with(&shared_text));
         assert!(shared as usize >= c.split(previous).len() - 1);
-        assert_eq!(shared_prefix_tokens("", &pieces), 0);
-        assert_eq!(shared_prefix_tokens("<|x", &pieces), 0);
-        // A different first token stops reuse right away.
-        assert_eq!(shared_prefix_tokens("X", &c.split("Y and more")), 0);
+        assert_eq!(whole_pieces_within(&ends, 0), 0);
+        // "<|x" shares two bytes, less than the first piece.
+        assert_eq!(
+            whole_pieces_within(&ends, common_prefix_len(b"<|x", new.as_bytes())),
+            0
+        );
+        assert_eq!(whole_pieces_within(&ends, new.len()), ends.len() as u32);
     }
 
     #[test]
@@ -272,18 +256,13 @@ mod tests {
 
     #[test]
     fn timings_json_matches_llama_cpp_fields() {
-        let gen = Generation {
-            visible: 10,
-            decoded: 11,
-            truncated: false,
+        let t = Timings {
+            cache_n: 100,
+            prompt_n: 400,
+            prompt_ms: 400.0,
+            predicted_n: 11,
+            predicted_ms: 200.0,
         };
-        let t = Timings::new(
-            100,
-            400,
-            Duration::from_millis(400),
-            gen,
-            Duration::from_millis(20),
-        );
         let j = t.to_json();
         let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
@@ -305,29 +284,14 @@ mod tests {
         assert_eq!(j["predicted_n"], 11);
         assert_eq!(j["predicted_ms"], 200.0);
         assert_eq!(j["predicted_per_second"], 55.0);
-        let zero = Timings::new(
-            0,
-            1,
-            Duration::ZERO,
-            Generation {
-                visible: 0,
-                decoded: 1,
-                truncated: false,
-            },
-            Duration::ZERO,
-        );
+        let zero = Timings {
+            cache_n: 0,
+            prompt_n: 1,
+            prompt_ms: 0.0,
+            predicted_n: 1,
+            predicted_ms: 0.0,
+        };
         assert_eq!(zero.to_json()["prompt_per_second"], 0.0);
         assert_eq!(zero.to_json()["predicted_per_second"], 0.0);
-    }
-
-    #[test]
-    fn schedule_is_absolute() {
-        let start = Instant::now();
-        let s = Schedule {
-            first: start,
-            interval: Duration::from_millis(20),
-        };
-        assert_eq!(s.token(0), start);
-        assert_eq!(s.token(5), start + Duration::from_millis(100));
     }
 }
