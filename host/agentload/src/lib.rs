@@ -11,6 +11,7 @@
 //! - [`run`]: one configured run, end to end; [`scoring`]: scoring recorded turns
 //!   (shared with `agentload rescore`).
 
+pub mod bench;
 pub mod client;
 pub mod clock;
 pub mod config;

@@ -80,6 +80,28 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Measure the harness's own costs and print a table.
+    Bench {
+        /// Sections to run: streams, build, load, edge.
+        #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
+        sections: Vec<String>,
+        /// Concurrent streams per level (streams section).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,2,4,8,16,32,64,128,256,512,1000"
+        )]
+        levels: Vec<usize>,
+        /// Requests each stream sends, one after another.
+        #[arg(long, default_value_t = 5)]
+        requests: usize,
+        /// Tokens in each streamed answer.
+        #[arg(long, default_value_t = 64)]
+        answer_tokens: usize,
+        /// Write the rows (and the streams levels) as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Serve the simulated OpenAI-compatible endpoint until stopped.
     Sim(SimArgs),
     /// Run the edge config (performance, then the BFCL accuracy gate when
@@ -141,6 +163,20 @@ struct SimArgs {
     /// Multiplies every simulated duration.
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// Sequences decoded at once (continuous batching); more requests queue.
+    #[arg(long, default_value_t = 1)]
+    slots: u32,
+    /// Decode step growth per extra active sequence: a step takes
+    /// (1 + s·(n−1)) / decode-tps.
+    #[arg(long, default_value_t = 0.1)]
+    decode_batch_slowdown: f64,
+    /// Prompt tokens prefilled per batch iteration (chunked prefill).
+    #[arg(long, default_value_t = 512)]
+    prefill_chunk_tokens: u32,
+    /// Capacity of a prefix cache shared by all slots, in tokens (0: each
+    /// slot reuses only its own previous prompt, as llama.cpp).
+    #[arg(long, default_value_t = 0)]
+    cache_tokens: u64,
     /// How the simulator counts and cuts tokens: `qwen` (the Qwen3.6 BPE,
     /// found in the data directory or cache) or `approx` (about 4 bytes a
     /// token, needs no data).
@@ -251,6 +287,13 @@ async fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
+        Command::Bench {
+            sections,
+            levels,
+            requests,
+            answer_tokens,
+            out,
+        } => bench(&sections, &levels, requests, answer_tokens, out).await,
         Command::Sim(args) => serve_sim(args).await,
         Command::Demo { out, time_scale } => demo(out, time_scale).await,
     }
@@ -279,9 +322,56 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         decode_tokens_per_s: args.decode_tps,
         ctx_size: args.ctx_size,
         time_scale: args.time_scale,
+        slots: args.slots,
+        decode_batch_slowdown: args.decode_batch_slowdown,
+        prefill_chunk_tokens: args.prefill_chunk_tokens,
+        cache_tokens: args.cache_tokens,
         responder,
         ..Default::default()
     })
+}
+
+async fn bench(
+    sections: &[String],
+    levels: &[usize],
+    requests: usize,
+    answer_tokens: usize,
+    out: Option<PathBuf>,
+) -> Result<()> {
+    use agentload::bench;
+    let data_dir = agentload::data::data_dir(None);
+    let mut rows = Vec::new();
+    let mut streams = Vec::new();
+    for section in sections {
+        eprintln!("bench: {section}");
+        match section.as_str() {
+            "streams" => {
+                let (levels, r) = bench::streams::run(levels, requests, answer_tokens).await?;
+                streams = levels;
+                rows.extend(r);
+            }
+            "build" => rows.extend(tokio::task::block_in_place(|| {
+                bench::build::requests(&data_dir)
+            })?),
+            "load" => rows.extend(tokio::task::block_in_place(bench::build::loads)?),
+            "edge" => {
+                let dir = std::env::temp_dir()
+                    .join(format!("agentload-bench-edge-{}", std::process::id()));
+                let r = tokio::task::block_in_place(|| bench::edge::run(&dir, 5));
+                std::fs::remove_dir_all(&dir).ok();
+                rows.extend(r?);
+            }
+            other => anyhow::bail!("unknown bench section `{other}` (streams, build, load, edge)"),
+        }
+    }
+    print!("{}", bench::table(&rows));
+    if let Some(path) = out {
+        agentload::results::write_json(
+            &path,
+            &serde_json::json!({"rows": rows, "streams": streams}),
+        )?;
+    }
+    Ok(())
 }
 
 async fn serve_sim(args: SimArgs) -> Result<()> {

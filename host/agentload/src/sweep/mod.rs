@@ -292,7 +292,7 @@ fn phase_line(p: &PhaseSummary) -> String {
 
 /// This process's user + system CPU time, from `/proc/self/stat` (Linux;
 /// USER_HZ is 100 on every Linux ABI agentload builds for).
-fn cpu_seconds() -> Option<f64> {
+pub fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();

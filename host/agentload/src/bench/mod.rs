@@ -1,0 +1,93 @@
+//! `agentload bench`: the harness's own costs, measured (not asserted) and
+//! printed as a table, with the raw numbers in JSON when `--out` is given.
+//!
+//! - `streams`: many concurrent streams against `agentload sim` in a child
+//!   process: harness TTFT minus the simulator's server-side first-token
+//!   time (p50/p99), tokens/s the client ingests, harness CPU and RSS.
+//! - `build`: host + plugin time per turn to produce a request, at the edge
+//!   dataset's peak ISL and on average.
+//! - `load`: component load time, cold (compiling) vs cached.
+//! - `edge`: a full `agentload demo` in a child process (wall time, peak
+//!   RSS), then its recorded completions re-scored (IoU over 1,007 turns,
+//!   the BFCL gate over 995 samples).
+
+pub mod build;
+pub mod edge;
+pub mod streams;
+
+use serde::Serialize;
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub section: &'static str,
+    pub what: String,
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+impl Row {
+    pub fn new(
+        section: &'static str,
+        what: impl Into<String>,
+        value: f64,
+        unit: &'static str,
+    ) -> Self {
+        Self {
+            section,
+            what: what.into(),
+            value,
+            unit,
+        }
+    }
+}
+
+/// The rows as an aligned table.
+pub fn table(rows: &[Row]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.what.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let mut s = format!(
+        "{:<8} {:<width$} {:>14} unit\n",
+        "section", "measure", "value"
+    );
+    for r in rows {
+        let value = if r.value.abs() >= 1000.0 || r.value == r.value.trunc() {
+            format!("{:.0}", r.value)
+        } else {
+            format!("{:.3}", r.value)
+        };
+        s.push_str(&format!(
+            "{:<8} {:<width$} {:>14} {}\n",
+            r.section, r.what, value, r.unit
+        ));
+    }
+    s
+}
+
+/// Peak and current resident set of this process (KiB), from `/proc/self/status`.
+pub fn rss_kib() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    Some((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// p-th "lower" percentile of unsorted values.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    values[((p / 100.0) * (values.len() - 1) as f64).floor() as usize]
+}
