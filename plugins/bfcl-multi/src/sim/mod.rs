@@ -1,0 +1,158 @@
+//! The BFCL multi-turn simulated APIs (`func_source_code/*.py`), one module
+//! per class. Each keeps its public attributes as Python values so that
+//! results and state print exactly as BFCL's do.
+
+use crate::call::Args;
+use crate::py::{Py, PyResult};
+
+pub mod file_system;
+pub mod math_api;
+pub mod message_api;
+pub mod ticket_api;
+pub mod twitter_api;
+pub mod vehicle_control;
+
+/// The padding data of `long_context.py`, by constant name (a dict).
+pub type LongContext = Py;
+
+/// One simulated API instance.
+pub trait Simulator {
+    /// `_load_scenario(deepcopy(initial_config[Class]), long_context)`.
+    fn load_scenario(&mut self, scenario: Py, long_context: bool, data: &LongContext);
+    /// Calls a public method; `Err` carries `str(e)` of the exception raised.
+    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py>;
+    /// The public attributes (`vars()` without `_` names), in assignment order.
+    fn state(&self) -> Vec<(String, Py)>;
+}
+
+/// The public methods of every class (`inspect.getmembers(..., ismethod)`
+/// without `_` names), ported or not: the name rewriting needs them all.
+pub fn methods_of(class: &str) -> &'static [&'static str] {
+    match class {
+        "GorillaFileSystem" => file_system::METHODS,
+        "MathAPI" => math_api::METHODS,
+        "MessageAPI" => message_api::METHODS,
+        "TwitterAPI" => twitter_api::METHODS,
+        "TicketAPI" => ticket_api::METHODS,
+        "TradingBot" => &[
+            "add_to_watchlist",
+            "cancel_order",
+            "filter_stocks_by_price",
+            "fund_account",
+            "get_account_info",
+            "get_available_stocks",
+            "get_current_time",
+            "get_order_details",
+            "get_order_history",
+            "get_stock_info",
+            "get_symbol_by_name",
+            "get_transaction_history",
+            "get_watchlist",
+            "notify_price_change",
+            "place_order",
+            "remove_stock_from_watchlist",
+            "trading_get_login_status",
+            "trading_login",
+            "trading_logout",
+            "withdraw_funds",
+        ],
+        "TravelAPI" => &[
+            "authenticate_travel",
+            "book_flight",
+            "cancel_booking",
+            "compute_exchange_rate",
+            "contact_customer_support",
+            "get_all_credit_cards",
+            "get_booking_history",
+            "get_budget_fiscal_year",
+            "get_credit_card_balance",
+            "get_flight_cost",
+            "get_nearest_airport_by_city",
+            "list_all_airports",
+            "purchase_insurance",
+            "register_credit_card",
+            "retrieve_invoice",
+            "set_budget_limit",
+            "travel_get_login_status",
+            "verify_traveler_information",
+        ],
+        "VehicleControlAPI" => vehicle_control::METHODS,
+        _ => &[],
+    }
+}
+
+/// A fresh instance of a ported class (`class_()`), or `None`.
+pub fn new_instance(class: &str) -> Option<Box<dyn Simulator>> {
+    Some(match class {
+        "MathAPI" => Box::new(math_api::MathApi),
+        "GorillaFileSystem" => Box::<file_system::FileSystem>::default(),
+        "MessageAPI" => Box::<message_api::MessageApi>::default(),
+        "TicketAPI" => Box::<ticket_api::TicketApi>::default(),
+        "TwitterAPI" => Box::<twitter_api::TwitterApi>::default(),
+        "VehicleControlAPI" => Box::<vehicle_control::VehicleControlApi>::default(),
+        _ => return None,
+    })
+}
+
+/// Whether `_load_scenario` is skipped (`STATELESS_CLASSES`).
+pub fn is_stateless(class: &str) -> bool {
+    class == "MathAPI"
+}
+
+/// `scenario.get(key, default)`.
+pub fn get_or(scenario: &Py, key: &str, default: Py) -> Py {
+    scenario.get(key).cloned().unwrap_or(default)
+}
+
+/// A `KeyError`'s `str(e)`: the repr of the key.
+pub fn key_error(key: &Py) -> String {
+    key.repr()
+}
+
+/// The prefix of an `Err` that means "this path is not ported" rather than
+/// a Python exception; the executor reports such calls as not ported.
+pub const NOT_PORTED: &str = "\u{0}not ported: ";
+
+/// An instance's attributes (`vars(self)`), in assignment order.
+#[derive(Debug, Clone, Default)]
+pub struct Attrs(pub Vec<(String, Py)>);
+
+impl Attrs {
+    /// `self.name` (`None` before assignment).
+    pub fn get(&self, name: &str) -> &Py {
+        const NONE: Py = Py::None;
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+            .unwrap_or(&NONE)
+    }
+
+    /// Mutable `self.name` (created as `None` if missing).
+    pub fn get_mut(&mut self, name: &str) -> &mut Py {
+        if let Some(i) = self.0.iter().position(|(k, _)| k == name) {
+            return &mut self.0[i].1;
+        }
+        self.0.push((name.into(), Py::None));
+        &mut self.0.last_mut().expect("just pushed").1
+    }
+
+    /// `self.name = value`.
+    pub fn set(&mut self, name: &str, value: Py) {
+        *self.get_mut(name) = value;
+    }
+
+    /// The public attributes.
+    pub fn public(&self) -> Vec<(String, Py)> {
+        self.0
+            .iter()
+            .filter(|(k, _)| !k.starts_with('_'))
+            .cloned()
+            .collect()
+    }
+}
+
+/// `Err` for a method this port has not written.
+pub fn not_ported<T>(what: &str) -> PyResult<T> {
+    Err(format!("{NOT_PORTED}{what}"))
+}
