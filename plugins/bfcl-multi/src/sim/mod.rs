@@ -9,6 +9,8 @@ pub mod file_system;
 pub mod math_api;
 pub mod message_api;
 pub mod ticket_api;
+pub mod trading_bot;
+pub mod travel_api;
 pub mod twitter_api;
 pub mod vehicle_control;
 
@@ -34,48 +36,8 @@ pub fn methods_of(class: &str) -> &'static [&'static str] {
         "MessageAPI" => message_api::METHODS,
         "TwitterAPI" => twitter_api::METHODS,
         "TicketAPI" => ticket_api::METHODS,
-        "TradingBot" => &[
-            "add_to_watchlist",
-            "cancel_order",
-            "filter_stocks_by_price",
-            "fund_account",
-            "get_account_info",
-            "get_available_stocks",
-            "get_current_time",
-            "get_order_details",
-            "get_order_history",
-            "get_stock_info",
-            "get_symbol_by_name",
-            "get_transaction_history",
-            "get_watchlist",
-            "notify_price_change",
-            "place_order",
-            "remove_stock_from_watchlist",
-            "trading_get_login_status",
-            "trading_login",
-            "trading_logout",
-            "withdraw_funds",
-        ],
-        "TravelAPI" => &[
-            "authenticate_travel",
-            "book_flight",
-            "cancel_booking",
-            "compute_exchange_rate",
-            "contact_customer_support",
-            "get_all_credit_cards",
-            "get_booking_history",
-            "get_budget_fiscal_year",
-            "get_credit_card_balance",
-            "get_flight_cost",
-            "get_nearest_airport_by_city",
-            "list_all_airports",
-            "purchase_insurance",
-            "register_credit_card",
-            "retrieve_invoice",
-            "set_budget_limit",
-            "travel_get_login_status",
-            "verify_traveler_information",
-        ],
+        "TradingBot" => trading_bot::METHODS,
+        "TravelAPI" => travel_api::METHODS,
         "VehicleControlAPI" => vehicle_control::METHODS,
         _ => &[],
     }
@@ -86,6 +48,8 @@ pub fn new_instance(class: &str) -> Option<Box<dyn Simulator>> {
     Some(match class {
         "MathAPI" => Box::new(math_api::MathApi),
         "GorillaFileSystem" => Box::<file_system::FileSystem>::default(),
+        "TradingBot" => Box::<trading_bot::TradingBot>::default(),
+        "TravelAPI" => Box::<travel_api::TravelApi>::default(),
         "MessageAPI" => Box::<message_api::MessageApi>::default(),
         "TicketAPI" => Box::<ticket_api::TicketApi>::default(),
         "TwitterAPI" => Box::<twitter_api::TwitterApi>::default(),
