@@ -11,6 +11,7 @@
 //! - [`run`]: one configured run, end to end; [`scoring`]: scoring recorded turns
 //!   (shared with `agentload rescore`).
 
+pub mod authoring;
 pub mod bench;
 pub mod client;
 pub mod clock;

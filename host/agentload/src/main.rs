@@ -114,6 +114,11 @@ enum Command {
         #[arg(long, default_value_t = 0.001)]
         time_scale: f64,
     },
+    /// Plugin authoring: scaffold a plugin crate, check a built component.
+    Plugin {
+        #[command(subcommand)]
+        command: agentload::authoring::PluginCommand,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -296,6 +301,7 @@ async fn dispatch(command: Command) -> Result<()> {
         } => bench(&sections, &levels, requests, answer_tokens, out).await,
         Command::Sim(args) => serve_sim(args).await,
         Command::Demo { out, time_scale } => demo(out, time_scale).await,
+        Command::Plugin { command } => agentload::authoring::run(command).await,
     }
 }
 

@@ -4,6 +4,7 @@
 //! Plugins see only what the WIT contract (`wit/`) passes them; WASI is linked
 //! with no files, sockets, environment, clock or entropy (see [`sandbox`]).
 
+pub mod api;
 mod bindings;
 mod engine;
 mod instance;
@@ -11,6 +12,7 @@ mod sandbox;
 mod scorer;
 mod workload;
 
+pub use api::{ComponentApi, WitVersion, World};
 pub use bindings::types;
 pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
 pub use engine::{LoadedComponent, PluginEngine};
@@ -35,6 +37,17 @@ pub enum PluginFailure {
         plugin: String,
         world: &'static str,
         reason: String,
+    },
+    /// The component was built against a WIT package version this host
+    /// has no bindings for (see `wit/README.md`).
+    #[error(
+        "plugin {plugin} was built against {found}, which this agentload does not support \
+         (supported: {supported}); rebuild it with a supported agentload-sdk / WIT package"
+    )]
+    UnsupportedWit {
+        plugin: String,
+        found: String,
+        supported: String,
     },
     /// A call ran past its CPU-time limit and was interrupted.
     #[error("plugin {plugin}: `{call}` exceeded its time limit of {limit_ms} ms and was stopped")]

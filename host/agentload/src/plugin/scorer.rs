@@ -1,6 +1,7 @@
 //! A scorer plugin: every scoring pass runs in a fresh instance, so verdicts
 //! depend only on the items given (no state survives between passes).
 
+use super::api::{WitVersion, World};
 use super::bindings::scorer::ScorerPluginPre;
 use super::bindings::{Report, ScoredItem, Verdict};
 use super::engine::{LoadedComponent, PluginEngine};
@@ -53,6 +54,11 @@ impl ScorerPlugin {
             world: "scorer-plugin",
             reason,
         };
+        // Refuse a component built against a WIT version this host does not
+        // know before linking it (only 0.1.0 is released: one bindings set).
+        match super::api::require(engine.engine(), &loaded.component, &label, World::Scorer)? {
+            WitVersion::V0_1_0 => {}
+        }
         let pre = engine
             .linker()
             .instantiate_pre(&loaded.component)

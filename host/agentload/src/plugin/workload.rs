@@ -1,6 +1,7 @@
 //! A workload plugin instance, re-created after a trap so one bad session
 //! does not end the run.
 
+use super::api::{WitVersion, World};
 use super::bindings::workload::{WorkloadPlugin as Bindings, WorkloadPluginPre};
 use super::bindings::SessionPlan;
 use super::engine::{LoadedComponent, PluginEngine};
@@ -36,6 +37,11 @@ impl WorkloadPlugin {
             world: "workload-plugin",
             reason,
         };
+        // Refuse a component built against a WIT version this host does not
+        // know before linking it (only 0.1.0 is released: one bindings set).
+        match super::api::require(engine.engine(), &loaded.component, &label, World::Workload)? {
+            WitVersion::V0_1_0 => {}
+        }
         let pre = engine
             .linker()
             .instantiate_pre(&loaded.component)

@@ -1,0 +1,101 @@
+//! Tools for plugin authors: `agentload plugin new` ([`scaffold`]) and
+//! `agentload plugin check` ([`check`]).
+
+pub mod check;
+pub mod scaffold;
+
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// `agentload plugin ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum PluginCommand {
+    /// Scaffold a workload plugin crate that uses agentload-sdk.
+    New {
+        /// Crate name, kebab-case (e.g. `my-workload`).
+        name: String,
+        /// Parent folder of the new crate (default: the current folder).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The agentload-sdk crate (plugins/sdk of an agentload checkout;
+        /// default: $AGENTLOAD_SDK, else the checkout agentload was built from).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Validate a plugin component: its world and WIT version, whether it
+    /// loads in the sandbox, and what it does (a workload runs a few turns
+    /// against the in-process simulator; a scorer scores synthetic items).
+    Check {
+        /// The component (`.wasm`).
+        path: PathBuf,
+        /// Turns to run (workloads).
+        #[arg(long, default_value_t = 4)]
+        turns: usize,
+        /// The plugin's settings, a JSON object.
+        #[arg(long)]
+        settings: Option<String>,
+        /// Grant a data file under a logical name (repeatable).
+        #[arg(long = "data", value_name = "NAME=FILE", value_parser = check::parse_grant)]
+        data: Vec<(String, PathBuf)>,
+        /// Expected data (JSON) of the synthetic scorer items.
+        #[arg(long)]
+        expected: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `plugin` subcommand.
+pub async fn run(command: PluginCommand) -> Result<()> {
+    match command {
+        PluginCommand::New { name, dir, sdk } => {
+            let done = scaffold::scaffold(&scaffold::ScaffoldOptions {
+                name: name.clone(),
+                dir,
+                sdk,
+            })?;
+            print!("{}", scaffold::next_steps(&done, &name));
+            Ok(())
+        }
+        PluginCommand::Check {
+            path,
+            turns,
+            settings,
+            data,
+            expected,
+            json,
+        } => {
+            let opts = check::CheckOptions {
+                path,
+                turns,
+                settings,
+                data,
+                expected,
+                limits: crate::plugin::Limits::default(),
+            };
+            let print = |report: &check::CheckReport| -> Result<()> {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(report)?);
+                } else {
+                    print!("{}", check::render(report));
+                }
+                Ok(())
+            };
+            match check::check(&opts).await {
+                Ok(report) => {
+                    print(&report)?;
+                    println!("check passed");
+                    Ok(())
+                }
+                Err(e) => match e.downcast::<check::CheckFailed>() {
+                    Ok(failed) => {
+                        print(&failed.report)?;
+                        Err(failed.error.context("check failed"))
+                    }
+                    Err(e) => Err(e),
+                },
+            }
+        }
+    }
+}

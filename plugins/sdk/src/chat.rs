@@ -1,0 +1,156 @@
+//! Chat messages, tools and sampling parameters.
+
+use crate::wit::agentload::plugin::types::{
+    ChatMessage, Completion, Role, Sampling, ToolCall, TurnOutcome,
+};
+use crate::Error;
+use serde_json::{json, Value};
+
+/// One OpenAI Chat Completions message.
+pub type Message = ChatMessage;
+
+impl ChatMessage {
+    fn of(role: Role, content: Option<String>) -> Self {
+        Self {
+            role,
+            content,
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// A `system` message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::of(Role::System, Some(content.into()))
+    }
+
+    /// A `user` message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::of(Role::User, Some(content.into()))
+    }
+
+    /// An `assistant` message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::of(Role::Assistant, Some(content.into()))
+    }
+
+    /// An `assistant` message with tool calls (and text, when there is some;
+    /// without it the message is sent with no `content` key).
+    pub fn assistant_calls(content: Option<String>, calls: Vec<ToolCall>) -> Self {
+        let mut m = Self::of(Role::Assistant, content);
+        m.tool_calls = calls;
+        m
+    }
+
+    /// The assistant message a completion amounts to, to append to the
+    /// conversation (reasoning kept).
+    pub fn from_completion(c: &Completion) -> Self {
+        let content = (!c.content.is_empty() || c.tool_calls.is_empty()).then(|| c.content.clone());
+        let mut m = Self::assistant_calls(content, c.tool_calls.clone());
+        if !c.reasoning_content.is_empty() {
+            m.reasoning_content = Some(c.reasoning_content.clone());
+        }
+        m
+    }
+
+    /// A `tool` message answering the call `tool_call_id`.
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        let mut m = Self::of(Role::Tool, Some(content.into()));
+        m.tool_call_id = Some(tool_call_id.into());
+        m
+    }
+
+    /// The same message with a `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments` (a JSON object text).
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+impl Completion {
+    /// A completion with text only (for tests).
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            reasoning_content: String::new(),
+            tool_calls: Vec::new(),
+            finish_reason: Some("stop".into()),
+            usage: None,
+        }
+    }
+}
+
+impl TurnOutcome {
+    /// The completion, when the turn completed.
+    pub fn completion(&self) -> Option<&Completion> {
+        match self {
+            Self::Completed(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl Default for Sampling {
+    /// Nothing set: the server's defaults.
+    fn default() -> Self {
+        Self {
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            seed: None,
+            max_completion_tokens: None,
+            tool_choice_json: None,
+        }
+    }
+}
+
+impl Sampling {
+    /// `tool_choice` as a JSON value (e.g. `json!("auto")`).
+    pub fn with_tool_choice(mut self, choice: &Value) -> Self {
+        self.tool_choice_json = Some(choice.to_string());
+        self
+    }
+}
+
+/// An OpenAI tool definition (`{"type": "function", "function": {...}}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool(pub Value);
+
+impl Tool {
+    /// A function tool; `parameters_json` is its JSON Schema as text.
+    pub fn function(name: &str, description: &str, parameters_json: &str) -> Result<Self, Error> {
+        let parameters: Value = serde_json::from_str(parameters_json)
+            .map_err(|e| Error::internal(format!("tool `{name}`: parameters are not JSON: {e}")))?;
+        Ok(Self::function_value(name, description, parameters))
+    }
+
+    /// A function tool with its JSON Schema as a value.
+    pub fn function_value(name: &str, description: &str, parameters: Value) -> Self {
+        Self(json!({
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }))
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> Option<&str> {
+        self.0["function"]["name"].as_str()
+    }
+}

@@ -1,0 +1,306 @@
+//! The [`Scorer`] trait and its records.
+
+use crate::wit::agentload::plugin::types::{Completion, PluginConfig};
+use crate::{Error, Info};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+/// A scorer: verdicts on (expected, completion) pairs, and a report.
+///
+/// Every scoring pass runs in a fresh instance: `Default`, `configure`,
+/// `score` over the items, then `aggregate`. Scorers must be pure: the same
+/// items always give the same verdicts.
+pub trait Scorer: Default + 'static {
+    /// Self-description; `package` is the crate's Cargo metadata.
+    fn describe(package: Info) -> Info {
+        package
+    }
+
+    /// Reads settings. The default accepts no settings at all (any key is
+    /// an error naming it).
+    fn configure(&mut self, config: PluginConfig) -> Result<(), Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct NoSettings {}
+        config.settings::<NoSettings>().map(|_| ())
+    }
+
+    /// The verdict on one item.
+    fn score(&mut self, item: &Item) -> Result<Verdict, Error>;
+
+    /// The report over a whole run. The default: the mean score of the
+    /// items not excluded ([`Report::mean`]).
+    fn aggregate(&mut self, items: &[Item], verdicts: &[Verdict]) -> Result<Report, Error> {
+        let _ = items;
+        Ok(Report::mean(verdicts))
+    }
+}
+
+/// One turn to score.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub item_id: String,
+    pub session_id: String,
+    pub turn: u32,
+    /// The workload's expected data for the turn (JSON text).
+    pub expected_json: String,
+    /// None when the turn was expected but never answered (missing).
+    pub completion: Option<Completion>,
+}
+
+impl Item {
+    /// The expected data, deserialized; an [`Error::Input`] naming the item otherwise.
+    pub fn expected<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_json::from_str(&self.expected_json)
+            .map_err(|e| Error::input(format!("item {}: expected data: {e}", self.item_id)))
+    }
+}
+
+/// The verdict on one item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub item_id: String,
+    /// In [0, 1].
+    pub score: f64,
+    /// Set when the item is not scored at all, with the reason.
+    pub excluded: Option<String>,
+    /// Detail as a JSON object.
+    pub detail: Value,
+}
+
+impl Verdict {
+    /// A verdict of `score` on `item`.
+    pub fn new(item: &Item, score: f64) -> Self {
+        Self {
+            item_id: item.item_id.clone(),
+            score,
+            excluded: None,
+            detail: Value::Object(Default::default()),
+        }
+    }
+
+    /// An item left out of the score, with the reason.
+    pub fn excluded(item: &Item, reason: impl Into<String>) -> Self {
+        Self {
+            excluded: Some(reason.into()),
+            ..Self::new(item, 0.0)
+        }
+    }
+
+    /// With a detail object.
+    pub fn with_detail(mut self, detail: Value) -> Self {
+        self.detail = detail;
+        self
+    }
+}
+
+/// The report of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Headline score in [0, 1].
+    pub score: f64,
+    /// The full report (JSON).
+    pub report: Value,
+}
+
+impl Report {
+    /// The mean score of the verdicts not excluded (0 when there are none),
+    /// with the counts.
+    pub fn mean(verdicts: &[Verdict]) -> Self {
+        let scored: Vec<f64> = verdicts
+            .iter()
+            .filter(|v| v.excluded.is_none())
+            .map(|v| v.score)
+            .collect();
+        let score = if scored.is_empty() {
+            0.0
+        } else {
+            scored.iter().sum::<f64>() / scored.len() as f64
+        };
+        Self {
+            score,
+            report: json!({
+                "score": score,
+                "items": verdicts.len(),
+                "scored": scored.len(),
+                "excluded": verdicts.len() - scored.len(),
+            }),
+        }
+    }
+}
+
+/// The export glue's side (used by [`export_scorer!`](crate::export_scorer)).
+#[doc(hidden)]
+pub mod glue {
+    use super::*;
+    use crate::wit::agentload::plugin::types::{PluginError, PluginInfo, PluginKind};
+    use std::cell::RefCell;
+
+    pub fn describe<S: Scorer>(package: Info) -> PluginInfo {
+        let info = S::describe(package);
+        let description = if info.description.is_empty() {
+            format!("agentload scorer {}", info.name)
+        } else {
+            info.description
+        };
+        PluginInfo {
+            name: info.name,
+            version: info.version,
+            kind: PluginKind::Scorer,
+            description,
+        }
+    }
+
+    pub fn configure<S: Scorer>(
+        state: &RefCell<Option<S>>,
+        config: PluginConfig,
+    ) -> Result<(), PluginError> {
+        let mut scorer = S::default();
+        scorer.configure(config)?;
+        *state.borrow_mut() = Some(scorer);
+        Ok(())
+    }
+
+    fn with<S: Scorer, R>(
+        state: &RefCell<Option<S>>,
+        f: impl FnOnce(&mut S) -> Result<R, Error>,
+    ) -> Result<R, PluginError> {
+        let mut state = state.borrow_mut();
+        let scorer = state
+            .as_mut()
+            .ok_or_else(|| Error::input("called before configure"))?;
+        Ok(f(scorer)?)
+    }
+
+    pub fn score<S: Scorer>(
+        state: &RefCell<Option<S>>,
+        items: &[Item],
+    ) -> Result<Vec<Verdict>, PluginError> {
+        with(state, |s| items.iter().map(|i| s.score(i)).collect())
+    }
+
+    pub fn aggregate<S: Scorer>(
+        state: &RefCell<Option<S>>,
+        items: &[Item],
+        verdicts: &[Verdict],
+    ) -> Result<Report, PluginError> {
+        if items.len() != verdicts.len()
+            || items
+                .iter()
+                .zip(verdicts)
+                .any(|(i, v)| i.item_id != v.item_id)
+        {
+            return Err(Error::input("verdicts do not match the items one for one").into());
+        }
+        with(state, |s| s.aggregate(items, verdicts))
+    }
+
+    /// `detail` as the JSON text the host stores.
+    pub fn detail_json(v: &Verdict) -> String {
+        v.detail.to_string()
+    }
+
+    /// A verdict from the host's record.
+    pub fn verdict(
+        item_id: String,
+        score: f64,
+        excluded: Option<String>,
+        detail_json: &str,
+    ) -> Verdict {
+        Verdict {
+            item_id,
+            score,
+            excluded,
+            detail: serde_json::from_str(detail_json).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// Exports `$ty` (a [`Scorer`] + `Default`) as the plugin's
+/// `agentload:plugin/scorer` implementation. See
+/// [`export_workload!`](crate::export_workload).
+#[macro_export]
+macro_rules! export_scorer {
+    ($ty:ty) => {
+        #[doc(hidden)]
+        type __AgentloadScorer = $ty;
+
+        #[doc(hidden)]
+        #[allow(dead_code, unused_imports, unused_qualifications, clippy::all)]
+        mod __agentload_scorer_export {
+            $crate::__agentload_generate_scorer_plugin!();
+
+            use exports::agentload::plugin::scorer::{Guest, Report, ScoredItem, Verdict};
+            use $crate::__private::scorer as glue;
+            use $crate::__private::types as t;
+            type Plugin = super::__AgentloadScorer;
+
+            ::std::thread_local! {
+                static STATE: ::core::cell::RefCell<::core::option::Option<Plugin>> =
+                    const { ::core::cell::RefCell::new(::core::option::Option::None) };
+            }
+
+            fn items(items: ::std::vec::Vec<ScoredItem>) -> ::std::vec::Vec<$crate::Item> {
+                items
+                    .into_iter()
+                    .map(|i| $crate::Item {
+                        item_id: i.item_id,
+                        session_id: i.session_id,
+                        turn: i.turn,
+                        expected_json: i.expected_json,
+                        completion: i.completion,
+                    })
+                    .collect()
+            }
+
+            struct Component;
+
+            impl Guest for Component {
+                fn describe() -> t::PluginInfo {
+                    glue::describe::<Plugin>($crate::package_info!())
+                }
+
+                fn configure(config: t::PluginConfig) -> ::core::result::Result<(), t::PluginError> {
+                    STATE.with(|s| glue::configure::<Plugin>(s, config))
+                }
+
+                fn score(
+                    list: ::std::vec::Vec<ScoredItem>,
+                ) -> ::core::result::Result<::std::vec::Vec<Verdict>, t::PluginError> {
+                    let list = items(list);
+                    let verdicts = STATE.with(|s| glue::score::<Plugin>(s, &list))?;
+                    ::core::result::Result::Ok(
+                        verdicts
+                            .iter()
+                            .map(|v| Verdict {
+                                item_id: v.item_id.clone(),
+                                score: v.score,
+                                excluded: v.excluded.clone(),
+                                detail_json: glue::detail_json(v),
+                            })
+                            .collect(),
+                    )
+                }
+
+                fn aggregate(
+                    list: ::std::vec::Vec<ScoredItem>,
+                    verdicts: ::std::vec::Vec<Verdict>,
+                ) -> ::core::result::Result<Report, t::PluginError> {
+                    let list = items(list);
+                    let verdicts: ::std::vec::Vec<$crate::Verdict> = verdicts
+                        .into_iter()
+                        .map(|v| glue::verdict(v.item_id, v.score, v.excluded, &v.detail_json))
+                        .collect();
+                    let report = STATE.with(|s| glue::aggregate::<Plugin>(s, &list, &verdicts))?;
+                    ::core::result::Result::Ok(Report {
+                        score: report.score,
+                        report_json: report.report.to_string(),
+                    })
+                }
+            }
+
+            #[cfg(target_arch = "wasm32")]
+            export!(Component with_types_in self);
+        }
+    };
+}

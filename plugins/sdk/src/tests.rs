@@ -1,0 +1,206 @@
+use crate::wit::agentload::plugin::types::{PluginError, TurnRequest};
+use crate::*;
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+struct Settings {
+    temperature: Option<f64>,
+    limit: Option<u32>,
+}
+
+#[test]
+fn settings_parse_and_name_unknown_keys() {
+    let s: Settings = Config::with_settings(r#"{"temperature": 0.5}"#)
+        .settings()
+        .unwrap();
+    assert_eq!(s.temperature, Some(0.5));
+    let empty: Settings = Config::with_settings("").settings().unwrap();
+    assert_eq!(empty, Settings::default());
+    let err = Config::with_settings(r#"{"limt": 3}"#)
+        .settings::<Settings>()
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)));
+    assert!(err.to_string().contains("unknown field `limt`"), "{err}");
+    let err = Config::with_settings(r#"{"limit": "x"}"#)
+        .settings::<Settings>()
+        .unwrap_err();
+    assert!(err.to_string().contains("invalid type"), "{err}");
+}
+
+#[test]
+fn missing_grant_names_the_file_and_the_grants() {
+    let config = Config::with_settings("{}").grant("a", "a.jsonl", "x");
+    let err = config.file("prompts").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("`prompts`") && text.contains("granted: a"),
+        "{text}"
+    );
+    assert!(text.contains("--data prompts=FILE"), "{text}");
+}
+
+#[derive(Debug, Deserialize)]
+struct Row {
+    n: u32,
+}
+
+#[test]
+fn jsonl_errors_carry_file_and_line() {
+    let config =
+        Config::with_settings("{}").grant("rows", "rows.jsonl", "{\"n\": 1}\n\n{\"n\": 2}\n");
+    let rows: Vec<Row> = config.jsonl("rows").unwrap();
+    assert_eq!(rows.iter().map(|r| r.n).collect::<Vec<_>>(), [1, 2]);
+    let config =
+        Config::with_settings("{}").grant("rows", "rows.jsonl", "{\"n\": 1}\n\n{\"n\": x}\n");
+    let err = config.jsonl::<Row>("rows").unwrap_err();
+    match &err {
+        Error::Data { file, line, .. } => assert_eq!((file.as_str(), *line), ("rows.jsonl", 3)),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        err.to_string()
+            .starts_with("invalid data: rows.jsonl:3: invalid JSON"),
+        "{err}"
+    );
+    let lines: Vec<(u32, &str)> = config
+        .lines("rows")
+        .unwrap()
+        .map(|l| (l.number, l.text))
+        .collect();
+    assert_eq!(lines[2], (3, "{\"n\": x}"));
+    let bad = Config::with_settings("{}").grant("b", "b.bin", vec![0xff, 0xfe]);
+    assert!(bad
+        .text("b")
+        .unwrap_err()
+        .to_string()
+        .contains("b.bin: not UTF-8"));
+}
+
+#[test]
+fn errors_map_onto_the_wit_variants() {
+    let e: PluginError = Error::data("f.jsonl", 4, "turns must count 1..N").into();
+    match e {
+        PluginError::InvalidData(d) => {
+            assert_eq!((d.file.as_str(), d.line), ("f.jsonl", 4));
+            assert_eq!(d.message, "turns must count 1..N");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        PluginError::from(Error::config("x")),
+        PluginError::InvalidConfig(_)
+    ));
+    assert!(matches!(
+        PluginError::from(Error::input("x")),
+        PluginError::InvalidInput(_)
+    ));
+    assert!(matches!(
+        PluginError::from(Error::internal("x")),
+        PluginError::Internal(_)
+    ));
+}
+
+#[test]
+fn messages_and_tools() {
+    let m = Message::tool("call-1", "ok");
+    assert_eq!(m.role, Role::Tool);
+    assert_eq!(m.tool_call_id.as_deref(), Some("call-1"));
+    let c = Completion {
+        tool_calls: vec![ToolCall::new("c1", "bash", r#"{"command":"ls"}"#)],
+        ..Completion::text("")
+    };
+    let a = Message::from_completion(&c);
+    assert_eq!(a.role, Role::Assistant);
+    assert_eq!(a.content, None, "tool calls without text send no content");
+    let t = Tool::function("bash", "Run a command", r#"{"type": "object"}"#).unwrap();
+    assert_eq!(t.name(), Some("bash"));
+    assert_eq!(t.0["type"], "function");
+    assert!(Tool::function("bad", "", "{").is_err());
+}
+
+#[test]
+fn turns_become_requests() {
+    let req: TurnRequest = Turn::new(2, vec![Message::user("hi")]).into_request("s1");
+    assert_eq!(req.session_id, "s1");
+    assert_eq!(req.item_id, "s1:2");
+    assert_eq!(req.tools_json, None);
+    assert_eq!(req.expected_json, "{}");
+    let tool = Tool::function_value("f", "d", json!({"type": "object"}));
+    let req = Turn::new(1, vec![])
+        .with_item_id("x")
+        .with_tools(vec![tool])
+        .with_sampling(Sampling {
+            temperature: Some(0.0),
+            ..Sampling::default()
+        })
+        .with_delay_ms(5)
+        .with_expected(json!({"answer": 42}))
+        .into_request("s");
+    assert_eq!(req.item_id, "x");
+    let tools: serde_json::Value =
+        serde_json::from_str(req.tools_json.as_deref().unwrap()).unwrap();
+    assert_eq!(tools[0]["function"]["name"], "f");
+    assert_eq!(req.sampling.temperature, Some(0.0));
+    assert_eq!(req.delay_ms, 5);
+    assert_eq!(req.expected_json, r#"{"answer":42}"#);
+}
+
+#[derive(Default)]
+struct Twice;
+
+impl Workload for Twice {
+    fn configure(&mut self, _config: Config) -> Result<Vec<Session>, Error> {
+        Ok(vec![Session::new("a", 1), Session::new("a", 1)])
+    }
+    fn start(&mut self, _session: &str) -> Result<Turn, Error> {
+        Ok(Turn::new(1, vec![]))
+    }
+    fn next(&mut self, _session: &str, _outcome: Outcome) -> Result<Option<Turn>, Error> {
+        Ok(None)
+    }
+}
+
+#[test]
+fn glue_checks_session_ids_and_order_of_calls() {
+    use crate::workload::glue;
+    let state = std::cell::RefCell::new(None::<Twice>);
+    let err = glue::start(&state, "a".into()).unwrap_err();
+    assert!(matches!(err, PluginError::InvalidInput(m) if m.contains("before configure")));
+    let err = glue::configure(&state, Config::with_settings("{}")).unwrap_err();
+    assert!(matches!(err, PluginError::Internal(m) if m.contains("`a` returned twice")));
+    let info = glue::describe::<Twice>(package_info!());
+    assert_eq!(info.name, "agentload-sdk");
+    assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn report_mean_skips_excluded_items() {
+    let item = |id: &str| Item {
+        item_id: id.into(),
+        session_id: "s".into(),
+        turn: 1,
+        expected_json: r#"{"k": 1}"#.into(),
+        completion: None,
+    };
+    let verdicts = vec![
+        Verdict::new(&item("a"), 1.0),
+        Verdict::new(&item("b"), 0.0),
+        Verdict::excluded(&item("c"), "missing"),
+    ];
+    let r = Report::mean(&verdicts);
+    assert_eq!(r.score, 0.5);
+    assert_eq!(r.report["excluded"], 1);
+    #[derive(Deserialize)]
+    struct K {
+        k: u32,
+    }
+    assert_eq!(item("a").expected::<K>().unwrap().k, 1);
+    assert!(item("a")
+        .expected::<Vec<u8>>()
+        .unwrap_err()
+        .to_string()
+        .contains("item a"));
+    assert_eq!(API_VERSION, format!("agentload:plugin@{WIT_VERSION}"));
+}

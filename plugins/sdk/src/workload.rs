@@ -1,0 +1,263 @@
+//! The [`Workload`] trait and what it produces.
+
+use crate::wit::agentload::plugin::types::{ChatMessage, PluginConfig, Sampling, TurnOutcome};
+use crate::{Error, Info, Tool};
+use serde_json::Value;
+
+/// How the previous turn of a session ended: `Completed(completion)`,
+/// `Failed(cause)`, or `Aborted` (not sent: an earlier turn failed; return
+/// the turn that would have followed, or `None`).
+pub type Outcome = TurnOutcome;
+
+/// A workload: turns data into sessions of chat requests.
+///
+/// One value lives in the plugin instance from `configure` on (made with
+/// `Default`); the host calls `start` for each session it runs, then `next`
+/// after every turn. Sessions may interleave (concurrency > 1), so keep
+/// per-session state keyed by the session id.
+pub trait Workload: Default + 'static {
+    /// Self-description. `package` is the plugin crate's Cargo metadata
+    /// (name, version, description); return it, or change it.
+    fn describe(package: Info) -> Info {
+        package
+    }
+
+    /// Reads settings ([`Config::settings`](crate::Config::settings)) and
+    /// granted files; returns the sessions in issue order.
+    fn configure(&mut self, config: PluginConfig) -> Result<Vec<Session>, Error>;
+
+    /// The first turn of `session`.
+    fn start(&mut self, session: &str) -> Result<Turn, Error>;
+
+    /// The turn after `outcome`, or `None` when the session is over
+    /// (normally after a failed turn).
+    fn next(&mut self, session: &str, outcome: Outcome) -> Result<Option<Turn>, Error>;
+}
+
+/// A session the workload will run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// Unique within the run; sent as `X-Session-ID`.
+    pub id: String,
+    /// Requests the session issues when every turn succeeds.
+    pub expected_turns: u32,
+}
+
+impl Session {
+    /// A session of `expected_turns` turns.
+    pub fn new(id: impl Into<String>, expected_turns: u32) -> Self {
+        Self {
+            id: id.into(),
+            expected_turns,
+        }
+    }
+}
+
+/// One request of a session. The session id is filled in by the SDK.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The turn number within the session (1-based, by convention).
+    pub turn: u32,
+    /// Key of this turn's verdict; default `<session>:<turn>`.
+    pub item_id: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    /// Tool definitions; none sends no `tools` key.
+    pub tools: Vec<Tool>,
+    pub sampling: Sampling,
+    /// Host-clock wait before sending.
+    pub delay_ms: u64,
+    /// What the scorer receives with the completion.
+    pub expected: Value,
+}
+
+impl Turn {
+    /// Turn `turn` with these messages, no tools, server-default sampling.
+    pub fn new(turn: u32, messages: Vec<ChatMessage>) -> Self {
+        Self {
+            turn,
+            item_id: None,
+            messages,
+            tools: Vec::new(),
+            sampling: Sampling::default(),
+            delay_ms: 0,
+            expected: Value::Object(Default::default()),
+        }
+    }
+
+    /// With an item id.
+    pub fn with_item_id(mut self, id: impl Into<String>) -> Self {
+        self.item_id = Some(id.into());
+        self
+    }
+
+    /// With tools.
+    pub fn with_tools(mut self, tools: Vec<Tool>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// With sampling parameters.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    /// With a delay before sending.
+    pub fn with_delay_ms(mut self, delay_ms: u64) -> Self {
+        self.delay_ms = delay_ms;
+        self
+    }
+
+    /// With the scorer's expected data.
+    pub fn with_expected(mut self, expected: Value) -> Self {
+        self.expected = expected;
+        self
+    }
+
+    /// The WIT request for `session`.
+    pub fn into_request(self, session: &str) -> crate::wit::agentload::plugin::types::TurnRequest {
+        crate::wit::agentload::plugin::types::TurnRequest {
+            session_id: session.to_string(),
+            turn: self.turn,
+            item_id: self
+                .item_id
+                .unwrap_or_else(|| format!("{session}:{}", self.turn)),
+            messages: self.messages,
+            tools_json: (!self.tools.is_empty())
+                .then(|| Value::Array(self.tools.into_iter().map(|t| t.0).collect()).to_string()),
+            sampling: self.sampling,
+            delay_ms: self.delay_ms,
+            expected_json: self.expected.to_string(),
+        }
+    }
+}
+
+/// The export glue's side (used by [`export_workload!`](crate::export_workload)).
+#[doc(hidden)]
+pub mod glue {
+    use super::*;
+    use crate::wit::agentload::plugin::types::{PluginError, PluginInfo, PluginKind, TurnRequest};
+    use std::cell::RefCell;
+
+    pub fn describe<W: Workload>(package: Info) -> PluginInfo {
+        let info = W::describe(package);
+        let description = if info.description.is_empty() {
+            format!("agentload workload {}", info.name)
+        } else {
+            info.description
+        };
+        PluginInfo {
+            name: info.name,
+            version: info.version,
+            kind: PluginKind::Workload,
+            description,
+        }
+    }
+
+    pub fn configure<W: Workload>(
+        state: &RefCell<Option<W>>,
+        config: PluginConfig,
+    ) -> Result<Vec<Session>, PluginError> {
+        let mut workload = W::default();
+        let sessions = workload.configure(config)?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = sessions.iter().find(|s| !seen.insert(s.id.as_str())) {
+            return Err(Error::internal(format!("session id `{}` returned twice", dup.id)).into());
+        }
+        *state.borrow_mut() = Some(workload);
+        Ok(sessions)
+    }
+
+    fn with<W: Workload, R>(
+        state: &RefCell<Option<W>>,
+        f: impl FnOnce(&mut W) -> Result<R, Error>,
+    ) -> Result<R, PluginError> {
+        let mut state = state.borrow_mut();
+        let workload = state
+            .as_mut()
+            .ok_or_else(|| Error::input("called before configure"))?;
+        Ok(f(workload)?)
+    }
+
+    pub fn start<W: Workload>(
+        state: &RefCell<Option<W>>,
+        session: String,
+    ) -> Result<TurnRequest, PluginError> {
+        with(state, |w| w.start(&session)).map(|t| t.into_request(&session))
+    }
+
+    pub fn next<W: Workload>(
+        state: &RefCell<Option<W>>,
+        session: String,
+        outcome: Outcome,
+    ) -> Result<Option<TurnRequest>, PluginError> {
+        with(state, |w| w.next(&session, outcome)).map(|t| t.map(|t| t.into_request(&session)))
+    }
+}
+
+/// Exports `$ty` (a [`Workload`] + `Default`) as the plugin's
+/// `agentload:plugin/workload` implementation. Invoke once, at the crate
+/// root (or any module where `$ty` is in scope). The component export is
+/// compiled only for `wasm32`; native builds (unit tests) keep the glue.
+#[macro_export]
+macro_rules! export_workload {
+    ($ty:ty) => {
+        #[doc(hidden)]
+        type __AgentloadWorkload = $ty;
+
+        #[doc(hidden)]
+        #[allow(dead_code, unused_imports, unused_qualifications, clippy::all)]
+        mod __agentload_workload_export {
+            $crate::__agentload_generate_workload_plugin!();
+
+            use exports::agentload::plugin::workload::{Guest, SessionPlan};
+            use $crate::__private::types as t;
+            use $crate::__private::workload as glue;
+            type Plugin = super::__AgentloadWorkload;
+
+            ::std::thread_local! {
+                static STATE: ::core::cell::RefCell<::core::option::Option<Plugin>> =
+                    const { ::core::cell::RefCell::new(::core::option::Option::None) };
+            }
+
+            struct Component;
+
+            impl Guest for Component {
+                fn describe() -> t::PluginInfo {
+                    glue::describe::<Plugin>($crate::package_info!())
+                }
+
+                fn configure(
+                    config: t::PluginConfig,
+                ) -> ::core::result::Result<::std::vec::Vec<SessionPlan>, t::PluginError> {
+                    STATE.with(|s| glue::configure::<Plugin>(s, config)).map(|sessions| {
+                        sessions
+                            .into_iter()
+                            .map(|s| SessionPlan {
+                                id: s.id,
+                                expected_turns: s.expected_turns,
+                            })
+                            .collect()
+                    })
+                }
+
+                fn start_session(
+                    session_id: ::std::string::String,
+                ) -> ::core::result::Result<t::TurnRequest, t::PluginError> {
+                    STATE.with(|s| glue::start::<Plugin>(s, session_id))
+                }
+
+                fn next_turn(
+                    session_id: ::std::string::String,
+                    outcome: t::TurnOutcome,
+                ) -> ::core::result::Result<::core::option::Option<t::TurnRequest>, t::PluginError>
+                {
+                    STATE.with(|s| glue::next::<Plugin>(s, session_id, outcome))
+                }
+            }
+
+            #[cfg(target_arch = "wasm32")]
+            export!(Component with_types_in self);
+        }
+    };
+}

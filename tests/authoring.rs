@@ -1,0 +1,177 @@
+//! Plugin authoring end to end: `agentload plugin new` scaffolds a workload
+//! crate on agentload-sdk, cargo builds it for wasm32-wasip2, and
+//! `agentload plugin check` reports its world, WIT version, sessions and
+//! turns run against the simulator. A component built against an older WIT
+//! package is refused with an error naming it, its version and the
+//! supported ones.
+//!
+//! The build compiles a crate and its dependencies (a minute or two the
+//! first time on 2 cores); later runs reuse `target/authoring`.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// The old-contract fixture (tests/plugins/old-wit/old_wit.wat, assembled).
+fn old_wit() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/plugins/old-wit/old_wit.wasm")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaffold_build_and_check_a_workload() {
+    let scratch = scratch("authoring");
+    let out = agentload(
+        &[
+            "plugin",
+            "new",
+            "demo-workload",
+            "--dir",
+            scratch.path().to_str().unwrap(),
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "plugin new: {}", text(&out));
+    let crate_dir = scratch.path().join("demo-workload");
+    for file in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "README.md",
+        "run.toml",
+        "prompts.jsonl",
+    ] {
+        assert!(crate_dir.join(file).is_file(), "{file} scaffolded");
+    }
+
+    // One build, into a target folder kept between runs.
+    let target = PathBuf::from(env!("CARGO_BIN_EXE_agentload"))
+        .parent()
+        .unwrap()
+        .join("../authoring");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = tokio::process::Command::new(cargo)
+        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2"])
+        .current_dir(&crate_dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .await
+        .expect("cargo runs");
+    assert!(build.status.success(), "cargo build: {}", text(&build));
+    let wasm = target.join("wasm32-wasip2/plugin/demo_workload.wasm");
+    assert!(wasm.is_file(), "{} built", wasm.display());
+
+    let prompts = format!("prompts={}", crate_dir.join("prompts.jsonl").display());
+    let settings = r#"{"temperature": 0.0, "max_completion_tokens": 32}"#;
+    let out = agentload(
+        &[
+            "plugin",
+            "check",
+            wasm.to_str().unwrap(),
+            "--data",
+            &prompts,
+            "--settings",
+            settings,
+            "--turns",
+            "3",
+            "--json",
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "plugin check: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
+    let report: serde_json::Value = serde_json::from_str(&stdout[..json_end]).unwrap();
+    assert_eq!(report["world"], "workload-plugin", "{report:#}");
+    assert_eq!(
+        report["wit_versions"],
+        serde_json::json!(["agentload:plugin@0.1.0"])
+    );
+    assert_eq!(report["plugin"]["name"], "demo-workload");
+    assert_eq!(report["plugin"]["kind"], "workload");
+    let workload = &report["workload"];
+    assert_eq!(workload["sessions"], 3, "{workload:#}");
+    assert_eq!(workload["completed_turns"], 3, "{workload:#}");
+    assert_eq!(workload["sessions_finished"], 3, "{workload:#}");
+    let first = &workload["turns"][0];
+    assert_eq!(first["session"], "greeting");
+    assert_eq!(first["roles"], serde_json::json!(["user"]));
+    assert_eq!(first["sampling"]["max_completion_tokens"], 32);
+    assert_eq!(first["status"], "completed");
+    assert!(stdout.contains("check passed"), "{stdout}");
+
+    // The SDK's settings parsing names a misspelt key.
+    let out = agentload(
+        &[
+            "plugin",
+            "check",
+            wasm.to_str().unwrap(),
+            "--data",
+            &prompts,
+            "--settings",
+            r#"{"temprature": 0.0}"#,
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(
+        t.contains("invalid config") && t.contains("unknown field `temprature`"),
+        "{t}"
+    );
+
+    // A missing grant names the logical file.
+    let out = agentload(&["plugin", "check", wasm.to_str().unwrap()], scratch.path()).await;
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("no data file granted as `prompts`"), "{t}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_a_component_built_against_an_older_wit() {
+    let scratch = scratch("old-wit-check");
+    let out = agentload(
+        &["plugin", "check", old_wit().to_str().unwrap()],
+        scratch.path(),
+    )
+    .await;
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("wit        agentload:plugin@0.0.1"), "{t}");
+    assert!(
+        t.contains(
+            "plugin old_wit was built against agentload:plugin@0.0.1, which this agentload \
+             does not support (supported: agentload:plugin@0.1.0)"
+        ),
+        "{t}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_refuses_a_component_built_against_an_older_wit() {
+    let scratch = scratch("old-wit-run");
+    let config = format!(
+        r#"name = "old-wit"
+[model]
+name = "m"
+tokenizer = "none"
+[endpoint]
+url = "http://127.0.0.1:9"
+[performance]
+workload = "{}"
+"#,
+        old_wit().display()
+    );
+    std::fs::write(scratch.path().join("run.toml"), config).unwrap();
+    let out = agentload(&["run", "run.toml", "--out", "out"], scratch.path()).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("plugin old_wit was built against agentload:plugin@0.0.1")
+            && t.contains("supported: agentload:plugin@0.1.0"),
+        "{t}"
+    );
+}
