@@ -4,7 +4,7 @@
 
 use crate::call::{self, Callee, Parsed};
 use crate::py::{from_json, Py};
-use crate::sim::{self, LongContext, Simulator};
+use crate::sim::{self, Globals, Simulator};
 
 /// An instance's public attributes, in assignment order.
 pub type State = Vec<(String, Py)>;
@@ -27,12 +27,11 @@ struct Instance {
 
 /// The persistent instances of one entry for one run (`model_name` plus
 /// `_eval` in the checker; ground truth uses `<model>_ground_truth`).
-pub struct Session<'a> {
+pub struct Session {
     model_name: String,
     test_id: String,
     long_context: bool,
     initial_config: Py,
-    data: &'a LongContext,
     instances: Vec<Instance>,
 }
 
@@ -50,7 +49,7 @@ pub fn instance_name(model_name: &str, test_id: &str, class: &str) -> String {
         .collect()
 }
 
-impl<'a> Session<'a> {
+impl Session {
     /// A session; `model_name` is the final one (with `_eval` when the
     /// checker sets `is_evaL_run`).
     pub fn new(
@@ -58,19 +57,17 @@ impl<'a> Session<'a> {
         test_id: &str,
         initial_config: &serde_json::Value,
         long_context: bool,
-        data: &'a LongContext,
-    ) -> Session<'a> {
+    ) -> Session {
         Session {
             model_name: model_name.into(),
             test_id: test_id.into(),
             long_context,
             initial_config: from_json(initial_config),
-            data,
             instances: Vec::new(),
         }
     }
 
-    fn ensure(&mut self, class: &str) {
+    fn ensure(&mut self, class: &str, g: &mut Globals) {
         if self.instances.iter().any(|i| i.class == class) {
             return;
         }
@@ -82,7 +79,7 @@ impl<'a> Session<'a> {
                     .get(class)
                     .cloned()
                     .unwrap_or(Py::Dict(vec![]));
-                s.load_scenario(cfg, self.long_context, self.data);
+                s.load_scenario(cfg, self.long_context, g);
             }
         }
         self.instances.push(Instance {
@@ -93,10 +90,15 @@ impl<'a> Session<'a> {
     }
 
     /// Runs one step's call strings (`func_call_list`) with the classes of
-    /// `involved_classes`.
-    pub fn execute(&mut self, calls: &[String], involved: &[String]) -> Vec<Outcome> {
+    /// `involved_classes`; `g` stands for the Python process's globals.
+    pub fn execute(
+        &mut self,
+        calls: &[String],
+        involved: &[String],
+        g: &mut Globals,
+    ) -> Vec<Outcome> {
         for c in involved {
-            self.ensure(c);
+            self.ensure(c, g);
         }
         // method name -> instance name; later classes win, as in the dict.
         let mut mapping: Vec<(&'static str, String)> = Vec::new();
@@ -119,12 +121,12 @@ impl<'a> Session<'a> {
             .iter()
             .map(|c| {
                 let rewritten = call::rewrite(c, &lookup);
-                self.eval(&rewritten)
+                self.eval(&rewritten, g)
             })
             .collect()
     }
 
-    fn eval(&mut self, rewritten: &str) -> Outcome {
+    fn eval(&mut self, rewritten: &str, g: &mut Globals) -> Outcome {
         let err = |e: String| Outcome::Result(format!("Error during execution: {e}"));
         if let Some(e) = call::blocked(rewritten) {
             return err(e);
@@ -144,7 +146,7 @@ impl<'a> Session<'a> {
                 if !sim::methods_of(&class).contains(&method.as_str()) {
                     return err(format!("'{class}' object has no attribute '{method}'"));
                 }
-                match sim.call(&method, &args) {
+                match sim.call(&method, &args, g) {
                     Ok(v) => Outcome::Result(stringify(&v)),
                     Err(e) => match e.strip_prefix(sim::NOT_PORTED) {
                         Some(what) => Outcome::NotPorted(format!("{class}: {what}")),
@@ -157,10 +159,10 @@ impl<'a> Session<'a> {
 
     /// The public state of every instance created so far, by class; `None`
     /// for classes not ported.
-    pub fn states(&self) -> Vec<(String, Option<State>)> {
+    pub fn states(&self, g: &Globals) -> Vec<(String, Option<State>)> {
         self.instances
             .iter()
-            .map(|i| (i.class.clone(), i.sim.as_ref().map(|s| s.state())))
+            .map(|i| (i.class.clone(), i.sim.as_ref().map(|s| s.state(g))))
             .collect()
     }
 }

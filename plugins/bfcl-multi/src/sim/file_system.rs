@@ -7,7 +7,7 @@
 //! directory gives the copy a shallow copy of the dict (the children objects
 //! are shared, so writing a file in the copy changes the original).
 
-use super::{not_ported, LongContext, Simulator};
+use super::{not_ported, Globals, LongContext, Simulator};
 use crate::call::Args;
 use crate::py::{dict, s, str_repr, Py, PyResult};
 
@@ -420,7 +420,8 @@ impl FileSystem {
 }
 
 impl Simulator for FileSystem {
-    fn load_scenario(&mut self, sc: Py, long_context: bool, data: &LongContext) {
+    fn load_scenario(&mut self, sc: Py, long_context: bool, g: &mut Globals) {
+        let data = &g.long_context;
         self.long_context = long_context;
         self.root = self.new_dir("/", None);
         if let Some(Py::Dict(items)) = sc.get("root") {
@@ -435,7 +436,7 @@ impl Simulator for FileSystem {
         self.cur = self.root;
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
         let q = format!("GorillaFileSystem.{method}");
         match method {
             "pwd" => {
@@ -788,7 +789,7 @@ impl Simulator for FileSystem {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         vec![
             ("long_context".into(), Py::Bool(self.long_context)),
             ("root".into(), Py::Opaque(self.canon_node(self.root, 0))),

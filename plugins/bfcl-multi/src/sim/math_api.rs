@@ -2,9 +2,9 @@
 //!
 //! `logarithm` returns an mpmath `mpf` (so the result dict falls back to
 //! `str()`); its value is tabulated for the ground-truth inputs.
-//! `square_root` (a `Decimal`) is not ported.
+//! `square_root` (a `Decimal`) is not ported, nor `logarithm` beyond the table.
 
-use super::{LongContext, Simulator};
+use super::{Globals, Simulator};
 use crate::call::Args;
 use crate::py::{arith, dict, lt, s, Op, Py, PyResult};
 
@@ -98,9 +98,9 @@ fn py_round(x: &Py, n: &Py) -> PyResult<Py> {
 }
 
 impl Simulator for MathApi {
-    fn load_scenario(&mut self, _: Py, _: bool, _: &LongContext) {}
+    fn load_scenario(&mut self, _: Py, _: bool, _: &mut Globals) {}
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
         let q = format!("MathAPI.{method}");
         let num = |n: &'static str| (n, None);
         match method {
@@ -252,11 +252,80 @@ impl Simulator for MathApi {
                     "All elements in the list must be numbers",
                 )
             }
+            "si_unit_conversion" => {
+                let a = args.bind(&q, &[num("value"), num("unit_in"), num("unit_out")])?;
+                if !a[0].is_number() {
+                    return Ok(error("Value must be a number"));
+                }
+                let factor = |u: &Py| -> Option<Py> {
+                    Some(match u.as_str()? {
+                        "km" => Py::Int(1000),
+                        "m" => Py::Int(1),
+                        "cm" => Py::Float(0.01),
+                        "mm" => Py::Float(0.001),
+                        "um" => Py::Float(1e-6),
+                        "nm" => Py::Float(1e-9),
+                        _ => return None,
+                    })
+                };
+                let (Some(fin), Some(fout)) = (factor(&a[1]), factor(&a[2])) else {
+                    return Ok(error(&format!(
+                        "Conversion from '{}' to '{}' is not supported",
+                        a[1].to_str(),
+                        a[2].to_str()
+                    )));
+                };
+                let inverse = arith(&Py::Int(1), Op::Div, &fout)?;
+                let meters = arith(&a[0], Op::Mul, &fin)?;
+                Ok(result(arith(&meters, Op::Mul, &inverse)?))
+            }
+            "imperial_si_conversion" => {
+                let a = args.bind(&q, &[num("value"), num("unit_in"), num("unit_out")])?;
+                if !a[0].is_number() {
+                    return Ok(error("Value must be a number"));
+                }
+                if crate::py::py_eq(&a[1], &a[2]) {
+                    return Ok(result(a[0].clone()));
+                }
+                let key = format!("{}_to_{}", a[1].to_str(), a[2].to_str());
+                let conv = match key.as_str() {
+                    "cm_to_in" => 0.393701,
+                    "in_to_cm" => 2.54,
+                    "m_to_ft" => 3.28084,
+                    "ft_to_m" => 0.3048,
+                    "m_to_yd" => 1.09361,
+                    "yd_to_m" => 0.9144,
+                    "km_to_miles" => 0.621371,
+                    "miles_to_km" => 1.60934,
+                    "kg_to_lb" => 2.20462,
+                    "lb_to_kg" => 0.453592,
+                    "celsius_to_fahrenheit" => 1.8,
+                    "fahrenheit_to_celsius" => 5.0 / 9.0,
+                    _ => {
+                        return Ok(error(&format!(
+                            "Conversion from '{}' to '{}' is not supported",
+                            a[1].to_str(),
+                            a[2].to_str()
+                        )))
+                    }
+                };
+                let conv = Py::Float(conv);
+                let r = match key.as_str() {
+                    "celsius_to_fahrenheit" => {
+                        arith(&arith(&a[0], Op::Mul, &conv)?, Op::Add, &Py::Int(32))?
+                    }
+                    "fahrenheit_to_celsius" => {
+                        arith(&arith(&a[0], Op::Sub, &Py::Int(32))?, Op::Mul, &conv)?
+                    }
+                    _ => arith(&a[0], Op::Mul, &conv)?,
+                };
+                Ok(result(r))
+            }
             _ => Err(crate::sim::NOT_PORTED.to_string() + method),
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         Vec::new()
     }
 }

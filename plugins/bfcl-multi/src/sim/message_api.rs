@@ -1,6 +1,6 @@
 //! `MessageAPI` (`message_api.py`): workspace messaging with random ids.
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::mt::PyRandom;
 use crate::py::{arith, contains, dict, py_eq, s, Op, Py, PyResult};
@@ -76,7 +76,7 @@ impl MessageApi {
 }
 
 impl Simulator for MessageApi {
-    fn load_scenario(&mut self, sc: Py, _: bool, _: &LongContext) {
+    fn load_scenario(&mut self, sc: Py, _: bool, _: &mut Globals) {
         let seed = match sc.get("random_seed") {
             Some(Py::Int(i)) => *i,
             _ => 200191,
@@ -108,7 +108,7 @@ impl Simulator for MessageApi {
             .set("current_user", get_or(&sc, "current_user", Py::None));
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
         let q = format!("MessageAPI.{method}");
         match method {
             "list_users" => {
@@ -300,7 +300,7 @@ impl Simulator for MessageApi {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         self.a.public()
     }
 }

@@ -17,14 +17,36 @@ pub mod vehicle_control;
 /// The padding data of `long_context.py`, by constant name (a dict).
 pub type LongContext = Py;
 
+/// What the simulators share through Python module globals within one
+/// process (the checker runs every entry, model and ground truth, in one).
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    /// `long_context.py`'s constants.
+    pub long_context: LongContext,
+    /// The mutable default `mentions=[]` of `TwitterAPI.post_tweet`: one
+    /// list object, shared by every tweet posted without mentions (in any
+    /// instance) and extended by `mention()` on any of them.
+    pub twitter_default_mentions: Vec<Py>,
+}
+
+impl Globals {
+    /// Fresh globals (a new Python process) with the long-context data.
+    pub fn new(long_context: LongContext) -> Globals {
+        Globals {
+            long_context,
+            twitter_default_mentions: Vec::new(),
+        }
+    }
+}
+
 /// One simulated API instance.
 pub trait Simulator {
     /// `_load_scenario(deepcopy(initial_config[Class]), long_context)`.
-    fn load_scenario(&mut self, scenario: Py, long_context: bool, data: &LongContext);
+    fn load_scenario(&mut self, scenario: Py, long_context: bool, g: &mut Globals);
     /// Calls a public method; `Err` carries `str(e)` of the exception raised.
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py>;
+    fn call(&mut self, method: &str, args: &Args, g: &mut Globals) -> PyResult<Py>;
     /// The public attributes (`vars()` without `_` names), in assignment order.
-    fn state(&self) -> Vec<(String, Py)>;
+    fn state(&self, g: &Globals) -> Vec<(String, Py)>;
 }
 
 /// The public methods of every class (`inspect.getmembers(..., ismethod)`

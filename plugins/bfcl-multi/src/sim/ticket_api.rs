@@ -1,6 +1,6 @@
 //! `TicketAPI` (`ticket_api.py`): a support-ticket queue.
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::py::{dict, lt, py_eq, s, Py, PyResult};
 
@@ -50,7 +50,7 @@ impl TicketApi {
 }
 
 impl Simulator for TicketApi {
-    fn load_scenario(&mut self, sc: Py, _: bool, _: &LongContext) {
+    fn load_scenario(&mut self, sc: Py, _: bool, _: &mut Globals) {
         self.a.set(
             "ticket_queue",
             get_or(&sc, "ticket_queue", Py::List(vec![])),
@@ -61,7 +61,7 @@ impl Simulator for TicketApi {
             .set("current_user", get_or(&sc, "current_user", Py::None));
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
         let q = format!("TicketAPI.{method}");
         match method {
             "create_ticket" => {
@@ -157,11 +157,12 @@ impl Simulator for TicketApi {
                     .map(|(k, _)| k.to_str())
                     .collect();
                 if !invalid.is_empty() {
-                    if invalid.len() > 1 {
-                        // Python joins a set: the order depends on string hashing.
-                        return not_ported("edit_ticket with several invalid fields");
-                    }
-                    return Ok(error(format!("Invalid fields for update: {}", invalid[0])));
+                    // Python joins a set: with several fields the order depends
+                    // on the process's string hashing; this keeps the given order.
+                    return Ok(error(format!(
+                        "Invalid fields for update: {}",
+                        invalid.join(", ")
+                    )));
                 }
                 let t = self.ticket_mut(i);
                 for (k, v) in updates {
@@ -234,7 +235,7 @@ impl Simulator for TicketApi {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         self.a.public()
     }
 }

@@ -4,12 +4,17 @@
 //! time zone of the Python process; the port assumes UTC (as on the machine
 //! that produced the parity fixture).
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::mt::PyRandom;
 use crate::py::{
     arith, contains, dict, from_json, gt, le, lt, py_eq, s, to_float, Op, Py, PyResult,
 };
+
+/// A constant of `long_context.py`.
+fn ext(g: &Globals, name: &str) -> Py {
+    g.long_context.get(name).cloned().unwrap_or(Py::None)
+}
 
 /// The public methods.
 pub const METHODS: &[&str] = &[
@@ -62,7 +67,6 @@ const SYMBOLS: &[(&str, &str)] = &[
 pub struct TradingBot {
     a: Attrs,
     random: Option<PyRandom>,
-    data: Py,
 }
 
 fn error(msg: String) -> Py {
@@ -155,10 +159,6 @@ impl TradingBot {
         self.a.get("long_context").truthy()
     }
 
-    fn ext(&self, name: &str) -> Py {
-        self.data.get(name).cloned().unwrap_or(Py::None)
-    }
-
     fn timestamp(&mut self) -> String {
         let r = self.random.as_mut().expect("loaded");
         timestamp_text(r.randint(CURRENT_TIMESTAMP, CURRENT_TIMESTAMP + 86_400))
@@ -184,21 +184,7 @@ impl TradingBot {
 }
 
 impl Simulator for TradingBot {
-    fn load_scenario(&mut self, sc: Py, long_context: bool, data: &LongContext) {
-        self.data = Py::Dict(
-            [
-                "AUTOMOBILE_EXTENSION",
-                "MA_5_EXTENSION",
-                "MA_20_EXTENSION",
-                "ORDER_DETAIL_EXTENSION",
-                "TECHNOLOGY_EXTENSION",
-                "TRANSACTION_HISTORY_EXTENSION",
-                "WATCH_LIST_EXTENSION",
-            ]
-            .iter()
-            .map(|k| (s(*k), data.get(k).cloned().unwrap_or(Py::None)))
-            .collect(),
-        );
+    fn load_scenario(&mut self, sc: Py, long_context: bool, _: &mut Globals) {
         let def = from_json(&serde_json::from_str(DEFAULT_STATE).expect("default state"));
         let d = |k: &str| def.get(k).cloned().unwrap_or(Py::None);
         let orders = get_or(&sc, "orders", d("orders"));
@@ -232,7 +218,7 @@ impl Simulator for TradingBot {
         self.random = Some(PyRandom::new(seed as i128));
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, g: &mut Globals) -> PyResult<Py> {
         let q = format!("TradingBot.{method}");
         let authed = self.a.get("authenticated").truthy();
         let lc = self.lc();
@@ -259,8 +245,8 @@ impl Simulator for TradingBot {
                 };
                 if lc {
                     let mut stock = stock;
-                    stock.set("MA(5)", self.ext("MA_5_EXTENSION"));
-                    stock.set("MA(20)", self.ext("MA_20_EXTENSION"));
+                    stock.set("MA(5)", ext(g, "MA_5_EXTENSION"));
+                    stock.set("MA(20)", ext(g, "MA_20_EXTENSION"));
                     return Ok(stock);
                 }
                 Ok(stock)
@@ -283,7 +269,7 @@ impl Simulator for TradingBot {
                     let mut order = order;
                     let symbol = order.get("symbol").ok_or("'symbol'")?.to_str();
                     let mut meta = Py::Dict(vec![]);
-                    if let Py::Dict(items) = self.ext("ORDER_DETAIL_EXTENSION") {
+                    if let Py::Dict(items) = ext(g, "ORDER_DETAIL_EXTENSION") {
                         for (k, v) in items {
                             match format_symbol(&v.to_str(), &symbol) {
                                 Ok(t) => meta.set_key(k, s(t)),
@@ -509,7 +495,7 @@ impl Simulator for TradingBot {
                         .cloned()
                         .unwrap_or_default();
                     list.extend(
-                        self.ext("WATCH_LIST_EXTENSION")
+                        ext(g, "WATCH_LIST_EXTENSION")
                             .items()
                             .cloned()
                             .unwrap_or_default(),
@@ -552,7 +538,7 @@ impl Simulator for TradingBot {
                     .unwrap_or_default();
                 if lc {
                     list.extend(
-                        self.ext("TRANSACTION_HISTORY_EXTENSION")
+                        ext(g, "TRANSACTION_HISTORY_EXTENSION")
                             .items()
                             .cloned()
                             .unwrap_or_default(),
@@ -569,13 +555,13 @@ impl Simulator for TradingBot {
                 let mut auto: Vec<Py> = ["TSLA", "F", "GM"].iter().map(|x| s(*x)).collect();
                 if lc {
                     tech.extend(
-                        self.ext("TECHNOLOGY_EXTENSION")
+                        ext(g, "TECHNOLOGY_EXTENSION")
                             .items()
                             .cloned()
                             .unwrap_or_default(),
                     );
                     auto.extend(
-                        self.ext("AUTOMOBILE_EXTENSION")
+                        ext(g, "AUTOMOBILE_EXTENSION")
                             .items()
                             .cloned()
                             .unwrap_or_default(),
@@ -655,7 +641,7 @@ impl Simulator for TradingBot {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         self.a.public()
     }
 }

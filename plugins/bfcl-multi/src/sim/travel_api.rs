@@ -4,7 +4,7 @@
 //! `verify_traveler_information` computes the traveler's age from today's
 //! date (UTC here, local time in Python).
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::mt::PyRandom;
 use crate::py::{arith, contains, dict, lt, py_eq, s, to_float, Op, Py, PyResult};
@@ -428,7 +428,8 @@ impl TravelApi {
 }
 
 impl Simulator for TravelApi {
-    fn load_scenario(&mut self, sc: Py, long_context: bool, data: &LongContext) {
+    fn load_scenario(&mut self, sc: Py, long_context: bool, g: &mut Globals) {
+        let data = &g.long_context;
         let seed = match sc.get("random_seed") {
             Some(Py::Int(i)) => *i,
             _ => 141_053,
@@ -470,7 +471,7 @@ impl Simulator for TravelApi {
         }
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
         let q = format!("TravelAPI.{method}");
         match method {
             "authenticate_travel" => {
@@ -636,8 +637,13 @@ impl Simulator for TravelApi {
                     return Ok(fail(f, "Invalid date format. Use YYYY-MM-DD."));
                 }
                 if !matches!(a[5].as_str(), Some("economy" | "business" | "first")) {
-                    // The message prints a set of str, whose order depends on hashing.
-                    return not_ported("book_flight with an invalid class (set repr)");
+                    // Python prints a set of str here: its order depends on the
+                    // process's string hashing (PYTHONHASHSEED), so no fixed
+                    // text matches every run; this is one of the six orders.
+                    return Ok(fail(
+                        f,
+                        "Invalid travel class. Must be one of {'economy', 'business', 'first'}",
+                    ));
                 }
                 if let Err(e) = self.flight_cost(&a[3], &a[4], &a[2], &a[5])? {
                     return Ok(fail(f, e));
@@ -920,7 +926,7 @@ impl Simulator for TravelApi {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         self.a.public()
     }
 }

@@ -1,6 +1,6 @@
 //! `TwitterAPI` (`posting_api.py`): tweets, retweets, comments, following.
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::py::{arith, contains, dict, py_eq, s, Op, Py, PyResult};
 
@@ -27,6 +27,9 @@ pub const METHODS: &[&str] = &[
 #[derive(Default)]
 pub struct TwitterApi {
     a: Attrs,
+    /// Keys of the tweets whose `mentions` is the shared default list
+    /// ([`Globals::twitter_default_mentions`]).
+    default_mentions: Vec<Py>,
 }
 
 fn error(msg: String) -> Py {
@@ -68,7 +71,7 @@ impl TwitterApi {
 }
 
 impl Simulator for TwitterApi {
-    fn load_scenario(&mut self, sc: Py, _: bool, _: &LongContext) {
+    fn load_scenario(&mut self, sc: Py, _: bool, _: &mut Globals) {
         self.a.set("username", get_or(&sc, "username", s("john")));
         self.a
             .set("password", get_or(&sc, "password", s("john123")));
@@ -97,7 +100,60 @@ impl Simulator for TwitterApi {
             .set("tweet_counter", get_or(&sc, "tweet_counter", Py::Int(0)));
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, g: &mut Globals) -> PyResult<Py> {
+        // Tweets posted without mentions alias one process-wide list.
+        self.pull_default_mentions(g);
+        let mut out = self.call_inner(method, args);
+        if method == "post_tweet" && out.as_ref().is_ok_and(|v| v.get("error").is_none()) {
+            let key = arith(self.a.get("tweet_counter"), Op::Sub, &Py::Int(1))?;
+            let defaulted = args.pos.len() < 3 && !args.kw.iter().any(|(k, _)| k == "mentions");
+            self.default_mentions.retain(|k| !py_eq(k, &key));
+            if defaulted {
+                self.default_mentions.push(key);
+                self.pull_default_mentions(g);
+                if let Ok(tweet) = out.as_mut() {
+                    tweet.set("mentions", Py::List(g.twitter_default_mentions.clone()));
+                }
+            }
+        }
+        for k in &self.default_mentions {
+            if let Some(m) = self
+                .a
+                .get("tweets")
+                .get_key(k)
+                .and_then(|t| t.get("mentions"))
+            {
+                if let Some(items) = m.items() {
+                    if !py_eq(m, &Py::List(g.twitter_default_mentions.clone())) {
+                        g.twitter_default_mentions = items.clone();
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn state(&self, g: &Globals) -> Vec<(String, Py)> {
+        let mut me = TwitterApi {
+            a: self.a.clone(),
+            default_mentions: self.default_mentions.clone(),
+        };
+        me.pull_default_mentions(g);
+        me.a.public()
+    }
+}
+
+impl TwitterApi {
+    fn pull_default_mentions(&mut self, g: &Globals) {
+        for k in self.default_mentions.clone() {
+            if let Some(t) = self.a.get_mut("tweets").get_key_mut(&k) {
+                t.set("mentions", Py::List(g.twitter_default_mentions.clone()));
+            }
+        }
+    }
+
+    fn call_inner(&mut self, method: &str, args: &Args) -> PyResult<Py> {
         let q = format!("TwitterAPI.{method}");
         let authed = self.a.get("authenticated").truthy();
         match method {
@@ -327,9 +383,5 @@ impl Simulator for TwitterApi {
             }
             _ => not_ported(method),
         }
-    }
-
-    fn state(&self) -> Vec<(String, Py)> {
-        self.a.public()
     }
 }

@@ -1,10 +1,15 @@
 //! `VehicleControlAPI` (`vehicle_control.py`): a car's doors, engine, brakes,
 //! fuel and navigation.
 
-use super::{get_or, not_ported, Attrs, LongContext, Simulator};
+use super::{get_or, not_ported, Attrs, Globals, Simulator};
 use crate::call::Args;
 use crate::mt::PyRandom;
 use crate::py::{arith, dict, gt, le, lt, py_eq, s, to_float, Op, Py, PyResult};
+
+/// A constant of `long_context.py`.
+fn ext(g: &Globals, name: &str) -> Py {
+    g.long_context.get(name).cloned().unwrap_or(Py::None)
+}
 
 /// The public methods.
 pub const METHODS: &[&str] = &[
@@ -37,7 +42,6 @@ pub const METHODS: &[&str] = &[
 pub struct VehicleControlApi {
     a: Attrs,
     random: Option<PyRandom>,
-    data: Py,
 }
 
 fn error(msg: &str) -> Py {
@@ -78,10 +82,6 @@ impl VehicleControlApi {
         self.a.get("long_context").truthy()
     }
 
-    fn ext(&self, name: &str) -> Py {
-        self.data.get(name).cloned().unwrap_or(Py::None)
-    }
-
     fn doors(&self) -> Vec<(Py, Py)> {
         match self.a.get("doorStatus") {
             Py::Dict(items) => items.clone(),
@@ -91,18 +91,7 @@ impl VehicleControlApi {
 }
 
 impl Simulator for VehicleControlApi {
-    fn load_scenario(&mut self, sc: Py, long_context: bool, data: &LongContext) {
-        self.data = Py::Dict(
-            [
-                "CAR_STATUS_METADATA_EXTENSION",
-                "INTERMEDIARY_CITIES",
-                "LONG_WEATHER_EXTENSION",
-                "PARKING_BRAKE_INSTRUCTION",
-            ]
-            .iter()
-            .map(|k| (s(*k), data.get(k).cloned().unwrap_or(Py::None)))
-            .collect(),
-        );
+    fn load_scenario(&mut self, sc: Py, long_context: bool, _: &mut Globals) {
         let seed = match sc.get("random_seed") {
             Some(Py::Int(i)) => *i,
             _ => 141053,
@@ -175,7 +164,7 @@ impl Simulator for VehicleControlApi {
         a.set("long_context", Py::Bool(long_context));
     }
 
-    fn call(&mut self, method: &str, args: &Args) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, g: &mut Globals) -> PyResult<Py> {
         let q = format!("VehicleControlAPI.{method}");
         let lc = self.long_context();
         match method {
@@ -307,11 +296,9 @@ impl Simulator for VehicleControlApi {
                 let t = Py::Float(self.random.as_mut().expect("loaded").uniform(-10.0, 40.0));
                 if lc {
                     // The module-level dict is updated in place and returned.
-                    let mut ext = self.ext("LONG_WEATHER_EXTENSION");
+                    let mut ext = ext(g, "LONG_WEATHER_EXTENSION");
                     ext.set("outsideTemperature", t);
-                    if let Some(slot) = self.data.get_mut("LONG_WEATHER_EXTENSION") {
-                        *slot = ext.clone();
-                    }
+                    g.long_context.set("LONG_WEATHER_EXTENSION", ext.clone());
                     return Ok(ext);
                 }
                 Ok(dict([("outsideTemperature", t)]))
@@ -334,7 +321,7 @@ impl Simulator for VehicleControlApi {
                 let a = args.bind(&q, &[("option", None)])?;
                 let mut st = Py::Dict(vec![]);
                 if lc {
-                    st.set("metadata", self.ext("CAR_STATUS_METADATA_EXTENSION"));
+                    st.set("metadata", ext(g, "CAR_STATUS_METADATA_EXTENSION"));
                 }
                 let g = |k: &str| self.a.get(k).clone();
                 let fields: Vec<(&str, Py)> = match a[0].as_str().unwrap_or("\u{0}") {
@@ -383,7 +370,7 @@ impl Simulator for VehicleControlApi {
                 if lc {
                     out.set(
                         "parkingBrakeInstruction",
-                        self.ext("PARKING_BRAKE_INSTRUCTION"),
+                        ext(g, "PARKING_BRAKE_INSTRUCTION"),
                     );
                 }
                 out.set("parkingBrakeStatus", s(status));
@@ -494,7 +481,7 @@ impl Simulator for VehicleControlApi {
                     None => error("distance not found in database."),
                 };
                 if lc {
-                    out.set("intermediaryCities", self.ext("INTERMEDIARY_CITIES"));
+                    out.set("intermediaryCities", ext(g, "INTERMEDIARY_CITIES"));
                 }
                 Ok(out)
             }
@@ -540,7 +527,7 @@ impl Simulator for VehicleControlApi {
                 out.set(
                     "car_info",
                     if lc {
-                        self.ext("CAR_STATUS_METADATA_EXTENSION")
+                        ext(g, "CAR_STATUS_METADATA_EXTENSION")
                     } else {
                         Py::Dict(vec![])
                     },
@@ -558,7 +545,7 @@ impl Simulator for VehicleControlApi {
         }
     }
 
-    fn state(&self) -> Vec<(String, Py)> {
+    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         self.a.public()
     }
 }

@@ -1,0 +1,73 @@
+//! BFCL quirks the port reproduces on purpose (no fixture needed).
+
+use bfcl_multi::exec::{Outcome, Session};
+use bfcl_multi::py::Py;
+use bfcl_multi::sim::Globals;
+
+fn run(s: &mut Session, g: &mut Globals, classes: &[&str], calls: &[&str]) -> Vec<String> {
+    let calls: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
+    let classes: Vec<String> = classes.iter().map(|c| c.to_string()).collect();
+    s.execute(&calls, &classes, g)
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Result(r) => r,
+            Outcome::NotPorted(w) => format!("<not ported: {w}>"),
+        })
+        .collect()
+}
+
+/// `post_tweet`'s `mentions=[]` default is one list shared by every tweet
+/// posted without mentions, in every instance; `mention()` extends it.
+#[test]
+fn twitter_default_mentions_are_shared() {
+    let mut g = Globals::new(Py::Dict(vec![]));
+    let cfg = serde_json::json!({"TwitterAPI": {"authenticated": true}});
+    let mut a = Session::new("m_eval", "e1", &cfg, false);
+    let out = run(
+        &mut a,
+        &mut g,
+        &["TwitterAPI"],
+        &[
+            "post_tweet(content='x')",
+            "mention(tweet_id=0, mentioned_usernames=['@a'])",
+        ],
+    );
+    assert_eq!(
+        out[1],
+        r#"{"mention_status": "Users mentioned successfully"}"#
+    );
+    let mut b = Session::new("m_eval", "e2", &cfg, false);
+    let out = run(
+        &mut b,
+        &mut g,
+        &["TwitterAPI"],
+        &["post_tweet(content='y')"],
+    );
+    assert_eq!(
+        out[0],
+        r#"{"id": 0, "username": "john", "content": "y", "tags": [], "mentions": ["@a"]}"#
+    );
+}
+
+/// The method-name rewriting also rewrites text inside string literals.
+#[test]
+fn rewriting_reaches_string_literals() {
+    let mut g = Globals::new(Py::Dict(vec![]));
+    let cfg = serde_json::json!({});
+    let mut s = Session::new("m_eval", "t-1", &cfg, false);
+    let out = run(
+        &mut s,
+        &mut g,
+        &["GorillaFileSystem"],
+        &["echo(content='run ls() now, f (x)')", "exit()", "nope(x=1)"],
+    );
+    assert_eq!(
+        out[0],
+        r#"{"terminal_output": "run m_eval_t_1_GorillaFileSystem_instance.ls() now, f(x)"}"#
+    );
+    assert_eq!(
+        out[1],
+        "Error during execution: Function call exit is not allowed."
+    );
+    assert_eq!(out[2], "Error during execution: name 'nope' is not defined");
+}
