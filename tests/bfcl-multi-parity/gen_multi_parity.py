@@ -222,6 +222,58 @@ def main():
         f.write(f"{best:.6f}\n")
     n, ncalls, elapsed = run(entries, "probe", "probe_results.jsonl", probe_turns)
     print(f"{n} entries, {ncalls} probe calls executed in {elapsed:.3f} s (Python)")
+    n = run_checker(entries)
+    print(f"{n} checker verdicts (4 synthetic model outputs per entry)")
+
+
+def synthetic_outputs(gt):
+    """Decoded model outputs (per turn, a list of steps, each a list of call
+    strings) that exercise the checker: the ground truth itself; the ground
+    truth preceded by model-like variants; the ground truth with the last
+    call of its middle non-empty turn dropped; the variants alone."""
+    def steps(calls):
+        return [calls] if calls else []
+
+    as_is = [steps(list(t)) for t in gt]
+    probed = [steps([v for c in t for v in probe_variants(c)] + list(t)) for t in gt]
+    nonempty = [i for i, t in enumerate(gt) if t]
+    mid = nonempty[len(nonempty) // 2] if nonempty else None
+    dropped = [steps(list(t[:-1]) if i == mid else list(t)) for i, t in enumerate(gt)]
+    variants = [steps([v for c in t for v in probe_variants(c)]) for t in gt]
+    return {"gt": as_is, "probed": probed, "dropped": dropped, "variants": variants}
+
+
+def run_checker(entries):
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+    scenarios = ["gt", "probed", "dropped", "variants"]
+    verdicts = {}
+    for sc in scenarios:
+        fresh_process_globals()  # one Python process per scenario
+        model = f"ck_{sc}"
+        for cat, q, gt in entries:
+            decoded = synthetic_outputs(gt)[sc]
+            try:
+                v = multi_turn_checker(decoded, gt, q, cat, model)
+            except AssertionError as e:
+                v = {"valid": False, "error_type": "assertion", "error_message": str(e)}
+            details = v.get("details", {})
+            if v.get("error_type") == "multi_turn:instance_state_mismatch":
+                det = sorted(details.get("differences", {}).keys())
+            elif v.get("error_type") == "multi_turn:execution_response_mismatch":
+                det = details.get("missing_items", [])
+            else:
+                det = []
+            verdicts[(q["id"], sc)] = {
+                "id": q["id"], "scenario": sc, "model": model, "decoded": decoded,
+                "valid": v["valid"], "error_type": v.get("error_type"),
+                "error_message": v.get("error_message"), "details": det,
+            }
+    with open(os.path.join(OUT, "checker_results.jsonl"), "w") as f:
+        for cat, q, gt in entries:
+            for sc in scenarios:
+                f.write(json.dumps(verdicts[(q["id"], sc)]) + "\n")
+    return len(verdicts)
 
 
 if __name__ == "__main__":

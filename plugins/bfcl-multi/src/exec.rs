@@ -204,6 +204,14 @@ pub fn canon(v: &Py) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Py::Object(class, attrs) => format!(
+            "<{class} {{{}}}>",
+            attrs
+                .iter()
+                .map(|(k, x)| format!("{}: {}", crate::py::str_repr(k), canon(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.repr(),
     }
 }

@@ -3,10 +3,16 @@
 //! call returns the same string, and the executor that runs call strings on
 //! them as `multi_turn_utils.execute_multi_turn_func_call` does.
 //!
-//! Parity with the Python is measured by `tests/parity.rs` against a fixture
-//! written by `tests/bfcl-multi-parity/gen_multi_parity.py`.
+//! [`checker`] is BFCL's multi-turn checker on decoded model steps.
+//!
+//! Parity with the Python is measured against fixtures written by
+//! `tests/bfcl-multi-parity/gen_multi_parity.py` (BFCL's own simulators and
+//! checker): `tests/parity.rs` (every call's result string and every
+//! instance's end state, for the ground truth and for model-like variants)
+//! and `tests/checker.rs` (verdicts on synthetic model outputs).
 
 pub mod call;
+pub mod checker;
 pub mod exec;
 pub mod mt;
 pub mod py;

@@ -21,6 +21,9 @@ pub enum Py {
     Set(Vec<Py>),
     /// An object `json.dumps` rejects (mpmath `mpf`, `Decimal`), by its repr.
     Opaque(String),
+    /// An instance of a simulator's own class (`Directory`, `File`) whose
+    /// `__eq__` compares these attributes and the class.
+    Object(&'static str, Vec<(String, Py)>),
     /// `Ellipsis` (the last item of one long-context list).
     Ellipsis,
 }
@@ -143,6 +146,9 @@ impl Py {
                 out.push('}');
             }
             Py::Opaque(r) => out.push_str(r),
+            Py::Object(class, _) => {
+                out.push_str(&format!("<{class} object>"));
+            }
             Py::Ellipsis => out.push_str("Ellipsis"),
         }
     }
@@ -195,7 +201,7 @@ impl Py {
                 }
                 out.push('}');
             }
-            Py::Set(_) | Py::Opaque(_) | Py::Ellipsis => return false,
+            Py::Set(_) | Py::Opaque(_) | Py::Object(..) | Py::Ellipsis => return false,
         }
         true
     }
@@ -210,7 +216,7 @@ impl Py {
             Py::Str(s) => !s.is_empty(),
             Py::List(v) | Py::Tuple(v) | Py::Set(v) => !v.is_empty(),
             Py::Dict(v) => !v.is_empty(),
-            Py::Opaque(_) | Py::Ellipsis => true,
+            Py::Opaque(_) | Py::Object(..) | Py::Ellipsis => true,
         }
     }
 
@@ -227,6 +233,7 @@ impl Py {
             Py::Dict(_) => "dict",
             Py::Set(_) => "set",
             Py::Opaque(_) => "object",
+            Py::Object(class, _) => class,
             Py::Ellipsis => "ellipsis",
         }
     }
@@ -348,6 +355,14 @@ pub fn py_eq(a: &Py, b: &Py) -> bool {
                     .all(|(k, v)| b.get_key(k).is_some_and(|w| py_eq(v, w)))
         }
         (Opaque(x), Opaque(y)) => x == y,
+        (Object(c1, a1), Object(c2, a2)) => {
+            c1 == c2
+                && a1.len() == a2.len()
+                && a1
+                    .iter()
+                    .zip(a2)
+                    .all(|((k1, v1), (k2, v2))| k1 == k2 && py_eq(v1, v2))
+        }
         _ => false,
     }
 }

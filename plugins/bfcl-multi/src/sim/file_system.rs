@@ -9,7 +9,7 @@
 
 use super::{not_ported, Globals, LongContext, Simulator};
 use crate::call::Args;
-use crate::py::{dict, s, str_repr, Py, PyResult};
+use crate::py::{dict, s, Py, PyResult};
 
 /// The public methods.
 pub const METHODS: &[&str] = &[
@@ -322,25 +322,33 @@ impl FileSystem {
         Ok(())
     }
 
-    fn canon_node(&self, n: NodeId, depth: usize) -> String {
-        if depth > 200 {
-            return "<recursion>".into();
-        }
+    /// The node as a value whose `==` is `Directory.__eq__`/`File.__eq__`
+    /// (name and contents; dict order ignored).
+    fn node_value(&self, n: NodeId, depth: usize) -> Py {
         match &self.nodes[n] {
-            Node::File { name, content } => format!(
-                "<File {{'name': {}, 'content': {}}}>",
-                str_repr(name),
-                crate::exec::canon(content)
+            Node::File { name, content } => Py::Object(
+                "File",
+                vec![
+                    ("name".into(), s(name.clone())),
+                    ("content".into(), content.clone()),
+                ],
             ),
             Node::Dir { name, contents, .. } => {
-                let inner: Vec<String> = self.dicts[*contents]
-                    .iter()
-                    .map(|(k, v)| format!("{}: {}", str_repr(k), self.canon_node(*v, depth + 1)))
-                    .collect();
-                format!(
-                    "<Directory {{'name': {}, 'contents': {{{}}}}}>",
-                    str_repr(name),
-                    inner.join(", ")
+                // A directory moved into itself holds itself; stop there.
+                let items = if depth > 200 {
+                    Vec::new()
+                } else {
+                    self.dicts[*contents]
+                        .iter()
+                        .map(|(k, v)| (s(k.clone()), self.node_value(*v, depth + 1)))
+                        .collect()
+                };
+                Py::Object(
+                    "Directory",
+                    vec![
+                        ("name".into(), s(name.clone())),
+                        ("contents".into(), Py::Dict(items)),
+                    ],
                 )
             }
         }
@@ -792,7 +800,7 @@ impl Simulator for FileSystem {
     fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
         vec![
             ("long_context".into(), Py::Bool(self.long_context)),
-            ("root".into(), Py::Opaque(self.canon_node(self.root, 0))),
+            ("root".into(), self.node_value(self.root, 0)),
         ]
     }
 }
