@@ -56,11 +56,7 @@ async fn gold_answers_pass_the_gate_except_the_unpassable_entry() {
     assert!(output.contains("accuracy gate PASS"), "{output}");
     assert!(!out.join("turns.jsonl").exists(), "no performance phase");
 
-    let samples: Vec<Value> = std::fs::read_to_string(out.join("accuracy/samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let samples: Vec<Value> = read_jsonl(&out.join("accuracy/samples.jsonl"));
     assert_eq!(samples.len(), 995);
     for s in &samples {
         for key in ["id", "subset", "category", "valid", "error_type"] {

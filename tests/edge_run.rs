@@ -165,17 +165,7 @@ async fn scripted_outputs_give_the_expected_iou_and_a_failure_aborts_the_rest() 
         "",
     );
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &out, &[], dir.path()).await;
     assert_eq!(
         sim.requests_served(),
         5,
@@ -360,22 +350,8 @@ async fn tool_delay_gap_ms(sim_url: &str, inject: bool) -> f64 {
         );
     std::fs::write(&config, config_text).unwrap();
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
-    let records: Vec<Value> = std::fs::read_to_string(out.join("turns.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    run_ok(&config, &out, &[], dir.path()).await;
+    let records: Vec<Value> = read_jsonl(&out.join("turns.jsonl"));
     assert_eq!(records.len(), 2);
     let gap =
         records[1]["issued_ns"].as_u64().unwrap() - records[0]["complete_ns"].as_u64().unwrap();

@@ -86,17 +86,7 @@ async fn tampered_plugin_is_refused_in_submission_and_marked_in_development() {
     .await;
     let config = config_with_plugins(dir.path(), &sim.url(), &plugins);
     let out = dir.path().join("dev");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &out, &[], dir.path()).await;
     let manifest = json(&out.join("run_manifest.json"));
     assert_eq!(manifest["seal"]["mode"], "development");
     assert_eq!(manifest["seal"]["sealed"], false);

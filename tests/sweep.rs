@@ -40,11 +40,7 @@ max_trajectories_per_agent = 20
 
 fn records(out: &Path, phase: &Value) -> Vec<Value> {
     let path = out.join("sweep").join(phase["turns"].as_str().unwrap());
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_jsonl(&path)
 }
 
 /// Agent -> its trajectories (session ids) in order.
@@ -71,17 +67,7 @@ async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministic
     let dir = scratch("sweep");
     let config = sweep_config(dir.path(), &sim.url(), "[1, 2, 4]", "");
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
     let phases = summary["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 3);
@@ -151,17 +137,7 @@ async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministic
 
     // The same sweep again assigns the same trajectories to the same agents.
     let again = dir.path().join("again");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            again.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &again, &[], dir.path()).await;
     let again_phases = json(&again.join("sweep/summary.json"))["phases"].clone();
     for (a, b) in phases.iter().zip(again_phases.as_array().unwrap()) {
         let (ra, rb) = (
@@ -193,17 +169,7 @@ async fn second_phase_reuse(url: &str, salt: bool) -> ((u64, u64), Vec<u64>) {
         );
     std::fs::write(&config, text_cfg).unwrap();
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
     let phases = summary["phases"].as_array().unwrap();
     let usage = |r: &Value, k: &str| r["usage"][k].as_u64().unwrap();

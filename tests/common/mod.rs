@@ -108,3 +108,28 @@ pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
+
+/// `agentload run CONFIG --out OUT EXTRA...` in `cwd`, which must succeed;
+/// returns its output.
+pub async fn run_ok(config: &Path, out: &Path, extra: &[&str], cwd: &Path) -> String {
+    let mut args = vec![
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let run = agentload(&args, cwd).await;
+    let output = text(&run);
+    assert!(run.status.success(), "{output}");
+    output
+}
+
+/// The JSON objects of a JSONL file.
+pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -271,6 +271,30 @@ fn prepare(
     })
 }
 
+/// The client (one connection per concurrent session) and the request-body
+/// options of a run's endpoint.
+pub(crate) fn client_for(
+    config: &RunConfig,
+    concurrency: usize,
+) -> Result<(ChatClient, BodyOptions)> {
+    let client = ChatClient::new(&ClientOptions {
+        endpoint: config.endpoint.url.clone(),
+        api_key: config.endpoint.api_key.clone(),
+        turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
+        max_connections: concurrency,
+    })?;
+    let body = BodyOptions {
+        model: config.model.name.clone(),
+        stream: config.endpoint.stream,
+        include_usage: config.endpoint.include_usage,
+        extra: serde_json::to_value(&config.endpoint.extra_body)?
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    Ok((client, body))
+}
+
 /// Sends every session of a prepared phase; the turn log goes to `log_path`.
 async fn execute(
     cx: &Context<'_>,
@@ -288,21 +312,7 @@ async fn execute(
             config.endpoint.url,
         ));
     }
-    let client = ChatClient::new(&ClientOptions {
-        endpoint: config.endpoint.url.clone(),
-        api_key: config.endpoint.api_key.clone(),
-        turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
-        max_connections: concurrency,
-    })?;
-    let body = BodyOptions {
-        model: config.model.name.clone(),
-        stream: config.endpoint.stream,
-        include_usage: config.endpoint.include_usage,
-        extra: serde_json::to_value(&config.endpoint.extra_body)?
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    };
+    let (client, body) = client_for(config, concurrency)?;
     let log = TurnLog::create(log_path)
         .with_context(|| format!("cannot create {}", log_path.display()))?;
     let outcome = run_phase(PhaseSetup {

@@ -21,7 +21,6 @@ pub mod salt;
 
 pub use config::SweepConfig;
 
-use crate::client::{BodyOptions, ChatClient, ClientOptions};
 use crate::config::{table_json, PhaseConfig, RunConfig};
 use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::WorkloadPlugin;
@@ -35,7 +34,7 @@ use power::PowerSummary;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One phase in `summary.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -125,21 +124,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         let log_path = dir.join(&folder).join("turns.jsonl");
         let log = TurnLog::create(&log_path)
             .with_context(|| format!("cannot create {}", log_path.display()))?;
-        let client = ChatClient::new(&ClientOptions {
-            endpoint: config.endpoint.url.clone(),
-            api_key: config.endpoint.api_key.clone(),
-            turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
-            max_connections: level,
-        })?;
-        let body = BodyOptions {
-            model: config.model.name.clone(),
-            stream: config.endpoint.stream,
-            include_usage: config.endpoint.include_usage,
-            extra: serde_json::to_value(&config.endpoint.extra_body)?
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        };
+        let (client, body) = crate::run::client_for(config, level)?;
         if !quiet {
             crate::log::line(&format!(
                 "sweep phase {index}: {level} agents against {}",
