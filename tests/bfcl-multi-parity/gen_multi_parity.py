@@ -16,6 +16,7 @@ Usage: gen_multi_parity.py BFCL_EVAL_SRC_DIR BFCL_V4_DATA_DIR OUT_DIR
 pass its unpacked directory in MPMATH_PATH if it is not installed).
 """
 import ast
+import copy
 import json
 import os
 import sys
@@ -33,6 +34,10 @@ from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils  # noqa: E40
 from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context  # noqa: E402
 
 CATEGORIES = ["base", "miss_func", "miss_param", "long_context"]
+_LC_SNAPSHOT = {
+    n: copy.deepcopy(getattr(long_context, n))
+    for n in ("CREDIT_CARD_EXTENSION", "LONG_WEATHER_EXTENSION")
+}
 MODEL = "parity"  # the checker runs GT as model_name + "_ground_truth", is_evaL_run=True
 
 
@@ -149,6 +154,17 @@ def fresh_process_globals():
 
     for d in posting_api.TwitterAPI.post_tweet.__defaults__:
         d.clear()
+    # Long-context dicts that simulators adopt by reference and change in
+    # place (card balances, the weather reading): back to their import values.
+    for name in ("CREDIT_CARD_EXTENSION", "LONG_WEATHER_EXTENSION"):
+        live, orig = getattr(long_context, name), _LC_SNAPSHOT[name]
+        if name == "CREDIT_CARD_EXTENSION":
+            for k, card in live.items():
+                card.clear()
+                card.update(copy.deepcopy(orig[k]))
+        else:
+            live.clear()
+            live.update(copy.deepcopy(orig))
 
 
 def run(entries, model, out_name, make_turns):

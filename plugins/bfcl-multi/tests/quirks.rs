@@ -71,3 +71,42 @@ fn rewriting_reaches_string_literals() {
     );
     assert_eq!(out[2], "Error during execution: name 'nope' is not defined");
 }
+
+/// Long-context `TravelAPI` instances adopt `CREDIT_CARD_EXTENSION`'s card
+/// dicts by reference: paying with one changes the balance every instance
+/// sees (checked against BFCL's Python: 5000.0 -> 4600.0 for SFO-LAX economy
+/// on 2024-11-15).
+#[test]
+fn travel_extension_cards_are_shared() {
+    let data: serde_json::Value = serde_json::json!({
+        "CREDIT_CARD_EXTENSION": {"1234567812345678": {
+            "card_number": "1234567812345678", "expiration_date": "12/25",
+            "cardholder_name": "John Doe", "card_verification_number": 123, "balance": 5000.0}},
+        "BOOKING_RECORD_EXTENSION": {}
+    });
+    let mut g = Globals::new(bfcl_multi::py::from_json(&data));
+    let cfg = serde_json::json!({});
+    let mut a = Session::new("m_eval", "multi_turn_long_context_0", &cfg, true);
+    let mut b = Session::new(
+        "m_ground_truth_eval",
+        "multi_turn_long_context_0",
+        &cfg,
+        true,
+    );
+    let out = run(
+        &mut a,
+        &mut g,
+        &["TravelAPI"],
+        &["authenticate_travel(client_id='c', client_secret='s', refresh_token='r', grant_type='read_write', user_first_name='A', user_last_name='B')"],
+    );
+    let token = out[0].split("\"access_token\": \"").nth(1).unwrap()[..6].to_string();
+    let out = run(
+        &mut a,
+        &mut g,
+        &["TravelAPI"],
+        &[&format!("book_flight(access_token='{token}', card_id='1234567812345678', travel_date='2024-11-15', travel_from='SFO', travel_to='LAX', travel_class='economy')")],
+    );
+    assert!(out[0].contains("\"booking_status\": true"), "{}", out[0]);
+    let out = run(&mut b, &mut g, &["TravelAPI"], &["get_all_credit_cards()"]);
+    assert!(out[0].contains("\"balance\": 4600.0"), "{}", out[0]);
+}

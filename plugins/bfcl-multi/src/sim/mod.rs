@@ -27,6 +27,10 @@ pub struct Globals {
     /// list object, shared by every tweet posted without mentions (in any
     /// instance) and extended by `mention()` on any of them.
     pub twitter_default_mentions: Vec<Py>,
+    /// `CREDIT_CARD_EXTENSION`'s card dicts, which every long-context
+    /// `TravelAPI` instance adopts by reference: a booking paid with one of
+    /// them changes its balance for every instance and later entry.
+    pub travel_shared_cards: Option<Py>,
 }
 
 impl Globals {
@@ -35,6 +39,7 @@ impl Globals {
         Globals {
             long_context,
             twitter_default_mentions: Vec::new(),
+            travel_shared_cards: None,
         }
     }
 }

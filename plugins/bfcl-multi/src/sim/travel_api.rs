@@ -237,6 +237,8 @@ const RATES: &[(&str, &str, Option<i64>, f64)] = &[
 #[derive(Default)]
 pub struct TravelApi {
     a: Attrs,
+    /// Card ids whose dict is one of [`Globals::travel_shared_cards`].
+    shared_cards: Vec<Py>,
     random: Option<PyRandom>,
     flight_cost_lookup: Vec<(String, f64)>,
 }
@@ -429,6 +431,9 @@ impl TravelApi {
 
 impl Simulator for TravelApi {
     fn load_scenario(&mut self, sc: Py, long_context: bool, g: &mut Globals) {
+        if long_context && g.travel_shared_cards.is_none() {
+            g.travel_shared_cards = g.long_context.get("CREDIT_CARD_EXTENSION").cloned();
+        }
         let data = &g.long_context;
         let seed = match sc.get("random_seed") {
             Some(Py::Int(i)) => *i,
@@ -456,22 +461,75 @@ impl Simulator for TravelApi {
         }
         self.a.set("long_context", Py::Bool(long_context));
         if long_context {
-            for (attr, ext) in [
-                ("credit_card_list", "CREDIT_CARD_EXTENSION"),
-                ("booking_record", "BOOKING_RECORD_EXTENSION"),
-            ] {
-                if let Some(Py::Dict(items)) = data.get(ext) {
-                    for (k, v) in items {
-                        if self.a.get(attr).get_key(k).is_none() {
-                            self.a.get_mut(attr).set_key(k.clone(), v.clone());
-                        }
+            if let Some(Py::Dict(items)) = &g.travel_shared_cards {
+                for (k, v) in items {
+                    if self.a.get("credit_card_list").get_key(k).is_none() {
+                        self.a
+                            .get_mut("credit_card_list")
+                            .set_key(k.clone(), v.clone());
+                        self.shared_cards.push(k.clone());
+                    }
+                }
+            }
+            // The booking dicts are shared too, but nothing changes them in place.
+            if let Some(Py::Dict(items)) = data.get("BOOKING_RECORD_EXTENSION") {
+                for (k, v) in items {
+                    if self.a.get("booking_record").get_key(k).is_none() {
+                        self.a
+                            .get_mut("booking_record")
+                            .set_key(k.clone(), v.clone());
                     }
                 }
             }
         }
     }
 
-    fn call(&mut self, method: &str, args: &Args, _g: &mut Globals) -> PyResult<Py> {
+    fn call(&mut self, method: &str, args: &Args, g: &mut Globals) -> PyResult<Py> {
+        self.pull_shared_cards(g);
+        let out = self.call_inner(method, args);
+        // Push the shared cards back (only balances change in place).
+        if let Some(shared) = g.travel_shared_cards.as_mut() {
+            for k in &self.shared_cards {
+                if let Some(card) = self.a.get("credit_card_list").get_key(k) {
+                    shared.set_key(k.clone(), card.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn state(&self, g: &Globals) -> Vec<(String, Py)> {
+        let mut a = self.a.clone();
+        if let Some(shared) = &g.travel_shared_cards {
+            for k in &self.shared_cards {
+                if let (Some(v), Some(slot)) = (
+                    shared.get_key(k),
+                    a.get_mut("credit_card_list").get_key_mut(k),
+                ) {
+                    *slot = v.clone();
+                }
+            }
+        }
+        a.public()
+    }
+}
+
+impl TravelApi {
+    fn pull_shared_cards(&mut self, g: &Globals) {
+        let Some(shared) = &g.travel_shared_cards else {
+            return;
+        };
+        for k in &self.shared_cards {
+            if let (Some(v), Some(slot)) = (
+                shared.get_key(k),
+                self.a.get_mut("credit_card_list").get_key_mut(k),
+            ) {
+                *slot = v.clone();
+            }
+        }
+    }
+
+    fn call_inner(&mut self, method: &str, args: &Args) -> PyResult<Py> {
         let q = format!("TravelAPI.{method}");
         match method {
             "authenticate_travel" => {
@@ -924,10 +982,6 @@ impl Simulator for TravelApi {
             }
             _ => not_ported(method),
         }
-    }
-
-    fn state(&self, _g: &Globals) -> Vec<(String, Py)> {
-        self.a.public()
     }
 }
 
