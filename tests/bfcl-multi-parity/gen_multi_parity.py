@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""Execute the ground truth of every BFCL v4 multi-turn entry with BFCL's own
-simulators (exactly as `multi_turn_utils.execute_multi_turn_func_call` does in
-the checker) and write one JSON line per entry:
+"""Parity fixtures for the Rust port of BFCL's multi-turn simulators
+(plugins/bfcl-multi), produced with BFCL's own Python code:
 
-  {"id", "category", "involved_classes", "long_context",
-   "turns": [[{"call", "class", "result"}...]...],
-   "state": {Class: canonical repr of the public attributes after the last turn}}
+- gt_results.jsonl: the ground truth of every multi-turn entry executed
+  exactly as the checker does (`execute_multi_turn_func_call`, model name
+  `parity_ground_truth`, `is_evaL_run=True`), one line per entry:
+  {"id", "category", "involved_classes", "initial_config", "long_context",
+   "model", "turns": [[{"call", "class", "result"}...]...],
+   "state": {Class: {attr: canonical repr}}} (state right after the entry);
+- probe_results.jsonl: the same with model-like variants before each
+  ground-truth call (an argument dropped, an unknown keyword added, one value
+  changed) and a few generic probes (unknown and blocked names, ...);
+- checker_results.jsonl: `multi_turn_checker` verdicts on four synthetic
+  model outputs per entry;
+- long_context.json: the constants of `long_context.py`, which the Rust
+  simulators load at run time (BFCL data: not committed);
+- python_timing.txt: best of 5 runs of all entries' ground truth, seconds.
 
-plus `long_context.json` (the padding data of `long_context.py`, which the
-Rust simulators load at run time: it is BFCL data and is not committed).
+Each fixture stands for a fresh Python process (module-level state that the
+simulators share is reset before each).
 
-Usage: gen_multi_parity.py BFCL_EVAL_SRC_DIR BFCL_V4_DATA_DIR OUT_DIR
+Usage: gen_multi_parity.py [BFCL_EVAL_SRC_DIR [BFCL_V4_DATA_DIR [OUT_DIR]]]
 (defaults: ~/.cache/agentload/data/bfcl_eval_src, ~/.cache/agentload/data/bfcl_v4,
 ~/.cache/agentload/bfcl-multi-parity). Python 3.11 stdlib + mpmath (pure Python;
-pass its unpacked directory in MPMATH_PATH if it is not installed).
+put its unpacked directory in MPMATH_PATH if it is not installed).
 """
 import ast
 import copy
