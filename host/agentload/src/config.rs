@@ -130,6 +130,10 @@ pub struct PhaseConfig {
     /// The scorer's settings.
     #[serde(default)]
     pub scorer_settings: toml::Table,
+    /// Files granted to the scorer: logical name -> file in the data dir
+    /// (a scorer that re-executes recorded calls needs the dataset too).
+    #[serde(default)]
+    pub scorer_data: BTreeMap<String, String>,
 }
 
 fn default_version() -> String {

@@ -92,8 +92,10 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             })
             .clone();
         let records = TurnLog::read(&log).map_err(anyhow::Error::msg)?;
+        let data_dir = crate::data::data_dir(config.data_dir.as_deref());
+        let (files, _) = crate::run::grant_files(&phase.scorer_data, &data_dir)?;
         let started = Instant::now();
-        let (scored, _) = scoring::score(&scorer, phase, &records, &out)?;
+        let (scored, _) = scoring::score(&scorer, phase, &files, &records, &out)?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
         if name == "accuracy" {
             scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;

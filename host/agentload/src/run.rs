@@ -88,6 +88,8 @@ struct Prepared {
     seals: Vec<PluginSeal>,
     /// The granted files (a sweep configures the workload again per phase).
     files: Vec<GrantedFile>,
+    /// The files granted to the scorer.
+    scorer_files: Vec<GrantedFile>,
     workload: WorkloadPlugin,
     sessions: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
@@ -251,7 +253,9 @@ fn prepare(
         Ok(engine.load_bytes(&path, &bytes)?)
     };
     let mut workload = WorkloadPlugin::new(engine.clone(), &load(&phase.workload)?, limits)?;
-    let (files, datasets) = grant_files(&phase, data_dir)?;
+    let (files, mut datasets) = grant_files(&phase.data, data_dir)?;
+    let (scorer_files, scorer_datasets) = grant_files(&phase.scorer_data, data_dir)?;
+    datasets.extend(scorer_datasets);
     let sessions = workload.configure(PluginConfig {
         settings_json: table_json(&phase.settings),
         files: files.clone(),
@@ -264,6 +268,7 @@ fn prepare(
         config: phase,
         seals,
         files,
+        scorer_files,
         workload,
         sessions,
         scorer,
@@ -340,6 +345,7 @@ async fn run_performance(
     text: &mut String,
 ) -> Result<PerformanceResult> {
     std::fs::create_dir_all(cx.out.join("performance"))?;
+    let scorer_files = prepared.scorer_files.clone();
     let (outcome, scorer, phase, expected) = execute(
         cx,
         prepared,
@@ -361,7 +367,7 @@ async fn run_performance(
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &scorer {
-        let (scored, _) = scoring::score(scorer, &phase, &outcome.records, &cx.out)?;
+        let (scored, _) = scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
         score = Some(scored.report.score);
         score_line = Some(format!(
             "{} score {:.4} over {} items ({})",
@@ -442,6 +448,7 @@ async fn run_accuracy(
 ) -> Result<AccuracyResult> {
     let dir = cx.out.join("accuracy");
     std::fs::create_dir_all(&dir)?;
+    let scorer_files = prepared.scorer_files.clone();
     let (outcome, scorer, phase, expected) =
         execute(cx, prepared, 1, &dir.join("turns.jsonl")).await?;
     results::write_json(&dir.join("sessions.json"), &outcome.sessions)?;
@@ -463,7 +470,8 @@ async fn run_accuracy(
         outcome.records.len()
     );
     if let Some(scorer) = &scorer {
-        let (scored, report) = scoring::score(scorer, &phase, &outcome.records, &cx.out)?;
+        let (scored, report) =
+            scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);
         let _ = writeln!(
@@ -483,13 +491,13 @@ async fn run_accuracy(
 }
 
 /// Reads the phase's data files and checks their digests.
-fn grant_files(
-    phase: &PhaseConfig,
+pub(crate) fn grant_files(
+    grants: &std::collections::BTreeMap<String, String>,
     data_dir: &Path,
 ) -> Result<(Vec<GrantedFile>, Vec<DatasetIdentity>)> {
     let mut files = Vec::new();
     let mut ids = Vec::new();
-    for (name, file) in &phase.data {
+    for (name, file) in grants {
         let data = crate::data::read(data_dir, file)?;
         ids.push(DatasetIdentity {
             name: name.clone(),

@@ -3,7 +3,7 @@
 //! per-sample rows, the gate line.
 
 use crate::config::{table_json, PhaseConfig};
-use crate::plugin::types::PluginConfig;
+use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::{Scored, ScoredItem, ScorerPlugin};
 use crate::results;
 use crate::runner::{TurnRecord, TurnStatus};
@@ -11,11 +11,12 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
 
-/// Scores a phase's records and writes the scorer's report to
-/// `out/<report_file>`; returns the verdicts and the report.
+/// Scores a phase's records (granting the scorer `files`) and writes the
+/// scorer's report to `out/<report_file>`; returns the verdicts and the report.
 pub fn score(
     scorer: &ScorerPlugin,
     phase: &PhaseConfig,
+    files: &[GrantedFile],
     records: &[TurnRecord],
     out: &Path,
 ) -> Result<(Scored, Value)> {
@@ -24,7 +25,7 @@ pub fn score(
     let scored = scorer.score(
         &PluginConfig {
             settings_json: table_json(&phase.scorer_settings),
-            files: Vec::new(),
+            files: files.to_vec(),
         },
         &items,
     )?;
