@@ -175,3 +175,34 @@ workload = "{}"
         "{t}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_a_scorer() {
+    let scorer = PathBuf::from(env!("CARGO_BIN_EXE_agentload"))
+        .parent()
+        .unwrap()
+        .join("../plugins/shell_iou.wasm");
+    assert!(
+        scorer.is_file(),
+        "{} missing: run scripts/build-plugins.sh",
+        scorer.display()
+    );
+    let scratch = scratch("check-scorer");
+    let out = agentload(
+        &["plugin", "check", scorer.to_str().unwrap()],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("world      scorer-plugin"), "{t}");
+    assert!(t.contains("wit        agentload:plugin@0.1.0"), "{t}");
+    assert!(t.contains("agentload:plugin/scorer@0.1.0#score"), "{t}");
+    assert!(t.contains("plugin     shell-iou"), "{t}");
+    // Made-up items do not follow coding-replay's expected-data contract:
+    // a typed refusal is reported, not a failure of the check.
+    assert!(
+        t.contains("warning    the synthetic items were refused"),
+        "{t}"
+    );
+}

@@ -10,7 +10,7 @@
 //! chat messages ([`Message::user`]...), tools ([`Tool::function`]) and
 //! typed errors ([`Error`]).
 //!
-//! ```ignore
+//! ```
 //! use agentload_sdk::{export_workload, Config, Error, Message, Outcome, Session, Turn, Workload};
 //!
 //! #[derive(Default)]
@@ -29,6 +29,7 @@
 //! }
 //!
 //! export_workload!(Hello);
+//! # fn main() {}
 //! ```
 //!
 //! The plugin crate must depend on this crate under its own name

@@ -219,6 +219,26 @@ pub mod glue {
 /// Exports `$ty` (a [`Scorer`] + `Default`) as the plugin's
 /// `agentload:plugin/scorer` implementation. See
 /// [`export_workload!`](crate::export_workload).
+///
+/// ```
+/// use agentload_sdk::{export_scorer, Error, Item, Scorer, Verdict};
+///
+/// /// 1 when the model answered with any text.
+/// #[derive(Default)]
+/// struct Answered;
+///
+/// impl Scorer for Answered {
+///     fn score(&mut self, item: &Item) -> Result<Verdict, Error> {
+///         Ok(match &item.completion {
+///             Some(c) => Verdict::new(item, if c.content.is_empty() { 0.0 } else { 1.0 }),
+///             None => Verdict::excluded(item, "missing"),
+///         })
+///     }
+/// }
+///
+/// export_scorer!(Answered);
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! export_scorer {
     ($ty:ty) => {

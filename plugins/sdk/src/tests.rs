@@ -204,3 +204,48 @@ fn report_mean_skips_excluded_items() {
         .contains("item a"));
     assert_eq!(API_VERSION, format!("agentload:plugin@{WIT_VERSION}"));
 }
+
+#[derive(Default)]
+struct Lengths;
+
+impl Scorer for Lengths {
+    fn score(&mut self, item: &Item) -> Result<Verdict, Error> {
+        Ok(match &item.completion {
+            Some(c) => Verdict::new(item, (c.content.len() as f64).min(1.0)),
+            None => Verdict::excluded(item, "missing"),
+        })
+    }
+}
+
+#[test]
+fn scorer_glue_scores_and_aggregates() {
+    use crate::scorer::glue;
+    let state = std::cell::RefCell::new(None::<Lengths>);
+    let err = glue::configure(&state, Config::with_settings(r#"{"x": 1}"#)).unwrap_err();
+    assert!(matches!(err, PluginError::InvalidConfig(m) if m.contains("unknown field `x`")));
+    glue::configure(&state, Config::with_settings("")).unwrap();
+    let items = vec![
+        Item {
+            item_id: "a".into(),
+            session_id: "s".into(),
+            turn: 1,
+            expected_json: "{}".into(),
+            completion: Some(Completion::text("yes")),
+        },
+        Item {
+            item_id: "b".into(),
+            session_id: "s".into(),
+            turn: 2,
+            expected_json: "{}".into(),
+            completion: None,
+        },
+    ];
+    let verdicts = glue::score(&state, &items).unwrap();
+    assert_eq!(verdicts[1].excluded.as_deref(), Some("missing"));
+    let report = glue::aggregate(&state, &items, &verdicts).unwrap();
+    assert_eq!(report.score, 1.0);
+    let err = glue::aggregate(&state, &items, &verdicts[..1]).unwrap_err();
+    assert!(matches!(err, PluginError::InvalidInput(_)));
+    let info = glue::describe::<Lengths>(Info::new("x", "1.0.0", ""));
+    assert_eq!(info.description, "agentload scorer x");
+}
