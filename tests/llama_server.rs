@@ -333,6 +333,14 @@ async fn short_edge_run_streams_and_records_llama_timings() {
     assert_eq!(summary["n_samples_completed"], summary["n_samples_issued"]);
     assert_eq!(summary["n_samples_failed"], 0);
     assert_eq!(summary["agentload"]["token_count_source"], "server");
+    // The harness's timings against llama.cpp's own: every turn compared,
+    // and TTFT covers the server's prompt processing.
+    let check = &summary["agentload"]["server_timings_check"];
+    assert_eq!(check["ttft_minus_prompt_ms"]["n"], 4, "{check}");
+    assert!(
+        check["ttft_minus_prompt_ms"]["p50"].as_f64().unwrap() >= 0.0,
+        "{check}"
+    );
     for key in [
         "ttft",
         "tpot",

@@ -3,7 +3,7 @@
 //! clearly separate keys.
 
 use super::manifest::RunManifest;
-use crate::metrics::Series;
+use crate::metrics::{Series, Spread};
 use crate::runner::{TurnRecord, TurnStatus};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -50,6 +50,8 @@ pub struct Extras {
     pub token_count_check: Option<TokenCheck>,
     /// Harness TTFT minus the simulator's server-side first-token time.
     pub timing_error: Option<TimingError>,
+    /// The harness's timings against llama.cpp's own `timings`.
+    pub server_timings_check: Option<ServerTimingsCheck>,
     /// Turns not sent because an earlier turn of their session failed.
     pub n_samples_aborted: u64,
     pub manifest: RunManifest,
@@ -73,6 +75,21 @@ pub struct TimingError {
     pub ttft_minus_server_ns: Series,
     /// Harness e2e minus server-side last-token time.
     pub e2e_minus_server_last_ns: Option<Series>,
+}
+
+/// The harness's view against what llama.cpp reports in `timings`.
+#[derive(Debug, Serialize)]
+pub struct ServerTimingsCheck {
+    /// Harness TTFT minus `timings.prompt_ms` (ms): request transfer,
+    /// queueing, and the first token's decode step.
+    pub ttft_minus_prompt_ms: Spread,
+    /// Turns whose stream carried one token per chunk (`token_chunks ==
+    /// predicted_n`), the only ones where a client-side decode rate means
+    /// the server's.
+    pub one_token_per_chunk: usize,
+    /// Client decode rate ((chunks − 1) / (last − first token)) over
+    /// `timings.predicted_per_second`, on those turns.
+    pub decode_rate_ratio: Option<Spread>,
 }
 
 /// Builds the summary from the phase's records.
@@ -139,6 +156,7 @@ pub fn summarize(
         _ => "mixed",
     };
     let timing_error = timing_error(&done);
+    let server_timings_check = server_timings_check(&done);
     PerformanceSummary {
         version: env!("CARGO_PKG_VERSION"),
         git_sha: option_env!("AGENTLOAD_GIT_SHA").map(str::to_string),
@@ -165,6 +183,7 @@ pub fn summarize(
             token_count_source,
             token_count_check: token_check(&done),
             timing_error,
+            server_timings_check,
             n_samples_aborted: records
                 .iter()
                 .filter(|r| r.status == TurnStatus::Aborted)
@@ -212,6 +231,34 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
     Some(TimingError {
         ttft_minus_server_ns: Series::of(&ttft, false)?,
         e2e_minus_server_last_ns: Series::of(&diffs("last_token_ns", &|r| r.last_token_ns), false),
+    })
+}
+
+fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
+    let timing = |r: &TurnRecord, key: &str| r.timings.as_ref()?.get(key)?.as_f64();
+    let ttft = Spread::of(
+        done.iter()
+            .filter_map(|r| {
+                let ttft_ms = (r.first_token_ns? - r.issued_ns?) as f64 / 1e6;
+                Some(ttft_ms - timing(r, "prompt_ms")?)
+            })
+            .collect(),
+    )?;
+    let clean: Vec<f64> = done
+        .iter()
+        .filter(|r| {
+            timing(r, "predicted_n") == Some(f64::from(r.token_chunks)) && r.token_chunks >= 2
+        })
+        .filter_map(|r| {
+            let span_s = r.last_token_ns?.checked_sub(r.first_token_ns?)? as f64 / 1e9;
+            let server = timing(r, "predicted_per_second")?;
+            (span_s > 0.0 && server > 0.0).then(|| f64::from(r.token_chunks - 1) / span_s / server)
+        })
+        .collect();
+    Some(ServerTimingsCheck {
+        ttft_minus_prompt_ms: ttft,
+        one_token_per_chunk: clean.len(),
+        decode_rate_ratio: Spread::of(clean),
     })
 }
 

@@ -3,38 +3,9 @@
 //! end rules held. Ramp-up (and anything after the stop) is counted apart.
 
 use super::agents::PhaseRun;
+use crate::metrics::Spread;
 use crate::runner::{TurnRecord, TurnStatus};
 use serde::Serialize;
-
-/// Percentiles of one per-request quantity.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Spread {
-    pub n: usize,
-    pub p25: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub mean: f64,
-}
-
-impl Spread {
-    /// "Lower" percentiles (`sorted[floor(p·(n−1))]`), as everywhere in agentload.
-    pub fn of(mut values: Vec<f64>) -> Option<Self> {
-        if values.is_empty() {
-            return None;
-        }
-        values.sort_by(f64::total_cmp);
-        let at = |p: f64| values[((p / 100.0) * (values.len() - 1) as f64).floor() as usize];
-        Some(Self {
-            n: values.len(),
-            p25: at(25.0),
-            p50: at(50.0),
-            p90: at(90.0),
-            p99: at(99.0),
-            mean: values.iter().sum::<f64>() / values.len() as f64,
-        })
-    }
-}
 
 /// Server throughput over the window, from the server's `usage`.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -225,18 +196,5 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
         token_check: check,
         errors,
         send_lag_ms: lag,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spreads_use_lower_percentiles() {
-        let s = Spread::of((1..=100).map(f64::from).collect()).unwrap();
-        assert_eq!((s.p25, s.p50, s.p90, s.p99), (25.0, 50.0, 90.0, 99.0));
-        assert_eq!(s.mean, 50.5);
-        assert!(Spread::of(vec![]).is_none());
     }
 }
