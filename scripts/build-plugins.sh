@@ -20,7 +20,12 @@ mode=${1:-}
 case "$mode" in ""|--check-lock|--update-lock) ;; *) echo "usage: $0 [--check-lock|--update-lock]" >&2; exit 2;; esac
 target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-official=(coding-replay shell-iou bfcl-single bfcl-ast)
+official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score)
+# The official plugins in cargo invocations of their own, one group per
+# entry: bfcl-multi uses bfcl-single and bfcl-ast without their `component`
+# feature, and bfcl-multi-score uses bfcl-multi without it; built together,
+# features would unify and their exports would leak into each other.
+groups=("coding-replay shell-iou bfcl-single bfcl-ast" "bfcl-multi" "bfcl-multi-score")
 fixtures=(misbehave)
 # Built in a cargo invocation of their own: bfcl-ast-v2 uses bfcl-ast without
 # its `component` feature, which must not unify into the official build.
@@ -36,11 +41,20 @@ args=()
 for p in "${extras[@]}"; do args+=(-p "$p"); done
 cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
 for p in "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
-args=()
-for p in "${official[@]}" "${fixtures[@]}"; do args+=(-p "$p"); done
-cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
-for p in "${official[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
-for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
+# Each group's components are copied right after its build: a later group
+# re-links its dependencies (without their export) in the same folder.
+first=1
+for group in "${groups[@]}"; do
+  args=()
+  for p in $group; do args+=(-p "$p"); done
+  if [ $first = 1 ]; then for p in "${fixtures[@]}"; do args+=(-p "$p"); done; fi
+  cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
+  for p in $group; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
+  if [ $first = 1 ]; then
+    for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
+  fi
+  first=0
+done
 ls -l "$target/plugins" "$target/test-plugins" | grep wasm
 
 lock="$root/plugins/official.lock"

@@ -39,6 +39,22 @@ pub struct Verdict {
     /// Calls this port could not execute as BFCL would (their results were
     /// replaced by a marker string): the verdict may then differ from BFCL's.
     pub not_ported: Vec<String>,
+    /// Every call executed, turn by turn, up to the turn that decided.
+    pub trace: Vec<TurnTrace>,
+}
+
+/// One executed call and its result string.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Executed {
+    pub call: String,
+    pub result: String,
+}
+
+/// What one turn executed: the model's steps, then the ground truth.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TurnTrace {
+    pub model: Vec<Vec<Executed>>,
+    pub ground_truth: Vec<Executed>,
 }
 
 impl Verdict {
@@ -49,6 +65,7 @@ impl Verdict {
             error_message: None,
             details: Vec::new(),
             not_ported,
+            trace: Vec::new(),
         }
     }
 
@@ -59,7 +76,13 @@ impl Verdict {
             error_message: Some(message),
             details,
             not_ported,
+            trace: Vec::new(),
         }
+    }
+
+    fn with_trace(mut self, trace: Vec<TurnTrace>) -> Verdict {
+        self.trace = trace;
+        self
     }
 }
 
@@ -169,14 +192,31 @@ pub fn multi_turn_checker(
     let mut not_ported = Vec::new();
     let mut all_model_results: Vec<String> = Vec::new();
     let no_steps: Vec<Vec<String>> = Vec::new();
+    let mut trace: Vec<TurnTrace> = Vec::new();
+    let zip = |calls: &[String], results: &[String]| -> Vec<Executed> {
+        calls
+            .iter()
+            .zip(results)
+            .map(|(c, r)| Executed {
+                call: c.clone(),
+                result: r.clone(),
+            })
+            .collect()
+    };
     for (t, gt_calls) in ground_truth.iter().enumerate() {
         let steps = decoded.get(t).unwrap_or(&no_steps);
+        let mut turn = TurnTrace::default();
         for step in steps {
             let out = model.execute(step, entry.involved_classes, g);
-            all_model_results.extend(results(out, &mut not_ported));
+            let r = results(out, &mut not_ported);
+            turn.model.push(zip(step, &r));
+            all_model_results.extend(r);
         }
         let out = gt.execute(gt_calls, entry.involved_classes, g);
         let gt_results = results(out, &mut not_ported);
+        turn.ground_truth = zip(gt_calls, &gt_results);
+        trace.push(turn);
+        let trace = || trace.clone();
         if gt_calls.is_empty() {
             continue;
         }
@@ -186,7 +226,8 @@ pub fn multi_turn_checker(
                 format!("Model response list is empty for turn {t}"),
                 Vec::new(),
                 not_ported,
-            );
+            )
+            .with_trace(trace());
         }
         if let Some((class, diffs)) = state_mismatch(&model.states(g), &gt.states(g)) {
             return Verdict::fail(
@@ -196,7 +237,8 @@ pub fn multi_turn_checker(
                 ),
                 diffs,
                 not_ported,
-            );
+            )
+            .with_trace(trace());
         }
         let missing = missing_items(&gt_results, &all_model_results);
         if !missing.is_empty() {
@@ -207,8 +249,9 @@ pub fn multi_turn_checker(
                 ),
                 missing,
                 not_ported,
-            );
+            )
+            .with_trace(trace());
         }
     }
-    Verdict::pass(not_ported)
+    Verdict::pass(not_ported).with_trace(trace)
 }

@@ -3,7 +3,11 @@
 //! call returns the same string, and the executor that runs call strings on
 //! them as `multi_turn_utils.execute_multi_turn_func_call` does.
 //!
-//! [`checker`] is BFCL's multi-turn checker on decoded model steps.
+//! [`checker`] is BFCL's multi-turn checker on decoded model steps;
+//! [`decode`] is BFCL's FC decoding of a step; [`data`] reads the granted
+//! dataset files. With the `component` feature (default) the crate is the
+//! `bfcl-multi` workload component ([`component`]); the `bfcl-multi-score`
+//! scorer uses it without.
 //!
 //! Parity with the Python is measured against fixtures written by
 //! `tests/bfcl-multi-parity/gen_multi_parity.py` (BFCL's own simulators and
@@ -13,6 +17,10 @@
 
 pub mod call;
 pub mod checker;
+#[cfg(feature = "component")]
+pub mod component;
+pub mod data;
+pub mod decode;
 pub mod exec;
 pub mod mt;
 pub mod py;

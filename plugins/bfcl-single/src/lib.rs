@@ -12,10 +12,10 @@ wit_bindgen::generate!({ path: "../../wit/agentload-plugin@0.1.0", world: "workl
 
 pub mod dataset;
 pub mod gate;
-pub mod pyjson;
 pub mod settings;
 pub mod subsets;
-pub mod tools;
+/// The tool conversion and Python `json.dumps`, shared with bfcl-multi.
+pub use bfcl_tools::{pyjson, tools};
 
 use std::cell::RefCell;
 

@@ -1,0 +1,332 @@
+//! Scoring the bfcl-multi workload's recorded steps with BFCL's multi-turn
+//! evaluation (`eval_runner._evaluate_single_multi_turn_entry` and
+//! `multi_turn_checker`), entry by entry, in the order the entries were run
+//! (the simulators share module-level state across entries, as the Python
+//! process does).
+
+use bfcl_multi::checker::{self, Entry};
+use bfcl_multi::data::{self, Dataset};
+use bfcl_multi::decode::decode_step;
+use bfcl_multi::sim::Globals;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// A recorded completion: tool calls as `(id, name, arguments)`, and the content.
+pub type Answer = (Vec<(String, String, String)>, String);
+
+/// One recorded step.
+pub struct Step {
+    pub item_id: String,
+    pub session_id: String,
+    pub expected: Value,
+    /// `None` when the request failed or was never sent.
+    pub completion: Option<Answer>,
+}
+
+/// A verdict, per step.
+pub struct StepVerdict {
+    pub item_id: String,
+    pub score: f64,
+    pub excluded: Option<String>,
+    pub detail: Value,
+}
+
+/// The scorer's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model name of the instance names (`{model}_eval`,
+    /// `{model}_ground_truth_eval`).
+    pub model_name: String,
+    /// When set, the entries the run should have issued (as the workload
+    /// selects them): those never seen count as failed.
+    pub expected: Option<(Vec<String>, BTreeMap<String, f64>)>,
+}
+
+impl Settings {
+    pub fn parse(json: &str) -> Result<Settings, String> {
+        let v: Value = if json.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(json).map_err(|e| format!("settings are not JSON: {e}"))?
+        };
+        let m = v.as_object().ok_or("settings are not an object")?;
+        if let Some(k) = m
+            .keys()
+            .find(|k| !["model_name", "categories", "sample_pct"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "unknown setting '{k}' (known: model_name, categories, sample_pct)"
+            ));
+        }
+        let expected = if m.contains_key("categories") || m.contains_key("sample_pct") {
+            Some((
+                data::parse_categories(m.get("categories"))?,
+                data::parse_pct(m.get("sample_pct"))?,
+            ))
+        } else {
+            None
+        };
+        Ok(Settings {
+            model_name: match m.get("model_name") {
+                None => "agentload".into(),
+                Some(x) => x.as_str().ok_or("model_name must be a string")?.into(),
+            },
+            expected,
+        })
+    }
+}
+
+/// The entry-level verdict.
+struct EntryVerdict {
+    valid: bool,
+    error_type: Option<String>,
+    error_message: Option<String>,
+    details: Vec<String>,
+    not_ported: Vec<String>,
+    trace: Value,
+}
+
+fn fail(kind: &str, message: String) -> EntryVerdict {
+    EntryVerdict {
+        valid: false,
+        error_type: Some(kind.into()),
+        error_message: Some(message),
+        details: Vec::new(),
+        not_ported: Vec::new(),
+        trace: json!([]),
+    }
+}
+
+fn num(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or(0)
+}
+
+/// Scores every step; one verdict per step, in order. The entry's verdict
+/// is on its last step; its other steps are excluded (`step of <id>`).
+pub fn score(settings: &Settings, d: &Dataset, steps: &[Step]) -> Result<Vec<StepVerdict>, String> {
+    // Sessions in order of first appearance; steps in request order.
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_session: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        let list = by_session.entry(s.session_id.as_str()).or_default();
+        if list.is_empty() {
+            order.push(s.session_id.as_str());
+        }
+        list.push(i);
+    }
+    let mut out: Vec<Option<StepVerdict>> = steps.iter().map(|_| None).collect();
+    let mut globals = Globals::new(d.long_context.clone().unwrap_or_default());
+    for sid in order {
+        let mut idx = by_session[sid].clone();
+        idx.sort_by_key(|&i| num(&steps[i].expected, "request"));
+        let first = &steps[idx[0]].expected;
+        let id = first["id"]
+            .as_str()
+            .ok_or_else(|| format!("item {}: expected-json has no id", steps[idx[0]].item_id))?;
+        let q = d
+            .find(id)
+            .ok_or_else(|| format!("entry {id} is not in the granted data"))?;
+        let gt = q.ground_truth.as_ref().ok_or_else(|| {
+            format!(
+                "no ground truth granted for {id} (multi_turn_{}_answers)",
+                q.category
+            )
+        })?;
+        // Per step: its BFCL turn, its decoded calls.
+        let mut decoded: Vec<Vec<Vec<String>>> = Vec::new();
+        let mut missing = 0usize;
+        let mut force_quit = None;
+        let mut step_rows = Vec::new();
+        for &i in &idx {
+            let s = &steps[i];
+            let turn = num(&s.expected, "turn") as usize;
+            let step = num(&s.expected, "step");
+            let max_steps = s.expected["max_steps"].as_u64().unwrap_or(20);
+            while decoded.len() <= turn {
+                decoded.push(Vec::new());
+            }
+            let calls = match &s.completion {
+                None => {
+                    missing += 1;
+                    None
+                }
+                Some((tcs, content)) => {
+                    match decode_step(
+                        tcs.iter().map(|(_, n, a)| (n.as_str(), a.as_str())),
+                        content,
+                    ) {
+                        Ok(calls) if !calls.is_empty() => {
+                            decoded[turn].push(calls.clone());
+                            if step >= max_steps {
+                                force_quit = Some(turn);
+                            }
+                            Some(Ok(calls))
+                        }
+                        Ok(_) => Some(Ok(Vec::new())),
+                        Err(e) => Some(Err(e)),
+                    }
+                }
+            };
+            step_rows.push(json!({
+                "turn": turn,
+                "step": step,
+                "calls": match &calls {
+                    Some(Ok(c)) => json!(c),
+                    Some(Err(e)) => json!({"decode_error": e}),
+                    None => Value::Null,
+                },
+            }));
+        }
+        let verdict = if missing > 0 {
+            fail(
+                "multi_turn:inference_error",
+                format!(
+                    "Error during inference phase: {missing} request(s) of this entry failed or were not sent."
+                ),
+            )
+        } else if decoded.len() != gt.len() {
+            // The workload ends an entry only at its last turn or on a
+            // force-quit.
+            checker::check_turn_count(decoded.len(), gt.len())
+                .map(|v| EntryVerdict {
+                    valid: false,
+                    error_type: v.error_type,
+                    error_message: v.error_message,
+                    details: Vec::new(),
+                    not_ported: Vec::new(),
+                    trace: json!([]),
+                })
+                .unwrap_or_else(|| fail("multi_turn:force_terminated", String::new()))
+        } else {
+            let v = checker::multi_turn_checker(
+                &decoded,
+                gt,
+                &Entry {
+                    id: &q.id,
+                    initial_config: &q.initial_config,
+                    involved_classes: &q.involved_classes,
+                },
+                &settings.model_name,
+                &mut globals,
+            );
+            EntryVerdict {
+                valid: v.valid,
+                error_type: v.error_type,
+                error_message: v.error_message,
+                details: v.details,
+                not_ported: v.not_ported,
+                trace: serde_json::to_value(&v.trace).unwrap_or(Value::Null),
+            }
+        };
+        let (last, rest) = idx.split_last().expect("a session has steps");
+        for (k, &i) in rest.iter().enumerate() {
+            let mut detail = step_rows[k].clone();
+            detail["id"] = json!(q.id);
+            detail["category"] = json!(q.category);
+            out[i] = Some(StepVerdict {
+                item_id: steps[i].item_id.clone(),
+                score: 0.0,
+                excluded: Some(format!("step of {}", q.id)),
+                detail,
+            });
+        }
+        out[*last] = Some(StepVerdict {
+            item_id: steps[*last].item_id.clone(),
+            score: if verdict.valid { 1.0 } else { 0.0 },
+            excluded: None,
+            detail: json!({
+                "id": q.id,
+                "category": q.category,
+                "valid": verdict.valid,
+                "error_type": verdict.error_type,
+                "error_message": verdict.error_message,
+                "details": verdict.details,
+                "not_ported": verdict.not_ported,
+                "force_quit_turn": force_quit,
+                "requests": idx.len(),
+                "missing_requests": missing,
+                "steps": step_rows,
+                "trace": verdict.trace,
+            }),
+        });
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| v.expect("every step judged"))
+        .collect())
+}
+
+fn pct(correct: usize, total: usize) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    (correct as f64 / total as f64 * 10000.0).round() / 100.0
+}
+
+/// The report: per category and overall accuracy over the scored entries
+/// (and, when the settings name the expected selection, entries never
+/// issued count as failed). Not a gate.
+pub fn aggregate(settings: &Settings, d: &Dataset, verdicts: &[StepVerdict]) -> Value {
+    // category -> (correct, total)
+    let mut cats: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen: Vec<String> = Vec::new();
+    for v in verdicts.iter().filter(|v| v.excluded.is_none()) {
+        let cat = v.detail["category"].as_str().unwrap_or("").to_string();
+        let e = cats.entry(cat).or_default();
+        e.1 += 1;
+        if v.score >= 1.0 {
+            e.0 += 1;
+        } else if let Some(t) = v.detail["error_type"].as_str() {
+            *errors.entry(t.to_string()).or_default() += 1;
+        }
+        seen.push(v.detail["id"].as_str().unwrap_or("").to_string());
+    }
+    let mut never_issued = 0usize;
+    if let Some((categories, pcts)) = &settings.expected {
+        if let Ok(selected) = data::select(d, categories, pcts) {
+            for q in selected {
+                if !seen.iter().any(|s| s == &q.id) {
+                    never_issued += 1;
+                    cats.entry(q.category.clone()).or_default().1 += 1;
+                    *errors.entry("multi_turn:not_issued".into()).or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut category_scores = serde_json::Map::new();
+    let mut acc = Vec::new();
+    let (mut correct, mut total) = (0, 0);
+    for c in data::CATEGORIES {
+        if let Some(&(ok, n)) = cats.get(c) {
+            acc.push(ok as f64 / n.max(1) as f64);
+            correct += ok;
+            total += n;
+            category_scores.insert(
+                format!("multi_turn_{c}"),
+                json!({"accuracy": pct(ok, n), "correct_count": ok, "total_count": n}),
+            );
+        }
+    }
+    let mean = if acc.is_empty() {
+        0.0
+    } else {
+        acc.iter().sum::<f64>() / acc.len() as f64
+    };
+    json!({
+        "dataset_name": "bfcl_v4::multi_turn",
+        "dataset_type": "accuracy",
+        "gated": false,
+        "score": mean,
+        "breakdown": {
+            // BFCL's leaderboard: the unweighted mean of the categories.
+            "multi_turn_accuracy": (mean * 10000.0).round() / 100.0,
+            "overall_accuracy": pct(correct, total),
+            "category_scores": category_scores,
+            "correct_count": correct,
+            "total_count": total,
+            "never_issued": never_issued,
+            "error_types": errors,
+        },
+    })
+}
