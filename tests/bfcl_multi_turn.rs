@@ -338,4 +338,20 @@ async fn mutated_answers_fail_as_bfcl_says() {
     assert_eq!(b["total_count"], 10);
     assert_eq!(b["correct_count"], 10 - expect.len());
     assert_eq!(b["error_types"]["multi_turn:instance_state_mismatch"], 4);
+
+    // Re-scoring the recorded steps (the scorer is granted the data again)
+    // reproduces the report and the verdicts byte for byte.
+    let rescore = agentload(
+        &["rescore", out.to_str().unwrap(), "--out", "again"],
+        dir.path(),
+    )
+    .await;
+    assert!(rescore.status.success(), "{}", text(&rescore));
+    for file in ["accuracy/multi_turn_results.json", "accuracy/samples.jsonl"] {
+        assert_eq!(
+            std::fs::read(dir.path().join("again").join(file)).unwrap(),
+            std::fs::read(out.join(file)).unwrap(),
+            "{file}"
+        );
+    }
 }

@@ -440,3 +440,180 @@ impl Guest for BfclMulti {
 
 #[cfg(target_arch = "wasm32")]
 export!(BfclMulti);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentload::plugin::types::{Completion, GrantedFile};
+    use std::path::PathBuf;
+
+    /// `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4`.
+    fn bfcl_dir() -> Option<PathBuf> {
+        let dir = std::env::var_os("AGENTLOAD_BFCL_DIR")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".cache/agentload/data/bfcl_v4"))
+            })?;
+        if dir.join("BFCL_v4_multi_turn_miss_func.json").is_file() {
+            return Some(dir);
+        }
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "BFCL data missing at {}: run scripts/fetch-bfcl.sh DIR",
+            dir.display()
+        );
+        println!("note: BFCL data not found; test skipped");
+        None
+    }
+
+    fn grant(name: &str, path: PathBuf) -> GrantedFile {
+        GrantedFile {
+            name: name.into(),
+            file_name: path.file_name().unwrap().to_string_lossy().into(),
+            bytes: std::fs::read(&path).unwrap(),
+        }
+    }
+
+    fn calls(list: &[(&str, &str)]) -> TurnOutcome {
+        TurnOutcome::Completed(Completion {
+            content: String::new(),
+            reasoning_content: String::new(),
+            tool_calls: list
+                .iter()
+                .enumerate()
+                .map(|(i, (n, a))| ToolCall {
+                    id: format!("call_{i}"),
+                    name: n.to_string(),
+                    arguments: a.to_string(),
+                })
+                .collect(),
+            finish_reason: Some("tool_calls".into()),
+            usage: None,
+        })
+    }
+
+    fn text() -> TurnOutcome {
+        TurnOutcome::Completed(Completion {
+            content: "Done.".into(),
+            reasoning_content: String::new(),
+            tool_calls: Vec::new(),
+            finish_reason: Some("stop".into()),
+            usage: None,
+        })
+    }
+
+    fn tool_names(req: &TurnRequest) -> Vec<(String, String)> {
+        let tools: Value = serde_json::from_str(req.tools_json.as_deref().unwrap()).unwrap();
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["function"]["name"].as_str().unwrap().to_string(),
+                    t["function"]["description"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_bfcl_fc_inference_loop() {
+        let Some(dir) = bfcl_dir() else { return };
+        let mut files = vec![grant(
+            "multi_turn_miss_func",
+            dir.join("BFCL_v4_multi_turn_miss_func.json"),
+        )];
+        for stem in ["gorilla_file_system", "posting_api"] {
+            files.push(grant(
+                &format!("func_doc_{stem}"),
+                dir.join(format!("multi_turn_func_doc/{stem}.json")),
+            ));
+        }
+        let plans = BfclMulti::configure(PluginConfig {
+            settings_json:
+                r#"{"categories": ["miss_func"], "sample_pct": 0.5, "max_steps_per_turn": 3}"#
+                    .into(),
+            files,
+        })
+        .unwrap();
+        assert_eq!(plans.len(), 1);
+        assert_eq!(plans[0].id, "multi_turn_miss_func_0");
+        assert_eq!(plans[0].expected_turns, 5);
+        let id = || "multi_turn_miss_func_0".to_string();
+        let first = BfclMulti::start_session(id()).unwrap();
+        assert_eq!(first.session_id, "multi_turn_miss_func_0");
+        assert_eq!(first.messages.len(), 1);
+        assert_eq!(first.sampling.temperature, Some(0.001));
+        assert_eq!(first.sampling.tool_choice_json, None);
+        // `sort` is held out until turn 3; every other doc has the hint.
+        let tools = tool_names(&first);
+        assert!(tools.iter().all(|(n, _)| n != "sort"));
+        assert!(tools
+            .iter()
+            .all(|(_, d)| d.ends_with(" Note that the provided function is in Python 3 syntax.")));
+        assert_eq!(tools.len(), 18 - 1 + 14);
+
+        // A step with two calls (one with a bad argument): one tool message
+        // per call, with the call's id and BFCL's error string.
+        let req = BfclMulti::next_turn(
+            id(),
+            calls(&[("cd", r#"{"folder": "document"}"#), ("ls", r#"{"b": 1}"#)]),
+        )
+        .unwrap()
+        .unwrap();
+        let n = req.messages.len();
+        assert_eq!(n, 4);
+        assert!(matches!(req.messages[1].role, Role::Assistant));
+        assert_eq!(req.messages[1].content, None);
+        assert_eq!(req.messages[2].tool_call_id.as_deref(), Some("call_0"));
+        assert_eq!(
+            req.messages[2].content.as_deref(),
+            Some(r#"{"current_working_directory": "document"}"#)
+        );
+        assert_eq!(
+            req.messages[3].content.as_deref(),
+            Some("Error during execution: GorillaFileSystem.ls() got an unexpected keyword argument 'b'")
+        );
+        let e: Value = serde_json::from_str(&req.expected_json).unwrap();
+        assert_eq!(e["turn"], 0);
+        assert_eq!(e["step"], 1);
+        // Text ends turn 0; turns 1 and 2 end at once.
+        let req = BfclMulti::next_turn(id(), text()).unwrap().unwrap();
+        assert_eq!(req.messages.last().unwrap().content.as_deref(), Some("Perform a detailed search using grep to identify sections in the file pertaining to 'budget analysis'."));
+        BfclMulti::next_turn(id(), text()).unwrap().unwrap();
+        // Turn 3 is the holdout turn: BFCL's prompt, `sort` added without the hint.
+        let req = BfclMulti::next_turn(id(), text()).unwrap().unwrap();
+        assert_eq!(
+            req.messages.last().unwrap().content.as_deref(),
+            Some(HOLDOUT_PROMPT)
+        );
+        let tools = tool_names(&req);
+        let sort = tools.last().unwrap();
+        assert_eq!(sort.0, "sort");
+        assert!(!sort.1.contains("Python 3 syntax"));
+        let e: Value = serde_json::from_str(&req.expected_json).unwrap();
+        assert_eq!((e["turn"].as_u64(), e["step"].as_u64()), (Some(3), Some(0)));
+        // More than max_steps (3) executed steps: force-quit, the entry ends.
+        for _ in 0..3 {
+            assert!(BfclMulti::next_turn(id(), calls(&[("pwd", "{}")]))
+                .unwrap()
+                .is_some());
+        }
+        assert!(BfclMulti::next_turn(id(), calls(&[("pwd", "{}")]))
+            .unwrap()
+            .is_none());
+        assert!(BfclMulti::next_turn(id(), text()).is_err(), "session over");
+
+        // A failed request: the remaining turns come back once each (aborted).
+        let _ = BfclMulti::start_session(id()).unwrap();
+        let mut aborted = 0;
+        let mut next = BfclMulti::next_turn(id(), TurnOutcome::Failed("HTTP 500".into())).unwrap();
+        while next.is_some() {
+            aborted += 1;
+            next = BfclMulti::next_turn(id(), TurnOutcome::Aborted).unwrap();
+        }
+        assert_eq!(aborted, 4);
+    }
+}
