@@ -287,6 +287,8 @@ async fn mutated_answers_fail_as_bfcl_says() {
     let config = config_with(dir.path(), "[\"base\"]", 5);
     let (out, output) = run(&config, &script, dir.path()).await;
     assert!(output.contains("bfcl-multi-score score"), "{output}");
+    // The failed request and the turn after it (aborted, never sent).
+    assert!(output.contains("85 completed, 2 missing"), "{output}");
 
     let v = verdicts(&out);
     assert_eq!(v.len(), 10, "one verdict per entry");

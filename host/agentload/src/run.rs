@@ -457,7 +457,12 @@ async fn run_accuracy(
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
         .count();
-    let missing = (expected as usize).saturating_sub(completed);
+    // A session's `expected_turns` is a lower bound when its length depends
+    // on the model (bfcl-multi: one request per model step), so a failed or
+    // aborted request is missing even when more requests completed.
+    let missing = (expected as usize)
+        .saturating_sub(completed)
+        .max(outcome.records.len() - completed);
     let mut result = AccuracyResult {
         samples: outcome.records.len(),
         missing,
