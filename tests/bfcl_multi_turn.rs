@@ -258,6 +258,12 @@ async fn mutated_answers_fail_as_bfcl_says() {
             "multi_turn_base_7" => {
                 turns[0] = (0..25).map(|_| Step::Calls(vec!["pwd()".into()])).collect()
             }
+            // Force-quit on the last turn: BFCL still has every turn and
+            // checks the entry as usual (it passes).
+            "multi_turn_base_3" => {
+                turns[1].truncate(1);
+                turns[1].extend((0..24).map(|_| Step::Calls(vec!["pwd()".into()])));
+            }
             // A bad argument first: BFCL's error string comes back, the
             // entry goes on and passes.
             "multi_turn_base_8" => turns[0].insert(0, Step::Calls(vec!["cd(folders='x')".into()])),
@@ -288,7 +294,7 @@ async fn mutated_answers_fail_as_bfcl_says() {
     let (out, output) = run(&config, &script, dir.path()).await;
     assert!(output.contains("bfcl-multi-score score"), "{output}");
     // The failed request and the turn after it (aborted, never sent).
-    assert!(output.contains("85 completed, 2 missing"), "{output}");
+    assert!(output.contains("104 completed, 2 missing"), "{output}");
 
     let v = verdicts(&out);
     assert_eq!(v.len(), 10, "one verdict per entry");
@@ -319,6 +325,10 @@ async fn mutated_answers_fail_as_bfcl_says() {
     let fq = &v["multi_turn_base_7"];
     assert_eq!(fq["force_quit_turn"], 0, "{fq}");
     assert_eq!(fq["requests"], 21, "{fq}");
+    let last = &v["multi_turn_base_3"];
+    assert_eq!(last["force_quit_turn"], 1, "{last}");
+    assert_eq!(last["requests"], 2 + 21, "{last}");
+    assert_eq!(last["valid"], true, "{last}");
     // The bad argument: BFCL's error string is the call's result, and the
     // entry's later calls ran.
     let bad = &v["multi_turn_base_8"];

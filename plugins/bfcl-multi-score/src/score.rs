@@ -223,6 +223,7 @@ pub fn score(settings: &Settings, d: &Dataset, steps: &[Step]) -> Result<Vec<Ste
             let mut detail = step_rows[k].clone();
             detail["id"] = json!(q.id);
             detail["category"] = json!(q.category);
+            detail["excluded"] = json!(format!("step of {}", q.id));
             out[i] = Some(StepVerdict {
                 item_id: steps[i].item_id.clone(),
                 score: 0.0,
