@@ -12,7 +12,8 @@
 # constants of the package's multi-turn `long_context.py` (the padding the
 # long_context category loads) as JSON, which the bfcl-multi workload and
 # scorer are granted; its sha256 is checked against the one below (the same
-# bytes as tests/bfcl-multi-parity/gen_multi_parity.py's long_context.json).
+# bytes as tests/bfcl-multi-parity/gen_multi_parity.py's long_context.json;
+# also in workloads/data.lock, so that the host checks it when granting it).
 #
 # Usage: scripts/fetch-bfcl.sh [--checker] DIR
 set -euo pipefail

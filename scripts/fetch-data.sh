@@ -11,6 +11,8 @@ dir=${1:-${AGENTLOAD_DATA_DIR:-$root/data}}
 mkdir -p "$dir"
 grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; do
   [ -n "${name:-}" ] || continue
+  # Files written by another script (bfcl_v4_extra/long_context.json: fetch-bfcl.sh below).
+  case "$url" in http://*|https://*) ;; *) continue ;; esac
   dest="$dir/$name"
   if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --quiet - 2>/dev/null; then
     echo "ok       $name"

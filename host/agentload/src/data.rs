@@ -146,6 +146,11 @@ mod tests {
             Some("78f25616")
         );
         assert_eq!(expected_digest("bfcl_v4/nope.json"), None);
+        // Written by scripts/fetch-bfcl.sh from the pinned wheel.
+        assert_eq!(
+            expected_digest("bfcl_v4_extra/long_context.json").map(|d| &d[..8]),
+            Some("2ef89ec1")
+        );
         assert_eq!(
             expected_digest("sub/agentic_coding_2.5h.jsonl"),
             locked_digest("agentic_coding_2.5h.jsonl")
