@@ -331,3 +331,141 @@ pub fn aggregate(settings: &Settings, d: &Dataset, verdicts: &[StepVerdict]) -> 
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4`.
+    fn bfcl_dir() -> Option<PathBuf> {
+        let dir = std::env::var_os("AGENTLOAD_BFCL_DIR")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".cache/agentload/data/bfcl_v4"))
+            })?;
+        if dir.join("BFCL_v4_multi_turn_base.json").is_file() {
+            return Some(dir);
+        }
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "BFCL data missing at {}: run scripts/fetch-bfcl.sh DIR",
+            dir.display()
+        );
+        println!("note: BFCL data not found; test skipped");
+        None
+    }
+
+    fn step(id: &str, request: u64, turn: usize, s: u64, answer: Option<Answer>) -> Step {
+        Step {
+            item_id: format!("{id}#{request}"),
+            session_id: id.into(),
+            expected: json!({"id": id, "category": "base", "turn": turn, "step": s,
+                "max_steps": 20, "request": request}),
+            completion: answer,
+        }
+    }
+
+    fn call(name: &str, args: &str) -> Answer {
+        (vec![("c0".into(), name.into(), args.into())], String::new())
+    }
+
+    fn text() -> Answer {
+        (Vec::new(), "Done.".into())
+    }
+
+    #[test]
+    fn judges_entries_as_bfcl() {
+        let Some(dir) = bfcl_dir() else { return };
+        let q = std::fs::read(dir.join("BFCL_v4_multi_turn_base.json")).unwrap();
+        let a = std::fs::read(dir.join("possible_answer/BFCL_v4_multi_turn_base.json")).unwrap();
+        let d = Dataset::parse([
+            ("multi_turn_base", q.as_slice()),
+            ("multi_turn_base_answers", a.as_slice()),
+        ])
+        .unwrap();
+        let settings = Settings::parse(r#"{"categories": ["base"]}"#).unwrap();
+        // multi_turn_base_3: [[find(path='.',name='test')], [cd, cd, cp, cp]].
+        let id = "multi_turn_base_3";
+        let gt = &d.find(id).unwrap().ground_truth.as_ref().unwrap()[1];
+        assert_eq!(gt.len(), 4);
+        let mut steps = vec![
+            step(
+                id,
+                1,
+                0,
+                0,
+                Some(call("find", r#"{"path": ".", "name": "test"}"#)),
+            ),
+            step(id, 2, 0, 1, Some(text())),
+        ];
+        let mut r = 3;
+        for c in [
+            ("cd", r#"{"folder": "projects"}"#),
+            ("cd", r#"{"folder": "photography"}"#),
+            (
+                "cp",
+                r#"{"source": "test_image1.jpg", "destination": "backup_tests"}"#,
+            ),
+            (
+                "cp",
+                r#"{"source": "test_document.txt", "destination": "backup_tests"}"#,
+            ),
+        ] {
+            steps.push(step(id, r, 1, r - 3, Some(call(c.0, c.1))));
+            r += 1;
+        }
+        steps.push(step(id, r, 1, 4, Some(text())));
+        // multi_turn_base_0: a text answer in its first turn.
+        let id0 = "multi_turn_base_0";
+        steps.insert(0, step(id0, 1, 0, 0, Some(text())));
+        for t in 1..4 {
+            steps.insert(t, step(id0, t as u64 + 1, t, 0, Some(text())));
+        }
+        // multi_turn_base_1: its second request failed.
+        let id1 = "multi_turn_base_1";
+        steps.push(step(id1, 1, 0, 0, Some(call("ls", r#"{"a": true}"#))));
+        steps.push(step(id1, 2, 0, 1, None));
+        let v = score(&settings, &d, &steps).unwrap();
+        assert_eq!(v.len(), steps.len());
+        let by_id = |id: &str| {
+            v.iter()
+                .find(|x| x.excluded.is_none() && x.detail["id"] == id)
+                .unwrap()
+        };
+        assert_eq!(by_id(id).score, 1.0, "{}", by_id(id).detail);
+        assert_eq!(
+            by_id(id).detail["trace"][1]["model"]
+                .as_array()
+                .unwrap()
+                .len(),
+            4
+        );
+        assert_eq!(
+            by_id(id0).detail["error_type"],
+            "multi_turn:empty_turn_model_response"
+        );
+        assert_eq!(
+            by_id(id1).detail["error_type"],
+            "multi_turn:inference_error"
+        );
+        assert_eq!(
+            v.iter().filter(|x| x.excluded.is_some()).count(),
+            steps.len() - 3
+        );
+        // Over the entries seen: one of three passes.
+        let report = aggregate(&Settings::parse("{}").unwrap(), &d, &v);
+        assert_eq!(
+            report["breakdown"]["category_scores"]["multi_turn_base"],
+            json!({"accuracy": 33.33, "correct_count": 1, "total_count": 3})
+        );
+        // With the selection named (2 %: the first 4 entries), the entry
+        // never issued (multi_turn_base_2) counts as failed.
+        let settings = Settings::parse(r#"{"categories": ["base"], "sample_pct": 2}"#).unwrap();
+        let report = aggregate(&settings, &d, &v);
+        assert_eq!(report["breakdown"]["never_issued"], 1);
+        assert_eq!(report["breakdown"]["total_count"], 4);
+        assert_eq!(report["gated"], false);
+    }
+}
