@@ -85,4 +85,22 @@ mod tests {
         assert!(decode_step([("ls", "[1]")], "").is_err());
         assert_eq!(decode_step([("pwd", "{}")], "").unwrap(), vec!["pwd()"]);
     }
+
+    /// `[name, arguments, call string]` from CPython 3.11 running
+    /// `convert_to_function_call([{name: arguments}])`.
+    const PYTHON: &str = r#"["f", "{\"s\": \"it's \\\"q\\\"\", \"u\": \"caf\\u00e9 \\ud83d\\ude00\", \"n\": \"a\\nb\\tc\\u0007\"}", "f(s='it\\'s \"q\"',u='caf\u00e9 \ud83d\ude00',n='a\\nb\\tc\\x07')"]
+["g", "{\"x\": 1e-7, \"y\": 1e16, \"z\": -0.0, \"w\": 123456789012345678, \"v\": 0.1, \"t\": 2.50}", "g(x=1e-07,y=1e+16,z=-0.0,w=123456789012345678,v=0.1,t=2.5)"]
+["h", "{\"l\": [1, 2.0, \"x\", null, true, {\"k\": [false]}], \"d\": {\"a\": {\"b\": \"c\"}}, \"e\": [], \"o\": {}}", "h(l=[1, 2.0, 'x', None, True, {'k': [False]}],d={'a': {'b': 'c'}},e=[],o={})"]
+["i", "{\"big\": 1e300, \"small\": 5e-324, \"neg\": -12, \"f\": 3.0e2}", "i(big=1e+300,small=5e-324,neg=-12,f=300.0)"]
+["j", "{\"k\": \"\\\\back\\\\slash\", \"q\": \"\\u0000\", \"r\": \"\\u00a0\\u2028\"}", "j(k='\\\\back\\\\slash',q='\\x00',r='\\xa0\\u2028')"]
+["k", "{\"dup\": 1, \"dup\": 2, \"a\": \"\\u0027\\\"\"}", "k(dup=2,a='\\'\"')"]
+"#;
+
+    #[test]
+    fn call_strings_match_python() {
+        for line in PYTHON.lines().filter(|l| !l.is_empty()) {
+            let row: Vec<String> = serde_json::from_str(line).unwrap();
+            assert_eq!(call_string(&row[0], &row[1]).unwrap(), row[2], "{line}");
+        }
+    }
 }
