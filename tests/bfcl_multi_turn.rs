@@ -295,6 +295,8 @@ async fn mutated_answers_fail_as_bfcl_says() {
     assert!(output.contains("bfcl-multi-score score"), "{output}");
     // The failed request and the turn after it (aborted, never sent).
     assert!(output.contains("104 completed, 2 missing"), "{output}");
+    // Missing accuracy requests make the run invalid.
+    assert!(output.contains("run INVALID"), "{output}");
 
     let v = verdicts(&out);
     assert_eq!(v.len(), 10, "one verdict per entry");

@@ -52,14 +52,15 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Valid when no expected performance turn is missing and the accuracy
-    /// gate (when run, and when the scorer reports one) passed.
+    /// Valid when no expected performance turn and no accuracy sample is
+    /// missing (the reference requires every gate sample to complete), and
+    /// the accuracy gate (when run, and when the scorer reports one) passed.
     pub fn valid(&self) -> bool {
         self.performance.as_ref().is_none_or(|p| p.missing == 0)
             && self
                 .accuracy
                 .as_ref()
-                .is_none_or(|a| a.gate_passed != Some(false))
+                .is_none_or(|a| a.missing == 0 && a.gate_passed != Some(false))
     }
 }
 
