@@ -192,6 +192,10 @@ async fn ground_truth_passes_on_all_800_entries() {
     let plan: Vec<(&Entry, Vec<Vec<Step>>)> = all.iter().map(|e| (e, gt_steps(e))).collect();
     let script = dir.path().join("script.jsonl");
     write_script(&script, &plan);
+    // For benchmarks outside the test: keep the ground-truth script.
+    if let Some(keep) = std::env::var_os("AGENTLOAD_KEEP_SCRIPT") {
+        std::fs::copy(&script, keep).unwrap();
+    }
     let (out, output) = run(&shipped_config(), &script, dir.path()).await;
     assert!(output.contains("bfcl-multi-score score 1.0000"), "{output}");
     let v = verdicts(&out);
