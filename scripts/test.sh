@@ -25,9 +25,23 @@ scripts/fetch-bfcl.sh --checker "$cache/data"
 # verdicts from the real bfcl-eval checker (stdlib Python, about 6 s).
 python3 tests/bfcl-parity/gen_parity.py "$cache/data/bfcl_eval_src" \
   --data "$cache/data/bfcl_v4" --out "$cache/bfcl-parity/parity.jsonl"
+# The BFCL multi-turn parity fixtures: BFCL's own simulators executing every
+# ground-truth call (about 7 s). They need mpmath (pure Python): fetched with
+# pip into the cache when the interpreter lacks it.
+if ! python3 -c "import mpmath" 2>/dev/null; then
+  if ! [ -d "$cache/pip/mpmath" ]; then
+    python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$cache/pip" mpmath==1.3.0
+    python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
+      "$cache/pip/mpmath-1.3.0-py3-none-any.whl" "$cache/pip"
+  fi
+  export MPMATH_PATH="$cache/pip"
+fi
+python3 tests/bfcl-multi-parity/gen_multi_parity.py "$cache/data/bfcl_eval_src" \
+  "$cache/data/bfcl_v4" "$cache/bfcl-multi-parity" > /dev/null
 # Data-dependent tests fail instead of skipping.
 export AGENTLOAD_REQUIRE_DATA=1
 export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"
+export BFCL_MULTI_PARITY_DIR="$cache/bfcl-multi-parity"
 # A real llama.cpp llama-server (PyPI sdist llama-cpp-python, pinned) and its
 # model, cached under the agentload cache; the first build takes ~11-17 min on
 # 2 cores, later runs reuse it (tests/llama_server.rs runs agentload against it).
