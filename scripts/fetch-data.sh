@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${AGENTLOAD_DATA_DIR:-$root/data}}
-mkdir -p "$dir"
+mkdir -p "$dir" 2>/dev/null || true
 grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; do
   [ -n "${name:-}" ] || continue
   # Files written by another script (bfcl_v4_extra/long_context.json: fetch-bfcl.sh below).
@@ -29,5 +29,15 @@ grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; 
   mv "$tmp" "$dest"
   echo "ok       $name"
 done
-"$root/scripts/fetch-bfcl.sh" "$dir"
-"$root/host/tokenizer/fetch-qwen-tokenizer.sh" "$dir"
+# A read-only data directory (a shared copy) keeps what it has; the rest goes
+# to the agentload cache, where agentload looks for files the data directory
+# lacks.
+cache=${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}
+# (Checked on the mode bits too: root may write anywhere, but a directory
+# without write permission is meant to stay as it is.)
+if [ -w "$dir" ] && stat -c %A "$dir" | grep -q '^d.w'; then extra="$dir" vocab="$dir"; else
+  extra="$cache/data" vocab="$cache"
+  echo "note: $dir is read-only; BFCL data and the Qwen vocabulary go to $cache"
+fi
+"$root/scripts/fetch-bfcl.sh" "$extra"
+"$root/host/tokenizer/fetch-qwen-tokenizer.sh" "$vocab"
