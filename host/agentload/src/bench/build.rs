@@ -79,7 +79,12 @@ pub fn loads() -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for name in ["coding-replay", "shell-iou", "bfcl-single", "bfcl-ast"] {
         let path = crate::plugins::resolve(name, None).map_err(anyhow::Error::msg)?;
-        let cache = tempfile_dir()?;
+        let cache = std::env::temp_dir().join(format!(
+            "agentload-bench-cache-{}-{name}",
+            std::process::id()
+        ));
+        std::fs::remove_dir_all(&cache).ok();
+        std::fs::create_dir_all(&cache)?;
         let engine = PluginEngine::new(Some(cache.clone()))?;
         let t = Instant::now();
         let cold = engine.load(&path)?;
@@ -107,14 +112,4 @@ pub fn loads() -> Result<Vec<Row>> {
         ));
     }
     Ok(rows)
-}
-
-fn tempfile_dir() -> Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!(
-        "agentload-bench-cache-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
 }
