@@ -263,9 +263,15 @@ impl Shared {
                 .iter()
                 .filter(|r| r.status != TurnStatus::Completed)
                 .count();
+            // Workloads whose sessions can take more turns than planned
+            // (multi-step tool use) plan a lower bound.
+            let of = if n <= self.total_turns {
+                format!("{n}/{}", self.total_turns)
+            } else {
+                format!("{n} (at least {} planned)", self.total_turns)
+            };
             crate::log::line(&format!(
-                "  {n}/{} turns, {failed} failed or missing, {:.1} s; {}",
-                self.total_turns,
+                "  {of} turns, {failed} failed or missing, {:.1} s; {}",
                 self.started.elapsed().as_secs_f64(),
                 self.live.lock().expect("live lock").line()
             ));
