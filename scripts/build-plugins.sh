@@ -26,7 +26,7 @@ official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-sco
 # feature, and bfcl-multi-score uses bfcl-multi without it; built together,
 # features would unify and their exports would leak into each other.
 groups=("coding-replay shell-iou bfcl-single bfcl-ast" "bfcl-multi" "bfcl-multi-score")
-fixtures=(misbehave)
+fixtures=(misbehave old-workload)
 # Built in a cargo invocation of their own: bfcl-ast-v2 uses bfcl-ast without
 # its `component` feature, which must not unify into the official build.
 extras=(bfcl-ast-v2)

@@ -1,9 +1,10 @@
 //! Plugin authoring end to end: `agentload plugin new` scaffolds a workload
 //! crate on agentload-sdk, cargo builds it for wasm32-wasip2, and
 //! `agentload plugin check` reports its world, WIT version, sessions and
-//! turns run against the simulator. A component built against an older WIT
-//! package is refused with an error naming it, its version and the
-//! supported ones.
+//! turns run against the simulator. A component built against a WIT package
+//! version this host does not support (0.0.1) is refused with an error
+//! naming it, its version and the supported ones (a supported older version
+//! loads: tests/wit_versions.rs).
 //!
 //! The build compiles a crate and its dependencies (a minute or two the
 //! first time on 2 cores); later runs reuse `target/authoring`.
@@ -13,7 +14,8 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// The old-contract fixture (tests/plugins/old-wit/old_wit.wat, assembled).
+/// The unsupported-contract fixture (tests/plugins/old-wit/old_wit.wat,
+/// assembled): built against `agentload:plugin@0.0.1`, which no host supports.
 fn old_wit() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/plugins/old-wit/old_wit.wasm")
 }
@@ -144,7 +146,7 @@ async fn check_refuses_a_component_built_against_an_older_wit() {
     assert!(
         t.contains(
             "plugin old_wit was built against agentload:plugin@0.0.1, which this agentload \
-             does not support (supported: agentload:plugin@0.1.0)"
+             does not support (supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0)"
         ),
         "{t}"
     );
@@ -171,7 +173,7 @@ workload = "{}"
     let t = text(&out);
     assert!(
         t.contains("plugin old_wit was built against agentload:plugin@0.0.1")
-            && t.contains("supported: agentload:plugin@0.1.0"),
+            && t.contains("supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0"),
         "{t}"
     );
 }

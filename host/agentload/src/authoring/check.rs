@@ -120,7 +120,9 @@ pub async fn check(opts: &CheckOptions) -> Result<CheckReport> {
             .iter()
             .map(|v| format!("{}@{v}", crate::plugin::api::PACKAGE))
             .collect(),
-        supported_versions: crate::plugin::api::supported_list(),
+        supported_versions: crate::plugin::api::supported_list(
+            api.world.unwrap_or(World::Workload),
+        ),
         imports: api.imports.clone(),
         exports: api.exports.clone(),
         plugin: None,

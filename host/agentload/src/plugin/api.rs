@@ -19,25 +19,55 @@ use wasmtime::Engine;
 /// The WIT package every agentload plugin targets.
 pub const PACKAGE: &str = "agentload:plugin";
 
-/// The `agentload:plugin` versions this host has bindings for (one
-/// directory `wit/agentload-plugin@<version>` each).
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+/// The `agentload:plugin` versions this host has bindings for, oldest
+/// first: one directory `wit/agentload-plugin@<version>` each, or
+/// `tests/wit/agentload-plugin@<version>` for a [`TEST_ONLY_VERSIONS`] one.
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.0.9", "0.1.0"];
 
-/// The WIT versions this host dispatches to. Only one is released; a second
-/// one adds a variant here, a bindings module in `bindings.rs`, and an arm
-/// wherever a plugin is instantiated.
+/// Supported versions that were never released: packages under `tests/wit/`
+/// that stand for "the previous release", so the dispatch on versions is
+/// tested with real older components (`tests/plugins/old-workload`).
+pub const TEST_ONLY_VERSIONS: &[&str] = &["0.0.9"];
+
+/// The WIT versions this host dispatches to. Each has a bindings module
+/// (`bindings.rs` for the current one, `bindings_v<version>.rs` for older
+/// ones, with conversions to the current records), a linker entry for its
+/// `host` interface (`engine.rs`), and an arm wherever a plugin of a world
+/// it supports is instantiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum WitVersion {
-    /// `agentload:plugin@0.1.0`.
+    /// `agentload:plugin@0.0.9` (test-only, "the previous release"):
+    /// workloads only; its `turn-request` has no `delay-ms`.
+    V0_0_9,
+    /// `agentload:plugin@0.1.0`: the current version.
     V0_1_0,
 }
 
 impl WitVersion {
-    /// The version a component declares, when this host supports it.
+    /// The version a component declares, when this host supports it (for
+    /// some world: see [`supports`](Self::supports)).
     pub fn parse(version: &str) -> Option<Self> {
         match version {
+            "0.0.9" => Some(Self::V0_0_9),
             "0.1.0" => Some(Self::V0_1_0),
             _ => None,
+        }
+    }
+
+    /// The version number, e.g. `0.1.0`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V0_0_9 => "0.0.9",
+            Self::V0_1_0 => "0.1.0",
+        }
+    }
+
+    /// Whether this host runs `world` plugins built against this version
+    /// (scorers: the current version only).
+    pub fn supports(self, world: World) -> bool {
+        match self {
+            Self::V0_0_9 => world == World::Workload,
+            Self::V0_1_0 => true,
         }
     }
 }
@@ -178,11 +208,11 @@ impl ComponentApi {
                 )))
             }
         };
-        let Some(version) = WitVersion::parse(found) else {
+        let Some(version) = WitVersion::parse(found).filter(|v| v.supports(world)) else {
             return Err(PluginFailure::UnsupportedWit {
                 plugin: plugin.to_string(),
                 found: format!("{PACKAGE}{}", display_version(found)),
-                supported: supported_list(),
+                supported: supported_list(world),
             });
         };
         match self.world {
@@ -223,10 +253,12 @@ fn display_version(v: &str) -> String {
     }
 }
 
-/// `agentload:plugin@0.1.0[, ...]`.
-pub fn supported_list() -> String {
+/// The versions this host runs `world` plugins of:
+/// `agentload:plugin@0.0.9, agentload:plugin@0.1.0` (oldest first).
+pub fn supported_list(world: World) -> String {
     SUPPORTED_VERSIONS
         .iter()
+        .filter(|v| WitVersion::parse(v).is_some_and(|v| v.supports(world)))
         .map(|v| format!("{PACKAGE}@{v}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -287,7 +319,33 @@ mod tests {
         );
         assert!(text.contains("old-demo"), "{text}");
         assert!(text.contains("agentload:plugin@0.0.1"), "{text}");
-        assert!(text.contains("supported: agentload:plugin@0.1.0"), "{text}");
+        assert!(
+            text.contains("supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_previous_version_is_accepted_for_workloads_only() {
+        assert_eq!(
+            workload("0.0.9").require("old", World::Workload).unwrap(),
+            WitVersion::V0_0_9
+        );
+        let scorer = ComponentApi::from_names(
+            names(&["agentload:plugin/host@0.0.9"]),
+            names(&["agentload:plugin/scorer@0.0.9"]),
+        );
+        let err = scorer.require("old-scorer", World::Scorer).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, PluginFailure::UnsupportedWit { .. }),
+            "{text}"
+        );
+        assert!(text.contains("agentload:plugin@0.0.9"), "{text}");
+        assert!(
+            text.contains("(supported: agentload:plugin@0.1.0)"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -319,25 +377,40 @@ mod tests {
         assert!(text.contains("mixes"), "{text}");
     }
 
-    /// Every released package under `wit/` is a supported version, and the
-    /// other way round: adding `wit/agentload-plugin@X.Y.Z` without host
-    /// bindings for it (or the reverse) fails here.
-    #[test]
-    fn supported_versions_match_the_wit_directory() {
-        let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
-        let mut released: Vec<String> = std::fs::read_dir(&wit)
+    fn packages_in(dir: &str) -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| {
                 let name = e.unwrap().file_name().to_string_lossy().into_owned();
                 name.strip_prefix("agentload-plugin@").map(str::to_owned)
             })
             .collect();
-        released.sort();
+        found.sort();
+        found
+    }
+
+    /// Every released package under `wit/` is a supported version, and the
+    /// other way round: adding `wit/agentload-plugin@X.Y.Z` without host
+    /// bindings for it (or the reverse) fails here. Test-only packages live
+    /// under `tests/wit/`, and only there.
+    #[test]
+    fn supported_versions_match_the_wit_directory() {
+        let released = packages_in("../../wit");
+        let test_only = packages_in("../../tests/wit");
+        assert_eq!(test_only, TEST_ONLY_VERSIONS);
+        let mut all: Vec<String> = released.iter().chain(&test_only).cloned().collect();
+        all.sort();
         let mut supported: Vec<String> = SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect();
         supported.sort();
-        assert_eq!(released, supported);
-        for v in &released {
-            assert!(WitVersion::parse(v).is_some(), "no dispatch arm for {v}");
+        assert_eq!(all, supported);
+        assert!(
+            released.iter().all(|v| !test_only.contains(v)),
+            "a version is both released and test-only"
+        );
+        for v in &all {
+            let version = WitVersion::parse(v).unwrap_or_else(|| panic!("no dispatch arm for {v}"));
+            assert_eq!(version.as_str(), v);
         }
     }
 }

@@ -1,4 +1,7 @@
-//! Host-side bindings generated from the WIT contract in `wit/`.
+//! Host-side bindings generated from the current WIT contract in `wit/`
+//! (`agentload:plugin@0.1.0`): the types the whole host works with. Older
+//! supported versions have a module of their own (`bindings_v0_0_9.rs`) that
+//! converts to and from these.
 //!
 //! Both worlds share the `types` and `host` interfaces; the scorer bindings
 //! reuse the workload bindings' Rust types so records flow between them.
@@ -28,23 +31,32 @@ pub use workload::agentload::plugin::types;
 pub use workload::exports::agentload::plugin::workload::SessionPlan;
 
 use super::sandbox::StoreState;
-use workload::agentload::plugin::host::{Host, LogLevel};
+use workload::agentload::plugin::host::Host;
+pub(super) use workload::agentload::plugin::host::LogLevel;
 
 impl Host for StoreState {
     fn log(&mut self, level: LogLevel, message: String) {
-        let level = match level {
-            LogLevel::Trace | LogLevel::Debug => {
-                if !crate::log::verbose() {
-                    return;
-                }
-                "debug"
-            }
-            LogLevel::Info => "info",
-            LogLevel::Warn => "warn",
-            LogLevel::Error => "error",
-        };
-        crate::log::line(&format!("[plugin {}] {level}: {message}", self.plugin_name));
+        log(self, level, &message);
     }
+}
+
+/// `host.log`, for every supported WIT version (older ones convert the level).
+pub(super) fn log(state: &StoreState, level: LogLevel, message: &str) {
+    let level = match level {
+        LogLevel::Trace | LogLevel::Debug => {
+            if !crate::log::verbose() {
+                return;
+            }
+            "debug"
+        }
+        LogLevel::Info => "info",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+    };
+    crate::log::line(&format!(
+        "[plugin {}] {level}: {message}",
+        state.plugin_name
+    ));
 }
 
 /// A one-line description of a plugin's typed error.

@@ -53,6 +53,13 @@ impl PluginEngine {
             |state| state,
         )
         .map_err(|e| PluginFailure::Engine(e.to_string()))?;
+        // Every supported WIT version's `host` interface (0.0.9 is not
+        // semver-compatible with 0.1.0: both names are linked side by side).
+        super::bindings_v0_0_9::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(|e| PluginFailure::Engine(e.to_string()))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (weak, stop) = (engine.weak(), ticker_stop.clone());
         std::thread::Builder::new()

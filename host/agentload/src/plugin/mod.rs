@@ -6,6 +6,7 @@
 
 pub mod api;
 mod bindings;
+mod bindings_v0_0_9;
 mod engine;
 mod instance;
 mod sandbox;

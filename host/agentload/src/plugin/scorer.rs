@@ -55,9 +55,17 @@ impl ScorerPlugin {
             reason,
         };
         // Refuse a component built against a WIT version this host does not
-        // know before linking it (only 0.1.0 is released: one bindings set).
+        // know before linking it. Scorers have one bindings set, the current
+        // version's: `require` refuses older ones (`WitVersion::supports`).
         match super::api::require(engine.engine(), &loaded.component, &label, World::Scorer)? {
             WitVersion::V0_1_0 => {}
+            old @ WitVersion::V0_0_9 => {
+                return Err(PluginFailure::UnsupportedWit {
+                    plugin: label.clone(),
+                    found: format!("{}@{}", super::api::PACKAGE, old.as_str()),
+                    supported: super::api::supported_list(World::Scorer),
+                })
+            }
         }
         let pre = engine
             .linker()

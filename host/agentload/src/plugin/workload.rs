@@ -1,19 +1,132 @@
 //! A workload plugin instance, re-created after a trap so one bad session
 //! does not end the run.
+//!
+//! The plugin may be built against any supported WIT version: the bindings
+//! are picked by the version the component declares (`Pre`, `Bindings`),
+//! and records of an older version are converted to and from the current
+//! ones (`bindings_v0_0_9.rs`), so callers only ever see 0.1.0 types.
 
 use super::api::{WitVersion, World};
-use super::bindings::workload::{WorkloadPlugin as Bindings, WorkloadPluginPre};
+use super::bindings::workload as v0_1_0;
 use super::bindings::SessionPlan;
+use super::bindings_v0_0_9 as v0_0_9;
 use super::engine::{LoadedComponent, PluginEngine};
 use super::instance::{Limits, Sandboxed};
-use super::types::{PluginConfig, PluginKind, TurnOutcome, TurnRequest};
+use super::sandbox::StoreState;
+use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome, TurnRequest};
 use super::{PluginFailure, PluginIdentity};
 use std::sync::Arc;
+use wasmtime::component::InstancePre;
+use wasmtime::Store;
+
+/// A component linked as a `workload-plugin` of the version it declares.
+enum Pre {
+    V0_0_9(v0_0_9::WorkloadPluginPre<StoreState>),
+    V0_1_0(v0_1_0::WorkloadPluginPre<StoreState>),
+}
+
+/// A live instance's bindings, of the version it was linked as.
+enum Bindings {
+    V0_0_9(v0_0_9::WorkloadPlugin),
+    V0_1_0(v0_1_0::WorkloadPlugin),
+}
+
+/// What a `result<T, plugin-error>` call returns, in current types.
+type CallResult<T> = wasmtime::Result<Result<T, PluginError>>;
+
+impl Pre {
+    fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            WitVersion::V0_0_9 => Self::V0_0_9(v0_0_9::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::WorkloadPluginPre::new(pre)?),
+        })
+    }
+
+    fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            Self::V0_0_9(pre) => Bindings::V0_0_9(pre.instantiate(store)?),
+            Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
+        })
+    }
+}
+
+impl Bindings {
+    fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
+        match self {
+            Self::V0_0_9(b) => b
+                .agentload_plugin_workload()
+                .call_describe(store)
+                .map(v0_0_9::plugin_info_up),
+            Self::V0_1_0(b) => b.agentload_plugin_workload().call_describe(store),
+        }
+    }
+
+    fn configure(
+        &self,
+        store: &mut Store<StoreState>,
+        config: &PluginConfig,
+    ) -> CallResult<Vec<SessionPlan>> {
+        match self {
+            Self::V0_0_9(b) => {
+                let config = v0_0_9::plugin_config_down(config);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_configure(store, &config)?;
+                Ok(result
+                    .map(|plans| plans.into_iter().map(v0_0_9::session_plan_up).collect())
+                    .map_err(v0_0_9::plugin_error_up))
+            }
+            Self::V0_1_0(b) => b.agentload_plugin_workload().call_configure(store, config),
+        }
+    }
+
+    fn start_session(
+        &self,
+        store: &mut Store<StoreState>,
+        session_id: &str,
+    ) -> CallResult<TurnRequest> {
+        match self {
+            Self::V0_0_9(b) => {
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_start_session(store, session_id)?;
+                Ok(result
+                    .map(v0_0_9::turn_request_up)
+                    .map_err(v0_0_9::plugin_error_up))
+            }
+            Self::V0_1_0(b) => b
+                .agentload_plugin_workload()
+                .call_start_session(store, session_id),
+        }
+    }
+
+    fn next_turn(
+        &self,
+        store: &mut Store<StoreState>,
+        session_id: &str,
+        outcome: &TurnOutcome,
+    ) -> CallResult<Option<TurnRequest>> {
+        match self {
+            Self::V0_0_9(b) => {
+                let outcome = v0_0_9::turn_outcome_down(outcome);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_next_turn(store, session_id, &outcome)?;
+                Ok(result
+                    .map(|next| next.map(v0_0_9::turn_request_up))
+                    .map_err(v0_0_9::plugin_error_up))
+            }
+            Self::V0_1_0(b) => b
+                .agentload_plugin_workload()
+                .call_next_turn(store, session_id, outcome),
+        }
+    }
+}
 
 /// A loaded workload plugin.
 pub struct WorkloadPlugin {
     engine: Arc<PluginEngine>,
-    pre: WorkloadPluginPre<super::sandbox::StoreState>,
+    pre: Pre,
     limits: Limits,
     identity: PluginIdentity,
     config: Option<PluginConfig>,
@@ -38,20 +151,17 @@ impl WorkloadPlugin {
             reason,
         };
         // Refuse a component built against a WIT version this host does not
-        // know before linking it (only 0.1.0 is released: one bindings set).
-        match super::api::require(engine.engine(), &loaded.component, &label, World::Workload)? {
-            WitVersion::V0_1_0 => {}
-        }
+        // know before linking it; otherwise link it with that version's bindings.
+        let version =
+            super::api::require(engine.engine(), &loaded.component, &label, World::Workload)?;
         let pre = engine
             .linker()
             .instantiate_pre(&loaded.component)
             .map_err(|e| invalid(format!("{e:#}")))?;
-        let pre = WorkloadPluginPre::new(pre).map_err(|e| invalid(format!("{e:#}")))?;
+        let pre = Pre::new(version, pre).map_err(|e| invalid(format!("{e:#}")))?;
         let mut sandbox = Sandboxed::new(&engine, &label, limits);
         let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
-        let info = sandbox.call("describe", |store| {
-            bindings.agentload_plugin_workload().call_describe(store)
-        })?;
+        let info = sandbox.call("describe", |store| bindings.describe(store))?;
         if info.kind != PluginKind::Workload {
             return Err(invalid(format!(
                 "`{}` describes itself as a scorer",
@@ -84,9 +194,7 @@ impl WorkloadPlugin {
     /// Hands the plugin its settings and files; returns its sessions.
     pub fn configure(&mut self, config: PluginConfig) -> Result<Vec<SessionPlan>, PluginFailure> {
         let plans = self.with_instance(|sandbox, b| {
-            sandbox.call_result("configure", |store| {
-                b.agentload_plugin_workload().call_configure(store, &config)
-            })
+            sandbox.call_result("configure", |store| b.configure(store, &config))
         })?;
         self.config = Some(config);
         Ok(plans)
@@ -95,10 +203,7 @@ impl WorkloadPlugin {
     /// The first request of a session.
     pub fn start_session(&mut self, session_id: &str) -> Result<TurnRequest, PluginFailure> {
         self.with_instance(|sandbox, b| {
-            sandbox.call_result("start-session", |store| {
-                b.agentload_plugin_workload()
-                    .call_start_session(store, session_id)
-            })
+            sandbox.call_result("start-session", |store| b.start_session(store, session_id))
         })
     }
 
@@ -109,10 +214,7 @@ impl WorkloadPlugin {
         outcome: &TurnOutcome,
     ) -> Result<Option<TurnRequest>, PluginFailure> {
         self.with_instance(|sandbox, b| {
-            sandbox.call_result("next-turn", |store| {
-                b.agentload_plugin_workload()
-                    .call_next_turn(store, session_id, outcome)
-            })
+            sandbox.call_result("next-turn", |store| b.next_turn(store, session_id, outcome))
         })
     }
 
@@ -137,11 +239,7 @@ impl WorkloadPlugin {
         let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
         let bindings = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         if let Some(config) = &self.config {
-            sandbox.call_result("configure", |store| {
-                bindings
-                    .agentload_plugin_workload()
-                    .call_configure(store, config)
-            })?;
+            sandbox.call_result("configure", |store| bindings.configure(store, config))?;
         }
         Ok((sandbox, bindings))
     }

@@ -1,0 +1,146 @@
+//! A plugin built against an older WIT version still loads and runs: the
+//! host keeps bindings for every supported `agentload:plugin` version and
+//! dispatches on the one a component declares (wit/README.md).
+//!
+//! The older version is `agentload:plugin@0.0.9`, a test-only package
+//! (`tests/wit/`) that stands for "the previous release": its `turn-request`
+//! has no `delay-ms`. The fixture `tests/plugins/old-workload` is built
+//! against it by scripts/build-plugins.sh (`test-plugins/old_workload.wasm`).
+//! Each of its turns after the first carries the previous answer back, and
+//! it refuses a completed outcome without content, so a run that completes
+//! every turn shows records crossing the version boundary both ways.
+
+mod common;
+
+use agentload_sim::{ResponderConfig, SimConfig};
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_loads_a_workload_built_against_an_older_wit() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0,
+        responder: ResponderConfig::Echo,
+        ..Default::default()
+    })
+    .await;
+    let dir = scratch("old-workload-run");
+    let config = format!(
+        r#"name = "old-workload"
+[model]
+name = "m"
+tokenizer = "none"
+[endpoint]
+url = "{}"
+[performance]
+workload = "{}"
+report_file = "none.json"
+[performance.settings]
+sessions = 2
+turns = 2
+"#,
+        sim.url(),
+        test_plugin("old_workload").display()
+    );
+    std::fs::write(dir.path().join("run.toml"), config).unwrap();
+    let out = dir.path().join("out");
+    let run = agentload(
+        &["run", "run.toml", "--out", out.to_str().unwrap()],
+        dir.path(),
+    )
+    .await;
+    let output = text(&run);
+    assert!(run.status.success(), "{output}");
+    assert_eq!(sim.requests_served(), 4, "{output}");
+    sim.shutdown().await;
+
+    let sessions = json(&out.join("sessions.json"));
+    let sessions = sessions.as_array().expect("a list of sessions");
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    for s in sessions {
+        assert_eq!(s["completed"], 2, "{s}");
+        assert!(s["error"].is_null(), "{s}");
+    }
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(summary["n_samples_issued"], 4, "{summary}");
+    assert_eq!(summary["n_samples_completed"], 4, "{summary}");
+    assert_eq!(summary["n_samples_failed"], 0, "{summary}");
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    assert_eq!(turns.len(), 4);
+
+    let manifest = json(&out.join("run_manifest.json"));
+    let plugins = manifest["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1, "{manifest:#}");
+    assert_eq!(plugins[0]["name"], "old-workload");
+    assert_eq!(plugins[0]["version"], "0.0.9");
+    assert_eq!(plugins[0]["kind"], "workload");
+    let digest = plugins[0]["digest"].as_str().unwrap();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("old-workload"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_and_runs_a_workload_built_against_an_older_wit() {
+    let scratch = scratch("old-workload-check");
+    let wasm = test_plugin("old_workload");
+    let out = agentload(
+        &[
+            "plugin",
+            "check",
+            wasm.to_str().unwrap(),
+            "--settings",
+            r#"{"sessions": 2, "turns": 2}"#,
+            "--turns",
+            "4",
+            "--json",
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "plugin check: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
+    let report: serde_json::Value = serde_json::from_str(&stdout[..json_end]).unwrap();
+    assert_eq!(report["world"], "workload-plugin", "{report:#}");
+    assert_eq!(
+        report["wit_versions"],
+        serde_json::json!(["agentload:plugin@0.0.9"])
+    );
+    assert_eq!(
+        report["supported_versions"],
+        "agentload:plugin@0.0.9, agentload:plugin@0.1.0"
+    );
+    assert!(report["exports"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(
+            "agentload:plugin/workload@0.0.9#next-turn"
+        )));
+    assert_eq!(report["plugin"]["name"], "old-workload");
+    assert_eq!(report["plugin"]["version"], "0.0.9");
+    let workload = &report["workload"];
+    assert_eq!(workload["sessions"], 2, "{workload:#}");
+    assert_eq!(workload["expected_turns"], 4, "{workload:#}");
+    assert_eq!(workload["completed_turns"], 4, "{workload:#}");
+    assert_eq!(workload["sessions_finished"], 2, "{workload:#}");
+    let turns = workload["turns"].as_array().unwrap();
+    // A 0.0.9 turn has no delay: the host sends it at once.
+    assert!(turns.iter().all(|t| t["delay_ms"] == 0), "{workload:#}");
+    // The second turn carries the first answer back (the outcome reached
+    // the old plugin converted to its records).
+    assert_eq!(turns[0]["roles"], serde_json::json!(["user"]));
+    assert_eq!(
+        turns[1]["roles"],
+        serde_json::json!(["user", "assistant", "user"])
+    );
+    assert!(stdout.contains("check passed"), "{stdout}");
+
+    // The human-readable report names the version too.
+    let out = agentload(&["plugin", "check", wasm.to_str().unwrap()], scratch.path()).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("wit        agentload:plugin@0.0.9"), "{t}");
+}
