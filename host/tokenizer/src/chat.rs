@@ -19,7 +19,7 @@
 //! `tool_calls[].function.arguments` JSON string that parses to an object
 //! is rendered as that object (the template itself fails on strings).
 
-use crate::{pyjson, TokenizerError};
+use crate::TokenizerError;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -83,7 +83,7 @@ pub fn render_chat(
             out.push_str("<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
             for tool in tools {
                 out.push('\n');
-                pyjson::write(&mut out, tool);
+                pydumps::write(&mut out, tool, false);
             }
             out.push_str("\n</tools>");
             out.push_str(TOOL_INSTRUCTIONS);
@@ -234,7 +234,7 @@ fn render_assistant(
                 out.push_str(">\n");
                 match value {
                     Value::String(s) => out.push_str(s),
-                    other => pyjson::write(out, other),
+                    other => pydumps::write(out, other, false),
                 }
                 out.push_str("\n</parameter>\n");
             }

@@ -20,7 +20,6 @@
 mod bpe;
 mod chat;
 mod pretokenize;
-mod pyjson;
 
 pub use chat::{render_chat, ChatOptions};
 

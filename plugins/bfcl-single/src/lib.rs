@@ -15,7 +15,7 @@ pub mod gate;
 pub mod settings;
 pub mod subsets;
 /// The tool conversion and Python `json.dumps`, shared with bfcl-multi.
-pub use bfcl_tools::{pyjson, tools};
+pub use bfcl_tools::tools;
 
 use std::cell::RefCell;
 

@@ -2,9 +2,8 @@
 //! (`bfcl-single`, `bfcl-multi`): [`tools::convert`] is BFCL's
 //! `convert_to_tool(functions, GORILLA_TO_OPENAPI,
 //! ModelStyle.OPENAI_COMPLETIONS)`, [`tools::add_language_hints`] its
-//! language-specific pre-processing, [`pyjson::dumps`] Python's
-//! `json.dumps`. A plain library (no component bindings), so that a
+//! language-specific pre-processing (Python's `json.dumps` from `pydumps`).
+//! A plain library (no component bindings), so that a
 //! workload can use it without another plugin's exports.
 
-pub mod pyjson;
 pub mod tools;

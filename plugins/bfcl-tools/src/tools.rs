@@ -190,7 +190,7 @@ pub fn add_language_hints(functions: &mut [Value], language: &str) -> Result<(),
                         "description",
                         &format!(
                             " The dictionary entries have the following schema; they are not in string representation. {}",
-                            crate::pyjson::dumps(&schema)
+                            pydumps::dumps(&schema, true)
                         ),
                     )?;
                 }
