@@ -277,6 +277,20 @@ fn prepare(
     })
 }
 
+/// Expected turns that did not complete, for both phases: the planned
+/// turns not completed, or the recorded turns that failed or were aborted,
+/// whichever is more (a session's `expected_turns` is a lower bound when its
+/// length depends on the model, as in bfcl-multi's one request per step).
+fn missing_turns(expected: u32, records: &[crate::runner::TurnRecord]) -> usize {
+    let completed = records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Completed)
+        .count();
+    (expected as usize)
+        .saturating_sub(completed)
+        .max(records.len() - completed)
+}
+
 /// The client (one connection per concurrent session) and the request-body
 /// options of a run's endpoint.
 pub(crate) fn client_for(
@@ -364,7 +378,7 @@ async fn run_performance(
     results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
-    let missing = expected as u64 - completed.min(expected as u64);
+    let missing = missing_turns(expected, &outcome.records) as u64;
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &scorer {
@@ -458,12 +472,7 @@ async fn run_accuracy(
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
         .count();
-    // A session's `expected_turns` is a lower bound when its length depends
-    // on the model (bfcl-multi: one request per model step), so a failed or
-    // aborted request is missing even when more requests completed.
-    let missing = (expected as usize)
-        .saturating_sub(completed)
-        .max(outcome.records.len() - completed);
+    let missing = missing_turns(expected, &outcome.records);
     let mut result = AccuracyResult {
         samples: outcome.records.len(),
         missing,
