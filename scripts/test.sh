@@ -4,7 +4,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+# Everything the tests call (apt packages such as cmake, the wasm target,
+# clippy/rustfmt) is installed here, so a fresh machine needs nothing by hand.
+scripts/install-deps.sh
 # Data: $AGENTLOAD_DATA_DIR if set, else ../shared/data when present (CI), else ./data (fetched).
 if [ -z "${AGENTLOAD_DATA_DIR:-}" ]; then
   if [ -f "$root/../shared/data/agentic_coding_2.5h.jsonl" ]; then
