@@ -4,7 +4,7 @@
 //! WebAssembly components behind the WIT contract in `wit/`.
 //!
 //! - [`client`]: the HTTP/SSE client; **every timestamp is taken there**.
-//! - [`runner`]: scheduling sessions, driving workload plugins, recording turns.
+//! - [`engine`]: the one turn engine: sessions, schedules, records, resume.
 //! - [`plugin`]: the wasmtime plugin host and its sandbox.
 //! - [`metrics`]: latency and length statistics as the reference reports them.
 //! - [`results`]: result files.
@@ -18,14 +18,16 @@ pub mod clock;
 pub mod config;
 pub mod data;
 pub mod diff;
+pub mod engine;
+pub mod exit;
 pub mod log;
 pub mod metrics;
 pub mod plugin;
 pub mod plugins;
 pub mod rescore;
 pub mod results;
+pub mod resume;
 pub mod run;
-pub mod runner;
 pub mod scoring;
 pub mod seal;
 pub mod sweep;

@@ -19,3 +19,19 @@ pub fn verbose() -> bool {
 pub fn line(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{message}");
 }
+
+/// Writes `text` to stdout. A closed stdout (`agentload ... | head -1`)
+/// ends the program quietly with exit code 0, as Unix tools do; any other
+/// write error is reported on stderr.
+pub fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        line(&format!("error: cannot write to stdout: {e}"));
+    }
+}

@@ -1,17 +1,23 @@
 //! The `agentload` command line.
 
 use agentload::config::RunConfig;
-use agentload::run::{run, Mode as RunMode, Overrides};
+use agentload::exit;
+use agentload::run::{run, Mode as RunMode, Overrides, RunResult};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
     name = "agentload",
     version,
-    about = "Benchmark harness for agentic LLM inference"
+    about = "Benchmark harness for agentic LLM inference",
+    after_help = "Exit codes: 0 success; 1 an error stopped the command (its cause is printed); \
+2 usage error; 3 --require-valid and the run is not VALID; 4 a phase issued turns and every one \
+failed; 130 interrupted by SIGINT/SIGTERM (results written, marked INCOMPLETE; `agentload resume DIR` \
+continues)."
 )]
 struct Cli {
     /// Show plugin debug logs.
@@ -43,8 +49,25 @@ enum Command {
         /// The accuracy gate alone, at concurrency 1 (same as `--mode accuracy`).
         #[arg(long, conflicts_with = "mode")]
         accuracy_only: bool,
-        /// Exit non-zero unless the run is valid: no expected performance
-        /// turn missing and the accuracy gate passed.
+        /// Exit non-zero (3) unless the run is valid: no expected
+        /// performance turn missing and the accuracy gate passed.
+        #[arg(long)]
+        require_valid: bool,
+        /// Replace the results of an earlier run in the output directory
+        /// (without it, a non-empty output directory is refused).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Continue an interrupted or killed run from its own files: completed
+    /// turns are kept, sessions cut short continue after their last
+    /// recorded turn, then every summary and report is written anew.
+    Resume {
+        /// The run's output directory.
+        dir: PathBuf,
+        /// Base URL of the server, when it moved (default: the run's own).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Exit non-zero (3) unless the finished run is valid.
         #[arg(long)]
         require_valid: bool,
     },
@@ -205,17 +228,52 @@ enum ResponderKind {
 /// The demo runs the shipped edge config.
 const EDGE_CONFIG: &str = include_str!("../../../configs/edge-full-run.toml");
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     agentload::log::set_verbose(cli.verbose);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(dispatch(cli.command))
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
 }
 
-async fn dispatch(command: Command) -> Result<()> {
+/// A user error: its cause chain on one line, never a backtrace.
+fn fail(e: &anyhow::Error) -> ExitCode {
+    agentload::log::line(&format!("error: {e:#}"));
+    ExitCode::from(exit::FAILURE)
+}
+
+/// The exit code of a finished (or interrupted) run.
+fn run_exit(result: &RunResult, require_valid: bool) -> u8 {
+    agentload::log::out(&format!("results in {}\n", result.out.display()));
+    if result.interrupted.is_some() {
+        return exit::INTERRUPTED;
+    }
+    if !result.all_failed.is_empty() {
+        agentload::log::line(&format!(
+            "error: every issued turn failed in the {} phase (causes in report.txt and turns.jsonl)",
+            result.all_failed.join(" and ")
+        ));
+        return exit::ALL_FAILED;
+    }
+    if require_valid && !result.valid() {
+        agentload::log::line(&format!(
+            "error: run invalid (see report.txt in {})",
+            result.out.display()
+        ));
+        return exit::INVALID;
+    }
+    exit::SUCCESS
+}
+
+async fn dispatch(command: Command) -> Result<u8> {
     match command {
         Command::Run {
             config,
@@ -225,6 +283,7 @@ async fn dispatch(command: Command) -> Result<()> {
             accuracy_only,
             submission,
             require_valid,
+            force,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
@@ -239,15 +298,26 @@ async fn dispatch(command: Command) -> Result<()> {
                     out,
                     mode,
                     submission,
+                    force,
+                    handle_signals: true,
                     ..Overrides::default()
                 },
             )
             .await?;
-            println!("results in {}", result.out.display());
-            if require_valid && !result.valid() {
-                anyhow::bail!("run invalid (see report.txt in {})", result.out.display());
-            }
-            Ok(())
+            Ok(run_exit(&result, require_valid))
+        }
+        Command::Resume {
+            dir,
+            endpoint,
+            require_valid,
+        } => {
+            let result = agentload::resume::resume(&agentload::resume::ResumeOptions {
+                dir,
+                endpoint,
+                quiet: false,
+            })
+            .await?;
+            Ok(run_exit(&result, require_valid))
         }
         Command::Rescore {
             run_dir,
@@ -261,36 +331,37 @@ async fn dispatch(command: Command) -> Result<()> {
                     out,
                 })
             })?;
-            print!("{}", agentload::rescore::summary(&result));
-            Ok(())
+            agentload::log::out(&agentload::rescore::summary(&result));
+            Ok(exit::SUCCESS)
         }
         Command::Diff { a, b, json } => {
             let diffs = agentload::diff::diff(&a, &b)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&diffs)?);
+                agentload::log::out(&(serde_json::to_string_pretty(&diffs)? + "\n"));
             } else {
-                print!("{}", agentload::diff::render(&diffs));
+                agentload::log::out(&agentload::diff::render(&diffs));
             }
-            Ok(())
+            Ok(exit::SUCCESS)
         }
         Command::Pareto { sweeps, out } => {
             let combined = agentload::sweep::pareto_of(&sweeps)?;
             match out {
                 Some(path) => agentload::results::write_json(&path, &combined)?,
                 None => {
-                    println!(
-                        "{:<24} {:>6} {:>12} {:>14}",
+                    let mut text = format!(
+                        "{:<24} {:>6} {:>12} {:>14}\n",
                         "run", "agents", "total tok/s", "P25 tok/s"
                     );
                     for p in &combined.frontier {
-                        println!(
-                            "{:<24} {:>6} {:>12.1} {:>14.1}",
+                        text.push_str(&format!(
+                            "{:<24} {:>6} {:>12.1} {:>14.1}\n",
                             p.run, p.level, p.total_tps, p.speed_p25_tps
-                        );
+                        ));
                     }
+                    agentload::log::out(&text);
                 }
             }
-            Ok(())
+            Ok(exit::SUCCESS)
         }
         Command::Bench {
             sections,
@@ -298,10 +369,14 @@ async fn dispatch(command: Command) -> Result<()> {
             requests,
             answer_tokens,
             out,
-        } => bench(&sections, &levels, requests, answer_tokens, out).await,
-        Command::Sim(args) => serve_sim(args).await,
+        } => bench(&sections, &levels, requests, answer_tokens, out)
+            .await
+            .map(|()| exit::SUCCESS),
+        Command::Sim(args) => serve_sim(args).await.map(|()| exit::SUCCESS),
         Command::Demo { out, time_scale } => demo(out, time_scale).await,
-        Command::Plugin { command } => agentload::authoring::run(command).await,
+        Command::Plugin { command } => agentload::authoring::run(command)
+            .await
+            .map(|()| exit::SUCCESS),
     }
 }
 
@@ -370,7 +445,7 @@ async fn bench(
             other => anyhow::bail!("unknown bench section `{other}` (streams, build, load, edge)"),
         }
     }
-    print!("{}", bench::table(&rows));
+    agentload::log::out(&bench::table(&rows));
     if let Some(path) = out {
         agentload::results::write_json(
             &path,
@@ -391,7 +466,7 @@ async fn serve_sim(args: SimArgs) -> Result<()> {
         }
     };
     let sim = agentload_sim::start(config, counter, addr).await?;
-    println!("{}", sim.url());
+    agentload::log::out(&format!("{}\n", sim.url()));
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
@@ -399,7 +474,7 @@ async fn serve_sim(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
+async fn demo(dir: PathBuf, time_scale: f64) -> Result<u8> {
     let config = RunConfig::parse(
         std::path::Path::new("configs/edge-full-run.toml"),
         EDGE_CONFIG,
@@ -448,16 +523,16 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
         config,
         &Overrides {
             endpoint: Some(sim.url()),
-            out: Some(out),
-            quiet: false,
+            out: Some(dir),
             mode,
-            submission: false,
             tokenizer: Some(tokenizer),
+            // The demo's directory is its own: each demo replaces the last.
+            force: true,
+            handle_signals: true,
+            ..Overrides::default()
         },
     )
     .await;
     sim.shutdown().await;
-    let result = result?;
-    println!("results in {}", result.out.display());
-    Ok(())
+    Ok(run_exit(&result?, false))
 }

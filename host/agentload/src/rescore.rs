@@ -5,7 +5,6 @@
 
 use crate::config::{PhaseConfig, RunConfig};
 use crate::plugin::{PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
-use crate::runner::TurnLog;
 use crate::scoring;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -91,7 +90,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
                     .join(format!("{}@{}", identity.name, identity.version))
             })
             .clone();
-        let records = TurnLog::read(&log).map_err(anyhow::Error::msg)?;
+        let records = crate::engine::read_records(&log).map_err(anyhow::Error::msg)?;
         let data_dir = crate::data::data_dir(config.data_dir.as_deref());
         let (files, _) = crate::run::grant_files(&phase.scorer_data, &data_dir)?;
         let started = Instant::now();

@@ -1,11 +1,22 @@
-//! `agentload run`: one configured run, end to end, into an output directory.
+//! `agentload run` (and `resume`): one configured run, end to end, into an
+//! output directory.
+//!
+//! Everything that can be checked is checked before the first measured
+//! request: the output directory, every plugin of every phase (workloads
+//! configured with their data, scorers configured with their settings), and
+//! the endpoint. Then the phases run on the turn engine; a signal stops
+//! issuing and every summary is still written, marked INCOMPLETE.
 
-use crate::client::{BodyOptions, ChatClient, ClientOptions};
-use crate::config::{table_json, PhaseConfig, RunConfig, RunKind};
+use crate::client::{ChatClient, ClientOptions};
+use crate::config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
+use crate::engine::{
+    missing_turns, run_pool, BodyOptions, Console, Engine, LogFiles, Prior, Recorder,
+    SessionOutcome, Stop, StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
+};
 use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::{LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin};
 use crate::results::{self, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
-use crate::runner::{run_phase, PhaseOutcome, PhaseSetup, TurnLog, TurnStatus};
+use crate::resume::{PhaseState, RunState};
 use crate::scoring;
 use crate::seal::Seal;
 use crate::tokens::{load_qwen, LocalCounter};
@@ -14,8 +25,8 @@ use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Which phases of a config to run.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +52,15 @@ pub struct Overrides {
     /// An already loaded Qwen3.6 vocabulary for local token counts (else
     /// loaded from the data directory or cache when the config asks for it).
     pub tokenizer: Option<Arc<QwenTokenizer>>,
+    /// Replace the results of an earlier agentload run in `out`.
+    pub force: bool,
+    /// Continue the run in `out` (set by `agentload resume`).
+    pub resume: bool,
+    /// Stop on SIGINT/SIGTERM (the command line); a library caller can
+    /// stop the run through [`Overrides::stop`] instead.
+    pub handle_signals: bool,
+    /// The run's stop; a fresh one when not given.
+    pub stop: Option<Stop>,
 }
 
 /// Where the headline results are.
@@ -49,18 +69,35 @@ pub struct RunResult {
     pub out: PathBuf,
     pub performance: Option<PerformanceResult>,
     pub accuracy: Option<AccuracyResult>,
+    /// Why the run stopped before its end (a signal), if it did.
+    pub interrupted: Option<String>,
+    /// Phases in which turns were issued and every one failed.
+    pub all_failed: Vec<&'static str>,
 }
 
 impl RunResult {
-    /// Valid when no expected performance turn and no accuracy sample is
-    /// missing (the reference requires every gate sample to complete), and
-    /// the accuracy gate (when run, and when the scorer reports one) passed.
+    /// Valid when the run is complete, no expected performance turn and no
+    /// accuracy sample is missing (the reference requires every gate sample
+    /// to complete), and the accuracy gate (when run, and when the scorer
+    /// reports one) passed.
     pub fn valid(&self) -> bool {
-        self.performance.as_ref().is_none_or(|p| p.missing == 0)
+        self.interrupted.is_none()
+            && self.performance.as_ref().is_none_or(|p| p.missing == 0)
             && self
                 .accuracy
                 .as_ref()
                 .is_none_or(|a| a.missing == 0 && a.gate_passed != Some(false))
+    }
+
+    /// `VALID`, `INVALID` or `INCOMPLETE`.
+    pub fn verdict(&self) -> &'static str {
+        if self.interrupted.is_some() {
+            "INCOMPLETE"
+        } else if self.valid() {
+            "VALID"
+        } else {
+            "INVALID"
+        }
     }
 }
 
@@ -77,7 +114,7 @@ pub struct PerformanceResult {
 #[derive(Debug)]
 pub struct AccuracyResult {
     pub samples: usize,
-    pub missing: usize,
+    pub missing: u64,
     pub score: Option<f64>,
     /// The scorer's `gate.passed`, when its report has one.
     pub gate_passed: Option<bool>,
@@ -103,6 +140,20 @@ struct Context<'a> {
     overrides: &'a Overrides,
     out: PathBuf,
     counter: Option<Arc<LocalCounter>>,
+    stop: Stop,
+    /// The run's state file, updated as phases end.
+    state: Mutex<RunState>,
+    /// This process's segment (0: the run, n: its n-th resume).
+    segment: u32,
+}
+
+/// A phase's turns as the engine left them.
+struct Executed {
+    records: Vec<TurnRecord>,
+    sessions: Vec<SessionOutcome>,
+    plans: Vec<SessionPlan>,
+    scorer: Option<ScorerPlugin>,
+    phase: PhaseConfig,
 }
 
 /// Runs the phases `overrides.mode` selects and writes every result file.
@@ -110,6 +161,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if let Some(url) = &overrides.endpoint {
         config.endpoint.url = url.clone();
     }
+    config.endpoint.url =
+        base_url(&config.endpoint.url).map_err(|e| anyhow::anyhow!("endpoint: {e}"))?;
     let out = overrides
         .out
         .clone()
@@ -128,10 +181,19 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         }
         _ => {}
     }
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))?;
-    std::fs::write(out.join("config.toml"), toml::to_string(&config)?)
-        .context("cannot write config.toml")?;
+    if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
+        anyhow::bail!(
+            "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
+             (run it again with --force)"
+        );
+    }
+    let mut state = if overrides.resume {
+        RunState::load(&out)?
+    } else {
+        prepare_out_dir(&out, overrides.force)?;
+        RunState::new(overrides.mode, overrides.submission)
+    };
+    let segment = state.begin_segment(&config.endpoint.url);
 
     let data_dir = crate::data::data_dir(config.data_dir.as_deref());
     let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
@@ -156,13 +218,28 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
         datasets.extend(p.datasets.iter().cloned());
     }
+    let api_key = api_key_from_env();
+    if config.endpoint.preflight {
+        let models = crate::client::preflight(
+            &config.endpoint.url,
+            api_key.as_deref(),
+            Duration::from_secs(15),
+        )
+        .await?;
+        if !overrides.quiet && !models.is_empty() && !models.contains(&config.model.name) {
+            crate::log::line(&format!(
+                "note: the endpoint lists models {models:?}, not `{}` (sent as `model`)",
+                config.model.name
+            ));
+        }
+    }
     let manifest = RunManifest {
         agentload_version: env!("CARGO_PKG_VERSION"),
         plugins,
         datasets,
         endpoint: config.endpoint.url.clone(),
         model: config.model.name.clone(),
-        test_started_at: crate::clock::utc_now_rfc3339(),
+        test_started_at: state.started_at.clone(),
         seal: SealRecord {
             mode: if submission {
                 RunKind::Submission
@@ -173,7 +250,14 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             plugins: seals,
         },
     };
-    results::write_json(&out.join("run_manifest.json"), &manifest)?;
+    if overrides.resume {
+        state.check_same_plugins(&out, &manifest)?;
+    } else {
+        std::fs::write(out.join("config.toml"), toml::to_string(&config)?)
+            .context("cannot write config.toml")?;
+        results::write_json(&out.join("run_manifest.json"), &manifest)?;
+    }
+    state.save(&out)?;
     let reference = results::reference_config(
         &config,
         perf.as_ref().or(acc.as_ref()).map(|p| &p.config),
@@ -183,11 +267,18 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         out.join("config.yaml"),
         serde_json::to_string_pretty(&reference)? + "\n",
     )?;
+    let stop = overrides.stop.clone().unwrap_or_default();
+    if overrides.handle_signals {
+        stop.on_signals(Duration::from_secs_f64(config.load.interrupt_grace_s));
+    }
     let cx = Context {
         counter: load_counter(&config, &data_dir, overrides.tokenizer.clone()),
         config: &config,
         overrides,
         out,
+        stop,
+        state: Mutex::new(state),
+        segment,
     };
     let mut text = String::new();
     if !sealed {
@@ -195,34 +286,118 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             "UNSEALED: a plugin is not in plugins/official.lock (development run; see run_manifest.json)\n",
         );
     }
+    let mut all_failed = Vec::new();
     let performance = match (perf.take(), &config.sweep) {
         (Some(p), Some(sweep)) => {
             run_sweep(&cx, p, sweep, &mut text).await?;
             None
         }
         (Some(p), None) => {
-            Some(run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?)
+            let r = run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?;
+            if r.issued > 0 && r.completed == 0 {
+                all_failed.push("performance");
+            }
+            Some(r)
         }
         (None, _) => None,
     };
     let accuracy = match acc.take() {
-        Some(p) => Some(run_accuracy(&cx, p, &mut text).await?),
-        None => None,
+        Some(p) if !cx.stop.stopped() => {
+            let (r, issued, completed) = run_accuracy(&cx, p, &mut text).await?;
+            if issued > 0 && completed == 0 {
+                all_failed.push("accuracy");
+            }
+            Some(r)
+        }
+        _ => None,
+    };
+    let interrupted = match cx.stop.reason() {
+        Some((reason @ StopReason::Interrupted(_), _)) => Some(reason.to_string()),
+        _ => None,
     };
     let result = RunResult {
         out: cx.out.clone(),
         performance,
         accuracy,
+        interrupted,
+        all_failed,
     };
-    text.push_str(&format!(
-        "run {}\n",
-        if result.valid() { "VALID" } else { "INVALID" }
-    ));
+    if let Some(why) = &result.interrupted {
+        text.insert_str(
+            0,
+            &format!(
+                "INCOMPLETE: {why}; `agentload resume {}` continues it\n",
+                result.out.display()
+            ),
+        );
+    }
+    for phase in &result.all_failed {
+        let _ = writeln!(text, "{phase}: every issued turn failed (see turns.jsonl)");
+    }
+    let _ = writeln!(text, "run {}", result.verdict());
     std::fs::write(result.out.join("report.txt"), &text)?;
+    {
+        let mut state = cx.state.lock().expect("state lock");
+        state.end_segment(result.interrupted.clone());
+        state.save(&result.out)?;
+    }
     if !overrides.quiet {
-        print!("{text}");
+        crate::log::out(&text);
     }
     Ok(result)
+}
+
+/// The API key, from the environment only (never from a file, never
+/// written into the results).
+fn api_key_from_env() -> Option<String> {
+    ["AGENTLOAD_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+}
+
+/// A fresh output directory: an empty or new one, or with `force` an
+/// earlier agentload run's (its files are removed first). Anything else is
+/// refused: a run never mixes with or silently overwrites other results.
+fn prepare_out_dir(out: &Path, force: bool) -> Result<()> {
+    let entries: Vec<_> = match std::fs::read_dir(out) {
+        Ok(dir) => dir.collect::<std::io::Result<_>>()?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
+    };
+    if !entries.is_empty() {
+        let earlier_run =
+            out.join("run_manifest.json").is_file() || out.join("config.toml").is_file();
+        if !force {
+            anyhow::bail!(
+                "the results directory {} is not empty: pass --force to replace an earlier \
+                 run's results{}",
+                out.display(),
+                if earlier_run {
+                    format!(", or `agentload resume {}` to continue it", out.display())
+                } else {
+                    String::new()
+                }
+            );
+        }
+        if !earlier_run {
+            anyhow::bail!(
+                "the results directory {} is not empty and holds no agentload run \
+                 (no run_manifest.json or config.toml): refusing to delete it even with --force",
+                out.display()
+            );
+        }
+        for entry in entries {
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            }
+            .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))
 }
 
 /// Loads a phase's plugins, grants its data and configures its workload.
@@ -262,7 +437,15 @@ fn prepare(
         files: files.clone(),
     })?;
     let scorer = match &phase.scorer {
-        Some(spec) => Some(ScorerPlugin::new(engine.clone(), &load(spec)?, limits)?),
+        Some(spec) => {
+            let scorer = ScorerPlugin::new(engine.clone(), &load(spec)?, limits)?;
+            // Its settings and grants are checked now, not after the run.
+            scorer.check(&PluginConfig {
+                settings_json: table_json(&phase.scorer_settings),
+                files: scorer_files.clone(),
+            })?;
+            Some(scorer)
+        }
         None => None,
     };
     Ok(Prepared {
@@ -277,20 +460,6 @@ fn prepare(
     })
 }
 
-/// Expected turns that did not complete, for both phases: the planned
-/// turns not completed, or the recorded turns that failed or were aborted,
-/// whichever is more (a session's `expected_turns` is a lower bound when its
-/// length depends on the model, as in bfcl-multi's one request per step).
-fn missing_turns(expected: u32, records: &[crate::runner::TurnRecord]) -> usize {
-    let completed = records
-        .iter()
-        .filter(|r| r.status == TurnStatus::Completed)
-        .count();
-    (expected as usize)
-        .saturating_sub(completed)
-        .max(records.len() - completed)
-}
-
 /// The client (one connection per concurrent session) and the request-body
 /// options of a run's endpoint.
 pub(crate) fn client_for(
@@ -298,8 +467,8 @@ pub(crate) fn client_for(
     concurrency: usize,
 ) -> Result<(ChatClient, BodyOptions)> {
     let client = ChatClient::new(&ClientOptions {
-        endpoint: config.endpoint.url.clone(),
-        api_key: config.endpoint.api_key.clone(),
+        endpoint: base_url(&config.endpoint.url).map_err(anyhow::Error::msg)?,
+        api_key: api_key_from_env(),
         turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
         max_connections: concurrency,
     })?;
@@ -315,39 +484,122 @@ pub(crate) fn client_for(
     Ok((client, body))
 }
 
-/// Sends every session of a prepared phase; the turn log goes to `log_path`.
+/// Sends every session of a prepared phase (on a resume, what an earlier
+/// process left undone); the turn log goes to `log_path`.
 async fn execute(
     cx: &Context<'_>,
+    name: &'static str,
     prepared: Prepared,
     concurrency: usize,
     log_path: &Path,
-) -> Result<(PhaseOutcome, Option<ScorerPlugin>, PhaseConfig, u32)> {
+) -> Result<Executed> {
     let config = cx.config;
-    let expected: u32 = prepared.sessions.iter().map(|s| s.expected_turns).sum();
+    let plans = prepared.sessions.clone();
+    let expected: u32 = plans.iter().map(|s| s.expected_turns).sum();
+    let done = cx.state.lock().expect("state lock").phase(name) == PhaseState::Complete;
+    let prior = if cx.overrides.resume {
+        Prior::read(log_path).map_err(anyhow::Error::msg)?
+    } else {
+        Prior::default()
+    };
+    let (mut sessions, tasks) = prior.split(plans.clone());
+    let tasks = if done { Vec::new() } else { tasks };
     if !cx.overrides.quiet {
+        let left: u32 = tasks.iter().map(|t| t.plan.expected_turns).sum();
+        let resumed = if cx.overrides.resume {
+            format!(
+                " (resumed: {} sessions, about {left} turns left)",
+                tasks.len()
+            )
+        } else {
+            String::new()
+        };
         crate::log::line(&format!(
-            "running {} sessions ({expected} turns) of {} against {} at concurrency {concurrency}",
-            prepared.sessions.len(),
+            "running {} sessions ({expected} turns) of {} against {} at concurrency {concurrency}{resumed}",
+            plans.len(),
             prepared.workload.identity().name,
             config.endpoint.url,
         ));
     }
     let (client, body) = client_for(config, concurrency)?;
-    let log = TurnLog::create(log_path)
-        .with_context(|| format!("cannot create {}", log_path.display()))?;
-    let outcome = run_phase(PhaseSetup {
-        client,
-        body,
-        workload: prepared.workload,
-        sessions: prepared.sessions,
-        concurrency,
-        max_duration: Duration::from_millis(config.load.max_duration_ms),
-        log,
-        counter: cx.counter.clone(),
-        progress_every: if cx.overrides.quiet { 0 } else { 50 },
+    let recorder = Recorder::open(
+        LogFiles {
+            turns: log_path,
+            durability: config.output.durability,
+            append: cx.overrides.resume,
+        },
+        prior.turns,
+        cx.counter.clone(),
+        Console::new(
+            expected as usize,
+            if cx.overrides.quiet { 0 } else { 50 },
+            cx.overrides.quiet,
+        ),
+    )?;
+    let engine = Arc::new(Engine {
+        workload: Mutex::new(prepared.workload),
+        sender: TurnSender {
+            client,
+            body,
+            origin: Instant::now(),
+            segment: cx.segment,
+        },
+        recorder,
+        stop: cx.stop.child(),
+        hooks: Box::new(WorkloadDelays),
+    });
+    engine
+        .stop
+        .deadline(Duration::from_millis(config.load.max_duration_ms));
+    let ran = run_pool(engine.clone(), tasks, concurrency).await;
+    let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
+    let records = engine.recorder.finish()?;
+    let outcomes = ran.with_context(|| {
+        format!(
+            "the run stopped: a result could not be written (everything measured before is in {})",
+            cx.out.display()
+        )
+    })?;
+    sessions.extend(outcomes);
+    let order: std::collections::HashMap<&str, usize> = plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
+    let interrupted = matches!(engine.stop.reason(), Some((StopReason::Interrupted(_), _)));
+    if !interrupted {
+        cx.state
+            .lock()
+            .expect("state lock")
+            .set_phase(name, PhaseState::Complete);
+    }
+    Ok(Executed {
+        records,
+        sessions,
+        plans,
+        scorer: prepared.scorer,
+        phase: prepared.config,
     })
-    .await;
-    Ok((outcome, prepared.scorer, prepared.config, expected))
+}
+
+/// The time the phase's records span, summed over the processes that sent
+/// them (a resumed run does not count the time it was down).
+fn window_ns(records: &[TurnRecord]) -> Option<(u64, u64)> {
+    let mut spans: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+    for r in records {
+        let (Some(a), Some(b)) = (r.issued_ns, r.complete_ns) else {
+            continue;
+        };
+        let span = spans.entry(r.segment).or_insert((a, b));
+        span.0 = span.0.min(a);
+        span.1 = span.1.max(b);
+    }
+    match spans.len() {
+        0 => None,
+        1 => spans.into_values().next(),
+        _ => Some((0, spans.values().map(|(a, b)| b - a).sum())),
+    }
 }
 
 /// The performance phase: the session replay, `performance/result_summary.json`,
@@ -361,35 +613,37 @@ async fn run_performance(
 ) -> Result<PerformanceResult> {
     std::fs::create_dir_all(cx.out.join("performance"))?;
     let scorer_files = prepared.scorer_files.clone();
-    let (outcome, scorer, phase, expected) = execute(
+    let ex = execute(
         cx,
+        "performance",
         prepared,
         cx.config.load.concurrency,
         &cx.out.join("turns.jsonl"),
     )
     .await?;
-    results::write_json(&cx.out.join("sessions.json"), &outcome.sessions)?;
+    results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
     let summary = results::summarize(
-        &outcome.records,
-        outcome.window_ns,
+        &ex.records,
+        window_ns(&ex.records),
         reference["settings"].clone(),
         manifest,
     );
     results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
-    let missing = missing_turns(expected, &outcome.records) as u64;
+    let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
+    let missing = missing_turns(&ex.plans, &ex.records);
     let mut score = None;
     let mut score_line = None;
-    if let Some(scorer) = &scorer {
-        let (scored, _) = scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
+    if let Some(scorer) = &ex.scorer {
+        let (scored, _) = scoring::score(scorer, &ex.phase, &scorer_files, &ex.records, &cx.out)?;
         score = Some(scored.report.score);
         score_line = Some(format!(
             "{} score {:.4} over {} items ({})",
             scorer.identity().name,
             scored.report.score,
             scored.verdicts.len(),
-            phase.report_file
+            ex.phase.report_file
         ));
     }
     text.push_str(&results::write_report(&summary, score_line.as_deref()));
@@ -420,6 +674,7 @@ async fn run_sweep(
         counter: cx.counter.clone(),
         out: cx.out.clone(),
         quiet: cx.overrides.quiet,
+        stop: &cx.stop,
     })
     .await?;
     let _ = writeln!(
@@ -455,26 +710,27 @@ async fn run_sweep(
 
 /// The accuracy phase: every sample at concurrency 1, then the scorer's
 /// report (`accuracy/accuracy_results.json` in the edge config) and one row
-/// per sample in `accuracy/samples.jsonl`.
+/// per sample in `accuracy/samples.jsonl`. Returns the headline and the
+/// issued and completed request counts.
 async fn run_accuracy(
     cx: &Context<'_>,
     prepared: Prepared,
     text: &mut String,
-) -> Result<AccuracyResult> {
+) -> Result<(AccuracyResult, u64, u64)> {
     let dir = cx.out.join("accuracy");
     std::fs::create_dir_all(&dir)?;
     let scorer_files = prepared.scorer_files.clone();
-    let (outcome, scorer, phase, expected) =
-        execute(cx, prepared, 1, &dir.join("turns.jsonl")).await?;
-    results::write_json(&dir.join("sessions.json"), &outcome.sessions)?;
-    let completed = outcome
+    let ex = execute(cx, "accuracy", prepared, 1, &dir.join("turns.jsonl")).await?;
+    results::write_json(&dir.join("sessions.json"), &ex.sessions)?;
+    let issued = ex.records.iter().filter(|r| r.issued_ns.is_some()).count() as u64;
+    let completed = ex
         .records
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
-        .count();
-    let missing = missing_turns(expected, &outcome.records);
+        .count() as u64;
+    let missing = missing_turns(&ex.plans, &ex.records);
     let mut result = AccuracyResult {
-        samples: outcome.records.len(),
+        samples: ex.records.len(),
         missing,
         score: None,
         gate_passed: None,
@@ -482,11 +738,11 @@ async fn run_accuracy(
     let _ = writeln!(
         text,
         "accuracy: {} samples issued, {completed} completed, {missing} missing",
-        outcome.records.len()
+        ex.records.len()
     );
-    if let Some(scorer) = &scorer {
+    if let Some(scorer) = &ex.scorer {
         let (scored, report) =
-            scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
+            scoring::score(scorer, &ex.phase, &scorer_files, &ex.records, &cx.out)?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);
         let _ = writeln!(
@@ -495,14 +751,14 @@ async fn run_accuracy(
             scorer.identity().name,
             scored.report.score,
             scored.verdicts.len(),
-            phase.report_file
+            ex.phase.report_file
         );
         if let Some(gate) = report.get("gate") {
             result.gate_passed = gate.get("passed").and_then(serde_json::Value::as_bool);
             let _ = writeln!(text, "{}", scoring::gate_line(gate));
         }
     }
-    Ok(result)
+    Ok((result, issued, completed))
 }
 
 /// Reads the phase's data files and checks their digests.

@@ -3,10 +3,10 @@
 //! per-sample rows, the gate line.
 
 use crate::config::{table_json, PhaseConfig};
+use crate::engine::{TurnRecord, TurnStatus};
 use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::{Scored, ScoredItem, ScorerPlugin};
 use crate::results;
-use crate::runner::{TurnRecord, TurnStatus};
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -100,7 +100,7 @@ pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
             expected_json: r.expected_json.clone(),
             completion: match (&r.status, &r.completion) {
                 (TurnStatus::Completed, Some(c)) => {
-                    Some(crate::runner::completion_for_plugin(c, r.usage.as_ref()))
+                    Some(crate::engine::completion_for_plugin(c, r.usage.as_ref()))
                 }
                 _ => None,
             },

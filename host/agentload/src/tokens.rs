@@ -3,7 +3,7 @@
 //! between a request's timestamps.
 
 use crate::client::Assembled;
-use crate::runner::LocalTokens;
+use crate::engine::LocalTokens;
 use agentload_tokenizer::{ChatOptions, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

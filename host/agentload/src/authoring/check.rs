@@ -1,19 +1,22 @@
 //! `agentload plugin check`: what a component is (world, WIT version,
 //! exports), whether it loads in the sandbox, and what it does: a workload
 //! is configured and run for a few turns against the in-process simulator
-//! (echo responder) through the runner's turn sender; a scorer scores a few
-//! synthetic items.
+//! (echo responder) on the turn engine, as a run would drive it; a scorer
+//! scores a few synthetic items.
 
-use crate::client::{BodyOptions, ChatClient, ClientOptions};
-use crate::plugin::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnOutcome};
+use crate::client::{ChatClient, ClientOptions};
+use crate::engine::{
+    drive, BodyOptions, Console, DriveError, Engine, Next, Recorder, SessionEnd, Stop, StopReason,
+    TurnHooks, TurnRecord, TurnSender, TurnStatus,
+};
+use crate::plugin::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnRequest};
 use crate::plugin::{
     ComponentApi, Limits, PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin, World,
 };
-use crate::runner::{completion_for_plugin, TurnSender, TurnStatus};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What to check and how.
@@ -70,6 +73,8 @@ pub struct WorkloadCheck {
     pub first_sessions: Vec<String>,
     pub turns: Vec<TurnCheck>,
     pub completed_turns: usize,
+    /// Turns recorded as aborted after a failed turn (never sent).
+    pub aborted_turns: usize,
     /// Sessions that ended (the workload returned no next turn) within the budget.
     pub sessions_finished: usize,
 }
@@ -218,6 +223,7 @@ async fn run_workload(
         first_sessions: sessions.iter().take(5).map(|s| s.id.clone()).collect(),
         turns: Vec::new(),
         completed_turns: 0,
+        aborted_turns: 0,
         sessions_finished: 0,
     };
     if sessions.is_empty() {
@@ -248,101 +254,127 @@ async fn run_workload(
             include_usage: true,
             extra: Default::default(),
         },
-        counter: None,
-        started: Instant::now(),
+        origin: Instant::now(),
+        segment: 0,
     };
-    let result = drive(&mut workload, &sessions, &sender, opts.turns, &mut check).await;
+    let result = drive_budget(workload, &sessions, sender, opts.turns, &mut check).await;
     sim.shutdown().await;
     report.workload = Some(check);
     result
 }
 
-/// Runs sessions in issue order, one turn at a time, until `budget` turns.
-async fn drive(
-    workload: &mut WorkloadPlugin,
+/// The check's schedule: sessions in issue order, one turn at a time,
+/// until `budget` turns were sent.
+struct Budget {
+    budget: usize,
+    stop: Stop,
+    turns: Mutex<Vec<TurnCheck>>,
+}
+
+impl TurnHooks for Budget {
+    fn answered(&self, r: &TurnRequest, record: &TurnRecord) {
+        let mut turns = self.turns.lock().expect("turns lock");
+        turns.push(TurnCheck {
+            session: r.session_id.clone(),
+            turn: r.turn,
+            item_id: r.item_id.clone(),
+            messages: r.messages.len(),
+            roles: r
+                .messages
+                .iter()
+                .map(|m| {
+                    match m.role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::Tool => "tool",
+                    }
+                    .to_string()
+                })
+                .collect(),
+            tools: tool_names(r.tools_json.as_deref()),
+            sampling: sampling_json(&r.sampling),
+            delay_ms: r.delay_ms,
+            status: match record.status {
+                TurnStatus::Completed => "completed".into(),
+                _ => format!("failed: {}", record.error.as_deref().unwrap_or_default()),
+            },
+            answer: record
+                .completion
+                .as_ref()
+                .map(|c| c.content.chars().take(60).collect()),
+            then: String::new(),
+        });
+        if turns.len() >= self.budget {
+            self.stop.stop(StopReason::Done("turn budget spent".into()));
+        }
+    }
+
+    fn then(&self, next: Next<'_>) {
+        if let Some(last) = self.turns.lock().expect("turns lock").last_mut() {
+            last.then = match next {
+                Next::Turn => "next turn".into(),
+                Next::Over => "session over".into(),
+                Next::Error(e) => format!("error: {e}"),
+            };
+        }
+    }
+}
+
+async fn drive_budget(
+    workload: WorkloadPlugin,
     sessions: &[crate::plugin::SessionPlan],
-    sender: &TurnSender,
+    sender: TurnSender,
     budget: usize,
     check: &mut WorkloadCheck,
 ) -> Result<()> {
+    let stop = Stop::new();
+    let hooks = Arc::new(Budget {
+        budget,
+        stop: stop.clone(),
+        turns: Mutex::default(),
+    });
+    let engine = Engine {
+        workload: Mutex::new(workload),
+        sender,
+        recorder: Recorder::memory(Console::silent()),
+        stop: stop.clone(),
+        hooks: Box::new(hooks.clone()),
+    };
+    let mut failure = None;
     for plan in sessions {
-        if check.turns.len() >= budget {
+        if stop.stopped() || budget == 0 {
             break;
         }
-        let mut req = Some(tokio::task::block_in_place(|| {
-            workload.start_session(&plan.id)
-        })?);
-        while let Some(r) = req.take() {
-            if check.turns.len() >= budget {
+        let task = crate::engine::SessionTask {
+            plan: plan.clone(),
+            agent: None,
+            history: Vec::new(),
+        };
+        let outcome = drive(&engine, task)
+            .await
+            .map_err(|e: DriveError| anyhow::anyhow!(e))?;
+        match outcome.ended {
+            SessionEnd::Finished => check.sessions_finished += 1,
+            SessionEnd::PluginError => {
+                failure = Some(anyhow::anyhow!(
+                    "session `{}`: {}",
+                    outcome.id,
+                    outcome.error.unwrap_or_default()
+                ));
                 break;
             }
-            if r.session_id != plan.id {
-                anyhow::bail!(
-                    "session `{}`: the workload returned a turn for session `{}`",
-                    plan.id,
-                    r.session_id
-                );
-            }
-            let (record, _) = sender.send(&r).await;
-            let outcome = match (&record.status, &record.completion) {
-                (TurnStatus::Completed, Some(c)) => {
-                    check.completed_turns += 1;
-                    TurnOutcome::Completed(completion_for_plugin(c, record.usage.as_ref()))
-                }
-                _ => TurnOutcome::Failed(record.error.clone().unwrap_or_default()),
-            };
-            let mut turn = TurnCheck {
-                session: r.session_id.clone(),
-                turn: r.turn,
-                item_id: r.item_id.clone(),
-                messages: r.messages.len(),
-                roles: r
-                    .messages
-                    .iter()
-                    .map(|m| {
-                        match m.role {
-                            Role::System => "system",
-                            Role::User => "user",
-                            Role::Assistant => "assistant",
-                            Role::Tool => "tool",
-                        }
-                        .to_string()
-                    })
-                    .collect(),
-                tools: tool_names(r.tools_json.as_deref()),
-                sampling: sampling_json(&r.sampling),
-                delay_ms: r.delay_ms,
-                status: match &outcome {
-                    TurnOutcome::Completed(_) => "completed".into(),
-                    TurnOutcome::Failed(e) => format!("failed: {e}"),
-                    TurnOutcome::Aborted => "aborted".into(),
-                },
-                answer: record
-                    .completion
-                    .as_ref()
-                    .map(|c| c.content.chars().take(60).collect()),
-                then: String::new(),
-            };
-            let next = tokio::task::block_in_place(|| workload.next_turn(&plan.id, &outcome));
-            match next {
-                Ok(Some(n)) => {
-                    turn.then = "next turn".into();
-                    req = Some(n);
-                }
-                Ok(None) => {
-                    turn.then = "session over".into();
-                    check.sessions_finished += 1;
-                }
-                Err(e) => {
-                    turn.then = format!("error: {e}");
-                    check.turns.push(turn);
-                    return Err(e.into());
-                }
-            }
-            check.turns.push(turn);
+            SessionEnd::Failed | SessionEnd::Stopped | SessionEnd::Interrupted => {}
         }
     }
-    Ok(())
+    let records = engine.recorder.snapshot();
+    check.turns = std::mem::take(&mut *hooks.turns.lock().expect("turns lock"));
+    check.completed_turns = records.iter().filter(|r| r.completed()).count();
+    check.aborted_turns = records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Aborted)
+        .count();
+    failure.map_or(Ok(()), Err)
 }
 
 fn tool_names(tools_json: Option<&str>) -> Vec<String> {
@@ -534,9 +566,10 @@ pub fn render(r: &CheckReport) -> String {
             ));
         }
         line(format!(
-            "ran        {} turns: {} completed, {} sessions finished",
+            "ran        {} turns: {} completed, {} aborted after a failure, {} sessions finished",
             w.turns.len(),
             w.completed_turns,
+            w.aborted_turns,
             w.sessions_finished
         ));
     }

@@ -55,7 +55,7 @@ pub async fn run(command: PluginCommand) -> Result<()> {
                 dir,
                 sdk,
             })?;
-            print!("{}", scaffold::next_steps(&done, &name));
+            crate::log::out(&scaffold::next_steps(&done, &name));
             Ok(())
         }
         PluginCommand::Check {
@@ -76,16 +76,16 @@ pub async fn run(command: PluginCommand) -> Result<()> {
             };
             let print = |report: &check::CheckReport| -> Result<()> {
                 if json {
-                    println!("{}", serde_json::to_string_pretty(report)?);
+                    crate::log::out(&(serde_json::to_string_pretty(report)? + "\n"));
                 } else {
-                    print!("{}", check::render(report));
+                    crate::log::out(&check::render(report));
                 }
                 Ok(())
             };
             match check::check(&opts).await {
                 Ok(report) => {
                     print(&report)?;
-                    println!("check passed");
+                    crate::log::out("check passed\n");
                     Ok(())
                 }
                 Err(e) => match e.downcast::<check::CheckFailed>() {

@@ -3,8 +3,8 @@
 //! at the dataset's peak input length; and component load times.
 
 use super::Row;
-use crate::client::{request_body, BodyOptions};
 use crate::config::table_json;
+use crate::engine::{request_body, BodyOptions};
 use crate::plugin::types::{GrantedFile, PluginConfig, TurnOutcome};
 use crate::plugin::{Limits, PluginEngine, WorkloadPlugin};
 use anyhow::{Context as _, Result};

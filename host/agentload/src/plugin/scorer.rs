@@ -103,6 +103,15 @@ impl ScorerPlugin {
         &self.identity
     }
 
+    /// Configures a fresh instance with `config` and drops it: a bad setting
+    /// or grant is found before the run sends anything.
+    pub fn check(&self, config: &PluginConfig) -> Result<(), PluginFailure> {
+        let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
+        let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
+        let scorer = b.agentload_plugin_scorer();
+        sandbox.call_result("configure", |store| scorer.call_configure(store, config))
+    }
+
     /// Scores `items` and aggregates them, in one fresh instance.
     pub fn score(
         &self,

@@ -3,8 +3,8 @@
 //! clearly separate keys.
 
 use super::manifest::RunManifest;
+use crate::engine::{TurnRecord, TurnStatus};
 use crate::metrics::{Series, Spread};
-use crate::runner::{TurnRecord, TurnStatus};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! by the tool called, seeded by (seed, phase, session, turn) so a phase
 //! replays the same delays every time.
 
-use super::config::{DelayDistribution, SweepConfig};
+use crate::config::{DelayDistribution, SweepConfig};
 use crate::plugin::types::{Role, TurnRequest};
 use sha2::{Digest, Sha256};
 

@@ -12,22 +12,21 @@
 //! `max_tokens` cap are applied by the host.
 
 pub mod agents;
-pub mod config;
 pub mod delays;
 pub mod frontier;
 pub mod metrics;
 pub mod power;
 pub mod salt;
 
-pub use config::SweepConfig;
+pub use crate::config::SweepConfig;
 
+use crate::config::ToolDelayMode;
 use crate::config::{table_json, PhaseConfig, RunConfig};
+use crate::engine::{Console, LogFiles, Recorder, Stop, TurnSender};
 use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::WorkloadPlugin;
-use crate::runner::{TurnLog, TurnSender};
 use crate::tokens::LocalCounter;
 use anyhow::{Context as _, Result};
-use config::ToolDelayMode;
 use frontier::{LevelResult, Normalized, Point, SloResult};
 use metrics::PhaseMetrics;
 use power::PowerSummary;
@@ -88,6 +87,8 @@ pub struct SweepInput<'a> {
     pub counter: Option<Arc<LocalCounter>>,
     pub out: PathBuf,
     pub quiet: bool,
+    /// The run's stop: a signal ends the phase in progress.
+    pub stop: &'a Stop,
 }
 
 /// Runs every level and writes the sweep's result files.
@@ -101,11 +102,15 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         counter,
         out,
         quiet,
+        stop,
     } = input;
     let dir = out.join("sweep");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut phases = Vec::new();
     for (index, &level) in sweep.levels.iter().enumerate() {
+        if stop.stopped() {
+            break;
+        }
         let mut settings = phase.settings.clone();
         settings.insert(
             "num_trajectories_to_issue".into(),
@@ -122,8 +127,16 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         let folder = format!("phase-{index:02}-c{level}");
         std::fs::create_dir_all(dir.join(&folder))?;
         let log_path = dir.join(&folder).join("turns.jsonl");
-        let log = TurnLog::create(&log_path)
-            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let recorder = Recorder::open(
+            LogFiles {
+                turns: &log_path,
+                durability: config.output.durability,
+                append: false,
+            },
+            Vec::new(),
+            counter.clone(),
+            Console::new(0, 0, quiet),
+        )?;
         let (client, body) = crate::run::client_for(config, level)?;
         if !quiet {
             crate::log::line(&format!(
@@ -144,13 +157,14 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 sender: TurnSender {
                     client,
                     body,
-                    counter: counter.clone(),
-                    started,
+                    origin: started,
+                    segment: 0,
                 },
-                log,
+                recorder,
+                stop: stop.child(),
             },
         )
-        .await;
+        .await?;
         let wall_s = started.elapsed().as_secs_f64();
         let cpu = cpu_before.zip(cpu_seconds()).map(|(a, b)| b - a);
         let power = sampler.finish();

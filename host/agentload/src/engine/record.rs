@@ -5,8 +5,6 @@
 use crate::client::{Assembled, FirstChunk, ToolCallRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +16,9 @@ pub enum TurnStatus {
     Failed,
     /// Not sent: an earlier turn of the session failed.
     Aborted,
+    /// Sent, but the run was interrupted (SIGINT/SIGTERM) before the answer
+    /// ended. Never counted or scored; `agentload resume` sends it again.
+    Interrupted,
 }
 
 /// The model's answer as recorded.
@@ -29,7 +30,8 @@ pub struct CompletionRecord {
     pub finish_reason: Option<String>,
 }
 
-/// One line of `turns.jsonl`. Times are ns after the phase started, on the
+/// One line of `turns.jsonl`. Times are ns after the start of the record's
+/// segment (the phase's first process, or the resume that sent it), on the
 /// monotonic clock.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnRecord {
@@ -55,17 +57,29 @@ pub struct TurnRecord {
     pub timings: Option<Value>,
     /// Simulator server-side timestamps, verbatim.
     pub server_timestamps: Option<Value>,
-    /// Local token counts (Qwen3.6 tokenizer), when a tokenizer is loaded.
+    /// Local token counts (Qwen3.6 tokenizer). Never written in the log
+    /// itself: counted after the turn, they live in `turns.tokens.jsonl`
+    /// and are merged in when the log is read (older logs carry them inline).
+    #[serde(default, skip_serializing)]
     pub local_tokens: Option<LocalTokens>,
     /// The workload's expected data for the scorer.
     pub expected_json: String,
-    /// When the turn was due (previous completion + tool delay), for
-    /// coordinated-omission checks; sweeps record it.
+    /// When the turn was due: the previous answer's end (or the session's
+    /// start) plus the delay before this turn. `issued_ns - scheduled_ns` is
+    /// the harness's send lag, where coordinated omission would show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_ns: Option<u64>,
     /// The simulated agent that sent it (sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<u32>,
+    /// Which process sent it: 0 for the run itself, n for its n-th
+    /// `agentload resume` (the time origin of the record's timestamps).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub segment: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Token counts computed by agentload itself.
@@ -103,7 +117,18 @@ impl TurnRecord {
             expected_json: expected_json.to_string(),
             scheduled_ns: None,
             agent: None,
+            segment: 0,
         }
+    }
+
+    /// Whether the turn was answered.
+    pub fn completed(&self) -> bool {
+        self.status == TurnStatus::Completed
+    }
+
+    /// Send lag: how long after its due time the turn was issued.
+    pub fn send_lag_ns(&self) -> Option<u64> {
+        Some(self.issued_ns?.saturating_sub(self.scheduled_ns?))
     }
 
     /// Fills the answer fields from an assembled completion.
@@ -120,6 +145,22 @@ impl TurnRecord {
         self.server_timestamps = a.server_timestamps;
     }
 
+    /// The answer as the client assembled it (for counting a recorded turn).
+    pub fn answer(&self) -> Assembled {
+        let c = self.completion.clone().unwrap_or_default();
+        Assembled {
+            content: c.content,
+            reasoning_content: c.reasoning_content,
+            tool_calls: c.tool_calls,
+            finish_reason: c.finish_reason,
+            usage: self.usage.clone(),
+            timings: self.timings.clone(),
+            server_timestamps: self.server_timestamps.clone(),
+            first_chunk: self.first_chunk.clone(),
+            ..Assembled::default()
+        }
+    }
+
     /// Server-reported prompt tokens.
     pub fn server_isl(&self) -> Option<u64> {
         self.usage.as_ref()?.get("prompt_tokens")?.as_u64()
@@ -128,56 +169,5 @@ impl TurnRecord {
     /// Server-reported completion tokens.
     pub fn server_osl(&self) -> Option<u64> {
         self.usage.as_ref()?.get("completion_tokens")?.as_u64()
-    }
-}
-
-/// Appends records to `turns.jsonl`, flushed after every record.
-pub struct TurnLog {
-    path: PathBuf,
-    out: std::io::BufWriter<std::fs::File>,
-}
-
-impl TurnLog {
-    /// Creates (truncates) the log at `path`.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::File::create(path)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            out: std::io::BufWriter::new(file),
-        })
-    }
-
-    /// Writes one record and flushes it to the operating system.
-    pub fn write(&mut self, record: &TurnRecord) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, record)?;
-        self.out.write_all(b"\n")?;
-        self.out.flush()
-    }
-
-    /// Replaces the log with `records` (e.g. completed with local token
-    /// counts), through a temporary file renamed over it.
-    pub fn rewrite(self, records: &[TurnRecord]) -> std::io::Result<()> {
-        drop(self.out);
-        let tmp = self.path.with_extension("jsonl.tmp");
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        for record in records {
-            serde_json::to_writer(&mut out, record)?;
-            out.write_all(b"\n")?;
-        }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, &self.path)
-    }
-
-    /// Reads a log back (for re-scoring and tests); names file and line on error.
-    pub fn read(path: &Path) -> Result<Vec<TurnRecord>, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
-            })
-            .collect()
     }
 }

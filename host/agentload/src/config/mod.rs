@@ -1,4 +1,11 @@
 //! The run configuration (TOML). Unknown keys are errors that name the key.
+//!
+//! A leaf module: it imports nothing from the rest of agentload but the
+//! plugin limits, so every other module may read configs.
+
+mod sweep;
+
+pub use sweep::{DelayDistribution, Normalize, SloTier, SweepConfig, ToolDelayMode};
 
 use crate::plugin::Limits;
 use serde::{Deserialize, Serialize};
@@ -31,12 +38,14 @@ pub struct RunConfig {
     pub load: LoadConfig,
     #[serde(default)]
     pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub output: OutputConfig,
     /// The performance phase.
     pub performance: Option<PhaseConfig>,
     /// The accuracy phase (run after the performance phase, at concurrency 1).
     pub accuracy: Option<PhaseConfig>,
     /// Run the performance phase as a concurrency sweep instead of one pass.
-    pub sweep: Option<crate::sweep::SweepConfig>,
+    pub sweep: Option<SweepConfig>,
 }
 
 /// Development or submission run.
@@ -63,10 +72,17 @@ pub struct ModelConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
-    /// Base URL; `--endpoint` overrides it.
+    /// Base URL (`http://host:port`; a trailing `/v1` is accepted);
+    /// `--endpoint` overrides it.
     pub url: String,
-    #[serde(default)]
+    /// Refused: a key in a config file would be copied into the results.
+    /// The key comes from `AGENTLOAD_API_KEY` (or `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing)]
     pub api_key: Option<String>,
+    /// Check the endpoint (`GET /v1/models`) before the first measured
+    /// request, so a wrong URL stops the run at once.
+    #[serde(default = "yes")]
+    pub preflight: bool,
     #[serde(default = "yes")]
     pub stream: bool,
     /// Ask for `usage` in the stream (`stream_options.include_usage`).
@@ -87,6 +103,10 @@ pub struct LoadConfig {
     pub turn_timeout_s: f64,
     /// The performance phase stops issuing after this long.
     pub max_duration_ms: u64,
+    /// After SIGINT/SIGTERM, in-flight turns may finish for this long
+    /// before they are cut and recorded as interrupted (a second signal
+    /// cuts them at once).
+    pub interrupt_grace_s: f64,
 }
 
 impl Default for LoadConfig {
@@ -95,8 +115,19 @@ impl Default for LoadConfig {
             concurrency: 1,
             turn_timeout_s: 600.0,
             max_duration_ms: 14_400_000,
+            interrupt_grace_s: 30.0,
         }
     }
+}
+
+/// How result files are written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// `write` (each turn record reaches the kernel before the session's
+    /// next request; survives a crash or `kill -9`) or `sync` (each record
+    /// is also `fdatasync`ed; survives a power cut). See the README.
+    pub durability: Durability,
 }
 
 /// Where plugins are found and how they are limited.
@@ -202,6 +233,19 @@ impl RunConfig {
         if self.load.turn_timeout_s.is_nan() || self.load.turn_timeout_s <= 0.0 {
             return Err(invalid("load.turn_timeout_s", "must be positive"));
         }
+        if self.load.interrupt_grace_s.is_nan() || self.load.interrupt_grace_s < 0.0 {
+            return Err(invalid("load.interrupt_grace_s", "must be 0 or more"));
+        }
+        if self.endpoint.api_key.is_some() {
+            return Err(invalid(
+                "endpoint.api_key",
+                "an API key does not belong in a config file (it would be copied into the \
+                 results); set AGENTLOAD_API_KEY (or OPENAI_API_KEY) instead",
+            ));
+        }
+        if let Err(e) = base_url(&self.endpoint.url) {
+            return Err(invalid("endpoint.url", &e));
+        }
         if self.plugins.limits.memory_mib == 0 || self.plugins.limits.call_timeout_ms == 0 {
             return Err(invalid("plugins.limits", "limits must be positive"));
         }
@@ -225,6 +269,47 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+/// How hard each result line is pushed towards the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Each line is handed to the kernel in one `write(2)` before the next
+    /// request of its session: it survives the process dying (`kill -9`,
+    /// a crash). Files are `fdatasync`ed when the phase ends.
+    #[default]
+    Write,
+    /// As `write`, and each line is `fdatasync`ed: it survives the machine
+    /// losing power. Costs a disk flush per turn.
+    Sync,
+}
+
+/// The endpoint's base URL as requests use it: `http(s)://host[:port][/path]`
+/// without a trailing `/` or `/v1` (both are accepted in the config).
+///
+/// # Errors
+/// When it is not an absolute http(s) URL with a host, naming what is wrong.
+pub fn base_url(url: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url.trim())
+        .map_err(|e| format!("`{url}` is not a URL ({e}); expected e.g. http://127.0.0.1:8080"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}`: the scheme must be http or https, not `{}`",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{url}` has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!("`{url}`: a base URL has no query or fragment"));
+    }
+    let mut base = parsed.as_str().trim_end_matches('/').to_string();
+    if let Some(stripped) = base.strip_suffix("/v1") {
+        base = stripped.to_string();
+    }
+    Ok(base)
 }
 
 /// A TOML table as a JSON object (for plugin settings).
@@ -269,6 +354,50 @@ url = "http://127.0.0.1:1"
             .unwrap_err()
             .to_string();
         assert!(err.contains("load.concurrency"), "{err}");
+    }
+
+    #[test]
+    fn an_api_key_in_the_config_is_refused() {
+        let text = MINIMAL.replace("[endpoint]", "[endpoint]\napi_key = \"sk-secret\"");
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("endpoint.api_key") && err.contains("AGENTLOAD_API_KEY"),
+            "{err}"
+        );
+        assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_url_names_the_key() {
+        let text = MINIMAL.replace("http://127.0.0.1:1", "htp:/127.0.0.1:1");
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("endpoint.url"), "{err}");
+    }
+
+    #[test]
+    fn base_urls_lose_a_trailing_v1() {
+        for (given, want) in [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+            ("https://host/proxy/v1", "https://host/proxy"),
+        ] {
+            assert_eq!(base_url(given).unwrap(), want, "{given}");
+        }
+        for bad in [
+            "127.0.0.1:8080",
+            "ftp://h",
+            "http://",
+            "http://h:99999",
+            "http://h/?a=1",
+        ] {
+            assert!(base_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,175 @@
+//! Where finished turns go: the append-only log on disk first (before the
+//! session's next request), then memory, the token counter and the console.
+
+use super::console::Console;
+use super::counting::CountWorker;
+use super::log::{self, Durability, Journal, LoggedTurn, WriteError};
+use super::record::{TurnRecord, TurnStatus};
+use super::session::SessionOutcome;
+use crate::client::Assembled;
+use crate::tokens::LocalCounter;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+fn open<T: serde::Serialize>(path: &Path, files: &LogFiles<'_>) -> Result<Journal<T>, WriteError> {
+    if files.append {
+        Journal::append(path, files.durability)
+    } else {
+        Journal::create(path, files.durability)
+    }
+}
+
+/// Records one phase's turns and session ends.
+pub struct Recorder {
+    turns: Option<Mutex<Journal<TurnRecord>>>,
+    sessions: Option<Mutex<Journal<SessionOutcome>>>,
+    /// Every record of the phase with its log line (earlier segments' too).
+    records: Mutex<Vec<LoggedTurn>>,
+    counting: Option<CountWorker>,
+    tokens_path: PathBuf,
+    console: Console,
+}
+
+/// Where and how a phase's log is kept.
+pub struct LogFiles<'a> {
+    /// `turns.jsonl`; the side files go beside it.
+    pub turns: &'a Path,
+    pub durability: Durability,
+    /// Append to the files of an earlier segment (resume) instead of
+    /// creating them.
+    pub append: bool,
+}
+
+impl Recorder {
+    /// Opens (or, for a resume, appends to) the phase's files. `prior` are
+    /// the records already in the log.
+    pub fn open(
+        files: LogFiles<'_>,
+        prior: Vec<LoggedTurn>,
+        counter: Option<Arc<LocalCounter>>,
+        console: Console,
+    ) -> Result<Self, WriteError> {
+        let turns = open(files.turns, &files)?;
+        let sessions = open(&log::sessions_file(files.turns), &files)?;
+        let tokens_path = log::side_file(files.turns, "tokens");
+        let counting = counter
+            .map(|c| CountWorker::start(c, &tokens_path, files.durability))
+            .transpose()?;
+        Ok(Self {
+            turns: Some(Mutex::new(turns)),
+            sessions: Some(Mutex::new(sessions)),
+            records: Mutex::new(prior),
+            counting,
+            tokens_path,
+            console,
+        })
+    }
+
+    /// A recorder that keeps records in memory only (`plugin check`).
+    pub fn memory(console: Console) -> Self {
+        Self {
+            turns: None,
+            sessions: None,
+            records: Mutex::default(),
+            counting: None,
+            tokens_path: PathBuf::new(),
+            console,
+        }
+    }
+
+    /// Writes `record` to the log, keeps it, and queues its local count.
+    /// An error means the record is not on disk: the run must stop.
+    pub fn keep(
+        &self,
+        record: TurnRecord,
+        answered: Option<(Value, Assembled)>,
+    ) -> Result<(), WriteError> {
+        if let Some(failure) = self.counting.as_ref().and_then(CountWorker::failure) {
+            return Err(WriteError {
+                path: self.tokens_path.clone(),
+                source: std::io::Error::other(failure),
+            });
+        }
+        let line = match &self.turns {
+            Some(log) => log.lock().expect("log lock").write(&record)?,
+            None => 0,
+        };
+        if let (Some(counting), Some((body, answer))) = (&self.counting, answered) {
+            counting.count(line, body, answer);
+        }
+        self.console.turn(&record);
+        self.records
+            .lock()
+            .expect("records lock")
+            .push(LoggedTurn { line, record });
+        Ok(())
+    }
+
+    /// Queues an earlier segment's turn whose count was lost for counting.
+    pub fn count(&self, line: u64, body: Value, answer: Assembled) {
+        if let Some(counting) = &self.counting {
+            counting.count(line, body, answer);
+        }
+    }
+
+    /// Marks the log lines of a session restarted whole: kept, not counted.
+    pub fn supersede(&self, lines: &[u64]) -> Result<(), WriteError> {
+        let Some(turns) = &self.turns else {
+            return Ok(());
+        };
+        let path = log::side_file(turns.lock().expect("log lock").path(), "superseded");
+        let durability = turns.lock().expect("log lock").durability();
+        let mut out = Journal::append(&path, durability)?;
+        for &line in lines {
+            out.write(&log::SupersededLine { line })?;
+        }
+        let gone: std::collections::HashSet<u64> = lines.iter().copied().collect();
+        self.records
+            .lock()
+            .expect("records lock")
+            .retain(|t| !gone.contains(&t.line));
+        Ok(())
+    }
+
+    /// Appends a finished session's outcome to `sessions.jsonl`.
+    pub fn session_ended(&self, outcome: &SessionOutcome) -> Result<(), WriteError> {
+        if let Some(log) = &self.sessions {
+            log.lock().expect("sessions lock").write(outcome)?;
+        }
+        Ok(())
+    }
+
+    /// A copy of the records so far, in log order.
+    pub fn snapshot(&self) -> Vec<TurnRecord> {
+        self.records
+            .lock()
+            .expect("records lock")
+            .iter()
+            .map(|t| t.record.clone())
+            .collect()
+    }
+
+    /// Waits for the token counts, syncs the files, and returns the records
+    /// that count (interrupted ones left out) with their counts merged.
+    pub fn finish(self) -> Result<Vec<TurnRecord>, WriteError> {
+        let counts = self.counting.map(CountWorker::finish).transpose()?;
+        for log in self.turns.iter() {
+            log.lock().expect("log lock").sync()?;
+        }
+        for log in self.sessions.iter() {
+            log.lock().expect("sessions lock").sync()?;
+        }
+        let records = self.records.into_inner().expect("records lock");
+        Ok(records
+            .into_iter()
+            .filter(|t| t.record.status != TurnStatus::Interrupted)
+            .map(|mut t| {
+                if let Some(tokens) = counts.as_ref().and_then(|c| c.get(&t.line)) {
+                    t.record.local_tokens = Some(*tokens);
+                }
+                t.record
+            })
+            .collect())
+    }
+}
