@@ -43,6 +43,9 @@ pub struct RescoredPhase {
 pub struct RescoreResult {
     pub source_run: PathBuf,
     pub out: PathBuf,
+    /// The source run was interrupted and not (yet) resumed: the scores
+    /// cover the turns it recorded, not the whole run.
+    pub partial: bool,
     pub phases: Vec<RescoredPhase>,
 }
 
@@ -115,9 +118,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.display()
         )
     })?;
+    let partial = crate::resume::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);
     let result = RescoreResult {
         source_run: opts.run_dir.clone(),
         out: out.clone(),
+        partial,
         phases: done,
     };
     crate::results::write_json(&out.join("rescore_manifest.json"), &result)?;
@@ -127,6 +132,13 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
 /// The rescore's report lines.
 pub fn summary(result: &RescoreResult) -> String {
     let mut text = String::new();
+    if result.partial {
+        text.push_str(&format!(
+            "note: {} is a partial run (interrupted, not resumed): the scores cover the \
+             turns it recorded; `agentload resume` finishes it\n",
+            result.source_run.display()
+        ));
+    }
     for p in &result.phases {
         text.push_str(&format!(
             "{}: {}@{} ({}) score {:.4} over {} items; scoring took {:.1} ms \

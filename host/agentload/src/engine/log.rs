@@ -36,6 +36,8 @@ pub struct Journal<T> {
     path: PathBuf,
     file: File,
     lines: u64,
+    /// The file's length after its last whole line.
+    bytes: u64,
     durability: Durability,
     _rows: PhantomData<fn(&T)>,
 }
@@ -55,6 +57,7 @@ impl<T: Serialize> Journal<T> {
             path: path.to_path_buf(),
             file,
             lines: 0,
+            bytes: 0,
             durability,
             _rows: PhantomData,
         })
@@ -87,12 +90,15 @@ impl<T: Serialize> Journal<T> {
             path: path.to_path_buf(),
             file,
             lines,
+            bytes: keep as u64,
             durability,
             _rows: PhantomData,
         })
     }
 
     /// Appends one row in a single `write(2)`; returns its 1-based line.
+    /// A write that fails half-way (a full disk) is cut back off, so the
+    /// file only ever holds whole lines.
     pub fn write(&mut self, row: &T) -> Result<u64, WriteError> {
         let mut line = serde_json::to_vec(row).map_err(|e| WriteError {
             path: self.path.clone(),
@@ -103,11 +109,18 @@ impl<T: Serialize> Journal<T> {
             path: self.path.clone(),
             source,
         };
-        self.file.write_all(&line).map_err(err)?;
+        if let Err(e) = self.file.write_all(&line) {
+            // Best effort: shrinking needs no space.
+            if self.file.set_len(self.bytes).is_ok() {
+                let _ = self.file.seek(SeekFrom::End(0));
+            }
+            return Err(err(e));
+        }
         if self.durability == Durability::Sync {
             self.file.sync_data().map_err(err)?;
         }
         self.lines += 1;
+        self.bytes += line.len() as u64;
         Ok(self.lines)
     }
 
