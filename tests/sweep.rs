@@ -214,3 +214,60 @@ async fn salts_change_the_prefix_per_phase_but_not_within_a_trajectory() {
     assert!(within.iter().all(|&c| c > prompt / 2), "{within:?}");
     sim.shutdown().await;
 }
+
+/// A level whose turns fail (the context overflows): its failed turns abort
+/// the rest of their trajectory (recorded, never sent), every issued turn
+/// has its due time, and the sweep's files are still written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_level_records_aborted_turns_and_still_writes_the_pareto_file() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ctx_size: 3000,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sweep-fail");
+    let config = sweep_config(dir.path(), &sim.url(), "[1, 2]", "");
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phases = summary["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    assert!(out.join("sweep/pareto.json").is_file());
+    let mut aborted = 0;
+    for phase in phases {
+        assert!(
+            phase["trajectories_failed"].as_u64().unwrap() > 0,
+            "{phase}"
+        );
+        let recs = records(&out, phase);
+        for (i, r) in recs.iter().enumerate() {
+            match r["status"].as_str().unwrap() {
+                "failed" => {
+                    assert!(r["error"].as_str().unwrap().contains("context"), "{r}");
+                    // The next record of the same trajectory, if any, is aborted.
+                    if let Some(next) = recs[i + 1..]
+                        .iter()
+                        .find(|n| n["session_id"] == r["session_id"] && n["agent"] == r["agent"])
+                    {
+                        assert_eq!(next["status"], "aborted", "{next}");
+                    }
+                }
+                "aborted" => {
+                    aborted += 1;
+                    assert!(r["issued_ns"].is_null(), "never sent: {r}");
+                }
+                _ => {}
+            }
+            if !r["issued_ns"].is_null() {
+                assert!(r["scheduled_ns"].as_u64().unwrap() <= r["issued_ns"].as_u64().unwrap());
+            }
+        }
+    }
+    assert!(
+        aborted > 0,
+        "the failed trajectories' later turns are recorded as aborted"
+    );
+    sim.shutdown().await;
+}
