@@ -276,3 +276,88 @@ async fn a_full_disk_stops_the_run_naming_the_file() {
     }
     sim.shutdown().await;
 }
+
+/// SIGTERM, then SIGINT while a turn streams: the second signal cuts it; it
+/// is recorded as interrupted, never counted, and sent again on resume
+/// (here against another server, as after a move).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
+    // Real-time speeds: an answer takes seconds.
+    let slow = start_sim(SimConfig {
+        time_scale: 1.0,
+        ..oracle()
+    })
+    .await;
+    let dir = scratch("sigterm");
+    let config = edge_config(dir.path(), &slow.url(), "num_trajectories_to_issue = 1", "");
+    let out = dir.path().join("out");
+    let log = out.join("turns.jsonl");
+    let out_s = out.to_str().unwrap();
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    );
+    wait_for_lines(&log, 1, &mut run).await;
+    let pid = run.id().unwrap() as i32;
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        std::thread::sleep(Duration::from_millis(200));
+        libc::kill(pid, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), run.wait())
+        .await
+        .expect("exits after the second signal")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let records = read_jsonl(&log);
+    let cut: Vec<_> = records
+        .iter()
+        .filter(|r| r["status"] == "interrupted")
+        .collect();
+    assert_eq!(
+        cut.len(),
+        1,
+        "the turn in flight is recorded as interrupted"
+    );
+    assert!(
+        cut[0]["error"].as_str().unwrap().contains("SIGTERM"),
+        "{}",
+        cut[0]
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.starts_with("INCOMPLETE: interrupted (SIGTERM)"),
+        "{report}"
+    );
+    slow.shutdown().await;
+
+    let fast = start_sim(oracle()).await;
+    let done = agentload(&["resume", out_s, "--endpoint", &fast.url()], dir.path()).await;
+    assert!(done.status.success(), "{}", text(&done));
+    let records = read_jsonl(&log);
+    let (turn, session) = (cut[0]["turn"].clone(), cut[0]["session_id"].clone());
+    let again: Vec<_> = records
+        .iter()
+        .filter(|r| r["turn"] == turn && r["session_id"] == session)
+        .collect();
+    assert_eq!(again.len(), 2, "the cut turn and its resend");
+    assert_eq!(again[1]["status"], "completed");
+    assert_eq!(again[1]["segment"], 1);
+    let scores = json(&out.join("scores.json"));
+    assert_eq!(scores["turns"]["missing"], 0);
+    assert_eq!(scores["score"], 1.0);
+    let summary = json(&out.join("performance/result_summary.json"));
+    let completed = records
+        .iter()
+        .filter(|r| r["status"] == "completed")
+        .count();
+    assert_eq!(summary["n_samples_completed"], completed as u64);
+    assert_eq!(
+        summary["n_samples_issued"], completed as u64,
+        "the cut turn is not counted"
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    fast.shutdown().await;
+}
