@@ -505,7 +505,11 @@ async fn execute(
     let (mut sessions, mut tasks) = prior.split(plans.clone());
     if done {
         // A complete phase is kept as it is: its sessions' last outcomes.
-        sessions.extend(tasks.drain(..).filter_map(|t| prior.ended.get(&t.plan.id).cloned()));
+        sessions.extend(
+            tasks
+                .drain(..)
+                .filter_map(|t| prior.ended.get(&t.plan.id).cloned()),
+        );
     }
     if !cx.overrides.quiet {
         let left: u32 = tasks.iter().map(|t| t.plan.expected_turns).sum();
