@@ -302,6 +302,7 @@ pub(crate) fn client_for(
         api_key: config.endpoint.api_key.clone(),
         turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
         max_connections: concurrency,
+        max_response_bytes: config.endpoint.max_response_bytes,
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),
@@ -333,6 +334,11 @@ async fn execute(
         ));
     }
     let (client, body) = client_for(config, concurrency)?;
+    // One keep-alive connection per concurrent session, opened before the first turn; when
+    // this fails, the first turns fail with the cause.
+    if let Err(e) = client.warm_up(concurrency).await {
+        crate::log::line(&format!("warning: {e}"));
+    }
     let log = TurnLog::create(log_path)
         .with_context(|| format!("cannot create {}", log_path.display()))?;
     let outcome = run_phase(PhaseSetup {

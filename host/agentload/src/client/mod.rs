@@ -3,10 +3,18 @@
 
 mod assemble;
 mod body;
+mod connection;
+mod reader;
 mod sse;
 mod stream;
 
-pub use assemble::{Assembled, CompletionAssembler, FirstChunk, ToolCallRecord};
+pub use assemble::{Assembled, CompletionAssembler, FirstChunk, NotJson, ToolCallRecord};
 pub use body::{request_body, BodyOptions};
+pub use connection::EndpointError;
 pub use sse::{SseEvent, SseParser};
-pub use stream::{ChatClient, ClientOptions, Exchange, Timeline, TurnError};
+pub use stream::{
+    ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Timeline, TurnError,
+};
+
+#[cfg(test)]
+mod tests;

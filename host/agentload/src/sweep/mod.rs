@@ -125,6 +125,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         let log = TurnLog::create(&log_path)
             .with_context(|| format!("cannot create {}", log_path.display()))?;
         let (client, body) = crate::run::client_for(config, level)?;
+        if let Err(e) = client.warm_up(level).await {
+            crate::log::line(&format!("warning: {e}"));
+        }
         if !quiet {
             crate::log::line(&format!(
                 "sweep phase {index}: {level} agents against {}",
