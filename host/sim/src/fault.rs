@@ -37,7 +37,7 @@ counted over all sessions and connections); repeatable, one kind per request. \
   reset               the TCP connection is reset mid-stream (RST)
   http-500            HTTP 500 with a llama.cpp-style JSON error
   http-429            HTTP 429 with `Retry-After: 1`
-  stall               no more bytes after the first token until the client leaves or the server stops
+  stall               no more bytes after the first token (the connection is aborted when the server stops)
   repeat-tool-ids     a valid answer whose tool-call deltas all repeat the call's id, type and name
   oversize            4 MiB of extra content chunks after the first token, then the normal end
 The stream kinds need a streamed request; a non-streamed one they target gets an HTTP 500 \

@@ -32,7 +32,7 @@ const ERROR_BODY_BYTES: usize = 64 << 10;
 const QUOTE_BYTES: usize = 160;
 /// How long the rest of a body is awaited after `[DONE]` (normally its terminating chunk,
 /// already on its way), so that the connection can be reused.
-const DRAIN_AFTER_DONE: Duration = Duration::from_millis(200);
+pub(super) const DRAIN_AFTER_DONE: Duration = Duration::from_millis(200);
 
 /// Client settings.
 #[derive(Debug, Clone)]

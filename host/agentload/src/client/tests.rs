@@ -457,3 +457,71 @@ async fn one_connection_against_the_simulator() {
     assert_eq!(sim.connections_accepted(), 2);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_body_left_open_after_done_completes_and_its_connection_is_not_reused() {
+    // [DONE], then the chunked body never ends.
+    let events = good();
+    let open = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n",
+        events.len()
+    );
+    let server = canned(vec![open.into_bytes(), sse(&good())]).await;
+    let c = client(&server.url, 0, Duration::from_secs(10));
+    let first = c.send(&body(), "s").await;
+    let returned = std::time::Instant::now();
+    assert_eq!(first.result.unwrap().content, "Hi");
+    // The turn completed at [DONE]; the wait for the body's end came after it.
+    assert!(returned.duration_since(first.timeline.complete) >= super::stream::DRAIN_AFTER_DONE);
+    let second = c.send(&body(), "s").await;
+    second.result.unwrap();
+    assert!(second.timeline.new_connection);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+/// At concurrency N the client holds N connections, whatever the number of requests.
+#[tokio::test]
+async fn concurrent_sessions_keep_one_connection_each() {
+    use agentload_sim::{ApproxTokenCounter, SimConfig};
+    let sim = agentload_sim::start(
+        SimConfig {
+            time_scale: 0.0,
+            slots: 4,
+            ..Default::default()
+        },
+        Arc::new(ApproxTokenCounter),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let c = ChatClient::new(&ClientOptions {
+        endpoint: sim.url(),
+        api_key: None,
+        turn_timeout: Duration::from_secs(10),
+        max_connections: 4,
+        max_response_bytes: 0,
+    })
+    .unwrap();
+    c.warm_up(4).await.unwrap();
+    let sessions: Vec<_> = (0..4)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    let body = json!({"messages": [{"role": "user", "content": format!("session {i}")}],
+                                      "stream": true});
+                    let ex = c.send(&body, &format!("s{i}")).await;
+                    assert_eq!(ex.result.unwrap().content, format!("session {i}"));
+                    assert!(!ex.timeline.new_connection);
+                }
+            })
+        })
+        .collect();
+    for s in sessions {
+        s.await.unwrap();
+    }
+    assert_eq!(c.connections_opened(), 4);
+    assert_eq!(sim.connections_accepted(), 4);
+    assert_eq!(sim.chat_requests_received(), 100);
+    sim.shutdown().await;
+}
