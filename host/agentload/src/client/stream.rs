@@ -240,12 +240,19 @@ impl ChatClient {
         Ok(())
     }
 
-    /// `GET route` (e.g. `/v1/models`) on the pooled connections, body read whole (up to the
-    /// response cap), within the turn timeout.
+    /// The full URL of `route` (e.g. `/v1/models`), for messages.
+    pub fn url(&self, route: &str) -> String {
+        let endpoint = &self.inner.pool.endpoint;
+        format!("http://{}{}", endpoint.authority, endpoint.path(route))
+    }
+
+    /// `GET route` (e.g. `/v1/models`) on the pooled connections (so an endpoint check opens
+    /// the connection the first turn then uses), body read whole (up to the response cap),
+    /// within `timeout`.
     ///
     /// # Errors
     /// A transport failure, the timeout, or a body over the cap; any status is an answer.
-    pub async fn get(&self, route: &str) -> Result<HttpAnswer, TurnError> {
+    pub async fn get(&self, route: &str, timeout: Duration) -> Result<HttpAnswer, TurnError> {
         let inner = &*self.inner;
         let path = inner.pool.endpoint.path(route);
         let work = async {
@@ -269,11 +276,11 @@ impl ChatClient {
                 body,
             })
         };
-        tokio::time::timeout(inner.turn_timeout, work)
+        tokio::time::timeout(timeout, work)
             .await
             .unwrap_or_else(|_| {
                 Err(TurnError::Timeout {
-                    after_s: inner.turn_timeout.as_secs_f64(),
+                    after_s: timeout.as_secs_f64(),
                     detail: format!("GET {path}"),
                 })
             })

@@ -372,6 +372,12 @@ async fn a_stalled_stream_times_out_saying_what_came() {
         .unwrap_err()
         .to_string();
     assert_eq!(e, "turn timed out after 0.2 s (no response)");
+    let e = client(&server.url, 0, Duration::from_secs(60))
+        .get("/v1/models", Duration::from_millis(200))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "turn timed out after 0.2 s (GET /v1/models)");
 }
 
 #[tokio::test]
@@ -402,7 +408,8 @@ async fn get_reads_a_plain_answer_on_the_pooled_connection() {
     ])
     .await;
     let c = client(&server.url, 0, Duration::from_secs(5));
-    let a = c.get("/v1/models").await.unwrap();
+    assert_eq!(c.url("/v1/models"), format!("{}/v1/models", server.url));
+    let a = c.get("/v1/models", Duration::from_secs(5)).await.unwrap();
     assert_eq!(
         (a.status, a.content_type.as_str()),
         (200, "application/json")
