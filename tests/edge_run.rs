@@ -100,6 +100,9 @@ async fn full_replay_against_the_oracle_scores_one() {
         .unwrap()
         .contains("VALID"));
     assert_eq!(sim.requests_served(), 1007);
+    // Concurrency 1: one keep-alive connection carried all 1,007 requests
+    // (counted where they arrive).
+    assert_eq!(sim.connections_accepted(), 1);
     sim.shutdown().await;
 }
 

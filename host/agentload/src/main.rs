@@ -210,6 +210,10 @@ struct SimArgs {
     /// token, needs no data).
     #[arg(long, value_enum, default_value_t = SimTokenizer::Qwen)]
     tokenizer: SimTokenizer,
+    /// Inject a fault into the N-th chat-completions request (repeatable;
+    /// `--help` lists the kinds).
+    #[arg(long = "fault", value_name = "KIND@N", long_help = agentload_sim::FAULT_HELP)]
+    faults: Vec<agentload_sim::Fault>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -408,6 +412,7 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         prefill_chunk_tokens: args.prefill_chunk_tokens,
         cache_tokens: args.cache_tokens,
         responder,
+        faults: args.faults.clone(),
         ..Default::default()
     })
 }
@@ -470,6 +475,11 @@ async fn serve_sim(args: SimArgs) -> Result<()> {
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
+    eprintln!(
+        "connections accepted: {}, chat requests received: {}",
+        sim.connections_accepted(),
+        sim.chat_requests_received()
+    );
     sim.shutdown().await;
     Ok(())
 }

@@ -145,6 +145,8 @@ struct Context<'a> {
     state: Mutex<RunState>,
     /// This process's segment (0: the run, n: its n-th resume).
     segment: u32,
+    /// The client the endpoint check ran on, for the first phase.
+    checked: Mutex<Option<ChatClient>>,
 }
 
 /// A phase's turns as the engine left them.
@@ -218,14 +220,18 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
         datasets.extend(p.datasets.iter().cloned());
     }
-    let api_key = api_key_from_env();
+    let mut checked = None;
     if config.endpoint.preflight {
-        let models = crate::client::preflight(
-            &config.endpoint.url,
-            api_key.as_deref(),
-            Duration::from_secs(15),
-        )
-        .await?;
+        // The check runs on the first phase's client: its connection
+        // carries the first turn (no connection is opened inside it).
+        let concurrency = if perf.is_some() {
+            config.load.concurrency
+        } else {
+            1
+        };
+        let (client, _) = client_for(&config, concurrency)?;
+        let models = crate::client::preflight(&client, Duration::from_secs(15)).await?;
+        checked = Some(client);
         if !overrides.quiet && !models.is_empty() && !models.contains(&config.model.name) {
             crate::log::line(&format!(
                 "note: the endpoint lists models {models:?}, not `{}` (sent as `model`)",
@@ -279,6 +285,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         stop,
         state: Mutex::new(state),
         segment,
+        checked: Mutex::new(checked),
     };
     let mut text = String::new();
     if !sealed {
@@ -471,6 +478,7 @@ pub(crate) fn client_for(
         api_key: api_key_from_env(),
         turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
         max_connections: concurrency,
+        max_response_bytes: config.endpoint.max_response_bytes,
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),
@@ -528,7 +536,15 @@ async fn execute(
             config.endpoint.url,
         ));
     }
-    let (client, body) = client_for(config, concurrency)?;
+    let (mut client, body) = client_for(config, concurrency)?;
+    if let Some(checked) = cx.checked.lock().expect("client lock").take() {
+        client = checked;
+    }
+    // One keep-alive connection per concurrent session, opened before the
+    // first turn; when this fails, the first turns fail with the cause.
+    if let Err(e) = client.warm_up(concurrency).await {
+        crate::log::line(&format!("warning: {e}"));
+    }
     let recorder = Recorder::open(
         LogFiles {
             turns: log_path,

@@ -1,15 +1,16 @@
-//! The HTTP response body: a complete buffer, or a stream of frames fed through a channel.
+//! The HTTP response body: a complete buffer, or a stream of frames fed through a channel
+//! (optionally altered by an injected fault).
 
-use std::convert::Infallible;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
+use crate::fault::{Step, StreamFault};
+
 /// Response body of every simulator answer.
-#[derive(Debug)]
 pub(crate) enum SimBody {
     /// The whole body at once (JSON answers); `Content-Length` is known.
     Full(Option<Bytes>),
@@ -18,6 +19,7 @@ pub(crate) enum SimBody {
     Stream {
         first: Option<Bytes>,
         rx: mpsc::UnboundedReceiver<Bytes>,
+        fault: Option<Box<StreamFault>>,
     },
 }
 
@@ -27,20 +29,52 @@ impl SimBody {
     }
 }
 
+/// The error that aborts a connection (the `reset` and `stall` faults).
+fn aborted() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "agentload-sim fault: connection aborted",
+    )
+}
+
 impl Body for SimBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Self::Stream { first, rx } => match first.take() {
-                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
-                None => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
-            },
+            Self::Stream { first, rx, fault } => {
+                if let Some(f) = fault.as_mut().filter(|f| f.is_waiting()) {
+                    ready!(f.poll_wait(cx));
+                    return Poll::Ready(Some(Err(aborted())));
+                }
+                let frame = match first.take() {
+                    Some(b) => b,
+                    None => match ready!(rx.poll_recv(cx)) {
+                        Some(b) => b,
+                        None => return Poll::Ready(None),
+                    },
+                };
+                let Some(f) = fault else {
+                    return Poll::Ready(Some(Ok(Frame::data(frame))));
+                };
+                match f.step(frame) {
+                    Step::Send(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                    Step::End => {
+                        // The client sees a complete body; the generation is abandoned.
+                        rx.close();
+                        Poll::Ready(None)
+                    }
+                    Step::Abort => {
+                        ready!(f.poll_wait(cx));
+                        Poll::Ready(Some(Err(aborted())))
+                    }
+                }
+            }
         }
     }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::SimError;
+use crate::{Fault, SimError};
 
 /// Configuration of the simulated endpoint. Every field has a default, so `{}` is a valid config.
 ///
@@ -44,6 +44,9 @@ pub struct SimConfig {
     pub first_token_overhead_ms: f64,
     /// What the assistant answers (default: echo).
     pub responder: ResponderConfig,
+    /// Faults injected into given requests (default none), as `"KIND@N"` strings (see
+    /// [`crate::FAULT_HELP`]); at most one per request.
+    pub faults: Vec<Fault>,
 }
 
 impl Default for SimConfig {
@@ -60,6 +63,7 @@ impl Default for SimConfig {
             time_scale: 1.0,
             first_token_overhead_ms: 0.0,
             responder: ResponderConfig::Echo,
+            faults: Vec::new(),
         }
     }
 }
@@ -96,6 +100,13 @@ impl SimConfig {
         }
         if !(self.first_token_overhead_ms.is_finite() && self.first_token_overhead_ms >= 0.0) {
             return invalid("first_token_overhead_ms", "must be a non-negative number");
+        }
+        let mut hit = std::collections::HashSet::new();
+        if let Some(twice) = self.faults.iter().find(|f| !hit.insert(f.request)) {
+            return Err(SimError::InvalidConfig {
+                field: "faults",
+                reason: format!("request {} has two faults", twice.request),
+            });
         }
         if let ResponderConfig::Oracle {
             error_rate,
@@ -225,5 +236,9 @@ mod tests {
             ..SimConfig::default()
         };
         assert!(bad.validate().is_err());
+        let twice: SimConfig =
+            serde_json::from_str(r#"{"faults": ["reset@2", "stall@3", "http-500@2"]}"#).unwrap();
+        let err = twice.validate().unwrap_err().to_string();
+        assert!(err.contains("`faults` request 2 has two faults"), "{err}");
     }
 }

@@ -69,6 +69,14 @@
 //! into the response body, and the time spent waiting for a slot. Clients compare them with
 //! their own measurements to estimate their timing error.
 //!
+//! # Fault injection
+//! [`SimConfig::faults`] (`agentload sim --fault KIND@N`) breaks the answer to the N-th
+//! chat-completions request the server receives (1-based, over all connections): error
+//! events, malformed or missing chunks, a wrong content type, truncation, a connection reset,
+//! HTTP 500 and 429, a stall, repeated tool-call ids, an oversized answer ([`FAULT_HELP`] lists
+//! them). The server counts what it accepted: [`SimHandle::connections_accepted`],
+//! [`SimHandle::chat_requests_received`], also served as JSON by `GET /agentload/stats`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), agentload_sim::SimError> {
 //! use std::sync::Arc;
@@ -87,6 +95,7 @@ mod body;
 mod cache;
 mod config;
 mod error;
+mod fault;
 mod prompt;
 mod responder;
 mod rng;
@@ -98,5 +107,6 @@ mod tokens;
 
 pub use config::{ResponderConfig, SimConfig};
 pub use error::SimError;
+pub use fault::{Fault, FaultKind, FaultParseError, FAULT_HELP, OVERSIZE_BYTES};
 pub use server::{start, SimHandle};
 pub use tokens::{ApproxTokenCounter, TokenCounter};

@@ -1,5 +1,6 @@
 //! The HTTP server: listening, routing, and handing chat completions to the batch scheduler.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use tokio::time::Instant;
 
 use crate::api_error::ApiError;
 use crate::body::SimBody;
+use crate::fault::{self, FaultKind, Injection};
 use crate::prompt::ChatRequest;
 use crate::responder::{self, Responder};
 use crate::rng::SplitMix64;
@@ -43,6 +45,18 @@ struct State {
     served: Arc<AtomicU64>,
     requests: AtomicU64,
     id_seed: u64,
+    counters: Arc<Counters>,
+    /// Injected faults by 1-based chat-completions request number.
+    faults: HashMap<u64, FaultKind>,
+    /// Ends stalls when the server stops.
+    stop: watch::Receiver<bool>,
+}
+
+/// What the server counts, for [`SimHandle`] and `GET /agentload/stats`.
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicU64,
+    chat_requests: AtomicU64,
 }
 
 /// A running simulator. Dropping it also stops the server (gracefully, like
@@ -51,6 +65,7 @@ struct State {
 pub struct SimHandle {
     addr: SocketAddr,
     served: Arc<AtomicU64>,
+    counters: Arc<Counters>,
     stop: watch::Sender<bool>,
     server: JoinHandle<()>,
 }
@@ -72,6 +87,16 @@ impl SimHandle {
         self.served.load(Ordering::SeqCst)
     }
 
+    /// TCP connections accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.counters.connections.load(Ordering::SeqCst)
+    }
+
+    /// Chat-completions requests received so far (the count faults' `N` refers to).
+    pub fn chat_requests_received(&self) -> u64 {
+        self.counters.chat_requests.load(Ordering::SeqCst)
+    }
+
     /// Stops accepting connections, lets in-flight requests (streams included) finish, closes
     /// idle connections, and returns when every connection is done.
     pub async fn shutdown(self) {
@@ -86,7 +111,8 @@ impl SimHandle {
 /// binds, and serves until [`SimHandle::shutdown`].
 ///
 /// Endpoints: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models` (also
-/// `/models`), `GET /health`; anything else is a 404 with a JSON error.
+/// `/models`), `GET /health`, `GET /agentload/stats` (`{"connections_accepted",
+/// "chat_requests_received", "requests_served"}`); anything else is a 404 with a JSON error.
 pub async fn start(
     config: SimConfig,
     counter: Arc<dyn TokenCounter>,
@@ -101,6 +127,8 @@ pub async fn start(
         .local_addr()
         .map_err(|source| SimError::Bind { addr, source })?;
     let served = Arc::new(AtomicU64::new(0));
+    let counters = Arc::new(Counters::default());
+    let (stop, stopped) = watch::channel(false);
     let id_seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -113,12 +141,15 @@ pub async fn start(
         served: Arc::clone(&served),
         requests: AtomicU64::new(0),
         id_seed,
+        counters: Arc::clone(&counters),
+        faults: config.faults.iter().map(|f| (f.request, f.kind)).collect(),
+        stop: stopped.clone(),
     });
-    let (stop, stopped) = watch::channel(false);
     let server = tokio::spawn(accept_loop(listener, state, stopped));
     Ok(SimHandle {
         addr,
         served,
+        counters,
         stop,
         server,
     })
@@ -134,6 +165,11 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watc
             accepted = listener.accept() => {
                 // Accept errors (e.g. too many open files) are per connection; keep serving.
                 if let Ok((stream, _)) = accepted {
+                    state.counters.connections.fetch_add(1, Ordering::SeqCst);
+                    if state.faults.values().any(|&k| k == FaultKind::Reset) {
+                        // The `reset` fault aborts its connection: closing it then sends RST.
+                        let _ = stream.set_zero_linger();
+                    }
                     connections.spawn(serve_connection(stream, Arc::clone(&state), stopped.clone()));
                 }
             }
@@ -191,7 +227,9 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBod
     let received = Instant::now();
     match (request.method(), request.uri().path()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
-            match chat(&state, request, received).await {
+            let n = state.counters.chat_requests.fetch_add(1, Ordering::SeqCst) + 1;
+            let fault = state.faults.get(&n).map(|&kind| (kind, n));
+            match chat(&state, request, received, fault).await {
                 Ok(response) => response,
                 Err(error) => {
                     state.served.fetch_add(1, Ordering::SeqCst);
@@ -212,17 +250,27 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBod
             }),
         ),
         (&Method::GET, "/health") => json_response(200, &json!({ "status": "ok" })),
+        (&Method::GET, "/agentload/stats") => json_response(
+            200,
+            &json!({
+                "connections_accepted": state.counters.connections.load(Ordering::SeqCst),
+                "chat_requests_received": state.counters.chat_requests.load(Ordering::SeqCst),
+                "requests_served": state.served.load(Ordering::SeqCst),
+            }),
+        ),
         _ => error_response(&ApiError::with_status(404, "File Not Found")),
     }
 }
 
 /// Answers one chat completion: prepares the job (prompt and answer tokens) and hands it to the
 /// scheduler. Errors (including the context-size check, made once a slot is taken, as llama.cpp
-/// does) are answered before any streaming starts.
+/// does) are answered before any streaming starts. `fault` is the fault injected into this
+/// request (request `n`), if any.
 async fn chat(
     state: &Arc<State>,
     request: Request<Incoming>,
     received: Instant,
+    fault: Option<(FaultKind, u64)>,
 ) -> Result<Response<SimBody>, ApiError> {
     let session = request
         .headers()
@@ -275,6 +323,16 @@ async fn chat(
         created: unix_now(),
         model: chat.model.clone().unwrap_or_else(|| state.model.clone()),
     };
+    let mut altered = None;
+    if let Some((kind, n)) = fault {
+        match fault::inject(kind, n, chat.stream, &meta, &state.stop) {
+            Injection::Replace(response) => {
+                state.served.fetch_add(1, Ordering::SeqCst);
+                return Ok(response);
+            }
+            Injection::Alter(f) => altered = Some(Box::new(f)),
+        }
+    }
     let reply_meta = meta.clone();
     let gone = || ApiError::with_status(503, "the simulator is shutting down");
     let job = |reply| Job {
@@ -320,7 +378,11 @@ async fn chat(
     admission.await.map_err(|_| gone())??;
     // Like llama-server, the response head goes out with the first result (first token).
     let first = rx.recv().await;
-    let mut response = Response::new(SimBody::Stream { first, rx });
+    let mut response = Response::new(SimBody::Stream {
+        first,
+        rx,
+        fault: altered,
+    });
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

@@ -247,6 +247,7 @@ async fn run_workload(
             api_key: None,
             turn_timeout: Duration::from_secs(60),
             max_connections: 1,
+            max_response_bytes: 0,
         })?,
         body: BodyOptions {
             model: "agentload-sim".into(),

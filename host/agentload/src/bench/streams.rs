@@ -133,6 +133,7 @@ async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<L
         api_key: None,
         turn_timeout: Duration::from_secs(120),
         max_connections: n,
+        max_response_bytes: 0,
     })?);
     let body = serde_json::json!({
         "model": "bench",

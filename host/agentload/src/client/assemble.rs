@@ -2,6 +2,12 @@
 //! non-streamed response): text deltas concatenated, tool calls merged by
 //! `index`, and the server's `usage`, llama.cpp `timings` and simulator
 //! timestamps kept as sent.
+//!
+//! A tool call's `id` and `function.name` are set, not concatenated: a server
+//! that repeats them in later deltas of the same call (some do, with every
+//! argument piece) gives the call once; a later non-empty value that differs
+//! replaces the earlier one, as the reference (`merge_tool_calls`) takes them.
+//! Only `arguments` pieces are appended.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,35 +46,43 @@ pub struct Assembled {
     pub first_chunk: Option<FirstChunk>,
     /// An `error` object sent inside the stream.
     pub stream_error: Option<String>,
-    /// Chunks that were not valid JSON (kept out of the answer, counted).
-    pub malformed_chunks: u32,
 }
+
+/// A `data:` payload that is not JSON (the parser's message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotJson(pub String);
 
 /// Accumulates chunks into an [`Assembled`].
 #[derive(Debug, Default)]
 pub struct CompletionAssembler {
     out: Assembled,
     calls: BTreeMap<u64, ToolCallRecord>,
+    /// Chunks with a `choices` array.
+    chunks: u32,
 }
 
 impl CompletionAssembler {
     /// Adds one `data:` payload; returns whether it carried a token (non-empty
     /// content or reasoning, or any tool-call delta). Role-only and usage-only
     /// chunks do not.
-    pub fn push_chunk(&mut self, data: &str) -> bool {
-        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
-            self.out.malformed_chunks += 1;
-            return false;
-        };
+    ///
+    /// # Errors
+    /// When the payload is not JSON (nothing of it is kept).
+    pub fn push_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
+        let chunk = serde_json::from_str::<Value>(data).map_err(|e| NotJson(e.to_string()))?;
         self.keep_extras(&chunk);
+        if chunk.get("choices").is_some_and(Value::is_array) {
+            self.chunks += 1;
+        }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
-            return false;
+            return Ok(false);
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.out.finish_reason = Some(reason.to_string());
         }
         let Some(delta) = choice.get("delta") else {
-            return false;
+            return Ok(false);
         };
         let content = text(delta, &["content"]);
         let reasoning = text(delta, &["reasoning_content", "reasoning"]);
@@ -87,7 +101,17 @@ impl CompletionAssembler {
         for call in calls.into_iter().flatten() {
             self.merge_call(call);
         }
-        bearing
+        Ok(bearing)
+    }
+
+    /// Completion chunks (JSON objects with a `choices` array) taken so far.
+    pub fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
+    /// The message of an `error` object the stream carried, if any.
+    pub fn stream_error(&self) -> Option<&str> {
+        self.out.stream_error.as_deref()
     }
 
     /// Takes a whole non-streamed `chat.completion` response.
@@ -139,12 +163,20 @@ impl CompletionAssembler {
     fn merge_call(&mut self, delta: &Value) {
         let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
         let call = self.calls.entry(index).or_default();
-        if let Some(id) = delta.get("id").and_then(Value::as_str) {
-            call.id = id.to_string();
+        if let Some(id) = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            id.clone_into(&mut call.id);
         }
         if let Some(f) = delta.get("function") {
-            if let Some(name) = f.get("name").and_then(Value::as_str) {
-                call.name.push_str(name);
+            if let Some(name) = f
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                name.clone_into(&mut call.name);
             }
             match f.get("arguments") {
                 Some(Value::String(s)) => call.arguments.push_str(s),
@@ -168,13 +200,24 @@ mod tests {
     #[test]
     fn role_only_and_usage_chunks_bear_no_token() {
         let mut a = CompletionAssembler::default();
-        assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#));
-        assert!(!a.push_chunk(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#));
-        assert!(
-            !a.push_chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
-        );
-        assert!(a.push_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#));
-        assert!(a.push_chunk(r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#));
+        let mut push = |c: &str| a.push_chunk(c).unwrap();
+        assert!(!push(
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#
+        ));
+        assert!(!push(
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#
+        ));
+        assert!(!push(
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#
+        ));
+        assert!(push(
+            r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#
+        ));
+        assert!(push(
+            r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#
+        ));
+        assert!(!push(r#"{"id":"x"}"#), "no choices: not a completion chunk");
+        assert_eq!(a.chunks(), 5);
         let out = a.finish();
         assert_eq!(out.content, "ok");
         assert_eq!(out.reasoning_content, "hm");
@@ -193,7 +236,7 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"ls\"}"}}]}}]}"#,
         ];
         for c in chunks {
-            assert!(a.push_chunk(c));
+            assert!(a.push_chunk(c).unwrap());
         }
         let out = a.finish();
         assert_eq!(out.tool_calls.len(), 2);
@@ -203,13 +246,43 @@ mod tests {
     }
 
     #[test]
-    fn malformed_chunks_are_counted_and_errors_kept() {
+    fn repeated_ids_and_names_are_set_not_concatenated() {
         let mut a = CompletionAssembler::default();
-        assert!(!a.push_chunk("{not json"));
-        a.push_chunk(r#"{"error":{"message":"boom","code":500}}"#);
+        let chunks = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"bash","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"bash","arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"","function":{"name":"","arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c1","function":{"name":"ls"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c1b","function":{"name":"ls2","arguments":"{}"}}]}}]}"#,
+        ];
+        for c in chunks {
+            a.push_chunk(c).unwrap();
+        }
         let out = a.finish();
-        assert_eq!(out.malformed_chunks, 1);
-        assert_eq!(out.stream_error.as_deref(), Some("boom"));
+        let calls: Vec<(&str, &str, &str)> = out
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        // Empty repeats are ignored; a differing later value replaces (the reference's rule).
+        assert_eq!(
+            calls,
+            vec![("c0", "bash", r#"{"a":1}"#), ("c1b", "ls2", "{}")]
+        );
+    }
+
+    #[test]
+    fn non_json_is_an_error_and_error_objects_are_kept() {
+        let mut a = CompletionAssembler::default();
+        let err = a.push_chunk("{not json").unwrap_err();
+        assert!(err.0.contains("key must be a string"), "{err}");
+        assert!(a.push_chunk("hello").is_err());
+        assert_eq!(a.chunks(), 0);
+        a.push_chunk(r#"{"error":{"message":"boom","code":500}}"#)
+            .unwrap();
+        assert_eq!(a.stream_error(), Some("boom"));
+        a.push_chunk(r#"{"error":{"code":7}}"#).unwrap();
+        assert_eq!(a.stream_error(), Some(r#"{"code":7}"#));
     }
 
     #[test]

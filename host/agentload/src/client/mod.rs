@@ -3,11 +3,19 @@
 //! on the monotonic clock, as bytes arrive and before they are parsed.
 
 mod assemble;
+mod connection;
 mod preflight;
+mod reader;
 mod sse;
 mod stream;
 
-pub use assemble::{Assembled, CompletionAssembler, FirstChunk, ToolCallRecord};
+pub use assemble::{Assembled, CompletionAssembler, FirstChunk, NotJson, ToolCallRecord};
+pub use connection::EndpointError;
 pub use preflight::{preflight, PreflightError};
 pub use sse::{SseEvent, SseParser};
-pub use stream::{ChatClient, ClientOptions, Exchange, Timeline, TurnError};
+pub use stream::{
+    ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Timeline, TurnError,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,12 +1,15 @@
 //! An incremental Server-Sent Events parser (the WHATWG event-stream rules
 //! that matter for Chat Completions): `\n`, `\r\n` and `\r` line ends, even
 //! split across reads; comment lines; multi-line `data`; a final event
-//! without a trailing blank line.
+//! without a trailing blank line; the `event` field (an `event: error`
+//! without data is dispatched too).
 
 /// One dispatched event's data (lines joined with `\n`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SseEvent {
     pub data: String,
+    /// The `event` field's value, when the event had one.
+    pub event: Option<String>,
 }
 
 impl SseEvent {
@@ -22,6 +25,7 @@ pub struct SseParser {
     line: Vec<u8>,
     data: Vec<String>,
     has_data: bool,
+    event: Option<String>,
     /// The previous byte was a `\r`: a `\n` right after it ends no new line.
     after_cr: bool,
 }
@@ -71,13 +75,17 @@ impl SseParser {
         if field == b"data" {
             self.data.push(String::from_utf8_lossy(value).into_owned());
             self.has_data = true;
+        } else if field == b"event" {
+            self.event = Some(String::from_utf8_lossy(value).into_owned());
         }
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        if self.has_data {
+        let event = self.event.take();
+        if self.has_data || event.as_deref() == Some("error") {
             out.push(SseEvent {
                 data: self.data.join("\n"),
+                event,
             });
         }
         self.data.clear();
@@ -121,9 +129,33 @@ mod tests {
     fn trailing_event_without_blank_line_is_kept() {
         assert_eq!(parse_in_pieces(b"data: last", 3), vec!["last"]);
         assert!(SseEvent {
-            data: " [DONE] ".into()
+            data: " [DONE] ".into(),
+            event: None,
         }
         .is_done());
+    }
+
+    #[test]
+    fn event_field_is_kept_per_event() {
+        let mut p = SseParser::default();
+        let mut out = Vec::new();
+        p.feed(
+            b"event: error\ndata: {\"x\":1}\n\ndata: a\n\nevent: error\n\nevent: ping\n\n",
+            &mut out,
+        );
+        let got: Vec<(Option<&str>, &str)> = out
+            .iter()
+            .map(|e| (e.event.as_deref(), e.data.as_str()))
+            .collect();
+        // An error event without data still counts; a named event without data does not.
+        assert_eq!(
+            got,
+            vec![
+                (Some("error"), "{\"x\":1}"),
+                (None, "a"),
+                (Some("error"), "")
+            ]
+        );
     }
 
     #[test]

@@ -1,18 +1,44 @@
 //! Sends one Chat Completions request and timestamps its answer.
 //!
-//! `issued` is taken after the body is serialised, immediately before the
-//! request is handed to the connection; each network read is timestamped on
-//! arrival, before any parsing, so parsing cost never shifts a timestamp.
+//! `issued` is taken after the body is serialised, before a connection is taken (so a
+//! connection that has to be opened, because the previous one broke, is inside the turn's
+//! measured time); each network read is timestamped on arrival, before any parsing, so parsing
+//! cost never shifts a timestamp.
+//!
+//! An answer that is not a real answer fails the turn, with a cause naming what was wrong: an
+//! HTTP error status; a streamed request answered with another content type than
+//! `text/event-stream`; an SSE `event: error`; a `data:` payload that is neither JSON nor
+//! `[DONE]`; an error object in the stream; a stream with no completion chunk; a stream that
+//! ends without a `finish_reason` or without `[DONE]`; a body over the response-size cap; a
+//! broken connection; the turn timeout.
 
 use super::assemble::{Assembled, CompletionAssembler};
-use super::sse::SseParser;
+use super::connection::{Connection, Endpoint, EndpointError, Pool};
+use super::reader::StreamReader;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
+};
+use hyper::{Request, Response};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Bytes of an error answer's body kept (and read: a longer one closes the connection).
+const ERROR_BODY_BYTES: usize = 64 << 10;
+/// Bytes of an unexpected answer quoted in its error.
+const QUOTE_BYTES: usize = 160;
+/// How long the rest of a body is awaited after `[DONE]` (normally its terminating chunk,
+/// already on its way), so that the connection can be reused.
+pub(super) const DRAIN_AFTER_DONE: Duration = Duration::from_millis(200);
 
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    /// Base URL, e.g. `http://127.0.0.1:8080` (`/v1/chat/completions` is appended).
+    /// Base URL, e.g. `http://127.0.0.1:8080` (`/v1/chat/completions` is appended; a base
+    /// URL ending in `/v1` gets `/chat/completions`).
     pub endpoint: String,
     /// Sent as `Authorization: Bearer ...` when set.
     pub api_key: Option<String>,
@@ -20,30 +46,57 @@ pub struct ClientOptions {
     pub turn_timeout: Duration,
     /// Connections kept open (one per concurrent session).
     pub max_connections: usize,
+    /// A response body longer than this fails its turn (`endpoint.max_response_bytes`; 0: no
+    /// cap).
+    pub max_response_bytes: u64,
 }
 
-/// Why a turn failed.
+/// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
 #[derive(Debug, Clone, thiserror::Error, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TurnError {
     /// The server answered with a non-2xx status.
-    #[error("HTTP {status}: {body}")]
-    Http { status: u16, body: String },
+    #[error("HTTP {status}{}: {body}", retry_after.as_ref().map(|r| format!(" (Retry-After: {r})")).unwrap_or_default())]
+    Http {
+        status: u16,
+        body: String,
+        /// The `Retry-After` header, verbatim.
+        retry_after: Option<String>,
+    },
     /// The request could not be sent or the connection broke.
     #[error("transport error: {message}")]
     Transport { message: String },
     /// No complete answer within the turn timeout.
-    #[error("turn timed out after {after_s} s")]
-    Timeout { after_s: f64 },
+    #[error("turn timed out after {after_s} s ({detail})")]
+    Timeout { after_s: f64, detail: String },
+    /// A streamed request got an answer that is not an event stream.
+    #[error("a stream was asked for but the answer is `{content_type}`, not text/event-stream; it starts {head}")]
+    ContentType { content_type: String, head: String },
+    /// The body passed `endpoint.max_response_bytes`.
+    #[error(
+        "answer exceeded endpoint.max_response_bytes = {cap} bytes (cut after {received} bytes)"
+    )]
+    TooLarge { cap: u64, received: u64 },
     /// The stream ended badly or carried an error.
     #[error("stream error: {message}")]
     Stream { message: String },
 }
 
+impl TurnError {
+    pub(super) fn stream(message: impl Into<String>) -> Self {
+        Self::Stream {
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a client cannot be made.
+pub type ClientError = EndpointError;
+
 /// Monotonic timestamps of one exchange.
 #[derive(Debug, Clone)]
 pub struct Timeline {
-    /// Just before the request was handed to the connection.
+    /// Just before a connection was taken for the request.
     pub issued: Instant,
     /// First byte of the response body (or headers, for errors).
     pub first_byte: Option<Instant>,
@@ -55,6 +108,49 @@ pub struct Timeline {
     pub complete: Instant,
     /// Arrival of every token-bearing chunk, in ns after `issued`.
     pub token_chunks_ns: Vec<u64>,
+    /// Response body bytes received.
+    pub bytes_received: u64,
+    /// Arrival of the last body bytes.
+    pub last_byte: Option<Instant>,
+    /// The request had to open a connection (none was idle, or the idle one was closed).
+    pub new_connection: bool,
+}
+
+impl Timeline {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            issued: now,
+            first_byte: None,
+            first_token: None,
+            last_token: None,
+            complete: now,
+            token_chunks_ns: Vec::new(),
+            bytes_received: 0,
+            last_byte: None,
+            new_connection: false,
+        }
+    }
+
+    /// Counts `n` body bytes arrived at `now`.
+    pub(super) fn received(&mut self, n: usize, now: Instant) {
+        self.first_byte.get_or_insert(now);
+        self.last_byte = Some(now);
+        self.bytes_received += n as u64;
+    }
+
+    /// What had arrived when the turn timed out.
+    fn stall_detail(&self, now: Instant) -> String {
+        match self.last_byte {
+            None if self.first_byte.is_some() => "no body byte after the response head".into(),
+            None => "no response".into(),
+            Some(last) => format!(
+                "stalled: {} bytes received, none in the last {:.1} s",
+                self.bytes_received,
+                now.duration_since(last).as_secs_f64()
+            ),
+        }
+    }
 }
 
 /// One request and what came back.
@@ -64,170 +160,450 @@ pub struct Exchange {
     pub result: Result<Assembled, TurnError>,
 }
 
-/// A pooled HTTP/1.1 client for one endpoint.
+/// An answer to a plain request ([`ChatClient::get`]).
+#[derive(Debug, Clone)]
+pub struct HttpAnswer {
+    pub status: u16,
+    /// The `Content-Type` header ("" when absent).
+    pub content_type: String,
+    pub body: Bytes,
+}
+
+/// A client for one endpoint with one keep-alive HTTP/1.1 connection per concurrent request
+/// (see [`super::connection`]). Cloning shares the connections.
 #[derive(Clone)]
 pub struct ChatClient {
-    http: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    chat_path: String,
+    authorization: Option<HeaderValue>,
     turn_timeout: Duration,
+    max_response_bytes: u64,
 }
 
 impl ChatClient {
-    /// A client with `max_connections` keep-alive connections.
-    pub fn new(opts: &ClientOptions) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(opts.max_connections.max(1))
-            .pool_idle_timeout(None)
-            .tcp_nodelay(true)
-            .build()?;
+    /// A client for `opts.endpoint`; connects lazily (or on [`ChatClient::warm_up`]).
+    ///
+    /// # Errors
+    /// When the base URL is not `http://host[:port][/prefix]` or the API key is not a valid
+    /// header value.
+    pub fn new(opts: &ClientOptions) -> Result<Self, ClientError> {
+        let endpoint = Endpoint::parse(&opts.endpoint)?;
+        let authorization = opts
+            .api_key
+            .as_ref()
+            .map(|key| {
+                let mut v =
+                    HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| EndpointError {
+                        url: opts.endpoint.clone(),
+                        reason: "the API key is not a valid header value".into(),
+                    })?;
+                v.set_sensitive(true);
+                Ok::<_, ClientError>(v)
+            })
+            .transpose()?;
         Ok(Self {
-            http,
-            url: format!(
-                "{}/v1/chat/completions",
-                opts.endpoint.trim_end_matches('/')
-            ),
-            api_key: opts.api_key.clone(),
-            turn_timeout: opts.turn_timeout,
+            inner: Arc::new(Inner {
+                chat_path: endpoint.path("/v1/chat/completions"),
+                pool: Pool::new(endpoint, opts.max_connections),
+                authorization,
+                turn_timeout: opts.turn_timeout,
+                max_response_bytes: opts.max_response_bytes,
+            }),
         })
+    }
+
+    /// TCP connections this client opened so far.
+    pub fn connections_opened(&self) -> u64 {
+        self.inner.pool.opened()
+    }
+
+    /// Opens connections until `n` are idle, so that no turn of the phase has to open one
+    /// (unless one breaks). Each connect is bounded by the turn timeout.
+    ///
+    /// # Errors
+    /// When a connection cannot be opened (the cause names the address).
+    pub async fn warm_up(&self, n: usize) -> Result<(), TurnError> {
+        let pool = &self.inner.pool;
+        while pool.idle() < n {
+            let conn = tokio::time::timeout(self.inner.turn_timeout, pool.open())
+                .await
+                .map_err(|_| TurnError::Timeout {
+                    after_s: self.inner.turn_timeout.as_secs_f64(),
+                    detail: format!("connecting to {}", pool.endpoint.address()),
+                })??;
+            pool.checkin(conn);
+        }
+        Ok(())
+    }
+
+    /// The full URL of `route` (e.g. `/v1/models`), for messages.
+    pub fn url(&self, route: &str) -> String {
+        let endpoint = &self.inner.pool.endpoint;
+        format!("http://{}{}", endpoint.authority, endpoint.path(route))
+    }
+
+    /// `GET route` (e.g. `/v1/models`) on the pooled connections (so an endpoint check opens
+    /// the connection the first turn then uses), body read whole (up to the response cap),
+    /// within `timeout`.
+    ///
+    /// # Errors
+    /// A transport failure, the timeout, or a body over the cap; any status is an answer.
+    pub async fn get(&self, route: &str, timeout: Duration) -> Result<HttpAnswer, TurnError> {
+        let inner = &*self.inner;
+        let path = inner.pool.endpoint.path(route);
+        let work = async {
+            let build = || self.request("GET", &path, None, Bytes::new(), false);
+            let mut t = Timeline::new();
+            let (conn, mut resp) = self.send_request(build, &mut t).await?;
+            let status = resp.status().as_u16();
+            let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
+            let cap = inner.cap();
+            let (body, ended) = read_some(resp.body_mut(), cap, &mut t).await?;
+            if !ended {
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
+                });
+            }
+            inner.pool.checkin(conn);
+            Ok(HttpAnswer {
+                status,
+                content_type,
+                body,
+            })
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(TurnError::Timeout {
+                    after_s: timeout.as_secs_f64(),
+                    detail: format!("GET {path}"),
+                })
+            })
     }
 
     /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
     pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
         let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        let bytes = serde_json::to_vec(body).expect("a JSON value serialises");
-        let mut req = self
-            .http
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .header("X-Session-ID", session_id)
-            .body(bytes);
-        if stream {
-            req = req.header("Accept", "text/event-stream");
-        }
-        if let Some(key) = &self.api_key {
-            req = req.bearer_auth(key);
-        }
-        let mut timeline = Timeline {
-            issued: Instant::now(),
-            first_byte: None,
-            first_token: None,
-            last_token: None,
-            complete: Instant::now(),
-            token_chunks_ns: Vec::new(),
-        };
+        let bytes = Bytes::from(serde_json::to_vec(body).expect("a JSON value serialises"));
+        let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
-        let outcome =
-            tokio::time::timeout(self.turn_timeout, exchange(req, stream, &mut timeline)).await;
+        let limit = self.inner.turn_timeout;
+        let outcome = tokio::time::timeout(
+            limit,
+            self.exchange(bytes, session_id, stream, &mut timeline),
+        )
+        .await;
         let result = match outcome {
             Ok(result) => result,
             Err(_) => {
-                timeline.complete = Instant::now();
+                let now = Instant::now();
+                timeline.complete = now;
                 Err(TurnError::Timeout {
-                    after_s: self.turn_timeout.as_secs_f64(),
+                    after_s: limit.as_secs_f64(),
+                    detail: timeline.stall_detail(now),
                 })
             }
         };
         Exchange { timeline, result }
     }
-}
 
-async fn exchange(
-    req: reqwest::RequestBuilder,
-    stream: bool,
-    t: &mut Timeline,
-) -> Result<Assembled, TurnError> {
-    let transport = |e: reqwest::Error| TurnError::Transport {
-        message: format!("{e:#}"),
-    };
-    let mut resp = req.send().await.map_err(|e| {
-        t.complete = Instant::now();
-        transport(e)
-    })?;
-    let status = resp.status();
-    if !status.is_success() {
-        t.first_byte = Some(Instant::now());
-        let body = resp.text().await.unwrap_or_default();
-        t.complete = Instant::now();
-        return Err(TurnError::Http {
-            status: status.as_u16(),
-            body: body.chars().take(2000).collect(),
-        });
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        session_id: Option<&str>,
+        body: Bytes,
+        stream: bool,
+    ) -> Request<Full<Bytes>> {
+        let inner = &*self.inner;
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, &inner.pool.endpoint.authority)
+            .header(USER_AGENT, concat!("agentload/", env!("CARGO_PKG_VERSION")));
+        if method == "POST" {
+            req = req.header(CONTENT_TYPE, "application/json");
+        }
+        if stream {
+            req = req.header(ACCEPT, "text/event-stream");
+        }
+        if let Some(id) = session_id {
+            req = req.header("X-Session-ID", id);
+        }
+        if let Some(auth) = &inner.authorization {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        req.body(Full::new(body))
+            .expect("the request's parts were checked when the client was made")
     }
-    let mut assembler = CompletionAssembler::default();
-    if !stream {
-        let body = resp.bytes().await.map_err(transport)?;
-        let now = Instant::now();
-        t.first_byte = Some(now);
-        t.first_token = Some(now);
-        t.last_token = Some(now);
-        t.complete = now;
-        let value: Value = serde_json::from_slice(&body).map_err(|e| TurnError::Stream {
-            message: format!("response is not JSON: {e}"),
-        })?;
-        assembler.push_response(&value);
-        return finish(assembler);
-    }
-    let mut parser = SseParser::default();
-    let mut events = Vec::new();
-    let mut done = false;
-    loop {
-        let chunk = resp.chunk().await;
-        let now = Instant::now();
-        let bytes = match chunk {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => {
-                parser.finish(&mut events);
-                t.complete = now;
-                break;
+
+    /// Sends the request `build` makes on a pooled connection. A reused connection that turns
+    /// out closed before the request went out (the server closed it while idle) is replaced
+    /// once by a new one.
+    async fn send_request(
+        &self,
+        build: impl Fn() -> Request<Full<Bytes>>,
+        t: &mut Timeline,
+    ) -> Result<(Connection, Response<Incoming>), TurnError> {
+        let pool = &self.inner.pool;
+        let (mut conn, reused) = pool.checkout().await?;
+        t.new_connection = !reused;
+        let broken = |e: &hyper::Error| TurnError::Transport {
+            message: format!(
+                "request to {} failed: {}",
+                pool.endpoint.address(),
+                error_chain(e)
+            ),
+        };
+        match conn.try_send_request(build()).await {
+            Ok(resp) => Ok((conn, resp)),
+            Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
+                let mut conn = pool.open().await?;
+                t.new_connection = true;
+                let resp = conn.send_request(build()).await.map_err(|e| broken(&e))?;
+                Ok((conn, resp))
             }
-            Err(e) => {
-                t.complete = now;
-                return Err(TurnError::Stream {
-                    message: format!("connection broke mid-stream: {e:#}"),
+            Err(e) => Err(broken(e.error())),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        body: Bytes,
+        session_id: &str,
+        stream: bool,
+        t: &mut Timeline,
+    ) -> Result<Assembled, TurnError> {
+        let inner = &*self.inner;
+        let build = || {
+            self.request(
+                "POST",
+                &inner.chat_path,
+                Some(session_id),
+                body.clone(),
+                stream,
+            )
+        };
+        let (conn, mut resp) = self.send_request(build, t).await.inspect_err(|_| {
+            t.complete = Instant::now();
+        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            t.first_byte = Some(Instant::now());
+            let retry_after = header(&resp, RETRY_AFTER);
+            let (bytes, ended) = read_some(resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
+            t.complete = Instant::now();
+            if ended {
+                inner.pool.checkin(conn);
+            }
+            return Err(TurnError::Http {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&bytes).chars().take(2000).collect(),
+                retry_after,
+            });
+        }
+        let content_type = header(&resp, CONTENT_TYPE);
+        if stream
+            && !content_type
+                .as_deref()
+                .is_some_and(|c| mime_is(c, "text/event-stream"))
+        {
+            let (head, _) = read_some(resp.body_mut(), QUOTE_BYTES as u64, t).await?;
+            t.complete = Instant::now();
+            return Err(TurnError::ContentType {
+                content_type: content_type.unwrap_or_else(|| "(no Content-Type)".into()),
+                head: quote(&head),
+            });
+        }
+        let cap = inner.cap();
+        if !stream {
+            let (bytes, ended) = read_some(resp.body_mut(), cap, t).await?;
+            let now = Instant::now();
+            t.first_token = Some(now);
+            t.last_token = Some(now);
+            t.complete = now;
+            if !ended {
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
                 });
             }
+            inner.pool.checkin(conn);
+            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                TurnError::stream(format!(
+                    "response is not JSON ({e}; content type {}); it starts {}",
+                    content_type.as_deref().unwrap_or("absent"),
+                    quote(&bytes)
+                ))
+            })?;
+            let mut assembler = CompletionAssembler::default();
+            assembler.push_response(&value);
+            return stream_error(assembler.finish());
+        }
+        let mut reader = StreamReader::default();
+        let body = resp.body_mut();
+        let ended = loop {
+            let frame = body.frame().await;
+            let now = Instant::now();
+            let bytes = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(bytes) => bytes,
+                    Err(_) => continue, // trailers
+                },
+                Some(Err(e)) => {
+                    t.complete = now;
+                    return Err(TurnError::stream(format!(
+                        "connection broke mid-stream after {} bytes: {}",
+                        t.bytes_received,
+                        error_chain(&e)
+                    )));
+                }
+                None => {
+                    reader.finish(t, now)?;
+                    t.complete = now;
+                    break true;
+                }
+            };
+            t.received(bytes.len(), now);
+            if cap > 0 && t.bytes_received > cap {
+                t.complete = now;
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
+                });
+            }
+            reader
+                .feed(&bytes, t, now)
+                .inspect_err(|_| t.complete = now)?;
+            if reader.done {
+                t.complete = now;
+                break drain(body).await;
+            }
         };
-        t.first_byte.get_or_insert(now);
-        parser.feed(&bytes, &mut events);
-        for event in events.drain(..) {
-            if event.is_done() {
-                done = true;
-                continue;
-            }
-            if assembler.push_chunk(&event.data) {
-                t.first_token.get_or_insert(now);
-                t.last_token = Some(now);
-                t.token_chunks_ns
-                    .push(now.duration_since(t.issued).as_nanos() as u64);
-            }
+        if ended {
+            inner.pool.checkin(conn);
         }
-        if done {
-            t.complete = now;
-            break;
-        }
+        reader.end()
     }
-    for event in events.drain(..) {
-        if !event.is_done() && assembler.push_chunk(&event.data) {
-            t.first_token.get_or_insert(t.complete);
-            t.last_token = Some(t.complete);
-        }
-    }
-    let out = finish(assembler)?;
-    if !done && out.finish_reason.is_none() {
-        return Err(TurnError::Stream {
-            message: "stream ended without a finish_reason or [DONE]".into(),
-        });
-    }
-    Ok(out)
 }
 
-fn finish(assembler: CompletionAssembler) -> Result<Assembled, TurnError> {
-    let out = assembler.finish();
+impl Inner {
+    /// The response cap in bytes (`u64::MAX`: none).
+    fn cap(&self) -> u64 {
+        match self.max_response_bytes {
+            0 => u64::MAX,
+            n => n,
+        }
+    }
+}
+
+/// A non-streamed answer's `error` object fails the turn.
+fn stream_error(out: Assembled) -> Result<Assembled, TurnError> {
     match &out.stream_error {
-        Some(message) => Err(TurnError::Stream {
-            message: message.clone(),
-        }),
+        Some(message) => Err(TurnError::stream(format!(
+            "the server sent an error in the answer: {message}"
+        ))),
         None => Ok(out),
     }
+}
+
+/// Reads `body` until its end or until more than `limit` bytes came; returns the bytes (at most
+/// `limit`) and whether the body ended.
+async fn read_some(
+    body: &mut Incoming,
+    limit: u64,
+    t: &mut Timeline,
+) -> Result<(Bytes, bool), TurnError> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| TurnError::Transport {
+            message: format!(
+                "connection broke while reading the body after {} bytes: {}",
+                t.bytes_received,
+                error_chain(&e)
+            ),
+        })?;
+        let Ok(bytes) = frame.into_data() else {
+            continue;
+        };
+        t.received(bytes.len(), Instant::now());
+        let room = (limit as usize).saturating_sub(out.len());
+        out.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if t.bytes_received > limit {
+            return Ok((out.into(), false));
+        }
+    }
+    Ok((out.into(), true))
+}
+
+/// Reads what follows `[DONE]` (normally nothing: the body's end) for a short while; whether
+/// the body ended, so that its connection can be reused.
+async fn drain(body: &mut Incoming) -> bool {
+    let rest = async {
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(DRAIN_AFTER_DONE, rest)
+        .await
+        .unwrap_or(false)
+}
+
+fn header(resp: &Response<Incoming>, name: hyper::header::HeaderName) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// Whether a `Content-Type` value is `mime` (parameters and case aside).
+fn mime_is(value: &str, mime: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(mime))
+}
+
+/// The first bytes of `bytes` as text in backticks, line ends and other control characters
+/// escaped; `(nothing)` when empty.
+pub(super) fn quote(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "(nothing)".into();
+    }
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTE_BYTES)]);
+    let mut out = String::from("`");
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if bytes.len() > QUOTE_BYTES {
+        out.push('…');
+    }
+    out.push('`');
+    out
+}
+
+/// An error and its sources, `: `-joined.
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }

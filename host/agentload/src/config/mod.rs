@@ -91,6 +91,14 @@ pub struct EndpointConfig {
     /// Extra top-level request fields, e.g. `cache_prompt = false`.
     #[serde(default)]
     pub extra_body: toml::Table,
+    /// A response body longer than this many bytes fails its turn, naming the
+    /// cap (default 256 MiB, far above any real answer; 0: no cap).
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
+}
+
+fn default_max_response_bytes() -> u64 {
+    256 << 20
 }
 
 /// How requests are scheduled.

@@ -138,6 +138,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             Console::new(0, 0, quiet),
         )?;
         let (client, body) = crate::run::client_for(config, level)?;
+        if let Err(e) = client.warm_up(level).await {
+            crate::log::line(&format!("warning: {e}"));
+        }
         if !quiet {
             crate::log::line(&format!(
                 "sweep phase {index}: {level} agents against {}",
