@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 #[error("cannot write {}: {source}", path.display())]
 pub struct WriteError {
     pub path: PathBuf,
-    #[source]
+    /// Named in the message (not a `#[source]`: a cause chain would print it twice).
     pub source: std::io::Error,
 }
 
