@@ -103,6 +103,26 @@ struct Context<'a> {
     overrides: &'a Overrides,
     out: PathBuf,
     counter: Option<Arc<LocalCounter>>,
+    /// The entries of `accuracy/accuracy_results.json` so far.
+    accuracy_entries: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+impl Context<'_> {
+    /// Scores a phase and rewrites `accuracy/accuracy_results.json` with
+    /// every entry so far.
+    fn score(
+        &self,
+        scorer: &ScorerPlugin,
+        phase: &PhaseConfig,
+        kind: scoring::PhaseKind,
+        files: &[GrantedFile],
+        records: &[crate::runner::TurnRecord],
+    ) -> Result<(crate::plugin::Scored, serde_json::Value)> {
+        let mut entries = self.accuracy_entries.lock().expect("entries lock");
+        let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
+        results::write_accuracy_results(&self.out, &entries)?;
+        Ok(scored)
+    }
 }
 
 /// Runs the phases `overrides.mode` selects and writes every result file.
@@ -174,20 +194,16 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         },
     };
     results::write_json(&out.join("run_manifest.json"), &manifest)?;
-    let reference = results::reference_config(
-        &config,
-        perf.as_ref().or(acc.as_ref()).map(|p| &p.config),
-        overrides.mode == Mode::Accuracy,
-    );
-    std::fs::write(
-        out.join("config.yaml"),
-        serde_json::to_string_pretty(&reference)? + "\n",
-    )?;
+    let reference =
+        results::reference_config(&config, overrides.mode == Mode::Accuracy, &data_dir, &out);
+    results::write_reference_config(&out.join("config.yaml"), &reference)
+        .context("cannot write config.yaml")?;
     let cx = Context {
-        counter: load_counter(&config, &data_dir, overrides.tokenizer.clone()),
+        counter: load_counter(&config, &data_dir, overrides.tokenizer.clone())?,
         config: &config,
         overrides,
         out,
+        accuracy_entries: Default::default(),
     };
     let mut text = String::new();
     if !sealed {
@@ -201,7 +217,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             None
         }
         (Some(p), None) => {
-            Some(run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?)
+            let run_config = results::run_config(&reference);
+            Some(run_performance(&cx, p, manifest.clone(), run_config, &mut text).await?)
         }
         (None, _) => None,
     };
@@ -356,7 +373,7 @@ async fn run_performance(
     cx: &Context<'_>,
     prepared: Prepared,
     manifest: RunManifest,
-    reference: &serde_json::Value,
+    run_config: serde_json::Value,
     text: &mut String,
 ) -> Result<PerformanceResult> {
     std::fs::create_dir_all(cx.out.join("performance"))?;
@@ -372,8 +389,12 @@ async fn run_performance(
     let summary = results::summarize(
         &outcome.records,
         outcome.window_ns,
-        reference["settings"].clone(),
+        run_config,
         manifest,
+        &results::TokenSetup {
+            source: cx.config.model.token_source(),
+            chat_template_sha256: cx.counter.as_ref().map(|c| c.template_sha256().to_owned()),
+        },
     );
     results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
@@ -382,7 +403,13 @@ async fn run_performance(
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &scorer {
-        let (scored, _) = scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
+        let (scored, _) = cx.score(
+            scorer,
+            &phase,
+            scoring::PhaseKind::Performance,
+            &scorer_files,
+            &outcome.records,
+        )?;
         score = Some(scored.report.score);
         score_line = Some(format!(
             "{} score {:.4} over {} items ({})",
@@ -485,8 +512,13 @@ async fn run_accuracy(
         outcome.records.len()
     );
     if let Some(scorer) = &scorer {
-        let (scored, report) =
-            scoring::score(scorer, &phase, &scorer_files, &outcome.records, &cx.out)?;
+        let (scored, report) = cx.score(
+            scorer,
+            &phase,
+            scoring::PhaseKind::Accuracy,
+            &scorer_files,
+            &outcome.records,
+        )?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);
         let _ = writeln!(
@@ -531,19 +563,39 @@ pub(crate) fn grant_files(
     Ok((files, ids))
 }
 
+/// The local counter: the vocabulary with the model's chat template. A
+/// missing vocabulary turns local counts off (the server's are used, and
+/// the results say so); a configured template that does not load is an
+/// error.
 fn load_counter(
     config: &RunConfig,
     data_dir: &Path,
     loaded: Option<Arc<QwenTokenizer>>,
-) -> Option<Arc<LocalCounter>> {
+) -> Result<Option<Arc<LocalCounter>>> {
     if config.model.tokenizer == "none" {
-        return None;
+        return Ok(None);
     }
-    match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
-        Ok(tokenizer) => Some(Arc::new(LocalCounter::new(tokenizer))),
+    let template = config
+        .model
+        .chat_template
+        .as_deref()
+        .map(|path| crate::tokens::load_template(path, data_dir))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let tokenizer = match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
+        Ok(tokenizer) => tokenizer,
         Err(e) => {
             crate::log::line(&format!("note: local token counts off: {e}"));
-            None
+            return Ok(None);
         }
-    }
+    };
+    let tokenizer = match template {
+        Some(template) => Arc::new(
+            tokenizer
+                .with_template(template)
+                .context("model.chat_template")?,
+        ),
+        None => tokenizer,
+    };
+    Ok(Some(Arc::new(LocalCounter::new(tokenizer))))
 }
