@@ -103,13 +103,10 @@ struct Context<'a> {
     overrides: &'a Overrides,
     out: PathBuf,
     counter: Option<Arc<LocalCounter>>,
-    /// The entries of `accuracy/accuracy_results.json` so far.
-    accuracy_entries: std::sync::Mutex<Vec<serde_json::Value>>,
 }
 
 impl Context<'_> {
-    /// Scores a phase and rewrites `accuracy/accuracy_results.json` with
-    /// every entry so far.
+    /// Scores a phase and adds its entry to `accuracy/accuracy_results.json`.
     fn score(
         &self,
         scorer: &ScorerPlugin,
@@ -118,7 +115,7 @@ impl Context<'_> {
         files: &[GrantedFile],
         records: &[crate::runner::TurnRecord],
     ) -> Result<(crate::plugin::Scored, serde_json::Value)> {
-        let mut entries = self.accuracy_entries.lock().expect("entries lock");
+        let mut entries = Vec::new();
         let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
         results::write_accuracy_results(&self.out, &entries)?;
         Ok(scored)
@@ -203,7 +200,6 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         config: &config,
         overrides,
         out,
-        accuracy_entries: Default::default(),
     };
     let mut text = String::new();
     if !sealed {

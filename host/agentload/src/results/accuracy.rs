@@ -146,13 +146,27 @@ pub fn accuracy_results(entries: &[Value]) -> Value {
     Value::Object(out)
 }
 
-/// Writes the wrapper of `entries` to `<out>/accuracy/accuracy_results.json`
-/// (nothing when there is no entry, as the reference).
+/// Writes `entries` into `<out>/accuracy/accuracy_results.json`: the
+/// wrapper of the entries already there for other datasets (an earlier
+/// phase's, say) and these, an entry replacing the one of its
+/// `dataset_name`. Nothing is written when there is no entry at all, as the
+/// reference.
 pub fn write_accuracy_results(out: &Path, entries: &[Value]) -> std::io::Result<()> {
-    if entries.is_empty() {
+    let path = out.join(ACCURACY_RESULTS);
+    let name = |e: &Value| e.get("dataset_name").cloned();
+    let mut all: Vec<Value> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v.get("accuracy_scores")?.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|old| !entries.iter().any(|e| name(e) == name(old)))
+        .collect();
+    all.extend(entries.iter().cloned());
+    if all.is_empty() {
         return Ok(());
     }
-    super::write_json(&out.join(ACCURACY_RESULTS), &accuracy_results(entries))
+    super::write_json(&path, &accuracy_results(&all))
 }
 
 /// The accuracy entry of an `accuracy_results.json` wrapper that carries a
@@ -247,6 +261,31 @@ mod tests {
         assert!(entry.get("osl_tokenize_s").is_none());
         let wrapper = accuracy_results(&[entry]);
         assert!(wrapper.get("osl_tokenization_s").is_none());
+    }
+
+    #[test]
+    fn phases_add_their_entries_to_the_file() {
+        let dir = std::env::temp_dir().join(format!("agentload-accres-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let records = vec![done(0, 3)];
+        write_accuracy_results(&dir, &[]).unwrap();
+        assert!(!dir.join(ACCURACY_RESULTS).exists(), "no entry, no file");
+        write_accuracy_results(&dir, &[performance_entry(0.5, &records)]).unwrap();
+        let acc = accuracy_entry(&bfcl_report(), &records).unwrap();
+        write_accuracy_results(&dir, &[acc]).unwrap();
+        // The performance phase scored again replaces its own entry.
+        write_accuracy_results(&dir, &[performance_entry(0.75, &records)]).unwrap();
+        let text = std::fs::read_to_string(dir.join(ACCURACY_RESULTS)).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let names: Vec<&str> = v["accuracy_scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["dataset_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["bfcl_v4::function_calling", "performance"]);
+        assert_eq!(v["accuracy_scores"][1]["score"], 0.75);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
