@@ -67,6 +67,25 @@ fn reference_isls() -> Vec<u64> {
     all[offset..offset + count].to_vec()
 }
 
+/// The local ISL of each turn, in log order: from `turns.tokens.jsonl`
+/// (`{line, isl, osl, ...}`) where the engine writes the counts beside the log,
+/// else from the records' `local_tokens`.
+fn local_isls(out: &Path) -> Vec<u64> {
+    let side = out.join("turns.tokens.jsonl");
+    if side.is_file() {
+        let mut lines: Vec<(u64, u64)> = read_jsonl(&side)
+            .iter()
+            .map(|l| (l["line"].as_u64().unwrap(), l["isl"].as_u64().unwrap()))
+            .collect();
+        lines.sort_unstable();
+        return lines.into_iter().map(|(_, isl)| isl).collect();
+    }
+    read_jsonl(&out.join("turns.jsonl"))
+        .iter()
+        .map(|r| r["local_tokens"]["isl"].as_u64().unwrap())
+        .collect()
+}
+
 fn strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
@@ -111,11 +130,7 @@ async fn local_counts_are_the_reference_and_the_tools_get_their_files() {
     // ISL from the chat template, turn for turn the reference's count.
     let want = reference_isls();
     let turns = read_jsonl(&out.join("turns.jsonl"));
-    let local: Vec<u64> = turns
-        .iter()
-        .map(|r| r["local_tokens"]["isl"].as_u64().unwrap())
-        .collect();
-    assert_eq!(local, want);
+    assert_eq!(local_isls(&out), want);
     let summary = json(&out.join("performance/result_summary.json"));
     let isl = &summary["input_sequence_lengths"];
     assert_eq!(isl["max"], *want.iter().max().unwrap());
