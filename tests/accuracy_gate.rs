@@ -88,10 +88,30 @@ async fn gold_answers_pass_the_gate_except_the_unpassable_entry() {
             "{subset} not reported"
         );
     }
-    let reference = json(&out.join("config.yaml"));
+    // The reference's wrapper, with the gate's entry alone (no
+    // performance phase ran).
+    let entries = results["accuracy_scores"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
+    assert_eq!(entry["dataset_name"], "bfcl_v4::function_calling");
+    assert_eq!(results["average_accuracy"], entry["score"]);
+    assert_eq!(entry["breakdown"]["total_samples"], 995);
+    assert!(entry["duration_s"].as_f64().unwrap() > 0.0);
+    // config.yaml is YAML in the reference's schema, single-stream as the
+    // reference writes it for --accuracy-only.
+    let reference = agentload::results::yaml::from_yaml(
+        &std::fs::read_to_string(out.join("config.yaml")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         reference["settings"]["load_pattern"]["target_concurrency"],
         1
+    );
+    assert_eq!(reference["settings"]["client"]["max_connections"], 1);
+    assert_eq!(reference["model_params"]["temperature"], 0.0);
+    assert_eq!(
+        reference["settings"]["runtime"]["dataloader_random_seed"],
+        42
     );
 
     // Re-scoring the recorded answers reproduces the report byte for byte.

@@ -53,13 +53,60 @@ async fn full_replay_against_the_oracle_scores_one() {
         "input_sequence_lengths",
     ] {
         assert!(
-            summary[key]["percentiles"]["99.0"].is_u64(),
+            summary[key]["percentiles"]["99.0"].is_f64(),
             "{key}: {}",
             summary[key]
         );
     }
     assert_eq!(summary["agentload"]["token_count_source"], "server");
-    assert!(summary["agentload"]["timing_error"]["ttft_minus_server_ns"]["median"].is_u64());
+    assert_eq!(summary["agentload"]["token_counts"]["configured"], "server");
+    assert!(summary["agentload"]["timing_error"]["ttft_minus_server_ns"]["median"].is_f64());
+    // The reference's shapes: all six finish reasons, 30 [lo, hi] buckets,
+    // the early-stopping order statistics of 1,007 samples.
+    assert_eq!(
+        summary["finish_reason_counts"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "stop",
+            "length",
+            "tool_calls",
+            "content_filter",
+            "function_call",
+            "other"
+        ]
+    );
+    assert_eq!(summary["test_started_at"], 0);
+    assert!(summary["legacy_loadgen_window_duration_ns"].is_null());
+    let latencies: Vec<u64> = read_jsonl(&out.join("turns.jsonl"))
+        .iter()
+        .map(|r| r["complete_ns"].as_u64().unwrap() - r["issued_ns"].as_u64().unwrap())
+        .collect();
+    let mut sorted = latencies.clone();
+    sorted.sort_unstable();
+    let es = &summary["latency"]["early_stopping_percentiles"];
+    for (key, index) in [
+        ("99.0", 1004),
+        ("97.0", 990),
+        ("95.0", 973),
+        ("90.0", 929),
+        ("50.0", 541),
+    ] {
+        assert_eq!(es[key], sorted[index] as f64, "p{key}");
+    }
+    assert!(es["99.9"].is_null());
+    let buckets = summary["latency"]["histogram"]["buckets"]
+        .as_array()
+        .unwrap();
+    assert_eq!(buckets.len(), 30);
+    assert!(buckets.iter().all(|b| b.as_array().unwrap().len() == 2));
+    // The performance phase's inline entry in the reference's wrapper.
+    let acc = json(&out.join("accuracy/accuracy_results.json"));
+    assert_eq!(acc["accuracy_scores"][0]["dataset_name"], "performance");
+    assert_eq!(acc["accuracy_scores"][0]["total_samples"], 1007);
+    assert!(acc.get("average_accuracy").is_none());
 
     // The oracle replays every recorded turn whole, so every scored turn
     // reproduces its ground truth exactly.

@@ -182,6 +182,27 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<AggregateChange>) {
                 walk(&join(k), &Value::Null, vb, out);
             }
         }
+        // `accuracy_results.json`'s entries, matched by dataset name.
+        (Value::Array(xa), Value::Array(xb))
+            if path.ends_with("accuracy_scores") && named(xa) && named(xb) =>
+        {
+            let name = |e: &Value| e["dataset_name"].as_str().unwrap_or_default().to_owned();
+            for ea in xa {
+                let eb = xb.iter().find(|eb| name(eb) == name(ea));
+                walk(
+                    &format!("{path}[{}]", name(ea)),
+                    ea,
+                    eb.unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+            for eb in xb
+                .iter()
+                .filter(|eb| !xa.iter().any(|ea| name(ea) == name(eb)))
+            {
+                walk(&format!("{path}[{}]", name(eb)), &Value::Null, eb, out);
+            }
+        }
         (Value::Array(xa), Value::Array(xb)) if xa.len() == xb.len() => {
             for (i, (va, vb)) in xa.iter().zip(xb).enumerate() {
                 walk(&join(&i.to_string()), va, vb, out);
@@ -194,6 +215,13 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<AggregateChange>) {
         }),
         _ => {}
     }
+}
+
+/// Every item is an object with a string `dataset_name`.
+fn named(entries: &[Value]) -> bool {
+    entries
+        .iter()
+        .all(|e| e.get("dataset_name").is_some_and(Value::is_string))
 }
 
 /// The differences as text.
@@ -257,6 +285,16 @@ mod tests {
         assert_eq!(paths, ["overall_accuracy", "subset_scores.x"]);
         assert!(render(&diffs).contains("1 of 2 samples changed"));
         assert!(diff(&a, &a).unwrap()[0].samples.is_empty());
+        // The reference's wrapper: entries are matched by dataset name.
+        let mut out = Vec::new();
+        walk(
+            "",
+            &json!({"accuracy_scores": [{"dataset_name": "bfcl", "score": 0.5}, {"dataset_name": "performance", "score": 1.0}]}),
+            &json!({"accuracy_scores": [{"dataset_name": "performance", "score": 1.0}, {"dataset_name": "bfcl", "score": 0.75}]}),
+            &mut out,
+        );
+        let paths: Vec<&str> = out.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["accuracy_scores[bfcl].score"]);
         assert!(diff(&a, &dir.join("none")).is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }

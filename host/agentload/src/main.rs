@@ -93,6 +93,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Lay out finished runs as an MLPerf endpoints submission tree, as the
+    /// reference's publish_submission.py does, checking the fields the
+    /// submission checker reads.
+    Submission {
+        /// A combined run (performance and accuracy in one directory).
+        #[arg(long, conflicts_with_all = ["performance_run", "accuracy_run"])]
+        run: Option<PathBuf>,
+        /// The performance run's directory.
+        #[arg(long)]
+        performance_run: Option<PathBuf>,
+        /// The accuracy run's directory.
+        #[arg(long)]
+        accuracy_run: Option<PathBuf>,
+        /// Where the tree goes.
+        #[arg(long, default_value = "submission")]
+        output: PathBuf,
+        /// closed, open or network.
+        #[arg(long, default_value = "closed")]
+        division: String,
+        #[arg(long)]
+        submitter: String,
+        /// System name (e.g. AGX_Thor).
+        #[arg(long)]
+        system: String,
+        /// MLPerf benchmark name (e.g. qwen3.6-27b).
+        #[arg(long)]
+        benchmark: String,
+        #[arg(long, default_value = "SingleStream")]
+        scenario: String,
+        /// Also write measurements.json and systems/SYSTEM.json templates.
+        #[arg(long)]
+        scaffold: bool,
+        /// Overwrite existing templates.
+        #[arg(long)]
+        force: bool,
+    },
     /// The Pareto frontier (total throughput vs P25 output speed) across
     /// several sweeps: run directories or their `sweep/pareto.json` files.
     Pareto {
@@ -345,6 +381,43 @@ async fn dispatch(command: Command) -> Result<u8> {
             } else {
                 agentload::log::out(&agentload::diff::render(&diffs));
             }
+            Ok(exit::SUCCESS)
+        }
+        Command::Submission {
+            run,
+            performance_run,
+            accuracy_run,
+            output,
+            division,
+            submitter,
+            system,
+            benchmark,
+            scenario,
+            scaffold,
+            force,
+        } => {
+            use agentload::results::submission::{publish, SubmissionOptions};
+            let published = publish(&SubmissionOptions {
+                performance_run: performance_run.or_else(|| run.clone()),
+                accuracy_run: accuracy_run.or(run),
+                output,
+                division,
+                submitter,
+                system,
+                benchmark,
+                scenario,
+                scaffold,
+                force,
+            })?;
+            let mut text = String::new();
+            for line in &published.findings {
+                text.push_str(&format!("{line}\n"));
+            }
+            text.push_str(&format!(
+                "submission tree in {}\n",
+                published.results_root.display()
+            ));
+            agentload::log::out(&text);
             Ok(exit::SUCCESS)
         }
         Command::Pareto { sweeps, out } => {

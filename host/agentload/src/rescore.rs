@@ -73,6 +73,8 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     ];
     let mut out_dir = opts.out.clone();
     let mut done = Vec::new();
+    // The entries of `accuracy/accuracy_results.json`, as the run wrote them.
+    let mut entries = Vec::new();
     for (name, phase, log) in phases {
         let Some(phase) = phase else { continue };
         if !log.is_file() {
@@ -97,7 +99,13 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         let data_dir = crate::data::data_dir(config.data_dir.as_deref());
         let (files, _) = crate::run::grant_files(&phase.scorer_data, &data_dir)?;
         let started = Instant::now();
-        let (scored, _) = scoring::score(&scorer, phase, &files, &records, &out)?;
+        let kind = if name == "accuracy" {
+            scoring::PhaseKind::Accuracy
+        } else {
+            scoring::PhaseKind::Performance
+        };
+        let (scored, _) =
+            scoring::score(&scorer, phase, kind, &files, &records, &out, &mut entries)?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
         if name == "accuracy" {
             scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;
@@ -118,6 +126,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.display()
         )
     })?;
+    crate::results::write_accuracy_results(&out, &entries)?;
     let partial = crate::resume::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);
     let result = RescoreResult {
         source_run: opts.run_dir.clone(),

@@ -158,6 +158,23 @@ struct Executed {
     phase: PhaseConfig,
 }
 
+impl Context<'_> {
+    /// Scores a phase and adds its entry to `accuracy/accuracy_results.json`.
+    fn score(
+        &self,
+        scorer: &ScorerPlugin,
+        phase: &PhaseConfig,
+        kind: scoring::PhaseKind,
+        files: &[GrantedFile],
+        records: &[crate::engine::TurnRecord],
+    ) -> Result<(crate::plugin::Scored, serde_json::Value)> {
+        let mut entries = Vec::new();
+        let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
+        results::write_accuracy_results(&self.out, &entries)?;
+        Ok(scored)
+    }
+}
+
 /// Runs the phases `overrides.mode` selects and writes every result file.
 pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResult> {
     if let Some(url) = &overrides.endpoint {
@@ -264,21 +281,16 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         results::write_json(&out.join("run_manifest.json"), &manifest)?;
     }
     state.save(&out)?;
-    let reference = results::reference_config(
-        &config,
-        perf.as_ref().or(acc.as_ref()).map(|p| &p.config),
-        overrides.mode == Mode::Accuracy,
-    );
-    std::fs::write(
-        out.join("config.yaml"),
-        serde_json::to_string_pretty(&reference)? + "\n",
-    )?;
+    let reference =
+        results::reference_config(&config, overrides.mode == Mode::Accuracy, &data_dir, &out);
+    results::write_reference_config(&out.join("config.yaml"), &reference)
+        .context("cannot write config.yaml")?;
     let stop = overrides.stop.clone().unwrap_or_default();
     if overrides.handle_signals {
         stop.on_signals(Duration::from_secs_f64(config.load.interrupt_grace_s));
     }
     let cx = Context {
-        counter: load_counter(&config, &data_dir, overrides.tokenizer.clone()),
+        counter: load_counter(&config, &data_dir, overrides.tokenizer.clone())?,
         config: &config,
         overrides,
         out,
@@ -300,7 +312,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             None
         }
         (Some(p), None) => {
-            let r = run_performance(&cx, p, manifest.clone(), &reference, &mut text).await?;
+            let run_config = results::run_config(&reference);
+            let r = run_performance(&cx, p, manifest.clone(), run_config, &mut text).await?;
             if r.issued > 0 && r.completed == 0 {
                 all_failed.push("performance");
             }
@@ -631,7 +644,7 @@ async fn run_performance(
     cx: &Context<'_>,
     prepared: Prepared,
     manifest: RunManifest,
-    reference: &serde_json::Value,
+    run_config: serde_json::Value,
     text: &mut String,
 ) -> Result<PerformanceResult> {
     std::fs::create_dir_all(cx.out.join("performance"))?;
@@ -648,8 +661,12 @@ async fn run_performance(
     let summary = results::summarize(
         &ex.records,
         window_ns(&ex.records),
-        reference["settings"].clone(),
+        run_config,
         manifest,
+        &results::TokenSetup {
+            source: cx.config.model.token_source(),
+            chat_template_sha256: cx.counter.as_ref().map(|c| c.template_sha256().to_owned()),
+        },
     );
     results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
@@ -659,7 +676,13 @@ async fn run_performance(
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &ex.scorer {
-        let (scored, _) = scoring::score(scorer, &ex.phase, &scorer_files, &ex.records, &cx.out)?;
+        let (scored, _) = cx.score(
+            scorer,
+            &ex.phase,
+            scoring::PhaseKind::Performance,
+            &scorer_files,
+            &ex.records,
+        )?;
         score = Some(scored.report.score);
         score_line = Some(format!(
             "{} score {:.4} over {} items ({})",
@@ -764,8 +787,13 @@ async fn run_accuracy(
         ex.records.len()
     );
     if let Some(scorer) = &ex.scorer {
-        let (scored, report) =
-            scoring::score(scorer, &ex.phase, &scorer_files, &ex.records, &cx.out)?;
+        let (scored, report) = cx.score(
+            scorer,
+            &ex.phase,
+            scoring::PhaseKind::Accuracy,
+            &scorer_files,
+            &ex.records,
+        )?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);
         let _ = writeln!(
@@ -810,19 +838,39 @@ pub(crate) fn grant_files(
     Ok((files, ids))
 }
 
+/// The local counter: the vocabulary with the model's chat template. A
+/// missing vocabulary turns local counts off (the server's are used, and
+/// the results say so); a configured template that does not load is an
+/// error.
 fn load_counter(
     config: &RunConfig,
     data_dir: &Path,
     loaded: Option<Arc<QwenTokenizer>>,
-) -> Option<Arc<LocalCounter>> {
+) -> Result<Option<Arc<LocalCounter>>> {
     if config.model.tokenizer == "none" {
-        return None;
+        return Ok(None);
     }
-    match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
-        Ok(tokenizer) => Some(Arc::new(LocalCounter::new(tokenizer))),
+    let template = config
+        .model
+        .chat_template
+        .as_deref()
+        .map(|path| crate::tokens::load_template(path, data_dir))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let tokenizer = match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
+        Ok(tokenizer) => tokenizer,
         Err(e) => {
             crate::log::line(&format!("note: local token counts off: {e}"));
-            None
+            return Ok(None);
         }
-    }
+    };
+    let tokenizer = match template {
+        Some(template) => Arc::new(
+            tokenizer
+                .with_template(template)
+                .context("model.chat_template")?,
+        ),
+        None => tokenizer,
+    };
+    Ok(Some(Arc::new(LocalCounter::new(tokenizer))))
 }

@@ -11,14 +11,28 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
 
+/// Which phase a scorer scores: the accuracy gate's entry, or the
+/// performance phase's inline one, goes into `accuracy_results.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseKind {
+    Performance,
+    Accuracy,
+}
+
 /// Scores a phase's records (granting the scorer `files`) and writes the
-/// scorer's report to `out/<report_file>`; returns the verdicts and the report.
+/// scorer's report to `out/<report_file>`, except the reference's
+/// `accuracy/accuracy_results.json`: a report shaped as the reference's
+/// entry goes into `entries` for the wrapper
+/// ([`results::write_accuracy_results`]), as does the performance phase's
+/// inline entry. Returns the verdicts and the report.
 pub fn score(
     scorer: &ScorerPlugin,
     phase: &PhaseConfig,
+    kind: PhaseKind,
     files: &[GrantedFile],
     records: &[TurnRecord],
     out: &Path,
+    entries: &mut Vec<Value>,
 ) -> Result<(Scored, Value)> {
     let report_path = out.join(&phase.report_file);
     let items = scored_items(records);
@@ -35,10 +49,16 @@ pub fn score(
             scorer.identity().name
         )
     })?;
-    if let Some(dir) = report_path.parent() {
-        std::fs::create_dir_all(dir)?;
+    if kind == PhaseKind::Performance {
+        entries.push(results::performance_entry(scored.report.score, records));
     }
-    results::write_json(&report_path, &report)?;
+    let entry = (phase.report_file == results::ACCURACY_RESULTS)
+        .then(|| results::accuracy_entry(&report, records))
+        .flatten();
+    match entry {
+        Some(entry) => entries.push(entry),
+        None => results::write_json(&report_path, &report)?,
+    }
     Ok((scored, report))
 }
 
@@ -84,6 +104,9 @@ pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
         }
         out.push_str(&Value::Object(row).to_string());
         out.push('\n');
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -1,13 +1,15 @@
-//! Local token counts with the Qwen3.6 tokenizer (fallback for, and check
-//! on, the server's `usage`). Counting happens after a turn completes, never
-//! between a request's timestamps.
+//! Local token counts with the Qwen3.6 tokenizer and the model's chat
+//! template, as the reference counts (the default source of ISL, OSL, TPOT
+//! and `tps`, and the check on the server's `usage`). Counting happens after
+//! a turn completes, never between a request's timestamps.
 
 use crate::client::Assembled;
 use crate::engine::LocalTokens;
-use agentload_tokenizer::{ChatOptions, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
+use agentload_tokenizer::{ChatOptions, ChatTemplate, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Loads the Qwen3.6 vocabulary from `<data_dir>/qwen-tokenizer/`, else from
 /// the agentload cache directory (`host/tokenizer/fetch-qwen-tokenizer.sh`
@@ -27,38 +29,64 @@ pub fn load_qwen(data_dir: &Path) -> Result<QwenTokenizer, String> {
     QwenTokenizer::load(path).map_err(|e| e.to_string())
 }
 
+/// Reads and compiles a model's chat template file (`model.chat_template`):
+/// an absolute path, else relative to the working directory, else to the
+/// data directory. Errors name the file.
+pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, String> {
+    let found = if path.is_absolute() || path.is_file() {
+        path.to_path_buf()
+    } else {
+        data_dir.join(path)
+    };
+    let source = std::fs::read_to_string(&found).map_err(|e| {
+        format!(
+            "model.chat_template: cannot read {} (looked in the working directory and {}): {e}",
+            path.display(),
+            data_dir.display()
+        )
+    })?;
+    ChatTemplate::new(source).map_err(|e| format!("model.chat_template {}: {e}", found.display()))
+}
+
 /// Counts prompt and completion tokens the way the reference does.
 pub struct LocalCounter {
     tokenizer: Arc<QwenTokenizer>,
 }
 
 impl LocalCounter {
-    /// A counter over a loaded vocabulary (see [`load_qwen`]).
+    /// A counter over a loaded vocabulary and its chat template (see
+    /// [`load_qwen`], [`QwenTokenizer::with_template`]).
     pub fn new(tokenizer: Arc<QwenTokenizer>) -> Self {
         Self { tokenizer }
     }
 
-    /// ISL (chat template with the generation prompt), OSL, and OSL after the
-    /// first token-bearing chunk, for one turn.
+    /// sha256 of the chat template the counts render with.
+    pub fn template_sha256(&self) -> &str {
+        self.tokenizer.template().sha256()
+    }
+
+    /// ISL (chat template with the generation prompt and the request's
+    /// `chat_template_kwargs`), OSL, and OSL after the first token-bearing
+    /// chunk, for one turn.
     pub fn count_turn(&self, body: &Value, answer: &Assembled) -> LocalTokens {
         let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
         let tools = body
             .get("tools")
             .and_then(Value::as_array)
             .map(Vec::as_slice);
+        let isl_options = ChatOptions {
+            kwargs: body
+                .get("chat_template_kwargs")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            ..ChatOptions::default()
+        };
         let isl = self
             .tokenizer
-            // The reference renders with no template options, so its prompt
-            // ends with the thinking opener (`enable_thinking` unset = true).
-            .count_chat(
-                messages,
-                tools,
-                &ChatOptions {
-                    enable_thinking: true,
-                    ..ChatOptions::default()
-                },
-            )
+            .count_chat(messages, tools, &isl_options)
             .unwrap_or(0);
+        let started = Instant::now();
         let calls: Vec<Value> = answer
             .tool_calls
             .iter()
@@ -83,6 +111,30 @@ impl LocalCounter {
             isl: isl as u32,
             osl: osl as u32,
             osl_after_first: osl_after_first as u32,
+            osl_count_ns: started.elapsed().as_nanos() as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_files_are_read_and_compiled_with_clear_errors() {
+        let dir = std::env::temp_dir().join(format!("agentload-tpl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ok.jinja"), "{{ messages | length }}").unwrap();
+        std::fs::write(dir.join("bad.jinja"), "{% for %}").unwrap();
+        let t = load_template(Path::new("ok.jinja"), &dir).unwrap();
+        assert_eq!(t.render(&[], None, &ChatOptions::default()).unwrap(), "0");
+        let err = load_template(Path::new("bad.jinja"), &dir).unwrap_err();
+        assert!(err.contains("bad.jinja"), "{err}");
+        let err = load_template(Path::new("missing.jinja"), &dir).unwrap_err();
+        assert!(
+            err.contains("missing.jinja") && err.contains("model.chat_template"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

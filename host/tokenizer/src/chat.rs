@@ -1,302 +1,281 @@
-//! The Qwen3.6 chat template, rendered in plain Rust.
+//! Chat templates: a model's own Jinja template, rendered as Hugging Face
+//! `transformers` renders it in `apply_chat_template`, with minijinja.
 //!
-//! Followed: `chat_template.jinja` of `Qwen/Qwen3.6-27B` on the Hugging Face
-//! hub (7,764 bytes, sha256 `e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259`):
-//! ChatML with the XML-style tool calls that Qwen3.5 introduced
-//! (`<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>…`),
-//! `enable_thinking` and `preserve_thinking`. It is rendered as Hugging Face
-//! `apply_chat_template` renders it: `tojson` is Python's `json.dumps` with
-//! `ensure_ascii=False`, `trim` is Python's `str.strip()`.
+//! The environment is the one `transformers` builds (a sandboxed Jinja2
+//! environment with `trim_blocks` and `lstrip_blocks`), with its additions:
+//! `raise_exception(message)` fails the render with that message, `tojson`
+//! is Python's `json.dumps` with `ensure_ascii=False` (`", "` and `": "`
+//! separators, input key order kept), and Python's string methods
+//! (`startswith`, `split`, `rstrip('\n')`, ...) are available. `trim` and
+//! argument-less `strip`/`lstrip`/`rstrip` are Python's `str.strip()`
+//! family, whose whitespace set is not Rust's.
 //!
-//! Shapes: `system` (first only), `user`, `assistant` (`content`,
-//! `reasoning_content`, `tool_calls`, or `<think>…</think>` inside
-//! `content`) and `tool` messages, content as a string, `null`, absent, or
-//! a list of text parts; tools as an array of OpenAI tool objects.
+//! Before rendering, as the MLPerf endpoints reference does, each
+//! `tool_calls[].function.arguments` JSON string that parses to an object is
+//! replaced by that object (templates iterate the arguments as a mapping).
 //!
-//! Left out: image and video content parts (the template's vision
-//! placeholders and `add_vision_id`) are rejected with an error. Added, as
-//! the reference benchmark does before rendering: each
-//! `tool_calls[].function.arguments` JSON string that parses to an object
-//! is rendered as that object (the template itself fails on strings).
+//! The built-in template is Qwen3.6's ([`QWEN3_6_TEMPLATE`]); a model config
+//! can name another template file ([`ChatTemplate::new`]).
 
 use crate::TokenizerError;
-use serde_json::Value;
-use std::borrow::Cow;
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Serde, Value as Jinja};
+use minijinja::{Environment, Error, ErrorKind, State};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
-/// The tool-calling instructions the template puts after `</tools>`.
-const TOOL_INSTRUCTIONS: &str = "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
+/// `chat_template.jinja` of `Qwen/Qwen3.6-27B` on the Hugging Face hub,
+/// byte for byte (7,764 bytes, sha256 [`QWEN3_6_TEMPLATE_SHA256`]).
+pub const QWEN3_6_TEMPLATE: &str = include_str!("../templates/qwen3.6-27b.jinja");
+
+/// sha256 of [`QWEN3_6_TEMPLATE`], as the fixtures record it.
+pub const QWEN3_6_TEMPLATE_SHA256: &str =
+    "e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259";
+
+/// The name the template is registered under in its environment.
+const NAME: &str = "chat_template";
 
 /// Template variables besides the messages and tools.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ChatOptions {
-    /// Append the assistant turn header the model continues from (the ISL
-    /// render). Default `true`.
+    /// `add_generation_prompt`: append the assistant turn header the model
+    /// continues from (the ISL render).
     pub add_generation_prompt: bool,
-    /// `enable_thinking`: with `false` the generation prompt holds an empty
-    /// `<think>\n\n</think>\n\n` block; with `true` it opens `<think>\n`,
-    /// as when the variable is not passed at all. Default `false` (reasoning
-    /// off, as the edge benchmark's server runs).
-    pub enable_thinking: bool,
-    /// `preserve_thinking`: keep the `<think>` block of assistant turns
-    /// before the last user query too. Default `false`.
-    pub preserve_thinking: bool,
+    /// Further template variables (`chat_template_kwargs`), e.g.
+    /// `enable_thinking` or `preserve_thinking`. Unset variables are
+    /// undefined in the template, as when `transformers` is not given them.
+    pub kwargs: Map<String, Value>,
 }
 
 impl Default for ChatOptions {
+    /// The reference's ISL render: generation prompt, no template variables.
     fn default() -> Self {
         ChatOptions {
             add_generation_prompt: true,
-            enable_thinking: false,
-            preserve_thinking: false,
+            kwargs: Map::new(),
         }
     }
 }
 
-fn template_error(message: &str) -> TokenizerError {
-    TokenizerError::Template(message.to_string())
+impl ChatOptions {
+    /// No generation prompt, no variables (the reference's OSL render).
+    pub fn no_generation_prompt() -> Self {
+        ChatOptions {
+            add_generation_prompt: false,
+            kwargs: Map::new(),
+        }
+    }
+
+    /// The same options with the template variable `key` set to `value`.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.kwargs.insert(key.to_string(), value.into());
+        self
+    }
 }
 
-/// Renders OpenAI-format `messages` (and `tools`, if any) with the Qwen3.6
-/// chat template into the prompt text the server tokenizes.
-///
-/// Fails where the template raises (no messages, no user query, a system
-/// message not first, an unknown role or content type) and where it cannot
-/// render: a tool call without a string name or with arguments that are not
-/// an object, and image or video content.
+/// A compiled chat template.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    sha256: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+impl ChatTemplate {
+    /// Compiles a template's source; a syntax error names the line.
+    pub fn new(source: impl Into<String>) -> Result<Self, TokenizerError> {
+        let source = source.into();
+        let sha256 = Sha256::digest(source.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut env = Environment::new();
+        env.set_syntax(
+            SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .keep_trailing_newline(false)
+                .build()
+                .expect("the default delimiters are valid"),
+        );
+        env.add_function("raise_exception", raise_exception);
+        env.add_filter("tojson", tojson);
+        env.add_filter("trim", trim);
+        env.set_unknown_method_callback(python_method);
+        env.add_template_owned(NAME, source)
+            .map_err(|e| TokenizerError::Template(describe(&e)))?;
+        Ok(ChatTemplate { env, sha256 })
+    }
+
+    /// The built-in Qwen3.6 template.
+    pub fn qwen3_6() -> Self {
+        Self::new(QWEN3_6_TEMPLATE).expect("the built-in template compiles")
+    }
+
+    /// sha256 of the template source (hex).
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Renders OpenAI-format `messages` (and `tools`, if any) into the prompt
+    /// text the server tokenizes. Fails where the template raises or cannot
+    /// render the input.
+    pub fn render(
+        &self,
+        messages: &[Value],
+        tools: Option<&[Value]>,
+        opts: &ChatOptions,
+    ) -> Result<String, TokenizerError> {
+        let template = self
+            .env
+            .get_template(NAME)
+            .map_err(|e| TokenizerError::Template(describe(&e)))?;
+        let mut context = opts.kwargs.clone();
+        context.insert("messages".into(), Value::Array(parse_arguments(messages)));
+        // `transformers` passes `tools=None` when there are none.
+        context.insert(
+            "tools".into(),
+            tools.map_or(Value::Null, |t| Value::Array(t.to_vec())),
+        );
+        context.insert(
+            "add_generation_prompt".into(),
+            opts.add_generation_prompt.into(),
+        );
+        template
+            .render(Jinja::from(Serde(&context)))
+            .map_err(|e| TokenizerError::Template(describe(&e)))
+    }
+}
+
+/// Renders with the built-in Qwen3.6 template (see [`ChatTemplate::render`]).
 pub fn render_chat(
     messages: &[Value],
     tools: Option<&[Value]>,
     opts: &ChatOptions,
 ) -> Result<String, TokenizerError> {
-    let first = messages
-        .first()
-        .ok_or_else(|| template_error("No messages provided."))?;
-    let mut out = String::with_capacity(estimate_len(messages, tools));
-
-    let system = if role(first) == Some("system") {
-        Some(content_text(first)?)
-    } else {
-        None
-    };
-    match tools.filter(|t| !t.is_empty()) {
-        Some(tools) => {
-            out.push_str("<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
-            for tool in tools {
-                out.push('\n');
-                pydumps::write(&mut out, tool, false);
-            }
-            out.push_str("\n</tools>");
-            out.push_str(TOOL_INSTRUCTIONS);
-            if let Some(system) = &system {
-                let system = py_strip(system);
-                if !system.is_empty() {
-                    out.push_str("\n\n");
-                    out.push_str(system);
-                }
-            }
-            out.push_str("<|im_end|>\n");
-        }
-        None => {
-            if let Some(system) = &system {
-                out.push_str("<|im_start|>system\n");
-                out.push_str(py_strip(system));
-                out.push_str("<|im_end|>\n");
-            }
-        }
-    }
-
-    let last_query = last_query_index(messages)?;
-    for (i, message) in messages.iter().enumerate() {
-        let text = content_text(message)?;
-        let content = py_strip(&text);
-        match role(message) {
-            Some("system") => {
-                if i != 0 {
-                    return Err(template_error("System message must be at the beginning."));
-                }
-            }
-            Some("user") => {
-                out.push_str("<|im_start|>user\n");
-                out.push_str(content);
-                out.push_str("<|im_end|>\n");
-            }
-            Some("assistant") => {
-                let keep_thinking = opts.preserve_thinking || i > last_query;
-                render_assistant(&mut out, message, content, keep_thinking)?;
-            }
-            Some("tool") => {
-                if i > 0 && role(&messages[i - 1]) != Some("tool") {
-                    out.push_str("<|im_start|>user");
-                }
-                out.push_str("\n<tool_response>\n");
-                out.push_str(content);
-                out.push_str("\n</tool_response>");
-                let next_is_tool = messages.get(i + 1).map(|m| role(m) == Some("tool"));
-                if next_is_tool != Some(true) {
-                    out.push_str("<|im_end|>\n");
-                }
-            }
-            _ => return Err(template_error("Unexpected message role.")),
-        }
-    }
-
-    if opts.add_generation_prompt {
-        out.push_str("<|im_start|>assistant\n");
-        out.push_str(if opts.enable_thinking {
-            "<think>\n"
-        } else {
-            "<think>\n\n</think>\n\n"
-        });
-    }
-    Ok(out)
+    static QWEN: std::sync::OnceLock<ChatTemplate> = std::sync::OnceLock::new();
+    QWEN.get_or_init(ChatTemplate::qwen3_6)
+        .render(messages, tools, opts)
 }
 
-/// Index of the last user message that is not a wrapped tool response.
-fn last_query_index(messages: &[Value]) -> Result<usize, TokenizerError> {
-    for (i, message) in messages.iter().enumerate().rev() {
-        if role(message) == Some("user") {
-            let text = content_text(message)?;
-            let content = py_strip(&text);
-            if !(content.starts_with("<tool_response>") && content.ends_with("</tool_response>")) {
-                return Ok(i);
-            }
-        }
-    }
-    Err(template_error("No user query found in messages."))
-}
-
-/// One assistant turn, from its header to `<|im_end|>\n`; `content` is the
-/// stripped content text.
-fn render_assistant(
-    out: &mut String,
-    message: &Value,
-    content: &str,
-    keep_thinking: bool,
-) -> Result<(), TokenizerError> {
-    let (reasoning, content) = match message.get("reasoning_content") {
-        Some(Value::String(reasoning)) => (reasoning.as_str(), content),
-        _ if content.contains("</think>") => {
-            let before = content.split("</think>").next().unwrap_or_default();
-            let reasoning = before
-                .trim_end_matches('\n')
-                .rsplit("<think>")
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches('\n');
-            let after = content.rsplit("</think>").next().unwrap_or_default();
-            (reasoning, after.trim_start_matches('\n'))
-        }
-        _ => ("", content),
-    };
-    out.push_str("<|im_start|>assistant\n");
-    if keep_thinking {
-        out.push_str("<think>\n");
-        out.push_str(py_strip(reasoning));
-        out.push_str("\n</think>\n\n");
-    }
-    out.push_str(content);
-
-    let calls: &[Value] = match message.get("tool_calls") {
-        None | Some(Value::Null) => &[],
-        Some(Value::Array(calls)) => calls,
-        Some(_) => return Err(template_error("tool_calls must be an array.")),
-    };
-    for (j, call) in calls.iter().enumerate() {
-        let function = call.get("function").unwrap_or(call);
-        let name = function
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| template_error("Tool call without a string name."))?;
-        out.push_str(match (j, py_strip(content).is_empty()) {
-            (0, true) => "<tool_call>\n<function=",
-            (0, false) => "\n\n<tool_call>\n<function=",
-            _ => "\n<tool_call>\n<function=",
-        });
-        out.push_str(name);
-        out.push_str(">\n");
-        if let Some(arguments) = function.get("arguments") {
-            let parsed = match arguments {
-                Value::String(s) if call.get("function").is_some() => {
-                    serde_json::from_str::<Value>(s)
-                        .ok()
-                        .filter(Value::is_object)
-                }
-                _ => None,
+/// The messages with each `tool_calls[].function.arguments` JSON string that
+/// parses to an object replaced by the object.
+fn parse_arguments(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|message| {
+            let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
+                return message.clone();
             };
-            let Value::Object(arguments) = parsed.as_ref().unwrap_or(arguments) else {
-                return Err(template_error(
-                    "Tool call arguments are not a JSON object (Can only get item pairs from a mapping).",
-                ));
-            };
-            for (key, value) in arguments {
-                out.push_str("<parameter=");
-                out.push_str(key);
-                out.push_str(">\n");
-                match value {
-                    Value::String(s) => out.push_str(s),
-                    other => pydumps::write(out, other, false),
-                }
-                out.push_str("\n</parameter>\n");
-            }
-        }
-        out.push_str("</function>\n</tool_call>");
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|call| {
+                    let parsed = call
+                        .pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                        .filter(Value::is_object);
+                    match parsed {
+                        Some(arguments) => {
+                            let mut call = call.clone();
+                            call["function"]["arguments"] = arguments;
+                            call
+                        }
+                        None => call.clone(),
+                    }
+                })
+                .collect();
+            let mut message = message.clone();
+            message["tool_calls"] = Value::Array(calls);
+            message
+        })
+        .collect()
+}
+
+/// An error with its cause chain (minijinja puts the template line in the
+/// detail).
+fn describe(e: &Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
     }
-    out.push_str("<|im_end|>\n");
-    Ok(())
+    text
 }
 
-fn role(message: &Value) -> Option<&str> {
-    message.get("role").and_then(Value::as_str)
+fn raise_exception(message: String) -> Result<Jinja, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, message))
 }
 
-/// The template's `render_content`: a string as is, nothing for `null` or
-/// absent, the text parts of a list joined.
-fn content_text(message: &Value) -> Result<Cow<'_, str>, TokenizerError> {
-    match message.get("content") {
-        None | Some(Value::Null) => Ok(Cow::Borrowed("")),
-        Some(Value::String(s)) => Ok(Cow::Borrowed(s)),
-        Some(Value::Array(parts)) => {
-            let mut text = String::new();
-            for part in parts {
-                let kind = part.get("type").and_then(Value::as_str);
-                let has = |key: &str| part.get(key).is_some();
-                if has("image")
-                    || has("image_url")
-                    || has("video")
-                    || matches!(kind, Some("image" | "video"))
-                {
-                    return Err(template_error(
-                        "Image and video content is not supported by this renderer.",
-                    ));
-                }
-                match part.get("text") {
-                    Some(Value::String(s)) => text.push_str(s),
-                    _ => return Err(template_error("Unexpected item type in content.")),
-                }
-            }
-            Ok(Cow::Owned(text))
-        }
-        Some(_) => Err(template_error("Unexpected content type.")),
+/// `transformers`' `tojson`: `json.dumps(x, ensure_ascii=False)`; the
+/// `ensure_ascii` keyword is honoured, the layout keywords are refused.
+fn tojson(value: Jinja, kwargs: Kwargs) -> Result<Jinja, Error> {
+    let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+    kwargs.assert_all_used().map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson supports only ensure_ascii here ({e})"),
+        )
+    })?;
+    let json = serde_json::to_value(&value).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson: not JSON-serialisable: {e}"),
+        )
+    })?;
+    Ok(Jinja::from_safe_string(pydumps::dumps(
+        &json,
+        ensure_ascii.unwrap_or(false),
+    )))
+}
+
+/// Jinja2's `trim`: Python's `str.strip(chars)`.
+fn trim(value: String, chars: Option<String>) -> String {
+    match chars {
+        Some(chars) => value.trim_matches(|c| chars.contains(c)).to_string(),
+        None => py_strip(&value).to_string(),
     }
 }
 
-/// Python's `str.strip()`: trims chars for which `str.isspace()` holds, which
-/// are Unicode `White_Space` plus U+001C..U+001F.
+/// Python string methods: `strip`, `lstrip` and `rstrip` without arguments
+/// strip Python's whitespace; everything else is minijinja-contrib's
+/// Python compatibility layer.
+fn python_method(
+    state: &mut State,
+    value: &Jinja,
+    method: &str,
+    args: &[Jinja],
+) -> Result<Jinja, Error> {
+    if let (Some(s), true) = (value.as_str(), args.is_empty()) {
+        let stripped = match method {
+            "strip" => Some(py_strip(s)),
+            "lstrip" => Some(s.trim_start_matches(py_space)),
+            "rstrip" => Some(s.trim_end_matches(py_space)),
+            _ => None,
+        };
+        if let Some(stripped) = stripped {
+            return Ok(Jinja::from(stripped));
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// Python's `str.isspace()` for one character: Unicode `White_Space` plus
+/// U+001C..U+001F.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.strip()`.
 pub(crate) fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-}
-
-/// A capacity hint for the rendered text.
-fn estimate_len(messages: &[Value], tools: Option<&[Value]>) -> usize {
-    let text_len = |v: &Value| match v.get("content") {
-        Some(Value::String(s)) => s.len(),
-        _ => 0,
-    } + match v.get("reasoning_content") {
-        Some(Value::String(s)) => s.len(),
-        _ => 0,
-    };
-    let messages: usize = messages.iter().map(|m| text_len(m) + 64).sum();
-    messages + tools.map_or(0, |t| 1024 + 512 * t.len())
+    s.trim_matches(py_space)
 }
 
 #[cfg(test)]
@@ -311,21 +290,30 @@ mod tests {
     }
 
     #[test]
+    fn built_in_template_is_the_pinned_file() {
+        assert_eq!(QWEN3_6_TEMPLATE.len(), 7_764);
+        assert_eq!(ChatTemplate::qwen3_6().sha256(), QWEN3_6_TEMPLATE_SHA256);
+    }
+
+    #[test]
     fn plain_chat_with_generation_prompt() {
+        let off = ChatOptions::default().with("enable_thinking", false);
         let text = render(
             json!([{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi\n"}]),
             None,
-            ChatOptions::default(),
+            off,
         );
         assert_eq!(
             text,
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
         );
-        let thinking = ChatOptions {
-            enable_thinking: true,
-            ..ChatOptions::default()
-        };
-        let text = render(json!([{"role": "user", "content": "Hi"}]), None, thinking);
+        // No variables: `enable_thinking` is undefined and the prompt opens
+        // the think block, as `transformers` renders it.
+        let text = render(
+            json!([{"role": "user", "content": "Hi"}]),
+            None,
+            ChatOptions::default(),
+        );
         assert_eq!(
             text,
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n"
@@ -333,60 +321,53 @@ mod tests {
     }
 
     #[test]
-    fn tools_tool_calls_and_responses() {
-        let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]);
+    fn tool_call_arguments_strings_are_parsed() {
         let messages = json!([
-            {"role": "system", "content": "sys"},
             {"role": "user", "content": "go"},
-            {"role": "assistant", "reasoning_content": " plan ", "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"ls\", \"n\": 2}"}},
-                {"id": "b", "type": "function", "function": {"name": "bash", "arguments": {"command": "pwd"}}}
-            ]},
-            {"role": "tool", "tool_call_id": "a", "content": "x"},
-            {"role": "tool", "tool_call_id": "b", "content": "/"}
+            {"role": "assistant", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"ls\", \"n\": 2, \"z\": 0.5}"}}
+            ]}
         ]);
-        let opts = ChatOptions {
-            add_generation_prompt: false,
-            ..ChatOptions::default()
-        };
-        let text = render(messages, Some(tools), opts);
-        let expected = [
-            "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n",
-            r#"{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}"#,
-            "\n</tools>",
-            TOOL_INSTRUCTIONS,
-            "\n\nsys<|im_end|>\n<|im_start|>user\ngo<|im_end|>\n",
-            "<|im_start|>assistant\n<think>\nplan\n</think>\n\n",
-            "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>",
-            "\n<tool_call>\n<function=bash>\n<parameter=command>\npwd\n</parameter>\n</function>\n</tool_call><|im_end|>\n",
-            "<|im_start|>user\n<tool_response>\nx\n</tool_response>\n<tool_response>\n/\n</tool_response><|im_end|>\n",
-        ]
-        .concat();
-        assert_eq!(text, expected);
+        let text = render(messages, None, ChatOptions::no_generation_prompt());
+        assert!(
+            text.ends_with(
+                "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n<parameter=n>\n2\n</parameter>\n<parameter=z>\n0.5\n</parameter>\n</function>\n</tool_call><|im_end|>\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
-    fn older_reasoning_is_dropped_and_think_in_content_is_split() {
-        let messages = json!([
-            {"role": "user", "content": "q1"},
-            {"role": "assistant", "reasoning_content": "r1", "content": "a1"},
-            {"role": "user", "content": "q2"},
-            {"role": "assistant", "content": "<think>\nr2\n</think>\n\na2"}
-        ]);
-        let opts = ChatOptions {
-            add_generation_prompt: false,
-            ..ChatOptions::default()
-        };
+    fn tojson_is_python_json_dumps() {
+        let t = ChatTemplate::new("{{ x | tojson }}|{{ x | tojson(ensure_ascii=true) }}").unwrap();
+        let opts = ChatOptions::default()
+            .with("x", json!({"b": "Zürich \"q\"", "a": [1, 2.0, null, true]}));
+        let text = t.render(&[], None, &opts).unwrap();
         assert_eq!(
-            render(messages.clone(), None, opts),
-            "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n<think>\nr2\n</think>\n\na2<|im_end|>\n"
+            text,
+            r#"{"b": "Zürich \"q\"", "a": [1, 2.0, null, true]}|{"b": "Z\u00fcrich \"q\"", "a": [1, 2.0, null, true]}"#
         );
-        let preserve = ChatOptions {
-            preserve_thinking: true,
-            ..opts
-        };
-        assert!(render(messages, None, preserve)
-            .contains("<|im_start|>assistant\n<think>\nr1\n</think>\n\na1"));
+        let err = ChatTemplate::new("{{ x | tojson(indent=2) }}")
+            .unwrap()
+            .render(&[], None, &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ensure_ascii"), "{err}");
+    }
+
+    #[test]
+    fn strip_and_trim_are_python_strip() {
+        let t = ChatTemplate::new(
+            "[{{ s | trim }}][{{ s.strip() }}][{{ s.lstrip() }}][{{ s.rstrip('\\n') }}][{{ z | trim }}]",
+        )
+        .unwrap();
+        let opts = ChatOptions::default()
+            .with("s", "\u{1f}\u{3000} a b\u{85}\n")
+            .with("z", "\u{200b}a");
+        assert_eq!(
+            t.render(&[], None, &opts).unwrap(),
+            "[a b][a b][a b\u{85}\n][\u{1f}\u{3000} a b\u{85}][\u{200b}a]"
+        );
     }
 
     #[test]
@@ -408,20 +389,15 @@ mod tests {
                 .contains("role")
         );
         assert!(err(json!([{"role": "user", "content": 5}])).contains("content type"));
-        assert!(err(
-            json!([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
-        )
-        .contains("not supported"));
-        assert!(err(
+        // Unparseable arguments stay a string, which the template cannot
+        // iterate as a mapping (the reference then falls back).
+        err(
             json!([{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
-            {"function": {"name": "f", "arguments": "{not json"}}]}])
-        )
-        .contains("not a JSON object"));
-    }
-
-    #[test]
-    fn strip_is_python_strip() {
-        assert_eq!(py_strip("\u{1f}\u{3000} a b\u{85}\n"), "a b");
-        assert_eq!(py_strip("\u{200b}a"), "\u{200b}a");
+            {"function": {"name": "f", "arguments": "{not json"}}]}]),
+        );
+        let syntax = ChatTemplate::new("line one\n{% if %}")
+            .unwrap_err()
+            .to_string();
+        assert!(syntax.contains("chat_template:2"), "{syntax}");
     }
 }

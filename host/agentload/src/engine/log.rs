@@ -24,11 +24,11 @@ use std::path::{Path, PathBuf};
 
 /// A line that could not be written: the run stops on it.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {source}", path.display())]
+#[error("cannot write {}: {cause}", path.display())]
 pub struct WriteError {
     pub path: PathBuf,
-    /// Named in the message (not a `#[source]`: a cause chain would print it twice).
-    pub source: std::io::Error,
+    /// The OS error, named in the message (not a source: a cause chain would print it twice).
+    pub cause: std::io::Error,
 }
 
 /// An append-only JSON-lines file.
@@ -49,9 +49,9 @@ impl<T: Serialize> Journal<T> {
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|source| WriteError {
+            .map_err(|cause| WriteError {
                 path: path.to_path_buf(),
-                source,
+                cause,
             })?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -67,9 +67,9 @@ impl<T: Serialize> Journal<T> {
     /// without its newline (the process was killed mid-write) is cut off:
     /// every complete line stays byte for byte.
     pub fn append(path: &Path, durability: Durability) -> Result<Self, WriteError> {
-        let err = |source| WriteError {
+        let err = |cause| WriteError {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let mut file = OpenOptions::new()
             .read(true)
@@ -102,12 +102,12 @@ impl<T: Serialize> Journal<T> {
     pub fn write(&mut self, row: &T) -> Result<u64, WriteError> {
         let mut line = serde_json::to_vec(row).map_err(|e| WriteError {
             path: self.path.clone(),
-            source: std::io::Error::other(e),
+            cause: std::io::Error::other(e),
         })?;
         line.push(b'\n');
-        let err = |source| WriteError {
+        let err = |cause| WriteError {
             path: self.path.clone(),
-            source,
+            cause,
         };
         if let Err(e) = self.file.write_all(&line) {
             // Best effort: shrinking needs no space.
@@ -126,9 +126,9 @@ impl<T: Serialize> Journal<T> {
 
     /// `fdatasync`: everything written so far reaches the disk.
     pub fn sync(&self) -> Result<(), WriteError> {
-        self.file.sync_data().map_err(|source| WriteError {
+        self.file.sync_data().map_err(|cause| WriteError {
             path: self.path.clone(),
-            source,
+            cause,
         })
     }
 
@@ -296,6 +296,7 @@ mod tests {
             isl: 10,
             osl: 5,
             osl_after_first: 4,
+            osl_count_ns: 0,
         };
         tokens.write(&TokenLine { line: 3, tokens: t }).unwrap();
         let mut gone = Journal::create(&side_file(&path, "superseded"), Durability::Write).unwrap();

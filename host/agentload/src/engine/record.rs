@@ -91,6 +91,10 @@ pub struct LocalTokens {
     pub osl: u32,
     /// Output after the first token-bearing chunk (reference TPOT denominator).
     pub osl_after_first: u32,
+    /// Time spent counting the output tokens, ns (the reference's
+    /// `osl_tokenize_s` in `accuracy_results.json` sums it).
+    #[serde(default)]
+    pub osl_count_ns: u64,
 }
 
 impl TurnRecord {

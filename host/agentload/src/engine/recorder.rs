@@ -88,7 +88,7 @@ impl Recorder {
         if let Some(failure) = self.counting.as_ref().and_then(CountWorker::failure) {
             return Err(WriteError {
                 path: self.tokens_path.clone(),
-                source: std::io::Error::other(failure),
+                cause: std::io::Error::other(failure),
             });
         }
         let line = match &self.turns {

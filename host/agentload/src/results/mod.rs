@@ -1,14 +1,25 @@
-//! Result files, with the reference's names and keys where it has them:
-//! `performance/result_summary.json`, `scores.json`, `config.yaml`, plus
-//! agentload's `turns.jsonl`, `run_manifest.json` and `report.txt`.
+//! Result files, with the reference's names, shapes and keys where it has
+//! them: `performance/result_summary.json`, `scores.json`,
+//! `accuracy/accuracy_results.json`, `config.yaml`, plus agentload's
+//! `turns.jsonl`, `run_manifest.json` and `report.txt`; and the submission
+//! layout built from them (`agentload submission`).
 
+mod accuracy;
 mod manifest;
+mod reference_config;
 mod report;
+pub mod submission;
 mod summary;
+pub mod yaml;
 
+pub use accuracy::{
+    accuracy_entry, accuracy_results, find_breakdown_entry, performance_entry,
+    write_accuracy_results, ACCURACY_RESULTS,
+};
 pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+pub use reference_config::{reference_config, run_config, write_reference_config};
 pub use report::write_report;
-pub use summary::{reference_config, summarize, PerformanceSummary, TimingError};
+pub use summary::{summarize, PerformanceSummary, TimingError, TokenSetup};
 
 use std::path::Path;
 

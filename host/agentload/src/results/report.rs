@@ -4,24 +4,26 @@ use super::summary::PerformanceSummary;
 use crate::metrics::Series;
 use std::fmt::Write;
 
-fn ms(ns: u64) -> String {
-    format!("{:.2}", ns as f64 / 1e6)
-}
-
-fn row(out: &mut String, name: &str, s: &Option<Series>, unit_ms: bool) {
+fn row(out: &mut String, name: &str, s: Option<&Series>, unit_ms: bool) {
     let Some(s) = s else {
         let _ = writeln!(out, "{name:<22} n/a");
         return;
     };
-    let f = |v: u64| if unit_ms { ms(v) } else { v.to_string() };
-    let p = |k: &str| s.percentiles[k].as_u64().map_or("-".into(), f);
+    let f = |v: f64| {
+        if unit_ms {
+            format!("{:.2}", v / 1e6)
+        } else {
+            format!("{v:.0}")
+        }
+    };
+    let p = |k: &str| s.percentile(k).map_or("-".into(), f);
     let _ = writeln!(
         out,
         "{name:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
         p("50.0"),
         p("90.0"),
         p("99.0"),
-        f(s.max),
+        f(s.max_f64()),
         format!("{:.2}", if unit_ms { s.avg / 1e6 } else { s.avg })
     );
 }
@@ -42,7 +44,7 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
         summary.n_samples_completed,
         summary.n_samples_failed,
         summary.agentload.n_samples_aborted,
-        summary.duration_ns as f64 / 1e9
+        summary.duration_ns.unwrap_or(0) as f64 / 1e9
     );
     let _ = writeln!(out);
     let _ = writeln!(
@@ -50,39 +52,63 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
         "{:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "", "p50", "p90", "p99", "max", "mean"
     );
-    row(&mut out, "TTFT (ms)", &summary.ttft, true);
-    row(&mut out, "TPOT ref (ms)", &summary.tpot, true);
+    row(&mut out, "TTFT (ms)", summary.ttft.series.as_ref(), true);
+    row(
+        &mut out,
+        "TPOT ref (ms)",
+        summary.tpot.series.as_ref(),
+        true,
+    );
     row(
         &mut out,
         "TPOT decode (ms)",
-        &summary.agentload.tpot_decode,
+        summary.agentload.tpot_decode.as_ref(),
         true,
     );
-    row(&mut out, "latency (ms)", &summary.latency, true);
+    row(
+        &mut out,
+        "latency (ms)",
+        summary.latency.series.as_ref(),
+        true,
+    );
     row(
         &mut out,
         "ISL (tokens)",
-        &summary.input_sequence_lengths,
+        summary.input_sequence_lengths.series.as_ref(),
         false,
     );
     row(
         &mut out,
         "OSL (tokens)",
-        &summary.output_sequence_lengths,
+        summary.output_sequence_lengths.series.as_ref(),
         false,
     );
     let _ = writeln!(
         out,
-        "\nqps {:.3}  output tokens/s {:.1}  token counts from {}",
-        summary.qps, summary.tps, summary.agentload.token_count_source
+        "\nqps {:.3}  output tokens/s {:.1}  token counts from {} (configured: {})",
+        summary.qps.unwrap_or(0.0),
+        summary.tps.unwrap_or(0.0),
+        summary.agentload.token_count_source,
+        summary.agentload.token_counts.configured.as_str()
     );
+    if let Some(check) = &summary.agentload.token_count_check {
+        let _ = writeln!(
+            out,
+            "local vs server counts over {} turns: ISL differs on {} (mean {:+.2}), OSL on {} (mean {:+.2})",
+            check.turns_compared,
+            check.isl_mismatches,
+            check.isl_mean_diff,
+            check.osl_mismatches,
+            check.osl_mean_diff
+        );
+    }
     if let Some(t) = &summary.agentload.timing_error {
         let s = &t.ttft_minus_server_ns;
         let _ = writeln!(
             out,
-            "harness TTFT - server first token: p50 {} us  p99 {} us",
-            s.percentiles["50.0"].as_u64().unwrap_or(0) / 1000,
-            s.percentiles["99.0"].as_u64().unwrap_or(0) / 1000
+            "harness TTFT - server first token: p50 {:.0} us  p99 {:.0} us",
+            s.percentile("50.0").unwrap_or(0.0) / 1000.0,
+            s.percentile("99.0").unwrap_or(0.0) / 1000.0
         );
     }
     if let Some(line) = score_line {
