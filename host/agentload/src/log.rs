@@ -1,6 +1,5 @@
 //! Minimal stderr logging for the CLI: progress and plugin log lines.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static VERBOSE: AtomicBool = AtomicBool::new(false);
@@ -15,7 +14,7 @@ pub fn verbose() -> bool {
     VERBOSE.load(Ordering::Relaxed)
 }
 
-/// Writes one line to stderr.
+/// Writes one line to stderr (above the progress bar, when one is drawn).
 pub fn line(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    crate::progress::write_line(message);
 }

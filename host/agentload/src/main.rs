@@ -66,9 +66,38 @@ enum Command {
         a: PathBuf,
         /// The second result directory.
         b: PathBuf,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (always complete).
         #[arg(long)]
         json: bool,
+        /// List every number and every changed sample (the text form
+        /// otherwise shows changed numbers and the first changes).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write one self-contained HTML page for a run, a sweep, or several
+    /// result directories compared (the first is the baseline).
+    Report {
+        /// Result directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output file (default DIR/report.html for one directory,
+        /// ./report.html for several).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A label per directory, in order (default: each run's name).
+        #[arg(long)]
+        label: Vec<String>,
+    },
+    /// Export a result directory's turns, sessions and phases as tables.
+    Export {
+        /// The result directory.
+        dir: PathBuf,
+        /// CSV (the one format so far): turns.csv, sessions.csv, phases.csv.
+        #[arg(long, required = true)]
+        csv: bool,
+        /// Output directory (default DIR/export).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// The Pareto frontier (total throughput vs P25 output speed) across
     /// several sweeps: run directories or their `sweep/pareto.json` files.
@@ -79,6 +108,10 @@ enum Command {
         /// Write the combined frontier here (JSON) instead of printing it.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// A label per sweep, in order, replacing its run name (two runs of
+        /// one config otherwise carry the same).
+        #[arg(long)]
+        label: Vec<String>,
     },
     /// Measure the harness's own costs and print a table.
     Bench {
@@ -264,17 +297,38 @@ async fn dispatch(command: Command) -> Result<()> {
             print!("{}", agentload::rescore::summary(&result));
             Ok(())
         }
-        Command::Diff { a, b, json } => {
+        Command::Diff { a, b, json, all } => {
             let diffs = agentload::diff::diff(&a, &b)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&diffs)?);
             } else {
-                print!("{}", agentload::diff::render(&diffs));
+                print!("{}", agentload::diff::render(&diffs, all));
             }
             Ok(())
         }
-        Command::Pareto { sweeps, out } => {
-            let combined = agentload::sweep::pareto_of(&sweeps)?;
+        Command::Report { dirs, out, label } => {
+            let out = out.unwrap_or_else(|| match dirs.as_slice() {
+                [one] => one.join("report.html"),
+                _ => PathBuf::from("report.html"),
+            });
+            let started = std::time::Instant::now();
+            tokio::task::block_in_place(|| agentload::report::write(&dirs, &label, &out))?;
+            let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+            println!(
+                "{} ({bytes} bytes, {:.2} s)",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Command::Export { dir, out, csv: _ } => {
+            for path in agentload::export::csv(&dir, out.as_deref())? {
+                println!("{}", path.display());
+            }
+            Ok(())
+        }
+        Command::Pareto { sweeps, out, label } => {
+            let combined = agentload::sweep::pareto_of(&sweeps, &label)?;
             match out {
                 Some(path) => agentload::results::write_json(&path, &combined)?,
                 None => {

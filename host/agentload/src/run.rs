@@ -222,6 +222,13 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if !overrides.quiet {
         print!("{text}");
     }
+    // The page reads the result files just written; a failure to draw it
+    // loses nothing measured, so it is reported, not fatal.
+    match crate::report::write_for_run(&result.out) {
+        Ok(path) if !overrides.quiet => println!("report: {}", path.display()),
+        Ok(_) => {}
+        Err(e) => crate::log::line(&format!("error: report.html not written: {e:#}")),
+    }
     Ok(result)
 }
 
@@ -321,6 +328,7 @@ async fn execute(
     prepared: Prepared,
     concurrency: usize,
     log_path: &Path,
+    progress_name: &str,
 ) -> Result<(PhaseOutcome, Option<ScorerPlugin>, PhaseConfig, u32)> {
     let config = cx.config;
     let expected: u32 = prepared.sessions.iter().map(|s| s.expected_turns).sum();
@@ -344,7 +352,11 @@ async fn execute(
         max_duration: Duration::from_millis(config.load.max_duration_ms),
         log,
         counter: cx.counter.clone(),
-        progress_every: if cx.overrides.quiet { 0 } else { 50 },
+        progress: crate::progress::Progress::start(
+            progress_name,
+            Some(u64::from(expected)),
+            cx.overrides.quiet,
+        ),
     })
     .await;
     Ok((outcome, prepared.scorer, prepared.config, expected))
@@ -366,6 +378,7 @@ async fn run_performance(
         prepared,
         cx.config.load.concurrency,
         &cx.out.join("turns.jsonl"),
+        "performance",
     )
     .await?;
     results::write_json(&cx.out.join("sessions.json"), &outcome.sessions)?;
@@ -424,13 +437,16 @@ async fn run_sweep(
     .await?;
     let _ = writeln!(
         text,
-        "sweep: {} phases (sweep/summary.json, sweep/pareto.json)",
+        "sweep: {} phases (sweep/summary.json, sweep/pareto.json); * = on the Pareto frontier",
         summary.phases.len()
     );
+    let frontier = crate::sweep::frontier::pareto(&crate::sweep::points_of(&summary));
     for p in &summary.phases {
+        let on = frontier.iter().any(|f| f.level == p.level);
         let _ = writeln!(
             text,
-            "  c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            "{} c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            if on { '*' } else { ' ' },
             p.level,
             p.metrics.throughput.total_tps,
             p.metrics.output_speed_tps.as_ref().map_or(f64::NAN, |s| s.p25),
@@ -465,7 +481,7 @@ async fn run_accuracy(
     std::fs::create_dir_all(&dir)?;
     let scorer_files = prepared.scorer_files.clone();
     let (outcome, scorer, phase, expected) =
-        execute(cx, prepared, 1, &dir.join("turns.jsonl")).await?;
+        execute(cx, prepared, 1, &dir.join("turns.jsonl"), "accuracy").await?;
     results::write_json(&dir.join("sessions.json"), &outcome.sessions)?;
     let completed = outcome
         .records

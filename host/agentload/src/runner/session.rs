@@ -29,8 +29,8 @@ pub struct PhaseSetup {
     pub max_duration: Duration,
     pub log: TurnLog,
     pub counter: Option<Arc<LocalCounter>>,
-    /// Print a progress line every this many turns (0: never).
-    pub progress_every: usize,
+    /// Live progress (a bar on a terminal, periodic lines otherwise).
+    pub progress: crate::progress::Progress,
 }
 
 /// How one session went.
@@ -62,30 +62,21 @@ struct Shared {
     log: Mutex<TurnLog>,
     records: Mutex<Vec<TurnRecord>>,
     queue: Mutex<VecDeque<SessionPlan>>,
-    live: Mutex<crate::metrics::LiveStats>,
     sender: TurnSender,
     /// Local counts in progress: (record index, task).
     counting: Mutex<Vec<(usize, JoinHandle<LocalTokens>)>>,
-    started: Instant,
     deadline: Instant,
-    total_turns: usize,
-    progress_every: usize,
+    progress: crate::progress::Progress,
 }
 
 /// Runs every session of the phase and returns the records.
 pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
     let started = Instant::now();
-    let total_turns = setup
-        .sessions
-        .iter()
-        .map(|s| s.expected_turns as usize)
-        .sum();
     let shared = Arc::new(Shared {
         workload: Mutex::new(setup.workload),
         log: Mutex::new(setup.log),
         records: Mutex::new(Vec::new()),
         queue: Mutex::new(setup.sessions.into_iter().collect()),
-        live: Mutex::new(Default::default()),
         sender: TurnSender {
             client: setup.client,
             body: setup.body,
@@ -93,10 +84,8 @@ pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
             started,
         },
         counting: Mutex::new(Vec::new()),
-        started,
         deadline: started + setup.max_duration,
-        total_turns,
-        progress_every: setup.progress_every,
+        progress: setup.progress,
     });
     let workers: Vec<_> = (0..setup.concurrency.max(1))
         .map(|_| {
@@ -117,6 +106,7 @@ pub async fn run_phase(setup: PhaseSetup) -> PhaseOutcome {
         sessions.extend(w.await.expect("session worker panicked"));
     }
     let wall = started.elapsed();
+    shared.progress.finish();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("workers joined"));
     let mut records = shared.records.into_inner().expect("records lock");
     let counting = shared.counting.into_inner().expect("counting lock");
@@ -172,7 +162,7 @@ async fn run_session(shared: &Shared, plan: SessionPlan) -> SessionOutcome {
         if req.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(req.delay_ms)).await;
         }
-        let (record, counting) = shared.send(&req).await;
+        let (record, counting) = shared.sender.send(&req).await;
         let outcome = match (&record.status, &record.completion) {
             (TurnStatus::Completed, Some(c)) => {
                 out.completed += 1;
@@ -234,48 +224,15 @@ impl Shared {
         self.workload.lock().expect("workload lock")
     }
 
-    /// Sends one turn (see [`TurnSender::send`]) and feeds the live stats.
-    async fn send(&self, req: &TurnRequest) -> (TurnRecord, Option<JoinHandle<LocalTokens>>) {
-        let (record, counting) = self.sender.send(req).await;
-        if let (Some(first), Some(issued), Some(done)) =
-            (record.first_token_ns, record.issued_ns, record.complete_ns)
-        {
-            self.live
-                .lock()
-                .expect("live lock")
-                .record(first - issued, done - issued);
-        }
-        (record, counting)
-    }
-
     /// Writes a record to disk, then keeps it; returns its index.
     fn keep(&self, record: TurnRecord) -> usize {
         if let Err(e) = self.log.lock().expect("log lock").write(&record) {
             crate::log::line(&format!("error: cannot write turn log: {e}"));
         }
+        self.progress.record(&record);
         let mut records = self.records.lock().expect("records lock");
         records.push(record);
         let n = records.len();
-        if self.progress_every > 0
-            && (n.is_multiple_of(self.progress_every) || n == self.total_turns)
-        {
-            let failed = records
-                .iter()
-                .filter(|r| r.status != TurnStatus::Completed)
-                .count();
-            // Workloads whose sessions can take more turns than planned
-            // (multi-step tool use) plan a lower bound.
-            let of = if n <= self.total_turns {
-                format!("{n}/{}", self.total_turns)
-            } else {
-                format!("{n} (at least {} planned)", self.total_turns)
-            };
-            crate::log::line(&format!(
-                "  {of} turns, {failed} failed or missing, {:.1} s; {}",
-                self.started.elapsed().as_secs_f64(),
-                self.live.lock().expect("live lock").line()
-            ));
-        }
         n - 1
     }
 }

@@ -26,6 +26,8 @@ pub struct PhaseInput {
     pub workload: WorkloadPlugin,
     pub sender: TurnSender,
     pub log: TurnLog,
+    /// Live progress of the phase.
+    pub progress: crate::progress::Progress,
 }
 
 /// How a phase went.
@@ -54,6 +56,7 @@ struct Shared {
     workload: Mutex<WorkloadPlugin>,
     sender: TurnSender,
     log: Mutex<TurnLog>,
+    progress: crate::progress::Progress,
     records: Mutex<Vec<TurnRecord>>,
     counting: Mutex<Vec<(usize, JoinHandle<LocalTokens>)>>,
     stop: AtomicBool,
@@ -81,6 +84,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> PhaseRun {
         workload: Mutex::new(input.workload),
         sender: input.sender,
         log: Mutex::new(input.log),
+        progress: input.progress,
         records: Mutex::new(Vec::new()),
         counting: Mutex::new(Vec::new()),
         stop: AtomicBool::new(false),
@@ -115,6 +119,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> PhaseRun {
         a.await.expect("agent task panicked");
     }
     let drained = Instant::now();
+    shared.progress.finish();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("agents joined"));
     let (end_reason, stopped_at) = shared
         .stop_reason
@@ -209,6 +214,7 @@ impl Shared {
         if let Err(e) = self.log.lock().expect("log lock").write(&record) {
             crate::log::line(&format!("error: cannot write turn log: {e}"));
         }
+        self.progress.record(&record);
         let mut records = self.records.lock().expect("records lock");
         records.push(record);
         if let Some(task) = counting {
