@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 /// note; with `AGENTLOAD_REQUIRE_DATA=1` (scripts/test.sh, CI) absence
 /// fails instead.
 pub fn chromium() -> Option<PathBuf> {
-    let name = std::env::var_os("AGENTLOAD_CHROMIUM").unwrap_or_else(|| "chromium-headless-shell".into());
+    let name =
+        std::env::var_os("AGENTLOAD_CHROMIUM").unwrap_or_else(|| "chromium-headless-shell".into());
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join(&name))
@@ -29,7 +30,10 @@ pub fn chromium() -> Option<PathBuf> {
             "{} not found (scripts/install-deps.sh installs chromium-headless-shell)",
             name.to_string_lossy()
         );
-        assert!(std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(), "{why}");
+        assert!(
+            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+            "{why}"
+        );
         let _ = writeln!(std::io::stderr(), "note: test skipped: {why}");
     }
     found
@@ -91,10 +95,19 @@ impl Cdp {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-        // SAFETY: only async-signal-safe dup2 calls between fork and exec.
+        // SAFETY: only async-signal-safe fcntl/dup2 calls between fork and
+        // exec. Both ends are first copied above 10, so neither can be fd 3
+        // or 4 already (dup2 onto itself would keep close-on-exec) or be
+        // overwritten by the other's dup2.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::dup2(rin, 3) < 0 || libc::dup2(wout, 4) < 0 {
+                let high_in = libc::fcntl(rin, libc::F_DUPFD, 10);
+                let high_out = libc::fcntl(wout, libc::F_DUPFD, 10);
+                if high_in < 0
+                    || high_out < 0
+                    || libc::dup2(high_in, 3) < 0
+                    || libc::dup2(high_out, 4) < 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -151,7 +164,9 @@ impl Cdp {
                     return v["result"].clone();
                 }
                 Ok(v) => self.events.push(v),
-                Err(RecvTimeoutError::Timeout) => panic!("{method}: no answer from chromium in 90 s"),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{method}: no answer from chromium in 90 s")
+                }
                 Err(RecvTimeoutError::Disconnected) => panic!("{method}: chromium exited"),
             }
         }
@@ -165,7 +180,10 @@ impl Cdp {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let v = self.from.recv_timeout(left).unwrap_or_else(|e| panic!("waiting for {method}: {e}"));
+            let v = self
+                .from
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("waiting for {method}: {e}"));
             let hit = v["method"] == method;
             self.events.push(v);
             if hit {
@@ -179,7 +197,11 @@ impl Cdp {
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
         );
-        assert!(r.get("exceptionDetails").is_none(), "{expression}: {}", r["exceptionDetails"]);
+        assert!(
+            r.get("exceptionDetails").is_none(),
+            "{expression}: {}",
+            r["exceptionDetails"]
+        );
         r["result"]["value"].clone()
     }
 }
@@ -219,7 +241,12 @@ pub fn load(binary: &Path, html: &Path, shots: &Path, name: &str) -> Loaded {
         json!({"targetId": target["targetId"], "flatten": true}),
     );
     cdp.session = attached["sessionId"].as_str().map(str::to_owned);
-    for domain in ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"] {
+    for domain in [
+        "Page.enable",
+        "Runtime.enable",
+        "Log.enable",
+        "Network.enable",
+    ] {
         cdp.call(domain, json!({}));
     }
     cdp.call(
@@ -242,7 +269,11 @@ pub fn load(binary: &Path, html: &Path, shots: &Path, name: &str) -> Loaded {
             .unwrap();
         std::fs::write(shots.join(file), bytes).unwrap();
     };
-    save(&mut cdp, &format!("{name}.png"), json!({"format": "png", "captureBeyondViewport": true}));
+    save(
+        &mut cdp,
+        &format!("{name}.png"),
+        json!({"format": "png", "captureBeyondViewport": true}),
+    );
     let boxes = cdp.eval(
         "[...document.querySelectorAll('main > section')].map(s => { const b = s.getBoundingClientRect(); return {id: s.id, x: b.left + scrollX, y: b.top + scrollY, w: b.width, h: b.height}; })",
     );
@@ -263,7 +294,10 @@ pub fn load(binary: &Path, html: &Path, shots: &Path, name: &str) -> Loaded {
             part += 1;
         }
     }
-    let pdf = cdp.call("Page.printToPDF", json!({"landscape": true, "printBackground": true}));
+    let pdf = cdp.call(
+        "Page.printToPDF",
+        json!({"landscape": true, "printBackground": true}),
+    );
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(pdf["data"].as_str().expect("pdf data"))
         .unwrap();
@@ -274,11 +308,17 @@ pub fn load(binary: &Path, html: &Path, shots: &Path, name: &str) -> Loaded {
     for e in &cdp.events {
         let p = &e["params"];
         match e["method"].as_str().unwrap_or_default() {
-            "Runtime.consoleAPICalled" if matches!(p["type"].as_str(), Some("error" | "warning" | "assert")) => {
+            "Runtime.consoleAPICalled"
+                if matches!(p["type"].as_str(), Some("error" | "warning" | "assert")) =>
+            {
                 errors.push(format!("console.{}: {}", p["type"], p["args"]));
             }
-            "Runtime.exceptionThrown" => errors.push(format!("exception: {}", p["exceptionDetails"])),
-            "Log.entryAdded" if matches!(p["entry"]["level"].as_str(), Some("error" | "warning")) => {
+            "Runtime.exceptionThrown" => {
+                errors.push(format!("exception: {}", p["exceptionDetails"]))
+            }
+            "Log.entryAdded"
+                if matches!(p["entry"]["level"].as_str(), Some("error" | "warning")) =>
+            {
                 errors.push(format!("log: {}", p["entry"]));
             }
             "Network.requestWillBeSent" => {
@@ -332,9 +372,26 @@ impl Loaded {
         assert!(!self.charts.is_empty(), "no chart");
         for c in &self.charts {
             assert!(c.marks > 0, "{}: no data mark", c.id);
-            assert!(c.width > 300.0 && c.height > 120.0, "{}: {}x{} px", c.id, c.width, c.height);
-            assert!(c.shapes >= c.marks, "{}: {} shapes for {} marks", c.id, c.shapes, c.marks);
-            assert!(c.clipped_texts.is_empty(), "{}: labels outside the chart: {:?}", c.id, c.clipped_texts);
+            assert!(
+                c.width > 300.0 && c.height > 120.0,
+                "{}: {}x{} px",
+                c.id,
+                c.width,
+                c.height
+            );
+            assert!(
+                c.shapes >= c.marks,
+                "{}: {} shapes for {} marks",
+                c.id,
+                c.shapes,
+                c.marks
+            );
+            assert!(
+                c.clipped_texts.is_empty(),
+                "{}: labels outside the chart: {:?}",
+                c.id,
+                c.clipped_texts
+            );
         }
         let ids: Vec<&str> = self.charts.iter().map(|c| c.id.as_str()).collect();
         for e in expected {

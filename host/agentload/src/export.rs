@@ -141,7 +141,13 @@ fn counts(turns: &[Turn]) -> (u64, u64, u64, u64) {
 fn perf_row(run: &RunDir, summary: &Value) -> PhaseRow {
     let (turns, completed, failed, aborted) = counts(&run.turns);
     let p = |k: &str, q: &str| summary[k]["percentiles"][q].as_f64().map(|v| v / 1e6);
-    let lag = crate::metrics::Spread::of(run.turns.iter().filter_map(Turn::send_lag_ns).map(|n| n as f64 / 1e6).collect());
+    let lag = crate::metrics::Spread::of(
+        run.turns
+            .iter()
+            .filter_map(Turn::send_lag_ns)
+            .map(|n| n as f64 / 1e6)
+            .collect(),
+    );
     PhaseRow {
         phase: "performance".into(),
         turns,
@@ -206,7 +212,8 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
         .iter()
         .map(|f| out.join(f))
         .collect();
-    let (mut turns, mut sessions, mut phases) = (writer(&paths[0])?, writer(&paths[1])?, writer(&paths[2])?);
+    let (mut turns, mut sessions, mut phases) =
+        (writer(&paths[0])?, writer(&paths[1])?, writer(&paths[2])?);
     for t in &run.turns {
         turns.serialize(turn_row("performance", t))?;
     }
@@ -224,7 +231,9 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     }
     if let Some(sw) = &run.sweep {
         for p in sw.phases() {
-            let file = dir.join("sweep").join(p["turns"].as_str().unwrap_or_default());
+            let file = dir
+                .join("sweep")
+                .join(p["turns"].as_str().unwrap_or_default());
             let phase_turns = read::turns_file(&file)?;
             let name = format!("sweep phase {} (c{})", p["index"], p["level"]);
             for t in &phase_turns {
@@ -238,7 +247,10 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     }
     if !run.accuracy_turns.is_empty() || run.accuracy.is_some() {
         let (n, completed, failed, aborted) = counts(&run.accuracy_turns);
-        let entry = run.accuracy.as_ref().and_then(|a| a.bfcl().or(a.multi_turn()).or(a.entries.first()));
+        let entry = run
+            .accuracy
+            .as_ref()
+            .and_then(|a| a.bfcl().or(a.multi_turn()).or(a.entries.first()));
         phases.serialize(PhaseRow {
             phase: "accuracy".into(),
             turns: n,
@@ -306,11 +318,26 @@ mod tests {
         let lines: Vec<&str> = turns.lines().collect();
         assert_eq!(lines.len(), 4, "{turns}");
         assert!(lines[0].starts_with("phase,session_id,turn,item_id,agent,status,issued_s,ttft_ms"));
-        assert!(lines[1].starts_with("performance,a,1,,,completed,0.001,2.0,"), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("performance,a,1,,,completed,0.001,2.0,"),
+            "{}",
+            lines[1]
+        );
         // Quotes and commas in errors survive.
-        assert!(lines[2].ends_with(r#""HTTP 500, ""boom""""#), "{}", lines[2]);
+        assert!(
+            lines[2].ends_with(r#""HTTP 500, ""boom""""#),
+            "{}",
+            lines[2]
+        );
         assert!(read(1).contains("performance,a,3,1,1,1,"), "{}", read(1));
         let phases = read(2);
-        assert!(phases.lines().nth(1).unwrap().starts_with("performance,,3,1,1,1,0.006,166.7,500.0,,2.0,"), "{phases}");
+        assert!(
+            phases
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("performance,,3,1,1,1,0.006,166.7,500.0,,2.0,"),
+            "{phases}"
+        );
     }
 }

@@ -124,7 +124,8 @@ impl Progress {
             aborted: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             ttft_us: Mutex::new(
-                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                    .expect("valid bounds"),
             ),
             finished: AtomicBool::new(false),
             wake: (Mutex::new(false), Condvar::new()),
@@ -236,25 +237,39 @@ impl Inner {
 struct Rates(std::collections::VecDeque<(Instant, u64, u64)>);
 
 impl Rates {
+    /// Turns/s and tokens/s since the newest sample at least
+    /// [`RATE_WINDOW`] old (the phase start while there is none).
     fn sample(&mut self, now: Instant, c: &Counts, started: Instant) -> (f64, f64) {
+        let base = self
+            .0
+            .iter()
+            .rev()
+            .find(|s| now.duration_since(s.0) >= RATE_WINDOW)
+            .copied()
+            .unwrap_or((started, 0, 0));
         self.0.push_back((now, c.turns(), c.output_tokens));
-        while self.0.len() > 2 && now.duration_since(self.0[1].0) >= RATE_WINDOW {
+        while self.0.len() > 1 && self.0[0].0 < base.0 {
             self.0.pop_front();
         }
-        let (t0, n0, k0) = if now.duration_since(started) < RATE_WINDOW {
-            (started, 0, 0)
-        } else {
-            self.0[0]
-        };
-        let dt = now.duration_since(t0).as_secs_f64().max(1e-3);
-        ((c.turns() - n0) as f64 / dt, (c.output_tokens - k0) as f64 / dt)
+        let dt = now.duration_since(base.0).as_secs_f64().max(1e-3);
+        (
+            c.turns().saturating_sub(base.1) as f64 / dt,
+            c.output_tokens.saturating_sub(base.2) as f64 / dt,
+        )
     }
 }
 
-fn snapshot(inner: &Inner, rates: &mut Rates) -> Snapshot {
+/// The counts now; rates over the recent window, or over the whole phase
+/// once it is `done`.
+fn snapshot(inner: &Inner, rates: &mut Rates, done: bool) -> Snapshot {
     let now = Instant::now();
     let counts = inner.counts();
-    let (turns_per_s, tokens_per_s) = rates.sample(now, &counts, inner.started);
+    let (mut turns_per_s, mut tokens_per_s) = rates.sample(now, &counts, inner.started);
+    if done {
+        let secs = now.duration_since(inner.started).as_secs_f64().max(1e-3);
+        turns_per_s = counts.turns() as f64 / secs;
+        tokens_per_s = counts.output_tokens as f64 / secs;
+    }
     Snapshot {
         counts,
         elapsed: now.duration_since(inner.started),
@@ -318,7 +333,12 @@ fn line(inner: &Inner, s: &Snapshot, done: bool) -> String {
         let eta = inner
             .planned
             .filter(|&p| p > n && s.turns_per_s > 0.0)
-            .map(|p| format!(", ETA {}", duration(Duration::from_secs_f64((p - n) as f64 / s.turns_per_s))))
+            .map(|p| {
+                format!(
+                    ", ETA {}",
+                    duration(Duration::from_secs_f64((p - n) as f64 / s.turns_per_s))
+                )
+            })
             .unwrap_or_default();
         format!("{} elapsed{eta}", duration(s.elapsed))
     };
@@ -332,7 +352,7 @@ fn render(weak: Weak<Inner>, output: Output) {
         Output::Lines { every, mut to } => loop {
             let Some(inner) = weak.upgrade() else { return };
             let done = inner.wait(every);
-            let s = snapshot(&inner, &mut rates);
+            let s = snapshot(&inner, &mut rates, done);
             let _ = writeln!(to, "{}", line(&inner, &s, done));
             let _ = to.flush();
             if done {
@@ -361,7 +381,7 @@ fn render(weak: Weak<Inner>, output: Output) {
             loop {
                 let Some(inner) = weak.upgrade() else { break };
                 let done = inner.wait(BAR_EVERY);
-                let s = snapshot(&inner, &mut rates);
+                let s = snapshot(&inner, &mut rates, done);
                 if let Some(p) = inner.planned {
                     if s.counts.turns() > p {
                         bar.set_length(s.counts.turns());
@@ -459,7 +479,10 @@ mod tests {
         let text = buf.text();
         let all: Vec<&str> = text.lines().collect();
         assert!(all.len() >= 3, "{text}");
-        assert!(all[0].starts_with("[performance] 5/10 turns (50 %)"), "{text}");
+        assert!(
+            all[0].starts_with("[performance] 5/10 turns (50 %)"),
+            "{text}"
+        );
         assert!(all[0].contains("1 failed"), "{text}");
         assert!(all[0].contains("ETA"), "{text}");
         assert!(all[0].contains("TTFT p50 5."), "{text}");
@@ -479,7 +502,11 @@ mod tests {
             p.turn(TurnStatus::Completed, 1, None);
         }
         p.finish();
-        assert!(buf.text().contains("3 turns (at least 2 planned)"), "{}", buf.text());
+        assert!(
+            buf.text().contains("3 turns (at least 2 planned)"),
+            "{}",
+            buf.text()
+        );
         let (p, buf) = lines(3_600_000, None);
         p.turn(TurnStatus::Aborted, 0, None);
         p.finish();
@@ -506,6 +533,29 @@ mod tests {
         let before = buf.text();
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(buf.text(), before);
+    }
+
+    #[test]
+    fn rates_are_over_the_last_ten_seconds() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let c = |turns: u64, tokens: u64| Counts {
+            completed: turns,
+            output_tokens: tokens,
+            ..Counts::default()
+        };
+        let mut r = Rates(Default::default());
+        // The first sample, 10 s in: over the whole phase.
+        assert_eq!(r.sample(at(10), &c(100, 1000), t0), (10.0, 100.0));
+        // 10 s later, 50 more turns: over those 10 s only.
+        assert_eq!(r.sample(at(20), &c(150, 1500), t0), (5.0, 50.0));
+        // Frequent samples keep the base about 10 s back and stay bounded.
+        for s in 21..200 {
+            r.sample(at(s), &c(150 + (s - 20) * 2, 0), t0);
+        }
+        let (turns, _) = r.sample(at(200), &c(150 + 180 * 2, 0), t0);
+        assert_eq!(turns, 2.0);
+        assert!(r.0.len() <= 12, "{}", r.0.len());
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Charts as SVG strings, drawn with plotters' SVG backend: axes with units,
 //! legends, reference marks. Text is left to the browser (no font files).
 
-use plotters::coord::ranged1d::ValueFormatter;
-use plotters::coord::ranged1d::AsRangedCoord;
-use plotters::prelude::*;
 use plotters::coord::combinators::BindKeyPoints;
+use plotters::coord::ranged1d::AsRangedCoord;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// A colour.
@@ -38,6 +38,12 @@ pub fn color(i: usize) -> Rgb {
     RGBColor(r, g, b)
 }
 
+/// The y of category `i` of `n` (the first at the top): its band is
+/// `[row, row + 1)`.
+pub fn row(n: usize, i: usize) -> f64 {
+    n.saturating_sub(i + 1) as f64
+}
+
 /// A colour from its components.
 pub const fn rgb(r: u8, g: u8, b: u8) -> Rgb {
     RGBColor(r, g, b)
@@ -63,6 +69,9 @@ pub enum Shape {
     Rects(Vec<[f64; 4]>),
     /// Text at data coordinates.
     Labels(Vec<(f64, f64, String)>),
+    /// Text ending at data coordinates, centred vertically (values at the
+    /// end of a bar, inside it).
+    EndLabels(Vec<(f64, f64, String)>),
 }
 
 impl Shape {
@@ -71,7 +80,7 @@ impl Shape {
             Shape::Line(p) | Shape::Dashed(p) => usize::from(p.len() >= 2),
             Shape::Dots(p, _) | Shape::Crosses(p) => p.len(),
             Shape::Rects(r) => r.len(),
-            Shape::Labels(_) => 0,
+            Shape::Labels(_) | Shape::EndLabels(_) => 0,
         }
     }
 }
@@ -237,7 +246,8 @@ impl Plot {
         }
         let mut svg = String::new();
         {
-            let root = SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+            let root =
+                SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
             let x = extent(self, true);
             let y = extent(self, false);
             let log = |axis: &Axis, (lo, hi): (f64, f64)| {
@@ -265,7 +275,7 @@ impl Plot {
                     Shape::Dots(..) => Glyph::Dot,
                     Shape::Crosses(_) => Glyph::Cross,
                     Shape::Rects(_) => Glyph::Box,
-                    Shape::Labels(_) => return None,
+                    Shape::Labels(_) | Shape::EndLabels(_) => return None,
                 };
                 Some(LegendEntry {
                     name: l.name.clone()?,
@@ -274,11 +284,7 @@ impl Plot {
                 })
             })
             .collect();
-        Some(Svg {
-            svg,
-            marks,
-            legend,
-        })
+        Some(Svg { svg, marks, legend })
     }
 }
 
@@ -321,7 +327,7 @@ fn extent(plot: &Plot, x_axis: bool) -> (f64, f64) {
                     values.extend(if x_axis { [q[0], q[2]] } else { [q[1], q[3]] });
                 }
             }
-            Shape::Labels(_) => {}
+            Shape::Labels(_) | Shape::EndLabels(_) => {}
         }
     }
     for m in &plot.marks {
@@ -338,13 +344,25 @@ fn extent(plot: &Plot, x_axis: bool) -> (f64, f64) {
         return if axis.log { (1.0, 10.0) } else { (0.0, 1.0) };
     }
     if axis.log {
-        let (lo, hi) = if hi <= lo { (lo / 2.0, hi * 2.0) } else { (lo, hi) };
+        let (lo, hi) = if hi <= lo {
+            (lo / 2.0, hi * 2.0)
+        } else {
+            (lo, hi)
+        };
         (lo / 1.1, hi * 1.1)
     } else {
-        let (lo, hi) = if hi <= lo { (lo - 1.0, hi + 1.0) } else { (lo, hi) };
+        let (lo, hi) = if hi <= lo {
+            (lo - 1.0, hi + 1.0)
+        } else {
+            (lo, hi)
+        };
         let pad = (hi - lo) * 0.04;
         // Counts and durations start at zero.
-        let lo = if lo >= 0.0 && lo - pad < 0.0 { 0.0 } else { lo - pad };
+        let lo = if lo >= 0.0 && lo - pad < 0.0 {
+            0.0
+        } else {
+            lo - pad
+        };
         (lo, hi + pad)
     }
 }
@@ -406,8 +424,14 @@ where
         let longest = plot.y_categories.iter().map(String::len).max().unwrap_or(4);
         (longest as u32 * 7 + 16).min(plot.width / 3)
     };
+    let x_marks = plot
+        .marks
+        .iter()
+        .filter(|m| matches!(m, Mark::X(..)))
+        .count() as u32;
     let mut chart = ChartBuilder::on(root)
         .margin(10)
+        .margin_top(10 + 15 * x_marks)
         .margin_right(24)
         .x_label_area_size(44)
         .y_label_area_size(y_area)
@@ -418,8 +442,8 @@ where
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(plot.x.label.as_str())
         .y_desc(plot.y.label.as_str())
-        .axis_desc_style(font(14))
-        .label_style(font(12))
+        .axis_desc_style(font(15))
+        .label_style(font(13))
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(215, 215, 215))
         .x_label_formatter(&fmt)
@@ -427,7 +451,9 @@ where
     if plot.y_categories.is_empty() {
         mesh.y_label_formatter(&fmt).y_labels(6);
     } else {
-        mesh.y_label_formatter(&no_label).y_labels(0).disable_y_mesh();
+        mesh.y_label_formatter(&no_label)
+            .y_labels(0)
+            .disable_y_mesh();
     }
     mesh.draw().map_err(|e| err(&e))?;
     for layer in &plot.layers {
@@ -458,7 +484,10 @@ where
             }
             Shape::Crosses(p) => {
                 chart
-                    .draw_series(p.iter().map(|&(x, y)| Cross::new((x, y), 5, c.stroke_width(2))))
+                    .draw_series(
+                        p.iter()
+                            .map(|&(x, y)| Cross::new((x, y), 5, c.stroke_width(2))),
+                    )
                     .map_err(|e| err(&e))?;
             }
             Shape::Rects(r) => {
@@ -474,9 +503,18 @@ where
                         Text::new(
                             s.clone(),
                             (*x, *y),
-                            font(12)
-                                .color(&c)
-                                .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                            font(12).color(&c).pos(Pos::new(HPos::Left, VPos::Bottom)),
+                        )
+                    }))
+                    .map_err(|e| err(&e))?;
+            }
+            Shape::EndLabels(t) => {
+                chart
+                    .draw_series(t.iter().map(|(x, y, s)| {
+                        Text::new(
+                            format!("{s} "),
+                            (*x, *y),
+                            font(12).color(&c).pos(Pos::new(HPos::Right, VPos::Center)),
                         )
                     }))
                     .map_err(|e| err(&e))?;
@@ -487,7 +525,7 @@ where
     if !plot.y_categories.is_empty() {
         let x_lo = chart.x_range().start;
         for (i, name) in plot.y_categories.iter().enumerate() {
-            let (px, py) = chart.backend_coord(&(x_lo, i as f64 + 0.5));
+            let (px, py) = chart.backend_coord(&(x_lo, row(plot.y_categories.len(), i) + 0.5));
             root.draw(&Text::new(
                 name.clone(),
                 (px - 6, py),
@@ -520,13 +558,14 @@ where
         };
         chart.draw_series(DashedLineSeries::new(line.clone(), 5, 4, style))?;
         let text = format!(" {label} ");
-        let w = (text.chars().count() as f64 * 6.4) as i32;
-        let h = 14;
-        // X marks: right of the line's top; Y marks: above the line's right end.
+        let w = (text.chars().count() as f64 * 6.9) as i32;
+        let h = 15;
+        // X marks: above the plot, right of the line; Y marks: above the
+        // line's right end.
         let (px, py, anchor_right) = match m {
             Mark::X(..) => {
                 let (px, py) = chart.backend_coord(&line[1]);
-                (px, py + 2, false)
+                (px, py - h - 1, false)
             }
             Mark::Y(..) => {
                 let (px, py) = chart.backend_coord(&line[1]);
@@ -535,11 +574,13 @@ where
         };
         let left = if anchor_right { px - w } else { px };
         let mut top = py;
+        // X labels stack upwards into the margin, Y labels downwards.
+        let step = if matches!(m, Mark::X(..)) { -h } else { h };
         while taken
             .iter()
             .any(|&(l, t, r, b)| left < r && left + w > l && top < b && top + h > t)
         {
-            top += h;
+            top += step;
         }
         taken.push((left, top, left + w, top + h));
         root.draw(&Rectangle::new(
@@ -549,7 +590,7 @@ where
         root.draw(&Text::new(
             text,
             (left, top + 1),
-            font(11).color(&MARK).pos(Pos::new(HPos::Left, VPos::Top)),
+            font(12).color(&MARK).pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
     }
     Ok(())
@@ -580,8 +621,15 @@ mod tests {
         for text in ["time (s)", "latency (ms)", "p99"] {
             assert!(svg.svg.contains(text), "{text} missing");
         }
-        let names: Vec<(&str, Glyph)> = svg.legend.iter().map(|l| (l.name.as_str(), l.glyph)).collect();
-        assert_eq!(names, [("conversation a", Glyph::Dot), ("failed", Glyph::Cross)]);
+        let names: Vec<(&str, Glyph)> = svg
+            .legend
+            .iter()
+            .map(|l| (l.name.as_str(), l.glyph))
+            .collect();
+        assert_eq!(
+            names,
+            [("conversation a", Glyph::Dot), ("failed", Glyph::Cross)]
+        );
     }
 
     #[test]
@@ -590,8 +638,10 @@ mod tests {
             .layer(Layer::unnamed(color(1), Shape::Dots(vec![], 2)));
         assert!(empty.draw().is_none());
         // Zeros on a log axis and NaN are left out of the range.
-        let p = Plot::new(Axis::log("x"), Axis::linear("y"))
-            .layer(Layer::unnamed(color(1), Shape::Line(vec![(0.0, 1.0), (5.0, f64::NAN), (50.0, 2.0)])));
+        let p = Plot::new(Axis::log("x"), Axis::linear("y")).layer(Layer::unnamed(
+            color(1),
+            Shape::Line(vec![(0.0, 1.0), (5.0, f64::NAN), (50.0, 2.0)]),
+        ));
         assert!(p.draw().is_some());
         assert_eq!(extent(&p, true), (5.0 / 1.1, 50.0 * 1.1));
     }

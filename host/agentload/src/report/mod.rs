@@ -68,11 +68,17 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         }
     } else {
         let labels = labels(runs, given_labels);
-        let mut sections = vec![compare::runs_table(runs, &labels), compare::deltas(runs, &labels)];
+        let mut sections = vec![
+            compare::runs_table(runs, &labels),
+            compare::deltas(runs, &labels),
+        ];
         sections.extend(compare::overlays(runs, &labels));
         page::Page {
             title: format!("agentload: {} runs compared", runs.len()),
-            subtitle: format!("baseline {}; deltas are each run minus the baseline", labels[0]),
+            subtitle: format!(
+                "baseline {}; deltas are each run minus the baseline",
+                labels[0]
+            ),
             generated_by,
             sections,
         }

@@ -52,15 +52,26 @@ impl Section {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Block {
     /// Headline numbers as tiles.
-    Tiles { items: Vec<Tile> },
+    Tiles {
+        items: Vec<Tile>,
+    },
     /// Name: value pairs.
-    Facts { items: Vec<(String, Cell)> },
+    Facts {
+        items: Vec<(String, Cell)>,
+    },
     /// Charts in a grid.
-    Figures { items: Vec<Figure> },
+    Figures {
+        items: Vec<Figure>,
+    },
     Table(Table),
     /// A colour key shared by several charts.
-    Legend { title: String, items: Vec<Swatch> },
-    Note { text: String },
+    Legend {
+        title: String,
+        items: Vec<Swatch>,
+    },
+    Note {
+        text: String,
+    },
 }
 
 /// One headline tile.
@@ -253,6 +264,9 @@ mod tests {
         assert!(html.contains("?a=&lt;b&gt;"));
         assert!(html.contains("a &amp; b"));
         assert!(!html.contains("<script"), "the page needs no script");
-        assert!(!html.contains(" src=") && !html.contains("<link"), "nothing fetched");
+        assert!(
+            !html.contains(" src=") && !html.contains("<link"),
+            "nothing fetched"
+        );
     }
 }

@@ -168,11 +168,8 @@ impl Turn {
     /// Issued minus due (coordinated omission), ns: the record's own send
     /// lag, else `issued_ns − scheduled_ns`.
     pub fn send_lag_ns(&self) -> Option<u64> {
-        self.send_lag_ns.or_else(|| {
-            self.issued_ns?
-                .checked_sub(self.scheduled_ns?)
-                .or(Some(0))
-        })
+        self.send_lag_ns
+            .or_else(|| self.issued_ns?.checked_sub(self.scheduled_ns?).or(Some(0)))
     }
 }
 
@@ -405,8 +402,7 @@ impl RunDir {
             scores: json_file(&dir.join(&scores_file))?,
             accuracy,
             accuracy_turns: turns_file(&dir.join("accuracy/turns.jsonl"))?,
-            accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?
-                .unwrap_or_default(),
+            accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?.unwrap_or_default(),
             sweep,
             config,
         };
@@ -433,11 +429,10 @@ impl RunDir {
                     .and_then(|s| s.summary["run"].as_str().map(str::to_owned))
             })
             .unwrap_or_else(|| {
-                self.path
-                    .file_name()
-                    .map_or_else(|| self.path.display().to_string(), |n| {
-                        n.to_string_lossy().into_owned()
-                    })
+                self.path.file_name().map_or_else(
+                    || self.path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
             })
     }
 
@@ -470,7 +465,10 @@ impl RunDir {
             let expected: u64 = sessions.iter().map(|s| u64::from(s.expected_turns)).sum();
             let completed = turns.iter().filter(|t| t.completed()).count() as u64;
             let not_completed = turns.len() as u64 - completed;
-            (expected.saturating_sub(completed).max(not_completed), expected)
+            (
+                expected.saturating_sub(completed).max(not_completed),
+                expected,
+            )
         };
         if !self.sessions.is_empty() {
             let (m, e) = missing(&self.sessions, &self.turns);
@@ -550,7 +548,10 @@ mod tests {
         assert_eq!(t.ttft_ns(), Some(2_000));
         assert_eq!(t.latency_ns(), Some(10_000));
         assert_eq!(t.tpot_ns(), Some(8_000 / 3));
-        assert_eq!((t.isl(), t.osl(), t.cached()), (Some(50), Some(4), Some(20)));
+        assert_eq!(
+            (t.isl(), t.osl(), t.cached()),
+            (Some(50), Some(4), Some(20))
+        );
         assert_eq!(t.send_lag_ns(), Some(600));
         assert_eq!(t.finish_reason(), Some("stop"));
         let own: Turn = serde_json::from_value(json!({"session_id": "s", "turn": 2,

@@ -1,6 +1,6 @@
 //! The sections of one run: header, performance, accuracy.
 
-use super::charts::{color, Axis, Layer, Mark, Plot, Shape, FAILED, MARK};
+use super::charts::{color, row, Axis, Layer, Mark, Plot, Shape, FAILED, MARK};
 use super::headline::number;
 use super::page::{figure, Block, Cell, Figure, Section, Swatch, Table, Tile};
 use super::read::{self, RunDir, Status, Turn};
@@ -70,12 +70,20 @@ fn latency_cdf(values: Vec<f64>, series: &Value, unit_label: &str) -> Plot {
         };
         grid.push((v / 1e6, pct));
         if LABELLED.contains(&p.as_str()) {
-            labels.push((v / 1e6, pct, format!("p{} {}", pct_label(pct), ms_label(v / 1e6))));
+            labels.push((
+                v / 1e6,
+                pct,
+                format!("p{} {}", pct_label(pct), ms_label(v / 1e6)),
+            ));
         }
     }
     if !grid.is_empty() {
         plot = plot
-            .layer(Layer::new("percentile grid", color(1), Shape::Dots(grid, 4)))
+            .layer(Layer::new(
+                "percentile grid",
+                color(1),
+                Shape::Dots(grid, 4),
+            ))
             .layer(Layer::unnamed(MARK, Shape::Labels(labels)));
     }
     plot
@@ -102,7 +110,11 @@ pub fn ms_label(v: f64) -> String {
 
 /// The summary's percentile grid of every latency series, in ms.
 fn grid_table(summary: &Value) -> Table {
-    let grid: Vec<f64> = crate::metrics::PERCENTILE_GRID.iter().rev().copied().collect();
+    let grid: Vec<f64> = crate::metrics::PERCENTILE_GRID
+        .iter()
+        .rev()
+        .copied()
+        .collect();
     let mut head = vec!["ms".to_owned()];
     head.extend(grid.iter().map(|p| format!("p{}", pct_label(*p))));
     head.extend(["max".to_owned(), "mean".to_owned()]);
@@ -126,7 +138,11 @@ fn grid_table(summary: &Value) -> Table {
         let mut row = vec![Cell::text(name)];
         let cell = |x: Option<f64>| Cell::num(x.map_or("-".into(), |x| number(x / 1e6)));
         for p in &grid {
-            let key = if p.fract() == 0.0 { format!("{p:.1}") } else { format!("{p}") };
+            let key = if p.fract() == 0.0 {
+                format!("{p:.1}")
+            } else {
+                format!("{p}")
+            };
             row.push(cell(v["percentiles"][&key].as_f64()));
         }
         row.push(cell(v["max"].as_f64()));
@@ -196,18 +212,44 @@ pub fn header(run: &RunDir) -> Section {
             other => other.to_string(),
         })
     };
-    fact("config", cfg("name").map(|n| format!("{n} (version {})", cfg("version").unwrap_or_default())));
+    fact(
+        "config",
+        cfg("name").map(|n| format!("{n} (version {})", cfg("version").unwrap_or_default())),
+    );
     fact("results", Some(run.path.display().to_string()));
-    fact("mode", run.manifest.as_ref().and_then(|m| m["seal"]["mode"].as_str().map(str::to_owned)));
-    fact("endpoint", run.manifest_str("endpoint").map(str::to_owned).or_else(|| cfg("endpoint.url")));
-    fact("model", run.manifest_str("model").map(str::to_owned).or_else(|| cfg("model.name")));
-    fact("started", run.manifest_str("test_started_at").map(str::to_owned));
-    fact("agentload", run.manifest_str("agentload_version").map(|v| format!("version {v}")));
+    fact(
+        "mode",
+        run.manifest
+            .as_ref()
+            .and_then(|m| m["seal"]["mode"].as_str().map(str::to_owned)),
+    );
+    fact(
+        "endpoint",
+        run.manifest_str("endpoint")
+            .map(str::to_owned)
+            .or_else(|| cfg("endpoint.url")),
+    );
+    fact(
+        "model",
+        run.manifest_str("model")
+            .map(str::to_owned)
+            .or_else(|| cfg("model.name")),
+    );
+    fact(
+        "started",
+        run.manifest_str("test_started_at").map(str::to_owned),
+    );
+    fact(
+        "agentload",
+        run.manifest_str("agentload_version")
+            .map(|v| format!("version {v}")),
+    );
     let phases: Vec<String> = ["performance", "accuracy"]
         .iter()
         .filter_map(|p| {
             let w = cfg(&format!("{p}.workload"))?;
-            let sc = cfg(&format!("{p}.scorer")).map_or(String::new(), |s| format!(", scored by {s}"));
+            let sc =
+                cfg(&format!("{p}.scorer")).map_or(String::new(), |s| format!(", scored by {s}"));
             Some(format!("{p}: {w}{sc}"))
         })
         .collect();
@@ -215,10 +257,17 @@ pub fn header(run: &RunDir) -> Section {
     if run.sweep.is_none() {
         fact("concurrency", cfg("load.concurrency").or(Some("1".into())));
     }
-    fact("turn timeout", cfg("load.turn_timeout_s").map(|t| format!("{t} s")));
+    fact(
+        "turn timeout",
+        cfg("load.turn_timeout_s").map(|t| format!("{t} s")),
+    );
     s.push(Block::Facts { items: facts });
     if let Some(m) = &run.manifest {
-        let seals: Vec<&Value> = m["seal"]["plugins"].as_array().into_iter().flatten().collect();
+        let seals: Vec<&Value> = m["seal"]["plugins"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
         let mut t = Table::new("Plugins", &["kind", "name", "version", "digest", "seal"]);
         for p in m["plugins"].as_array().into_iter().flatten() {
             let digest = p["digest"].as_str().unwrap_or_default();
@@ -293,22 +342,36 @@ pub fn performance(run: &RunDir) -> Option<Section> {
     let mut s = Section::new("performance", "Performance");
     let turns = &run.turns;
     let p = |series: &Value, k: &str| series["percentiles"][k].as_f64().map(|v| ms_label(v / 1e6));
-    let mut tiles = vec![
-        Tile::new(
-            "turns completed",
-            format!(
-                "{} / {}",
-                number(summary["n_samples_completed"].as_f64().unwrap_or(0.0)),
-                number(summary["n_samples_issued"].as_f64().unwrap_or(0.0))
-            ),
+    let mut tiles = vec![Tile::new(
+        "turns completed",
+        format!(
+            "{} / {}",
+            number(summary["n_samples_completed"].as_f64().unwrap_or(0.0)),
+            number(summary["n_samples_issued"].as_f64().unwrap_or(0.0))
         ),
-    ];
+    )];
     let failed = summary["n_samples_failed"].as_u64().unwrap_or(0);
-    let aborted = summary["agentload"]["n_samples_aborted"].as_u64().unwrap_or(0);
-    tiles.push(Tile::new("failed / aborted", format!("{failed} / {aborted}")).tone(failed + aborted == 0));
-    tiles.push(Tile::new("duration", format!("{} s", number(summary["duration_ns"].as_f64().unwrap_or(0.0) / 1e9))));
-    tiles.push(Tile::new("turns/s", number(summary["qps"].as_f64().unwrap_or(0.0))));
-    tiles.push(Tile::new("output tok/s", number(summary["tps"].as_f64().unwrap_or(0.0))));
+    let aborted = summary["agentload"]["n_samples_aborted"]
+        .as_u64()
+        .unwrap_or(0);
+    tiles.push(
+        Tile::new("failed / aborted", format!("{failed} / {aborted}")).tone(failed + aborted == 0),
+    );
+    tiles.push(Tile::new(
+        "duration",
+        format!(
+            "{} s",
+            number(summary["duration_ns"].as_f64().unwrap_or(0.0) / 1e9)
+        ),
+    ));
+    tiles.push(Tile::new(
+        "turns/s",
+        number(summary["qps"].as_f64().unwrap_or(0.0)),
+    ));
+    tiles.push(Tile::new(
+        "output tok/s",
+        number(summary["tps"].as_f64().unwrap_or(0.0)),
+    ));
     for (name, key) in [("TTFT", "ttft"), ("TPOT", "tpot"), ("latency", "latency")] {
         for (pk, pl) in [("50.0", "p50"), ("99.0", "p99")] {
             if let Some(v) = p(&summary[key], pk) {
@@ -368,7 +431,10 @@ pub fn performance(run: &RunDir) -> Option<Section> {
     let groups = by_conversation(turns, &names);
     let mut figs = Vec::new();
     // ISL vs TTFT.
-    let mut scatter = Plot::new(Axis::linear("ISL (tokens)"), Axis::log("TTFT (ms, log scale)"));
+    let mut scatter = Plot::new(
+        Axis::linear("ISL (tokens)"),
+        Axis::log("TTFT (ms, log scale)"),
+    );
     for (i, g) in groups.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g
             .iter()
@@ -376,7 +442,12 @@ pub fn performance(run: &RunDir) -> Option<Section> {
             .collect();
         scatter = scatter.layer(Layer::unnamed(color(i), Shape::Dots(pts, 3)));
     }
-    figs.push(figure("isl-ttft", "ISL vs TTFT", "One dot per completed turn, coloured by conversation.", &scatter));
+    figs.push(figure(
+        "isl-ttft",
+        "ISL vs TTFT",
+        "One dot per completed turn, coloured by conversation.",
+        &scatter,
+    ));
     // Time line.
     let mut timeline = Plot::new(
         Axis::linear("time since the phase started (s)"),
@@ -400,14 +471,20 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         .filter(|t| t.status == Status::Failed)
         .filter_map(|t| {
             let at = t.issued_ns?;
-            let y = t.complete_ns.map_or(floor, |c| ms(c.saturating_sub(at)).max(floor));
+            let y = t
+                .complete_ns
+                .map_or(floor, |c| ms(c.saturating_sub(at)).max(floor));
             Some((at as f64 / 1e9, y))
         })
         .collect();
     let aborted_pts = aborted_positions(turns, floor);
     let (n_failed, n_aborted) = (failed_pts.len(), aborted_pts.len());
     if n_failed > 0 {
-        timeline = timeline.layer(Layer::new(format!("failed ({n_failed})"), FAILED, Shape::Crosses(failed_pts)));
+        timeline = timeline.layer(Layer::new(
+            format!("failed ({n_failed})"),
+            FAILED,
+            Shape::Crosses(failed_pts),
+        ));
     }
     if n_aborted > 0 {
         timeline = timeline.layer(Layer::new(
@@ -423,7 +500,10 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         &timeline,
     ));
     // Context growth.
-    let mut growth = Plot::new(Axis::linear("turn index in the conversation"), Axis::linear("ISL (tokens)"));
+    let mut growth = Plot::new(
+        Axis::linear("turn index in the conversation"),
+        Axis::linear("ISL (tokens)"),
+    );
     for (i, g) in groups.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g
             .iter()
@@ -431,10 +511,23 @@ pub fn performance(run: &RunDir) -> Option<Section> {
             .collect();
         growth = growth.layer(Layer::unnamed(color(i), Shape::Line(pts)));
     }
-    figs.push(figure("context-growth", "Context growth", "Prompt tokens (ISL) by turn index, one line per conversation.", &growth));
-    for (id, name, key) in [("isl-hist", "ISL", "input_sequence_lengths"), ("osl-hist", "OSL", "output_sequence_lengths")] {
+    figs.push(figure(
+        "context-growth",
+        "Context growth",
+        "Prompt tokens (ISL) by turn index, one line per conversation.",
+        &growth,
+    ));
+    for (id, name, key) in [
+        ("isl-hist", "ISL", "input_sequence_lengths"),
+        ("osl-hist", "OSL", "output_sequence_lengths"),
+    ] {
         if let Some(h) = histogram(&summary[key], 1.0, &format!("{name} (tokens, log scale)")) {
-            figs.push(figure(id, &format!("{name} distribution"), "The summary's histogram; dashed: p50 and p99.", &h));
+            figs.push(figure(
+                id,
+                &format!("{name} distribution"),
+                "The summary's histogram; dashed: p50 and p99.",
+                &h,
+            ));
         }
     }
     // Send lag.
@@ -453,15 +546,24 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         ));
         s.figures(figs);
     }
-    let bad: Vec<&Turn> = turns.iter().filter(|t| t.status != Status::Completed).collect();
+    let bad: Vec<&Turn> = turns
+        .iter()
+        .filter(|t| t.status != Status::Completed)
+        .collect();
     if !bad.is_empty() {
-        let mut t = Table::new("Failed and aborted turns", &["conversation", "turn", "status", "issued (s)", "error"]);
+        let mut t = Table::new(
+            "Failed and aborted turns",
+            &["conversation", "turn", "status", "issued (s)", "error"],
+        );
         for b in bad.iter().take(50) {
             t.rows.push(vec![
                 Cell::text(&b.session_id),
                 Cell::num(b.turn.to_string()),
                 Cell::verdict(b.status.as_str(), false),
-                Cell::num(b.issued_ns.map_or("-".into(), |n| format!("{:.3}", n as f64 / 1e9))),
+                Cell::num(
+                    b.issued_ns
+                        .map_or("-".into(), |n| format!("{:.3}", n as f64 / 1e9)),
+                ),
                 Cell::text(b.error.clone().unwrap_or_default()).class("wrap"),
             ]);
         }
@@ -520,10 +622,16 @@ pub fn accuracy(run: &RunDir) -> Option<Section> {
 }
 
 fn inline_scores(s: &mut Section, scores: &Value) {
-    let rows: Vec<&Value> = scores["per_turn"].as_array().into_iter().flatten().collect();
+    let rows: Vec<&Value> = scores["per_turn"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
     s.note(format!(
         "Inline replay score (scores.json): {} over {} scored turns.",
-        scores["score"].as_f64().map_or("-".into(), |v| format!("{v:.4}")),
+        scores["score"]
+            .as_f64()
+            .map_or("-".into(), |v| format!("{v:.4}")),
         rows.len()
     ));
     let mut convs: Vec<String> = Vec::new();
@@ -535,6 +643,27 @@ fn inline_scores(s: &mut Section, scores: &Value) {
     }
     let mut bins: Vec<Vec<[f64; 4]>> = vec![Vec::new(); BINS.len()];
     let mut sums = vec![(0.0, 0usize); convs.len()];
+    // Cells as wide as the closest turns of a conversation (the replay
+    // scores every other dataset turn).
+    let mut turns_of: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in &rows {
+        turns_of
+            .entry(r["conversation_id"].as_str().unwrap_or("?"))
+            .or_default()
+            .push(r["turn"].as_f64().unwrap_or(0.0));
+    }
+    let width = turns_of
+        .values_mut()
+        .filter_map(|t| {
+            t.sort_by(f64::total_cmp);
+            t.windows(2)
+                .map(|w| w[1] - w[0])
+                .filter(|d| *d > 0.0)
+                .reduce(f64::min)
+        })
+        .reduce(f64::min)
+        .unwrap_or(1.0);
+    let n = convs.len();
     for r in &rows {
         let c = convs
             .iter()
@@ -548,50 +677,102 @@ fn inline_scores(s: &mut Section, scores: &Value) {
         } else {
             BINS.iter().position(|b| score <= b.0).unwrap_or(3)
         };
-        bins[bin].push([turn - 0.5, c as f64 + 0.08, turn + 0.5, c as f64 + 0.92]);
+        let y = row(n, c);
+        bins[bin].push([turn - width / 2.0, y + 0.08, turn + width / 2.0, y + 0.92]);
         sums[c].0 += score;
         sums[c].1 += 1;
     }
     let height = (convs.len() as u32 * 22 + 90).max(220);
-    let mut heat = Plot::new(Axis::linear("turn (assistant turn index)"), Axis::linear("").range(0.0, convs.len() as f64))
-        .size(1400, height);
+    let mut heat = Plot::new(
+        Axis::linear("turn index in the conversation"),
+        Axis::linear("").range(0.0, convs.len() as f64),
+    )
+    .size(1400, height);
     heat.y_categories = convs.clone();
     for (b, rects) in BINS.iter().zip(bins) {
         let (r, g, bl) = b.2;
         if !rects.is_empty() {
-            heat = heat.layer(Layer::new(format!("score {}", b.1), super::charts::rgb(r, g, bl), Shape::Rects(rects)));
+            heat = heat.layer(Layer::new(
+                format!("score {}", b.1),
+                super::charts::rgb(r, g, bl),
+                Shape::Rects(rects),
+            ));
         }
     }
-    let mut per_conv = Plot::new(Axis::linear("mean score").range(0.0, 1.05), Axis::linear("").range(0.0, convs.len() as f64))
-        .size(1400, height);
+    let mut per_conv = Plot::new(
+        Axis::linear("mean score").range(0.0, 1.05),
+        Axis::linear("").range(0.0, convs.len() as f64),
+    )
+    .size(1400, height);
     per_conv.y_categories = convs.clone();
     let bars: Vec<[f64; 4]> = sums
         .iter()
         .enumerate()
         .filter(|(_, (_, n))| *n > 0)
-        .map(|(i, (sum, n))| [0.0, i as f64 + 0.15, sum / *n as f64, i as f64 + 0.85])
+        .map(|(i, (sum, k))| [0.0, row(n, i) + 0.15, sum / *k as f64, row(n, i) + 0.85])
         .collect();
+    let labels = bar_labels(&bars, 1.05, 3);
     per_conv = per_conv.layer(Layer::unnamed(color(0), Shape::Rects(bars)));
+    for l in labels {
+        per_conv = per_conv.layer(l);
+    }
     if let Some(mean) = scores["score"].as_f64() {
         per_conv = per_conv.mark(Mark::X(mean, format!("overall {mean:.4}")));
     }
     s.figures(vec![
-        figure("score-per-turn", "Inline score per turn", "One cell per scored turn, by conversation (rows) and turn (columns).", &heat),
-        figure("score-per-conversation", "Inline score per conversation", "Mean over the conversation's scored turns; dashed: the run's score.", &per_conv),
+        figure(
+            "score-per-turn",
+            "Inline score per turn",
+            "One cell per scored turn, by conversation (rows) and turn (columns).",
+            &heat,
+        ),
+        figure(
+            "score-per-conversation",
+            "Inline score per conversation",
+            "Mean over the conversation's scored turns; dashed: the run's score.",
+            &per_conv,
+        ),
     ]);
+}
+
+/// Each horizontal bar's value: inside its end in white, or after it in
+/// black when the bar is too short to hold it.
+fn bar_labels(bars: &[[f64; 4]], axis_max: f64, decimals: usize) -> Vec<Layer> {
+    let (mut inside, mut after) = (Vec::new(), Vec::new());
+    for b in bars {
+        let text = format!("{:.*}", decimals, b[2]);
+        let mid = (b[1] + b[3]) / 2.0;
+        if b[2] > axis_max * 0.12 {
+            inside.push((b[2], mid, text));
+        } else {
+            after.push((b[2], mid - 0.25, format!(" {text}")));
+        }
+    }
+    vec![
+        Layer::unnamed(super::charts::rgb(255, 255, 255), Shape::EndLabels(inside)),
+        Layer::unnamed(super::charts::rgb(30, 30, 30), Shape::Labels(after)),
+    ]
 }
 
 fn bars_against(names: &[String], values: &[f64], gate: Option<&Value>, x_label: &str) -> Plot {
     let height = (names.len() as u32 * 22 + 90).max(200);
-    let mut p = Plot::new(Axis::linear(x_label).range(0.0, 105.0), Axis::linear("").range(0.0, names.len() as f64))
-        .size(1400, height);
+    let mut p = Plot::new(
+        Axis::linear(x_label).range(0.0, 105.0),
+        Axis::linear("").range(0.0, names.len() as f64),
+    )
+    .size(1400, height);
     p.y_categories = names.to_vec();
+    let n = names.len();
     let bars: Vec<[f64; 4]> = values
         .iter()
         .enumerate()
-        .map(|(i, v)| [0.0, i as f64 + 0.15, *v, i as f64 + 0.85])
+        .map(|(i, v)| [0.0, row(n, i) + 0.15, *v, row(n, i) + 0.85])
         .collect();
+    let labels = bar_labels(&bars, 105.0, 2);
     p = p.layer(Layer::unnamed(color(0), Shape::Rects(bars)));
+    for l in labels {
+        p = p.layer(l);
+    }
     for (metric, m) in gate
         .and_then(|g| g["metrics"].as_object())
         .into_iter()
@@ -609,7 +790,10 @@ fn bfcl(s: &mut Section, entry: &Value, gate: Option<&Value>, file: &str) {
     let br = &entry["breakdown"];
     let mut top_names = Vec::new();
     let mut top_values = Vec::new();
-    for (k, label) in [("overall_accuracy", "overall"), ("normalized_single_turn_score", "normalized")] {
+    for (k, label) in [
+        ("overall_accuracy", "overall"),
+        ("normalized_single_turn_score", "normalized"),
+    ] {
         if let Some(v) = br[k].as_f64() {
             top_names.push(label.to_owned());
             top_values.push(v);
@@ -633,8 +817,18 @@ fn bfcl(s: &mut Section, entry: &Value, gate: Option<&Value>, file: &str) {
         br["total_samples"].as_u64().unwrap_or(0),
     ));
     s.figures(vec![
-        figure("bfcl-categories", "BFCL: overall, normalized and by category", "Accuracy in %.", &bars_against(&top_names, &top_values, gate, "accuracy (%)")),
-        figure("bfcl-subsets", "BFCL: by subset", "Accuracy in % per subset.", &bars_against(&subset_names, &subset_values, gate, "accuracy (%)")),
+        figure(
+            "bfcl-categories",
+            "BFCL: overall, normalized and by category",
+            "Accuracy in %.",
+            &bars_against(&top_names, &top_values, gate, "accuracy (%)"),
+        ),
+        figure(
+            "bfcl-subsets",
+            "BFCL: by subset",
+            "Accuracy in % per subset.",
+            &bars_against(&subset_names, &subset_values, gate, "accuracy (%)"),
+        ),
     ]);
 }
 
@@ -642,7 +836,10 @@ fn multi_turn(s: &mut Section, entry: &Value, file: &str) {
     let br = &entry["breakdown"];
     let mut names = Vec::new();
     let mut values = Vec::new();
-    let mut t = Table::new("BFCL multi-turn by category", &["category", "accuracy (%)", "correct", "total"]);
+    let mut t = Table::new(
+        "BFCL multi-turn by category",
+        &["category", "accuracy (%)", "correct", "total"],
+    );
     for (name, v) in br["category_scores"].as_object().into_iter().flatten() {
         if let Some(a) = v["accuracy"].as_f64() {
             names.push(name.clone());
@@ -657,9 +854,16 @@ fn multi_turn(s: &mut Section, entry: &Value, file: &str) {
     }
     s.note(format!(
         "BFCL v4 multi-turn ({file}, not gated): accuracy {} % (mean of the categories).",
-        br["multi_turn_accuracy"].as_f64().map_or("-".into(), |v| format!("{v:.2}"))
+        br["multi_turn_accuracy"]
+            .as_f64()
+            .map_or("-".into(), |v| format!("{v:.2}"))
     ));
-    s.figures(vec![figure("multi-turn", "BFCL multi-turn by category", "Accuracy in %.", &bars_against(&names, &values, None, "accuracy (%)"))]);
+    s.figures(vec![figure(
+        "multi-turn",
+        "BFCL multi-turn by category",
+        "Accuracy in %.",
+        &bars_against(&names, &values, None, "accuracy (%)"),
+    )]);
     s.push(Block::Table(t));
 }
 

@@ -20,8 +20,11 @@ pub fn by_level(sw: &Sweep, pick: impl Fn(&Value) -> Option<f64>) -> Vec<(f64, f
         .collect()
 }
 
+/// (total tok/s, P25 speed, level) of each phase.
+pub type Points = Vec<(f64, f64, u64)>;
+
 /// Throughput vs P25 speed points and the frontier of one sweep.
-pub fn points(sw: &Sweep) -> (Vec<(f64, f64, u64)>, Vec<(f64, f64)>) {
+pub fn points(sw: &Sweep) -> (Points, Vec<(f64, f64)>) {
     let pts: Vec<(f64, f64, u64)> = sw
         .phases()
         .iter()
@@ -102,10 +105,18 @@ pub fn section(run: &RunDir) -> Option<Section> {
         color(0),
         Shape::Dots(pts.iter().map(|p| (p.0, p.1)).collect(), 5),
     ))
-    .layer(Layer::new("Pareto frontier", color(3), Shape::Line(frontier)))
+    .layer(Layer::new(
+        "Pareto frontier",
+        color(3),
+        Shape::Line(frontier),
+    ))
     .layer(Layer::unnamed(
         rgb(40, 40, 40),
-        Shape::Labels(pts.iter().map(|p| (p.0, p.1, format!(" c{}", p.2))).collect()),
+        Shape::Labels(
+            pts.iter()
+                .map(|p| (p.0, p.1, format!(" c{}", p.2)))
+                .collect(),
+        ),
     ));
     for m in tier_marks(sw) {
         pareto = pareto.mark(m);
@@ -114,24 +125,75 @@ pub fn section(run: &RunDir) -> Option<Section> {
     let levels: Vec<f64> = phases.iter().filter_map(|p| p["level"].as_f64()).collect();
     let agents = || Axis::log("concurrent agents (log scale)").ticks(levels.clone());
     let ttft = Plot::new(agents(), Axis::log("TTFT (ms, log scale)"))
-        .layer(Layer::new("p50", color(0), Shape::Line(lv(&|p| f(&p["ttft_ms"]["p50"])))))
-        .layer(Layer::new("p90", color(1), Shape::Line(lv(&|p| f(&p["ttft_ms"]["p90"])))))
-        .layer(Layer::new("p99", color(3), Shape::Dashed(lv(&|p| f(&p["ttft_ms"]["p99"])))));
+        .layer(Layer::new(
+            "p50",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p50"]))),
+        ))
+        .layer(Layer::new(
+            "p90",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p90"]))),
+        ))
+        .layer(Layer::new(
+            "p99",
+            color(3),
+            Shape::Dashed(lv(&|p| f(&p["ttft_ms"]["p99"]))),
+        ));
     let speed = Plot::new(agents(), Axis::linear("output speed per request (tok/s)"))
-        .layer(Layer::new("P25", color(0), Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p25"])))))
-        .layer(Layer::new("P50", color(1), Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p50"])))))
-        .layer(Layer::new("P90", color(2), Shape::Dashed(lv(&|p| f(&p["output_speed_tps"]["p90"])))));
+        .layer(Layer::new(
+            "P25",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p25"]))),
+        ))
+        .layer(Layer::new(
+            "P50",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p50"]))),
+        ))
+        .layer(Layer::new(
+            "P90",
+            color(2),
+            Shape::Dashed(lv(&|p| f(&p["output_speed_tps"]["p90"]))),
+        ));
     let throughput = Plot::new(agents(), Axis::linear("server throughput (tok/s)"))
-        .layer(Layer::new("total", color(0), Shape::Line(lv(&|p| f(&p["throughput"]["total_tps"])))))
-        .layer(Layer::new("input", color(1), Shape::Line(lv(&|p| f(&p["throughput"]["input_tps"])))))
-        .layer(Layer::new("output", color(2), Shape::Line(lv(&|p| f(&p["throughput"]["output_tps"])))));
+        .layer(Layer::new(
+            "total",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["throughput"]["total_tps"]))),
+        ))
+        .layer(Layer::new(
+            "input",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["throughput"]["input_tps"]))),
+        ))
+        .layer(Layer::new(
+            "output",
+            color(2),
+            Shape::Line(lv(&|p| f(&p["throughput"]["output_tps"]))),
+        ));
     let cached = lv(&|p| f(&p["throughput"]["cached_fraction"]).map(|c| c * 100.0));
-    let cached_plot = Plot::new(agents(), Axis::linear("cached prompt tokens (%)").range(0.0, 101.0))
-        .layer(Layer::new("cached share", color(4), Shape::Line(cached.clone())))
-        .layer(Layer::unnamed(color(4), Shape::Dots(cached.clone(), 4)));
+    let cached_plot = Plot::new(
+        agents(),
+        Axis::linear("cached prompt tokens (%)").range(0.0, 101.0),
+    )
+    .layer(Layer::new(
+        "cached share",
+        color(4),
+        Shape::Line(cached.clone()),
+    ))
+    .layer(Layer::unnamed(color(4), Shape::Dots(cached.clone(), 4)));
     let lag = Plot::new(agents(), Axis::log("send lag (ms, log scale)"))
-        .layer(Layer::new("p50", color(0), Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p50"]).map(|v| v.max(1e-3))))))
-        .layer(Layer::new("p99", color(3), Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p99"]).map(|v| v.max(1e-3))))));
+        .layer(Layer::new(
+            "p50",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p50"]).map(|v| v.max(1e-3)))),
+        ))
+        .layer(Layer::new(
+            "p99",
+            color(3),
+            Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p99"]).map(|v| v.max(1e-3)))),
+        ));
     s.figures(vec![
         figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: concurrent agents); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
         figure("ttft-by-level", "TTFT by concurrency", "Over each phase's steady-state window.", &ttft),
@@ -146,7 +208,20 @@ pub fn section(run: &RunDir) -> Option<Section> {
     }
     let mut t = Table::new(
         "Phases (★ = on the Pareto frontier)",
-        &["", "agents", "requests", "measured", "window (s)", "total tok/s", "P25 speed", "TTFT p90 (ms)", "cached %", "failed", "send lag p99 (ms)", "end"],
+        &[
+            "",
+            "agents",
+            "requests",
+            "measured",
+            "window (s)",
+            "total tok/s",
+            "P25 speed",
+            "TTFT p90 (ms)",
+            "cached %",
+            "failed",
+            "send lag p99 (ms)",
+            "end",
+        ],
     );
     for p in phases {
         let level = p["level"].as_u64().unwrap_or(0);
@@ -161,14 +236,25 @@ pub fn section(run: &RunDir) -> Option<Section> {
             Cell::num(n(&p["throughput"]["total_tps"])),
             Cell::num(n(&p["output_speed_tps"]["p25"])),
             Cell::num(n(&p["ttft_ms"]["p90"])),
-            Cell::num(f(&p["throughput"]["cached_fraction"]).map_or("-".into(), |c| format!("{:.1}", c * 100.0))),
+            Cell::num(
+                f(&p["throughput"]["cached_fraction"])
+                    .map_or("-".into(), |c| format!("{:.1}", c * 100.0)),
+            ),
             Cell::num(n(&p["errors"]["failed_turns"])),
             Cell::num(n(&p["send_lag_ms"]["p99"])),
             Cell::text(p["end_reason"].as_str().unwrap_or_default()).class("wrap"),
         ]);
     }
     s.push(Block::Table(t));
-    let mut slo = Table::new("SLO tiers", &["tier", "TTFT p90 ≤ (ms)", "P25 speed ≥ (tok/s)", "max agents"]);
+    let mut slo = Table::new(
+        "SLO tiers",
+        &[
+            "tier",
+            "TTFT p90 ≤ (ms)",
+            "P25 speed ≥ (tok/s)",
+            "max agents",
+        ],
+    );
     for tier in sw.summary["slo"].as_array().into_iter().flatten() {
         let n = tier["max_agents"].as_u64();
         slo.rows.push(vec![
@@ -197,7 +283,8 @@ fn phase_windows(sw: &Sweep) -> Option<super::page::Figure> {
         .collect();
     let mut parts: [Vec<[f64; 4]>; 4] = Default::default();
     for (i, p) in phases.iter().enumerate() {
-        let (y0, y1) = (i as f64 + 0.15, i as f64 + 0.85);
+        let y = super::charts::row(phases.len(), i);
+        let (y0, y1) = (y + 0.15, y + 0.85);
         let active = f(&p["all_active_s"]);
         let start = f(&p["window"]["start_ns"]).map(|n| n / 1e9);
         let end = f(&p["window"]["end_ns"]).map(|n| n / 1e9);
@@ -215,16 +302,34 @@ fn phase_windows(sw: &Sweep) -> Option<super::page::Figure> {
         parts[3].push([stopped, y0, wall.max(stopped), y1]);
     }
     let height = (names.len() as u32 * 28 + 110).max(220);
-    let mut plot = Plot::new(Axis::linear("time since the phase started (s)"), Axis::linear("").range(0.0, names.len() as f64))
-        .size(1400, height);
+    let mut plot = Plot::new(
+        Axis::linear("time since the phase started (s)"),
+        Axis::linear("").range(0.0, names.len() as f64),
+    )
+    .size(1400, height);
     plot.y_categories = names;
     for (i, (rects, name)) in parts
         .into_iter()
-        .zip(["ramp-up (agents starting)", "warm-up", "measured window", "drain (after the stop)"])
+        .zip([
+            "ramp-up (agents starting)",
+            "warm-up",
+            "measured window",
+            "drain (after the stop)",
+        ])
         .enumerate()
     {
-        let c = [rgb(200, 200, 200), rgb(255, 187, 120), color(0), rgb(150, 150, 150)][i];
+        let c = [
+            rgb(200, 200, 200),
+            rgb(255, 187, 120),
+            color(0),
+            rgb(150, 150, 150),
+        ][i];
         plot = plot.layer(Layer::new(name, c, Shape::Rects(rects)));
     }
-    figure("phase-windows", "Phase windows", "Only requests issued inside the measured window count.", &plot)
+    figure(
+        "phase-windows",
+        "Phase windows",
+        "Only requests issued inside the measured window count.",
+        &plot,
+    )
 }
