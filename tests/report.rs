@@ -288,6 +288,8 @@ async fn sweep_report_renders_in_chromium_and_marks_the_frontier() {
         "cached-by-level",
         "send-lag-by-level",
         "phase-windows",
+        "ttft-per-phase",
+        "speed-per-phase",
     ]);
     for needle in ["SLO interactive", "max agents", "★", "Phases"] {
         assert!(page.text.contains(needle), "{needle} not on the page");

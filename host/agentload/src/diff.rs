@@ -395,4 +395,61 @@ mod tests {
         assert!(diff(&a, &dir.join("none")).is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }
+
+    #[test]
+    fn performance_numbers_with_deltas_summarised_unless_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for (d, p50, tps) in [(&a, 2_000_000u64, 100.0), (&b, 3_000_000, 100.0)] {
+            std::fs::create_dir_all(d.join("performance")).unwrap();
+            std::fs::write(
+                d.join("performance/result_summary.json"),
+                json!({"n_samples_completed": 10, "tps": tps,
+                    "ttft": {"percentiles": {"50.0": p50, "99.0": 9_000_000}, "avg": 2.5e6}})
+                .to_string(),
+            )
+            .unwrap();
+        }
+        let diffs = diff(&a, &b).unwrap();
+        assert_eq!(diffs.len(), 1);
+        let d = &diffs[0];
+        assert_eq!(d.report, "performance/result_summary.json");
+        let p50 = d
+            .numbers
+            .iter()
+            .find(|n| n.key == "performance.ttft_ms.p50")
+            .unwrap();
+        assert_eq!(
+            (p50.before, p50.after, p50.delta),
+            (Some(2.0), Some(3.0), Some(1.0))
+        );
+        assert_eq!(p50.delta_pct, Some(50.0));
+        let text = render(&diffs, false);
+        assert!(
+            text.starts_with("performance/result_summary.json: 1 of 5 numbers changed\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("TTFT p50") && text.contains("+1 (+50.0 %)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("TTFT p99"),
+            "unchanged numbers are left out: {text}"
+        );
+        assert!(text.contains("(4 unchanged; --all lists them)"), "{text}");
+        let all = render(&diffs, true);
+        assert!(
+            all.contains("TTFT p99") && !all.contains("unchanged"),
+            "{all}"
+        );
+        // JSON keeps every number.
+        assert_eq!(
+            serde_json::to_value(&diffs).unwrap()[0]["numbers"]
+                .as_array()
+                .unwrap()
+                .len(),
+            5
+        );
+    }
 }

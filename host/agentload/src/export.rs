@@ -230,19 +230,15 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
         phases.serialize(perf_row(&run, summary))?;
     }
     if let Some(sw) = &run.sweep {
-        for p in sw.phases() {
-            let file = dir
-                .join("sweep")
-                .join(p["turns"].as_str().unwrap_or_default());
-            let phase_turns = read::turns_file(&file)?;
+        for (p, phase_turns) in sw.phases().iter().zip(&sw.phase_turns) {
             let name = format!("sweep phase {} (c{})", p["index"], p["level"]);
-            for t in &phase_turns {
+            for t in phase_turns {
                 turns.serialize(turn_row(&name, t))?;
             }
-            for s in trajectories(&phase_turns) {
+            for s in trajectories(phase_turns) {
                 sessions.serialize(session_row(&name, &s, false))?;
             }
-            phases.serialize(sweep_row(p, &phase_turns))?;
+            phases.serialize(sweep_row(p, phase_turns))?;
         }
     }
     if !run.accuracy_turns.is_empty() || run.accuracy.is_some() {

@@ -574,8 +574,9 @@ where
         };
         let left = if anchor_right { px - w } else { px };
         let mut top = py;
-        // X labels stack upwards into the margin, Y labels downwards.
-        let step = if matches!(m, Mark::X(..)) { -h } else { h };
+        // Labels stack upwards (X marks into the top margin, Y marks away
+        // from the x axis's ticks).
+        let step = -h;
         while taken
             .iter()
             .any(|&(l, t, r, b)| left < r && left + w > l && top < b && top + h > t)

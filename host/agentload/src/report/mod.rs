@@ -10,7 +10,7 @@ mod compare;
 pub mod headline;
 mod page;
 pub mod read;
-mod run;
+pub(crate) mod run;
 mod sweep;
 
 use anyhow::{Context as _, Result};
@@ -101,4 +101,111 @@ pub fn write_for_run(dir: &Path) -> Result<PathBuf> {
     let out = dir.join("report.html");
     write(&[dir.to_path_buf()], &[], &out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn write(dir: &Path, file: &str, text: &str) {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn labels_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runs = Vec::new();
+        for name in ["a", "b"] {
+            let d = dir.path().join(name);
+            write(&d, "run_manifest.json", "{}");
+            write(&d, "config.toml", "name = \"same\"");
+            runs.push(RunDir::read(&d).unwrap());
+        }
+        assert_eq!(labels(&runs, &[]), ["same (a)", "same (b)"]);
+        assert_eq!(labels(&runs, &["x".into(), "x".into()]), ["x", "x #2"]);
+        assert_eq!(labels(&runs, &["x".into()]), ["x", "same (b)"]);
+    }
+
+    #[test]
+    fn odd_and_partial_results_still_render() {
+        let dir = tempfile::tempdir().unwrap();
+        // Accuracy only, the newer wrapped shape, a failed gate.
+        let acc = dir.path().join("acc");
+        write(
+            &acc,
+            "accuracy/accuracy_results.json",
+            &json!({"average_accuracy": 0.5, "osl_tokenization_s": 0.1, "accuracy_scores": [{
+                "dataset_name": "bfcl_v4::function_calling",
+                "breakdown": {"overall_accuracy": 50.0, "normalized_single_turn_score": 40.0,
+                    "category_scores": {"live": 50.0}, "subset_scores": {"simple_python": 50.0}},
+                "gate": {"factor": 0.97, "passed": false, "metrics": {
+                    "bfcl_overall_accuracy": {"value": 50.0, "golden": 86.23, "threshold": 83.6431, "passed": false}}}}]})
+            .to_string(),
+        );
+        write(&acc, "report.txt", "run INVALID\n");
+        let html = render(&[RunDir::read(&acc).unwrap()], &[]).unwrap();
+        assert!(html.contains("accuracy gate FAIL"), "the reason is given");
+        assert!(html.contains("id=\"bfcl-subsets\""));
+        assert!(html.contains("INVALID"));
+        // A performance run with failed and aborted turns, histogram
+        // buckets as [lo, hi] pairs, and records with a due time.
+        let perf = dir.path().join("perf");
+        write(
+            &perf,
+            "performance/result_summary.json",
+            &json!({"n_samples_issued": 2, "n_samples_completed": 1, "n_samples_failed": 1,
+                "duration_ns": 2_000_000_000u64, "qps": 0.5, "tps": 2.0,
+                "ttft": {"percentiles": {"50.0": 1_000_000, "99.0": 2_000_000}, "avg": 1e6, "max": 2_000_000,
+                    "histogram": {"buckets": [[900_000.0, 1_500_000.0], [1_500_000.0, 2_100_000.0]], "counts": [1, 0]}},
+                "agentload": {"n_samples_aborted": 1, "token_count_source": "server"}})
+            .to_string(),
+        );
+        write(
+            &perf,
+            "turns.jsonl",
+            concat!(
+                r#"{"session_id":"s","turn":1,"status":"completed","issued_ns":10,"first_token_ns":1000010,"complete_ns":3000010,"scheduled_ns":5,"usage":{"prompt_tokens":100,"completion_tokens":5}}"#,
+                "\n",
+                r#"{"session_id":"s","turn":2,"status":"failed","issued_ns":4000000,"complete_ns":5000000,"error":"HTTP 400: exceed_context_size"}"#,
+                "\n",
+                r#"{"session_id":"s","turn":3,"status":"aborted","error":"aborted"}"#,
+                "\n"
+            ),
+        );
+        write(
+            &perf,
+            "sessions.json",
+            r#"[{"id":"s","expected_turns":3,"completed":1,"failed":1,"aborted":1}]"#,
+        );
+        let html = render(&[RunDir::read(&perf).unwrap()], &[]).unwrap();
+        for needle in [
+            "Failed and aborted turns",
+            "exceed_context_size",
+            "id=\"timeline\"",
+            "id=\"ttft-hist\"",
+            "id=\"send-lag\"",
+            "2 of 3 expected turns missing",
+        ] {
+            assert!(html.contains(needle), "{needle}");
+        }
+        // A sweep whose phase measured nothing, compared with the others.
+        let sweep = dir.path().join("sweep");
+        write(
+            &sweep,
+            "sweep/summary.json",
+            &json!({"run": "s", "phases": [{"index": 0, "level": 1, "window": null, "ttft_ms": null,
+                "throughput": {"total_tps": 0.0}, "turns": "phase-00-c1/turns.jsonl"}], "slo": []})
+            .to_string(),
+        );
+        let runs: Vec<RunDir> = [&acc, &perf, &sweep]
+            .iter()
+            .map(|d| RunDir::read(d).unwrap())
+            .collect();
+        render(&runs[2..], &[]).unwrap();
+        let html = render(&runs, &[]).unwrap();
+        assert!(html.contains("3 runs compared"));
+    }
 }

@@ -274,6 +274,8 @@ pub struct Sweep {
     pub summary: Value,
     /// `sweep/pareto.json` (`points`, `frontier`).
     pub pareto: Option<Value>,
+    /// Each phase's turn log (as `summary.json` lists them).
+    pub phase_turns: Vec<Vec<Turn>>,
 }
 
 impl Sweep {
@@ -386,9 +388,21 @@ impl RunDir {
             .map(|v| Accuracy::from_value(accuracy_file.clone(), v));
         let sweep = json_file::<Value>(&dir.join("sweep/summary.json"))?
             .map(|summary| -> Result<Sweep, ReadError> {
+                let phase_turns = summary["phases"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        turns_file(
+                            &dir.join("sweep")
+                                .join(p["turns"].as_str().unwrap_or_default()),
+                        )
+                    })
+                    .collect::<Result<_, _>>()?;
                 Ok(Sweep {
-                    summary,
                     pareto: json_file(&dir.join("sweep/pareto.json"))?,
+                    summary,
+                    phase_turns,
                 })
             })
             .transpose()?;

@@ -7,7 +7,8 @@ use super::read::{self, RunDir, Status, Turn};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The CDF of `values` as (value, % at or below), at most ~1,500 points.
+/// The CDF of `values` as (value, % at or below), from 0 % at the
+/// smallest value, at most ~1,500 points.
 pub fn cdf(mut values: Vec<f64>) -> Vec<(f64, f64)> {
     values.retain(|v| v.is_finite());
     values.sort_by(f64::total_cmp);
@@ -20,6 +21,10 @@ pub fn cdf(mut values: Vec<f64>) -> Vec<(f64, f64)> {
         .map(|(i, &v)| (v, (i + 1) as f64 / n as f64 * 100.0))
         .collect();
     out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    // The curve rises from 0 % at the smallest value (one value: a step).
+    if let Some(&(v, _)) = out.first() {
+        out.insert(0, (v, 0.0));
+    }
     out
 }
 
@@ -874,10 +879,11 @@ mod tests {
     #[test]
     fn cdf_is_monotone_and_ends_at_100() {
         let c = cdf((0..5000).rev().map(f64::from).collect());
-        assert!(c.len() <= 1501);
+        assert!(c.len() <= 1502);
         assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
         assert_eq!(c.last().unwrap(), &(4999.0, 100.0));
-        assert_eq!(c[0], (0.0, 100.0 / 5000.0));
+        assert_eq!(c[..2], [(0.0, 0.0), (0.0, 100.0 / 5000.0)]);
+        assert_eq!(cdf(vec![7.0]), [(7.0, 0.0), (7.0, 100.0)]);
         assert!(cdf(vec![f64::NAN]).is_empty());
     }
 

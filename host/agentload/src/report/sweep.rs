@@ -5,7 +5,7 @@
 use super::charts::{color, rgb, Axis, Layer, Mark, Plot, Shape};
 use super::headline::number;
 use super::page::{figure, Block, Cell, Section, Table, Tile};
-use super::read::{RunDir, Sweep};
+use super::read::{RunDir, Sweep, Turn};
 use serde_json::Value;
 
 fn f(v: &Value) -> Option<f64> {
@@ -200,6 +200,8 @@ pub fn section(run: &RunDir) -> Option<Section> {
         figure("speed-by-level", "Output speed by concurrency", "Per request, tokens/s after the first token.", &speed),
         figure("throughput-by-level", "Server throughput by concurrency", "From the server's usage counts over the window.", &throughput),
         if cached.is_empty() { None } else { figure("cached-by-level", "Cached-token share by concurrency", "Cached prompt tokens / prompt tokens, from usage.prompt_tokens_details.", &cached_plot) },
+        phase_cdf(sw, "ttft-per-phase", "TTFT per phase", "TTFT (ms, log scale)", |t| t.ttft_ns().map(super::run::ms)),
+        phase_cdf(sw, "speed-per-phase", "Output speed per phase", "output speed per request (tok/s, log scale)", Turn::output_speed_tps),
         figure("send-lag-by-level", "Send lag by concurrency", "Issued minus due (coordinated omission); values under 1 µs drawn at 1 µs.", &lag),
         phase_windows(sw),
     ]);
@@ -271,6 +273,45 @@ pub fn section(run: &RunDir) -> Option<Section> {
         s.push(Block::Table(slo));
     }
     Some(s)
+}
+
+/// One CDF per phase (every completed request of the phase, ramp-up and
+/// drain included), by concurrency.
+fn phase_cdf(
+    sw: &Sweep,
+    id: &str,
+    title: &str,
+    x_label: &str,
+    pick: impl Fn(&Turn) -> Option<f64>,
+) -> Option<super::page::Figure> {
+    let mut plot = Plot::new(
+        Axis::log(x_label),
+        Axis::linear("requests at or below (%)").range(0.0, 101.0),
+    );
+    for (i, (p, turns)) in sw.phases().iter().zip(&sw.phase_turns).enumerate() {
+        let values: Vec<f64> = turns
+            .iter()
+            .filter_map(&pick)
+            .filter(|v| *v > 0.0)
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let name = format!("c{}", p["level"].as_u64().unwrap_or(0));
+        let curve = super::run::cdf(values);
+        let shape = if i % 2 == 1 {
+            Shape::Dashed(curve)
+        } else {
+            Shape::Line(curve)
+        };
+        plot = plot.layer(Layer::new(name, color(i), shape));
+    }
+    figure(
+        id,
+        title,
+        "Every completed request of each phase (ramp-up and drain included).",
+        &plot,
+    )
 }
 
 /// Each phase's parts on its own clock: ramp-up, warm-up, the measured
