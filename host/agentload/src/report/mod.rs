@@ -182,7 +182,8 @@ mod tests {
         );
         let html = render(&[RunDir::read(&perf).unwrap()], &[]).unwrap();
         for needle in [
-            "Failed and aborted turns",
+            "Failed turns",
+            "turns were aborted",
             "exceed_context_size",
             "id=\"timeline\"",
             "id=\"ttft-hist\"",

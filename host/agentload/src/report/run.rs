@@ -255,7 +255,12 @@ pub fn header(run: &RunDir) -> Section {
             let w = cfg(&format!("{p}.workload"))?;
             let sc =
                 cfg(&format!("{p}.scorer")).map_or(String::new(), |s| format!(", scored by {s}"));
-            Some(format!("{p}: {w}{sc}"))
+            let ran = match *p {
+                "performance" => run.summary.is_some() || run.sweep.is_some(),
+                _ => run.accuracy.is_some() || !run.accuracy_turns.is_empty(),
+            };
+            let not_run = if ran { "" } else { " (not run)" };
+            Some(format!("{p}: {w}{sc}{not_run}"))
         })
         .collect();
     fact("phases", Some(phases.join("; ")));
@@ -551,29 +556,47 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         ));
         s.figures(figs);
     }
-    let bad: Vec<&Turn> = turns
+    let failed: Vec<&Turn> = turns
         .iter()
-        .filter(|t| t.status != Status::Completed)
+        .filter(|t| t.status == Status::Failed)
         .collect();
-    if !bad.is_empty() {
+    let aborted = |session: &str| {
+        turns
+            .iter()
+            .filter(|t| t.status == Status::Aborted && t.session_id == session)
+            .count()
+    };
+    if !failed.is_empty() {
         let mut t = Table::new(
-            "Failed and aborted turns",
-            &["conversation", "turn", "status", "issued (s)", "error"],
+            "Failed turns (each aborts the rest of its conversation)",
+            &[
+                "conversation",
+                "turn",
+                "issued (s)",
+                "turns aborted after it",
+                "error",
+            ],
         );
-        for b in bad.iter().take(50) {
+        for f in failed.iter().take(50) {
             t.rows.push(vec![
-                Cell::text(&b.session_id),
-                Cell::num(b.turn.to_string()),
-                Cell::verdict(b.status.as_str(), false),
+                Cell::text(&f.session_id),
+                Cell::num(f.turn.to_string()),
                 Cell::num(
-                    b.issued_ns
+                    f.issued_ns
                         .map_or("-".into(), |n| format!("{:.3}", n as f64 / 1e9)),
                 ),
-                Cell::text(b.error.clone().unwrap_or_default()).class("wrap"),
+                Cell::num(aborted(&f.session_id).to_string()),
+                Cell::text(f.error.clone().unwrap_or_default()).class("wrap"),
             ]);
         }
-        t.more = bad.len().saturating_sub(50);
+        t.more = failed.len().saturating_sub(50);
         s.push(Block::Table(t));
+    }
+    let n_aborted = turns.iter().filter(|t| t.status == Status::Aborted).count();
+    if n_aborted > 0 {
+        s.note(format!(
+            "{n_aborted} turns were aborted (never sent) after an earlier turn of their conversation failed; they count as missing."
+        ));
     }
     Some(s)
 }
