@@ -192,6 +192,32 @@ mod tests {
         ] {
             assert!(html.contains(needle), "{needle}");
         }
+        // BFCL multi-turn, found through the config's report_file.
+        let multi = dir.path().join("multi");
+        write(
+            &multi,
+            "config.toml",
+            "name = \"m\"\n[accuracy]\nworkload = \"bfcl-multi\"\nreport_file = \"accuracy/multi_turn_results.json\"\n",
+        );
+        write(
+            &multi,
+            "accuracy/multi_turn_results.json",
+            &json!({"dataset_name": "bfcl_v4::multi_turn", "gated": false, "score": 0.5,
+                "breakdown": {"multi_turn_accuracy": 50.0, "category_scores": {
+                    "multi_turn_base": {"accuracy": 75.0, "correct_count": 3, "total_count": 4},
+                    "multi_turn_miss_func": {"accuracy": 25.0, "correct_count": 1, "total_count": 4}}}})
+            .to_string(),
+        );
+        let html = render(&[RunDir::read(&multi).unwrap()], &[]).unwrap();
+        for needle in [
+            "id=\"multi-turn\"",
+            "multi_turn_miss_func",
+            "not gated",
+            "accuracy: bfcl-multi",
+        ] {
+            assert!(html.contains(needle), "{needle}");
+        }
+        assert!(!html.contains("(not run)"), "the multi-turn phase ran");
         // A sweep whose phase measured nothing, compared with the others.
         let sweep = dir.path().join("sweep");
         write(

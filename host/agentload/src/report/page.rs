@@ -72,6 +72,11 @@ pub enum Block {
     Note {
         text: String,
     },
+    /// Verbatim text, folded under its title.
+    Code {
+        title: String,
+        text: String,
+    },
 }
 
 /// One headline tile.

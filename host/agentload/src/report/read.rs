@@ -302,6 +302,8 @@ pub struct RunDir {
     pub path: PathBuf,
     /// `config.toml`, as a TOML tree.
     pub config: Option<toml::Value>,
+    /// `config.toml` as written.
+    pub config_text: Option<String>,
     pub manifest: Option<Value>,
     /// `performance/result_summary.json`.
     pub summary: Option<Value>,
@@ -366,9 +368,10 @@ pub fn turns_file(path: &Path) -> Result<Vec<Turn>, ReadError> {
 impl RunDir {
     /// Reads `dir` (see the module docs).
     pub fn read(dir: &Path) -> Result<Self, ReadError> {
-        let config = match text(&dir.join("config.toml"))? {
+        let config_text = text(&dir.join("config.toml"))?;
+        let config = match &config_text {
             Some(t) => Some(
-                toml::from_str::<toml::Value>(&t).map_err(|e| ReadError::Parse {
+                toml::from_str::<toml::Value>(t).map_err(|e| ReadError::Parse {
                     path: dir.join("config.toml"),
                     message: e.to_string(),
                 })?,
@@ -419,6 +422,7 @@ impl RunDir {
             accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?.unwrap_or_default(),
             sweep,
             config,
+            config_text,
         };
         if run.manifest.is_none()
             && run.summary.is_none()

@@ -272,6 +272,12 @@ pub fn header(run: &RunDir) -> Section {
         cfg("load.turn_timeout_s").map(|t| format!("{t} s")),
     );
     s.push(Block::Facts { items: facts });
+    if let Some(text) = &run.config_text {
+        s.push(Block::Code {
+            title: "The resolved config (config.toml)".into(),
+            text: text.clone(),
+        });
+    }
     if let Some(m) = &run.manifest {
         let seals: Vec<&Value> = m["seal"]["plugins"]
             .as_array()
@@ -291,12 +297,11 @@ pub fn header(run: &RunDir) -> Section {
                 ),
                 None => Cell::text("-"),
             };
-            let short = digest.get(..19).unwrap_or(digest);
             t.rows.push(vec![
                 Cell::text(p["kind"].as_str().unwrap_or_default()),
                 Cell::text(p["name"].as_str().unwrap_or_default()),
                 Cell::text(p["version"].as_str().unwrap_or_default()),
-                Cell::text(format!("{short}…")).class("mono").title(digest),
+                Cell::text(digest).class("mono"),
                 seal_cell,
             ]);
         }
