@@ -115,6 +115,31 @@ mod tests {
     }
 
     #[test]
+    fn long_runs_are_thinned_to_a_bounded_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = String::new();
+        for i in 0..12_000u64 {
+            let t = i * 1_000_000;
+            log.push_str(
+                &json!({"session_id": format!("s{}", i % 7), "turn": i / 7, "status": "completed",
+                "issued_ns": t, "first_token_ns": t + 300_000 + i, "complete_ns": t + 900_000 + i,
+                "usage": {"prompt_tokens": 100 + i, "completion_tokens": 20}})
+                .to_string(),
+            );
+            log.push('\n');
+        }
+        write(dir.path(), "turns.jsonl", &log);
+        write(
+            dir.path(),
+            "performance/result_summary.json",
+            r#"{"n_samples_issued": 12000}"#,
+        );
+        let html = render(&[RunDir::read(dir.path()).unwrap()], &[]).unwrap();
+        assert!(html.contains("1 turn in 3 drawn (12000 turns)"));
+        assert!(html.len() < 4_000_000, "{} bytes", html.len());
+    }
+
+    #[test]
     fn labels_are_unique() {
         let dir = tempfile::tempdir().unwrap();
         let mut runs = Vec::new();

@@ -56,6 +56,9 @@ fn by_conversation<'a>(turns: &'a [Turn], names: &[String]) -> Vec<Vec<&'a Turn>
     out
 }
 
+/// Dots drawn per scatter chart, at most (about).
+const MAX_DOTS: usize = 5000;
+
 /// The percentile labels drawn on CDFs (the grid's table has them all).
 const LABELLED: [&str; 2] = ["50.0", "99.0"];
 
@@ -444,6 +447,16 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         });
     }
     let groups = by_conversation(turns, &names);
+    // Long runs: every k-th completed turn is drawn as a dot (failures
+    // always), so the page stays a few MB at most.
+    let stride = turns.len().div_ceil(MAX_DOTS).max(1);
+    let thinned = if stride > 1 {
+        format!(" 1 turn in {stride} drawn ({} turns).", turns.len())
+    } else {
+        String::new()
+    };
+    let keep =
+        |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> { pts.into_iter().step_by(stride).collect() };
     let mut figs = Vec::new();
     // ISL vs TTFT.
     let mut scatter = Plot::new(
@@ -455,12 +468,12 @@ pub fn performance(run: &RunDir) -> Option<Section> {
             .iter()
             .filter_map(|t| Some((t.isl()? as f64, ms(t.ttft_ns()?))))
             .collect();
-        scatter = scatter.layer(Layer::unnamed(color(i), Shape::Dots(pts, 3)));
+        scatter = scatter.layer(Layer::unnamed(color(i), Shape::Dots(keep(pts), 3)));
     }
     figs.push(figure(
         "isl-ttft",
         "ISL vs TTFT",
-        "One dot per completed turn, coloured by conversation.",
+        &format!("One dot per completed turn, coloured by conversation.{thinned}"),
         &scatter,
     ));
     // Time line.
@@ -474,7 +487,7 @@ pub fn performance(run: &RunDir) -> Option<Section> {
             .iter()
             .filter_map(|t| Some((t.issued_ns? as f64 / 1e9, ms(t.latency_ns()?))))
             .collect();
-        timeline = timeline.layer(Layer::unnamed(color(i), Shape::Dots(pts, 3)));
+        timeline = timeline.layer(Layer::unnamed(color(i), Shape::Dots(keep(pts), 3)));
     }
     let floor = turns
         .iter()
@@ -511,7 +524,7 @@ pub fn performance(run: &RunDir) -> Option<Section> {
     figs.push(figure(
         "timeline",
         "Every turn on the run's time line",
-        "x: when the turn was issued; y: its latency; coloured by conversation. Failed turns: red crosses at their issue time; aborted turns (never sent): orange crosses where their conversation failed, on the floor of the chart.",
+        &format!("x: when the turn was issued; y: its latency; coloured by conversation. Failed turns: red crosses at their issue time; aborted turns (never sent): orange crosses where their conversation failed, on the floor of the chart.{thinned}"),
         &timeline,
     ));
     // Context growth.
