@@ -498,13 +498,25 @@ where
                     .map_err(|e| err(&e))?;
             }
             Shape::Labels(t) => {
+                // Right of the point, or left of it where the text would
+                // run past the plot's right edge.
+                let right_edge = chart.plotting_area().get_pixel_range().0.end;
+                let anchored: Vec<_> = t
+                    .iter()
+                    .map(|(x, y, s)| {
+                        let (px, _) = chart.backend_coord(&(*x, *y));
+                        let width = (s.chars().count() as f64 * 7.2) as i32;
+                        let h = if px + width > right_edge {
+                            HPos::Right
+                        } else {
+                            HPos::Left
+                        };
+                        (*x, *y, s.clone(), h)
+                    })
+                    .collect();
                 chart
-                    .draw_series(t.iter().map(|(x, y, s)| {
-                        Text::new(
-                            s.clone(),
-                            (*x, *y),
-                            font(12).color(&c).pos(Pos::new(HPos::Left, VPos::Bottom)),
-                        )
+                    .draw_series(anchored.into_iter().map(|(x, y, s, h)| {
+                        Text::new(s, (x, y), font(12).color(&c).pos(Pos::new(h, VPos::Bottom)))
                     }))
                     .map_err(|e| err(&e))?;
             }
