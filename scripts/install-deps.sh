@@ -5,8 +5,8 @@
 #
 #   apt packages: cmake, g++, make (llama-server build), curl (health
 #                 polls, fetch-data.sh), unzip, python3 with pip (data
-#                 wheels, parity fixtures), chromium-headless-shell (the
-#                 HTML report check) where the test needs it
+#                 wheels, parity fixtures), chromium-headless-shell and
+#                 fonts-dejavu-core (the HTML report check)
 #   rustup:       the pinned toolchain's clippy and rustfmt, wasm32-wasip2
 #
 # Runs apt-get as root (CI and the developers' machines are root) or with
@@ -23,6 +23,10 @@ command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
 command -v python3 >/dev/null || need+=(python3 python3-pip)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# tests/report.rs renders the HTML reports in a real headless Chromium (and
+# its text needs a font).
+command -v chromium-headless-shell >/dev/null || need+=(chromium-headless-shell)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 for extra in ${AGENTLOAD_EXTRA_APT:-}; do need+=("$extra"); done
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need[*]}"

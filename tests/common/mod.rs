@@ -2,6 +2,8 @@
 //! the embedded simulator, and small generated configs.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;

@@ -15,9 +15,9 @@ pub fn verbose() -> bool {
     VERBOSE.load(Ordering::Relaxed)
 }
 
-/// Writes one line to stderr.
+/// Writes one line to stderr (above the progress bar, when one is drawn).
 pub fn line(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    crate::progress::write_line(message);
 }
 
 /// Writes `text` to stdout. A closed stdout (`agentload ... | head -1`)

@@ -89,9 +89,38 @@ enum Command {
         a: PathBuf,
         /// The second result directory.
         b: PathBuf,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (always complete).
         #[arg(long)]
         json: bool,
+        /// List every number and every changed sample (the text form
+        /// otherwise shows changed numbers and the first changes).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write one self-contained HTML page for a run, a sweep, or several
+    /// result directories compared (the first is the baseline).
+    Report {
+        /// Result directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output file (default DIR/report.html for one directory,
+        /// ./report.html for several).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A label per directory, in order (default: each run's name).
+        #[arg(long)]
+        label: Vec<String>,
+    },
+    /// Export a result directory's turns, sessions and phases as tables.
+    Export {
+        /// The result directory.
+        dir: PathBuf,
+        /// CSV (the one format so far): turns.csv, sessions.csv, phases.csv.
+        #[arg(long, required = true)]
+        csv: bool,
+        /// Output directory (default DIR/export).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Lay out finished runs as an MLPerf endpoints submission tree, as the
     /// reference's publish_submission.py does, checking the fields the
@@ -138,6 +167,10 @@ enum Command {
         /// Write the combined frontier here (JSON) instead of printing it.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// A label per sweep, in order, replacing its run name (two runs of
+        /// one config otherwise carry the same).
+        #[arg(long)]
+        label: Vec<String>,
     },
     /// Measure the harness's own costs and print a table.
     Bench {
@@ -374,12 +407,12 @@ async fn dispatch(command: Command) -> Result<u8> {
             agentload::log::out(&agentload::rescore::summary(&result));
             Ok(exit::SUCCESS)
         }
-        Command::Diff { a, b, json } => {
+        Command::Diff { a, b, json, all } => {
             let diffs = agentload::diff::diff(&a, &b)?;
             if json {
                 agentload::log::out(&(serde_json::to_string_pretty(&diffs)? + "\n"));
             } else {
-                agentload::log::out(&agentload::diff::render(&diffs));
+                agentload::log::out(&agentload::diff::render(&diffs, all));
             }
             Ok(exit::SUCCESS)
         }
@@ -420,8 +453,31 @@ async fn dispatch(command: Command) -> Result<u8> {
             agentload::log::out(&text);
             Ok(exit::SUCCESS)
         }
-        Command::Pareto { sweeps, out } => {
-            let combined = agentload::sweep::pareto_of(&sweeps)?;
+        Command::Report { dirs, out, label } => {
+            let out = out.unwrap_or_else(|| match dirs.as_slice() {
+                [one] => one.join("report.html"),
+                _ => PathBuf::from("report.html"),
+            });
+            let started = std::time::Instant::now();
+            tokio::task::block_in_place(|| agentload::report::write(&dirs, &label, &out))?;
+            let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+            agentload::log::out(&format!(
+                "{} ({bytes} bytes, {:.2} s)\n",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            ));
+            Ok(exit::SUCCESS)
+        }
+        Command::Export { dir, out, csv: _ } => {
+            let mut text = String::new();
+            for path in agentload::export::csv(&dir, out.as_deref())? {
+                text.push_str(&format!("{}\n", path.display()));
+            }
+            agentload::log::out(&text);
+            Ok(exit::SUCCESS)
+        }
+        Command::Pareto { sweeps, out, label } => {
+            let combined = agentload::sweep::pareto_of(&sweeps, &label)?;
             match out {
                 Some(path) => agentload::results::write_json(&path, &combined)?,
                 None => {

@@ -364,6 +364,13 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if !overrides.quiet {
         crate::log::out(&text);
     }
+    // The page reads the result files just written; a failure to draw it
+    // loses nothing measured, so it is reported, not fatal.
+    match crate::report::write_for_run(&result.out) {
+        Ok(path) if !overrides.quiet => crate::log::out(&format!("report: {}\n", path.display())),
+        Ok(_) => {}
+        Err(e) => crate::log::line(&format!("error: report.html not written: {e:#}")),
+    }
     Ok(result)
 }
 
@@ -566,11 +573,7 @@ async fn execute(
         },
         prior.turns,
         cx.counter.clone(),
-        Console::new(
-            expected as usize,
-            if cx.overrides.quiet { 0 } else { 50 },
-            cx.overrides.quiet,
-        ),
+        Console::new(name, Some(u64::from(expected)), cx.overrides.quiet),
     )?;
     let engine = Arc::new(Engine {
         workload: Mutex::new(prepared.workload),
@@ -725,13 +728,16 @@ async fn run_sweep(
     .await?;
     let _ = writeln!(
         text,
-        "sweep: {} phases (sweep/summary.json, sweep/pareto.json)",
+        "sweep: {} phases (sweep/summary.json, sweep/pareto.json); * = on the Pareto frontier",
         summary.phases.len()
     );
+    let frontier = crate::sweep::frontier::pareto(&crate::sweep::points_of(&summary));
     for p in &summary.phases {
+        let on = frontier.iter().any(|f| f.level == p.level);
         let _ = writeln!(
             text,
-            "  c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            "{} c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            if on { '*' } else { ' ' },
             p.level,
             p.metrics.throughput.total_tps,
             p.metrics.output_speed_tps.as_ref().map_or(f64::NAN, |s| s.p25),

@@ -153,6 +153,7 @@ impl Recorder {
     /// Waits for the token counts, syncs the files, and returns the records
     /// that count (interrupted ones left out) with their counts merged.
     pub fn finish(self) -> Result<Vec<TurnRecord>, WriteError> {
+        self.console.finish();
         let counts = self.counting.map(CountWorker::finish).transpose()?;
         for log in self.turns.iter() {
             log.lock().expect("log lock").sync()?;

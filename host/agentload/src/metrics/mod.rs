@@ -3,11 +3,9 @@
 //! estimates, and the `result_summary.json` series objects.
 
 mod early_stopping;
-mod live;
 mod series;
 mod spread;
 
 pub use early_stopping::early_stopping_index;
-pub use live::LiveStats;
 pub use series::{lower_percentile, Series, PERCENTILE_GRID};
 pub use spread::Spread;

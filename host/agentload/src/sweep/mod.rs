@@ -135,7 +135,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             },
             Vec::new(),
             counter.clone(),
-            Console::new(0, 0, quiet),
+            Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
         )?;
         let (client, body) = crate::run::client_for(config, level)?;
         if let Err(e) = client.warm_up(level).await {
@@ -250,11 +250,19 @@ pub fn points_of(summary: &SweepSummary) -> Vec<Point> {
         .collect()
 }
 
-/// The frontier across several sweeps (`sweep/summary.json` files or the
-/// run directories holding them).
-pub fn pareto_of(paths: &[PathBuf]) -> Result<ParetoFile> {
+/// The frontier across several sweeps (`sweep/pareto.json` files or the
+/// run directories holding them); `labels[i]`, when given, replaces the
+/// run name of the `i`-th sweep's points (two runs of one config would
+/// otherwise share a name).
+pub fn pareto_of(paths: &[PathBuf], labels: &[String]) -> Result<ParetoFile> {
+    anyhow::ensure!(
+        labels.len() <= paths.len(),
+        "{} labels for {} sweeps: give at most one --label per sweep",
+        labels.len(),
+        paths.len()
+    );
     let mut points = Vec::new();
-    for path in paths {
+    for (i, path) in paths.iter().enumerate() {
         let file = if path.is_dir() {
             path.join("sweep/pareto.json")
         } else {
@@ -264,7 +272,12 @@ pub fn pareto_of(paths: &[PathBuf]) -> Result<ParetoFile> {
             .with_context(|| format!("cannot read {}", file.display()))?;
         let p: ParetoFile = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a sweep pareto.json", file.display()))?;
-        points.extend(p.points);
+        points.extend(p.points.into_iter().map(|mut point| {
+            if let Some(label) = labels.get(i) {
+                point.run.clone_from(label);
+            }
+            point
+        }));
     }
     Ok(ParetoFile {
         frontier: frontier::pareto(&points),

@@ -1,0 +1,601 @@
+//! Reading a result directory back, tolerantly: the one place that knows
+//! the result files' shapes, for `report`, `diff` and `export`.
+//!
+//! Every file is optional (a perf-only run has no `accuracy/`, a sweep no
+//! `turns.jsonl`); a file that is there but unreadable is an error naming
+//! it (and the line, for JSONL). Shapes that are changing are read in both
+//! forms: `accuracy/accuracy_results.json` as one bare report entry or as
+//! `{average_accuracy, accuracy_scores: [entry, ...]}`; histogram `buckets`
+//! as bucket edges or as `[lo, hi]` pairs; `config.yaml` is not read
+//! (`config.toml` holds the same and more). Turn records may carry
+//! `scheduled_ns` (when the turn was due) and a send lag.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A result file that is there but cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("{} holds no agentload results (no run_manifest.json, performance/result_summary.json, accuracy/ or sweep/summary.json)", path.display())]
+    NotResults { path: PathBuf },
+}
+
+/// How a turn ended (`turns.jsonl` `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Completed,
+    Failed,
+    Aborted,
+    #[serde(other)]
+    Other,
+}
+
+impl Status {
+    /// The `turns.jsonl` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Aborted => "aborted",
+            Status::Other => "other",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct LocalTokens {
+    isl: u64,
+    osl: u64,
+    #[serde(default)]
+    osl_after_first: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Answer {
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+/// One turn as the report needs it (the heavy fields are skipped).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Turn {
+    pub session_id: String,
+    pub turn: u32,
+    #[serde(default)]
+    pub item_id: String,
+    pub status: Status,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub issued_ns: Option<u64>,
+    #[serde(default)]
+    pub first_token_ns: Option<u64>,
+    #[serde(default)]
+    pub last_token_ns: Option<u64>,
+    #[serde(default)]
+    pub complete_ns: Option<u64>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    local_tokens: Option<LocalTokens>,
+    #[serde(default)]
+    completion: Option<Answer>,
+    /// When the turn was due (previous completion + tool delay).
+    #[serde(default)]
+    pub scheduled_ns: Option<u64>,
+    #[serde(default, alias = "lag_ns")]
+    send_lag_ns: Option<u64>,
+    /// The simulated agent (sweeps).
+    #[serde(default)]
+    pub agent: Option<u32>,
+}
+
+impl Turn {
+    fn usage(&self, key: &str) -> Option<u64> {
+        self.usage.as_ref()?.get(key)?.as_u64()
+    }
+
+    /// Prompt tokens: the server's count, else the local one.
+    pub fn isl(&self) -> Option<u64> {
+        self.usage("prompt_tokens")
+            .or(self.local_tokens.map(|l| l.isl))
+    }
+
+    /// Completion tokens: the server's count, else the local one.
+    pub fn osl(&self) -> Option<u64> {
+        self.usage("completion_tokens")
+            .or(self.local_tokens.map(|l| l.osl))
+    }
+
+    /// Cached prompt tokens, when the server says.
+    pub fn cached(&self) -> Option<u64> {
+        self.usage
+            .as_ref()?
+            .get("prompt_tokens_details")?
+            .get("cached_tokens")?
+            .as_u64()
+    }
+
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.completion.as_ref()?.finish_reason.as_deref()
+    }
+
+    fn span(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+        b?.checked_sub(a?)
+    }
+
+    pub fn completed(&self) -> bool {
+        self.status == Status::Completed
+    }
+
+    /// Time to first token, ns (completed turns).
+    pub fn ttft_ns(&self) -> Option<u64> {
+        Self::span(self.issued_ns, self.first_token_ns).filter(|_| self.completed())
+    }
+
+    /// End-to-end latency, ns (completed turns).
+    pub fn latency_ns(&self) -> Option<u64> {
+        Self::span(self.issued_ns, self.complete_ns).filter(|_| self.completed())
+    }
+
+    /// The reference's TPOT: (complete − first token) / tokens after the
+    /// first chunk (local count, else OSL − 1), ns.
+    pub fn tpot_ns(&self) -> Option<u64> {
+        let after_first = match self.local_tokens.and_then(|l| l.osl_after_first) {
+            Some(n) => n,
+            None => self.osl()?.saturating_sub(1),
+        };
+        let decode = Self::span(self.first_token_ns, self.complete_ns)?;
+        (after_first > 0 && self.completed()).then(|| decode / after_first)
+    }
+
+    /// Output tokens per second after the first token (the sweep's speed).
+    pub fn output_speed_tps(&self) -> Option<f64> {
+        let n = self.usage("completion_tokens")?;
+        let span = Self::span(self.first_token_ns, self.last_token_ns)?;
+        (n >= 2 && span > 0 && self.completed()).then(|| (n - 1) as f64 / (span as f64 / 1e9))
+    }
+
+    /// Issued minus due (coordinated omission), ns: the record's own send
+    /// lag, else `issued_ns − scheduled_ns`.
+    pub fn send_lag_ns(&self) -> Option<u64> {
+        self.send_lag_ns
+            .or_else(|| self.issued_ns?.checked_sub(self.scheduled_ns?).or(Some(0)))
+    }
+}
+
+/// One `sessions.json` row.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct Session {
+    pub id: String,
+    #[serde(default)]
+    pub expected_turns: u32,
+    #[serde(default)]
+    pub completed: u32,
+    #[serde(default)]
+    pub failed: u32,
+    #[serde(default)]
+    pub aborted: u32,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A histogram as `[lo, hi)` buckets and counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub buckets: Vec<(f64, f64)>,
+    pub counts: Vec<u64>,
+}
+
+/// Reads a result-summary `histogram` in either shape: `buckets` as edges
+/// (n + 1 numbers) or as n `[lo, hi]` pairs.
+pub fn histogram(series: &Value) -> Option<Histogram> {
+    let h = series.get("histogram")?;
+    let counts: Vec<u64> = h
+        .get("counts")?
+        .as_array()?
+        .iter()
+        .map(|c| c.as_u64().unwrap_or(0))
+        .collect();
+    let raw = h.get("buckets")?.as_array()?;
+    let buckets: Vec<(f64, f64)> = if raw.first().is_some_and(Value::is_array) {
+        raw.iter()
+            .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+            .collect()
+    } else {
+        let edges: Vec<f64> = raw.iter().filter_map(Value::as_f64).collect();
+        edges.windows(2).map(|w| (w[0], w[1])).collect()
+    };
+    (buckets.len() == counts.len() && !counts.is_empty()).then_some(Histogram { buckets, counts })
+}
+
+/// The accuracy report entries of `accuracy_results.json` in either shape,
+/// with the gate wherever it is (top level or in the entry).
+#[derive(Debug, Clone)]
+pub struct Accuracy {
+    /// The file's path, relative to the run directory.
+    pub file: String,
+    pub entries: Vec<Value>,
+    pub gate: Option<Value>,
+}
+
+impl Accuracy {
+    fn from_value(file: String, v: Value) -> Self {
+        let entries = match v.get("accuracy_scores").and_then(Value::as_array) {
+            Some(list) => list.clone(),
+            None => vec![v.clone()],
+        };
+        let gate = v
+            .get("gate")
+            .cloned()
+            .or_else(|| entries.iter().find_map(|e| e.get("gate").cloned()));
+        Self {
+            file,
+            entries,
+            gate,
+        }
+    }
+
+    /// The BFCL single-turn entry (one with `subset_scores`), if any.
+    pub fn bfcl(&self) -> Option<&Value> {
+        self.entries
+            .iter()
+            .find(|e| e["breakdown"].get("subset_scores").is_some())
+    }
+
+    /// The BFCL multi-turn entry, if any.
+    pub fn multi_turn(&self) -> Option<&Value> {
+        self.entries.iter().find(|e| {
+            e["dataset_name"]
+                .as_str()
+                .is_some_and(|n| n.contains("multi_turn"))
+        })
+    }
+
+    /// `gate.passed`.
+    pub fn gate_passed(&self) -> Option<bool> {
+        self.gate.as_ref()?.get("passed")?.as_bool()
+    }
+}
+
+/// A sweep's result files.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// `sweep/summary.json`.
+    pub summary: Value,
+    /// `sweep/pareto.json` (`points`, `frontier`).
+    pub pareto: Option<Value>,
+    /// Each phase's turn log (as `summary.json` lists them).
+    pub phase_turns: Vec<Vec<Turn>>,
+}
+
+impl Sweep {
+    /// The phases of `summary.json`.
+    pub fn phases(&self) -> &[Value] {
+        self.summary["phases"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// Levels on the sweep's own frontier.
+    pub fn frontier_levels(&self) -> Vec<u64> {
+        self.pareto
+            .as_ref()
+            .and_then(|p| p["frontier"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["level"].as_u64())
+            .collect()
+    }
+}
+
+/// Everything in one result directory that the readers use.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub path: PathBuf,
+    /// `config.toml`, as a TOML tree.
+    pub config: Option<toml::Value>,
+    /// `config.toml` as written.
+    pub config_text: Option<String>,
+    pub manifest: Option<Value>,
+    /// `performance/result_summary.json`.
+    pub summary: Option<Value>,
+    pub report_txt: Option<String>,
+    /// The performance phase's `turns.jsonl`.
+    pub turns: Vec<Turn>,
+    pub sessions: Vec<Session>,
+    /// The performance scorer's report (`scores.json`).
+    pub scores: Option<Value>,
+    /// The accuracy phase's report.
+    pub accuracy: Option<Accuracy>,
+    pub accuracy_turns: Vec<Turn>,
+    pub accuracy_sessions: Vec<Session>,
+    pub sweep: Option<Sweep>,
+}
+
+fn io(path: &Path, source: std::io::Error) -> ReadError {
+    ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn text(path: &Path) -> Result<Option<String>, ReadError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path, e)),
+    }
+}
+
+/// Reads a JSON file; none when absent.
+pub fn json_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, ReadError> {
+    let Some(t) = text(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&t)
+        .map(Some)
+        .map_err(|e| ReadError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+}
+
+/// Reads a turn log; empty when absent; names file and line on error.
+pub fn turns_file(path: &Path) -> Result<Vec<Turn>, ReadError> {
+    let Some(t) = text(path)? else {
+        return Ok(Vec::new());
+    };
+    t.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| ReadError::Parse {
+                path: path.to_path_buf(),
+                message: format!("line {}: {e}", i + 1),
+            })
+        })
+        .collect()
+}
+
+impl RunDir {
+    /// Reads `dir` (see the module docs).
+    pub fn read(dir: &Path) -> Result<Self, ReadError> {
+        let config_text = text(&dir.join("config.toml"))?;
+        let config = match &config_text {
+            Some(t) => Some(
+                toml::from_str::<toml::Value>(t).map_err(|e| ReadError::Parse {
+                    path: dir.join("config.toml"),
+                    message: e.to_string(),
+                })?,
+            ),
+            None => None,
+        };
+        let report_file = |phase: &str, default: &str| {
+            config
+                .as_ref()
+                .and_then(|c| c.get(phase)?.get("report_file")?.as_str())
+                .unwrap_or(default)
+                .to_owned()
+        };
+        let scores_file = report_file("performance", "scores.json");
+        let accuracy_file = report_file("accuracy", "accuracy/accuracy_results.json");
+        let accuracy = json_file::<Value>(&dir.join(&accuracy_file))?
+            .map(|v| Accuracy::from_value(accuracy_file.clone(), v));
+        let sweep = json_file::<Value>(&dir.join("sweep/summary.json"))?
+            .map(|summary| -> Result<Sweep, ReadError> {
+                let phase_turns = summary["phases"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        turns_file(
+                            &dir.join("sweep")
+                                .join(p["turns"].as_str().unwrap_or_default()),
+                        )
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(Sweep {
+                    pareto: json_file(&dir.join("sweep/pareto.json"))?,
+                    summary,
+                    phase_turns,
+                })
+            })
+            .transpose()?;
+        let run = Self {
+            path: dir.to_path_buf(),
+            manifest: json_file(&dir.join("run_manifest.json"))?,
+            summary: json_file(&dir.join("performance/result_summary.json"))?,
+            report_txt: text(&dir.join("report.txt"))?,
+            turns: turns_file(&dir.join("turns.jsonl"))?,
+            sessions: json_file(&dir.join("sessions.json"))?.unwrap_or_default(),
+            scores: json_file(&dir.join(&scores_file))?,
+            accuracy,
+            accuracy_turns: turns_file(&dir.join("accuracy/turns.jsonl"))?,
+            accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?.unwrap_or_default(),
+            sweep,
+            config,
+            config_text,
+        };
+        if run.manifest.is_none()
+            && run.summary.is_none()
+            && run.accuracy.is_none()
+            && run.sweep.is_none()
+        {
+            return Err(ReadError::NotResults {
+                path: dir.to_path_buf(),
+            });
+        }
+        Ok(run)
+    }
+
+    /// The run's name: the config's `name`, else the directory's.
+    pub fn name(&self) -> String {
+        self.config
+            .as_ref()
+            .and_then(|c| c.get("name")?.as_str().map(str::to_owned))
+            .or_else(|| {
+                self.sweep
+                    .as_ref()
+                    .and_then(|s| s.summary["run"].as_str().map(str::to_owned))
+            })
+            .unwrap_or_else(|| {
+                self.path.file_name().map_or_else(
+                    || self.path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
+            })
+    }
+
+    /// The config value at a dotted path (`load.concurrency`).
+    pub fn config_at(&self, path: &str) -> Option<&toml::Value> {
+        path.split('.')
+            .try_fold(self.config.as_ref()?, |v, k| v.get(k))
+    }
+
+    /// A manifest string field.
+    pub fn manifest_str(&self, key: &str) -> Option<&str> {
+        self.manifest.as_ref()?.get(key)?.as_str()
+    }
+
+    /// `report.txt`'s verdict line: `Some(true)` for `run VALID`.
+    pub fn valid(&self) -> Option<bool> {
+        let t = self.report_txt.as_ref()?;
+        t.lines().rev().find_map(|l| match l.trim() {
+            "run VALID" => Some(true),
+            "run INVALID" => Some(false),
+            _ => None,
+        })
+    }
+
+    /// Why the run is invalid (or would be): missing turns and samples, a
+    /// failed gate. Empty when nothing is wrong.
+    pub fn invalid_reasons(&self) -> Vec<String> {
+        let mut reasons = Vec::new();
+        let missing = |sessions: &[Session], turns: &[Turn]| -> (u64, u64) {
+            let expected: u64 = sessions.iter().map(|s| u64::from(s.expected_turns)).sum();
+            let completed = turns.iter().filter(|t| t.completed()).count() as u64;
+            let not_completed = turns.len() as u64 - completed;
+            (
+                expected.saturating_sub(completed).max(not_completed),
+                expected,
+            )
+        };
+        if !self.sessions.is_empty() {
+            let (m, e) = missing(&self.sessions, &self.turns);
+            if m > 0 {
+                reasons.push(format!("performance: {m} of {e} expected turns missing"));
+            }
+        }
+        if !self.accuracy_sessions.is_empty() {
+            let (m, e) = missing(&self.accuracy_sessions, &self.accuracy_turns);
+            if m > 0 {
+                reasons.push(format!("accuracy: {m} of {e} expected samples missing"));
+            }
+        }
+        if let Some(a) = &self.accuracy {
+            if a.gate_passed() == Some(false) {
+                reasons.push("accuracy gate FAIL".to_owned());
+            }
+        }
+        if reasons.is_empty() && self.valid() == Some(false) {
+            reasons.push("report.txt says INVALID".to_owned());
+        }
+        reasons
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn histograms_read_in_both_shapes() {
+        let edges = json!({"histogram": {"buckets": [1.0, 2.0, 4.0], "counts": [3, 1]}});
+        let pairs = json!({"histogram": {"buckets": [[1.0, 2.0], [2.0, 4.0]], "counts": [3, 1]}});
+        let a = histogram(&edges).unwrap();
+        assert_eq!(a, histogram(&pairs).unwrap());
+        assert_eq!(a.buckets, [(1.0, 2.0), (2.0, 4.0)]);
+        // Counts that do not match the buckets are not a histogram.
+        let bad = json!({"histogram": {"buckets": [1.0, 2.0], "counts": [3, 1]}});
+        assert!(histogram(&bad).is_none());
+        assert!(histogram(&json!({})).is_none());
+    }
+
+    #[test]
+    fn accuracy_reads_in_both_shapes() {
+        let entry = json!({"dataset_name": "bfcl_v4::function_calling",
+            "breakdown": {"overall_accuracy": 90.0, "subset_scores": {"simple": 90.0}},
+            "gate": {"passed": true}});
+        let bare = Accuracy::from_value("a.json".into(), entry.clone());
+        let wrapped = Accuracy::from_value(
+            "a.json".into(),
+            json!({"average_accuracy": 0.9, "osl_tokenization_s": 1.0, "accuracy_scores": [entry]}),
+        );
+        for a in [&bare, &wrapped] {
+            assert_eq!(a.bfcl().unwrap()["breakdown"]["overall_accuracy"], 90.0);
+            assert_eq!(a.gate_passed(), Some(true));
+            assert!(a.multi_turn().is_none());
+        }
+        let top_gate = Accuracy::from_value(
+            "a.json".into(),
+            json!({"accuracy_scores": [{"breakdown": {}}], "gate": {"passed": false}}),
+        );
+        assert_eq!(top_gate.gate_passed(), Some(false));
+    }
+
+    #[test]
+    fn turns_derive_their_metrics_and_send_lag() {
+        let t: Turn = serde_json::from_value(json!({
+            "session_id": "s", "turn": 1, "status": "completed",
+            "issued_ns": 1_000, "first_token_ns": 3_000, "last_token_ns": 9_000,
+            "complete_ns": 11_000, "usage": {"prompt_tokens": 50, "completion_tokens": 4,
+            "prompt_tokens_details": {"cached_tokens": 20}},
+            "scheduled_ns": 400, "completion": {"content": "x", "finish_reason": "stop"},
+            "expected_json": "{}", "some_new_field": [1, 2]
+        }))
+        .unwrap();
+        assert_eq!(t.ttft_ns(), Some(2_000));
+        assert_eq!(t.latency_ns(), Some(10_000));
+        assert_eq!(t.tpot_ns(), Some(8_000 / 3));
+        assert_eq!(
+            (t.isl(), t.osl(), t.cached()),
+            (Some(50), Some(4), Some(20))
+        );
+        assert_eq!(t.send_lag_ns(), Some(600));
+        assert_eq!(t.finish_reason(), Some("stop"));
+        let own: Turn = serde_json::from_value(json!({"session_id": "s", "turn": 2,
+            "status": "failed", "issued_ns": 5, "scheduled_ns": 1, "send_lag_ns": 7}))
+        .unwrap();
+        assert_eq!(own.send_lag_ns(), Some(7));
+        assert_eq!(own.ttft_ns(), None);
+        let unknown: Turn =
+            serde_json::from_value(json!({"session_id": "s", "turn": 3, "status": "skipped"}))
+                .unwrap();
+        assert_eq!(unknown.status, Status::Other);
+        assert_eq!(unknown.send_lag_ns(), None);
+    }
+
+    #[test]
+    fn a_directory_without_results_is_an_error_and_bad_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = RunDir::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("holds no agentload results"), "{e}");
+        std::fs::write(dir.path().join("run_manifest.json"), "{}").unwrap();
+        std::fs::write(
+            dir.path().join("turns.jsonl"),
+            "{\"session_id\":\"s\",\"turn\":1,\"status\":\"aborted\"}\nnot json\n",
+        )
+        .unwrap();
+        let e = RunDir::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("turns.jsonl: line 2"), "{e}");
+    }
+}
