@@ -47,6 +47,12 @@ enum Command {
         /// turn missing and the accuracy gate passed.
         #[arg(long)]
         require_valid: bool,
+        /// Grant a file outside the data directory: PHASE.NAME=PATH
+        /// replaces the file of grant NAME of PHASE (performance or
+        /// accuracy); repeatable. Config grants stay inside the data
+        /// directory and the cache.
+        #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
+        grants: Vec<agentload::data::ExplicitGrant>,
     },
     /// Score a finished run's recorded completions again (no endpoint).
     Rescore {
@@ -225,6 +231,7 @@ async fn dispatch(command: Command) -> Result<()> {
             accuracy_only,
             submission,
             require_valid,
+            grants,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
@@ -239,6 +246,7 @@ async fn dispatch(command: Command) -> Result<()> {
                     out,
                     mode,
                     submission,
+                    grants,
                     ..Overrides::default()
                 },
             )
@@ -405,7 +413,8 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
         EDGE_CONFIG,
     )?;
     let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
-    let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
+    let max = agentload::plugin::Limits::bytes(config.plugins.limits.granted_file_mib);
+    let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl", max)?;
     // The accuracy gate runs when the BFCL data is there.
     let bfcl = agentload::data::locate(&data_dir, "bfcl_v4/possible_answer");
     let mode = if bfcl.is_some() {
@@ -452,6 +461,7 @@ async fn demo(out: PathBuf, time_scale: f64) -> Result<()> {
             quiet: false,
             mode,
             submission: false,
+            grants: Vec::new(),
             tokenizer: Some(tokenizer),
         },
     )
