@@ -185,7 +185,10 @@ impl PluginEngine {
         };
         let entry = self.entry_path(dir, &digest);
         let compat = self.compat_hash();
-        match read_entry(&entry, key, &digest, compat) {
+        let found = read_entry(&entry, key, &digest, compat);
+        // A submission run leaves an authentic entry as it is.
+        let keep = !may_load && matches!(found, Entry::Authentic(_));
+        match found {
             Entry::Authentic(compiled) if may_load => {
                 // SAFETY: the bytes authenticate under the cache key (kept
                 // outside the cache directory) as `Component::serialize`
@@ -211,8 +214,10 @@ impl PluginEngine {
         let component =
             Component::new(&self.engine, bytes).map_err(|e| load_err(format!("{e:#}")))?;
         // A cache that cannot be written only costs speed next time.
-        if let Err(e) = write_entry(&entry, key, &digest, compat, &component) {
-            crate::log::line(&format!("warning: cannot cache {}: {e}", entry.display()));
+        if !keep {
+            if let Err(e) = write_entry(&entry, key, &digest, compat, &component) {
+                crate::log::line(&format!("warning: cannot cache {}: {e}", entry.display()));
+            }
         }
         Ok(LoadedComponent {
             path: path.to_path_buf(),
