@@ -334,3 +334,29 @@ impl Drop for PluginEngine {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oversized_component_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.wasm");
+        std::fs::write(&path, vec![0u8; 3 << 20]).unwrap();
+        let err = read_component(&path, 2 << 20).unwrap_err().to_string();
+        assert!(
+            err.contains("3145728 bytes") && err.contains("plugins.limits.component_mib = 2 MiB"),
+            "{err}"
+        );
+        assert_eq!(read_component(&path, 3 << 20).unwrap().len(), 3 << 20);
+    }
+
+    #[test]
+    fn an_entry_tag_covers_digest_engine_and_bytes() {
+        let base = entry_message("sha256:aa", 1, b"code");
+        assert_ne!(base, entry_message("sha256:bb", 1, b"code"));
+        assert_ne!(base, entry_message("sha256:aa", 2, b"code"));
+        assert_ne!(base, entry_message("sha256:aa", 1, b"other"));
+    }
+}
