@@ -4,7 +4,8 @@
 #   official plugins -> $TARGET/plugins/<name>.wasm
 #   extra plugins    -> $TARGET/plugins/<name>.wasm (not official: never in
 #                       the lock; e.g. bfcl-ast-v2, for audits)
-#   test fixtures    -> $TARGET/test-plugins/<name>.wasm
+#   test fixtures    -> $TARGET/test-plugins/<name>.wasm (multi_memory.wasm is
+#                       misbehave.wasm rewritten by tests/plugins/multi-memory)
 #
 # The build is reproducible: the toolchain is pinned (rust-toolchain.toml),
 # dependencies are locked (Cargo.lock), and source paths are remapped, so the
@@ -55,6 +56,10 @@ for group in "${groups[@]}"; do
   fi
   first=0
 done
+# The multi-memory fixture: misbehave with eight extra core instances, each
+# defining (and touching) a 60 MiB memory (tests/plugins/multi-memory).
+cargo run --locked --quiet -p multi-memory-fixture -- \
+  "$target/test-plugins/misbehave.wasm" "$target/test-plugins/multi_memory.wasm" 8 60
 ls -l "$target/plugins" "$target/test-plugins" | grep wasm
 
 lock="$root/plugins/official.lock"

@@ -61,7 +61,7 @@ pub async fn start_sim(config: agentload_sim::SimConfig) -> agentload_sim::SimHa
     .expect("simulator starts")
 }
 
-/// Runs the real binary with `args`, isolating its compile cache.
+/// Runs the real binary with `args` (the data directory set).
 pub async fn agentload(args: &[&str], cwd: &Path) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
         .args(args)
@@ -70,6 +70,32 @@ pub async fn agentload(args: &[&str], cwd: &Path) -> Output {
         .output()
         .await
         .expect("agentload runs")
+}
+
+/// As [`agentload`], with extra environment variables (an isolated compile
+/// cache and cache key, say).
+pub async fn agentload_env(args: &[&str], cwd: &Path, env: &[(&str, &Path)]) -> Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"));
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("AGENTLOAD_DATA_DIR", data_dir());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().await.expect("agentload runs")
+}
+
+/// The shipped edge config.
+pub fn shipped_edge_config() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/edge-full-run.toml")
+}
+
+/// The BFCL v4 data folder (data directory, else the agentload cache).
+pub fn bfcl_dir() -> PathBuf {
+    agentload::data::locate(&data_dir(), "bfcl_v4/possible_answer")
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .expect("BFCL v4 data missing: run scripts/fetch-bfcl.sh ~/.cache/agentload/data")
 }
 
 /// stdout + stderr as text.

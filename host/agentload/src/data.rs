@@ -1,14 +1,22 @@
-//! The data directory: where dataset files are found, and the digests they
+//! The data directory: where dataset files are found, the digests they
 //! must have (`workloads/data.lock`, and `workloads/bfcl-v4.manifest` for
-//! the BFCL v4 files under `bfcl_v4/`).
+//! the BFCL v4 files under `bfcl_v4/`), and the confinement of data grants.
 //!
 //! A file missing from the data directory is looked up in the agentload
 //! cache's `data/` folder (`$AGENTLOAD_CACHE_DIR/data`, else
 //! `~/.cache/agentload/data`), where the fetch scripts can put data when the
 //! data directory is read-only.
+//!
+//! A grant in a config names a file relative to those two folders and
+//! stays inside them: an absolute path or a `..` is refused, and a path
+//! that resolves (symlinks followed) outside the folder it was found in is
+//! refused, before anything is read. A user who means a file elsewhere
+//! passes it on the command line (`agentload run --grant PHASE.NAME=PATH`,
+//! [`read_explicit`]).
 
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
 
 /// The lock of known data files, compiled in.
 const DATA_LOCK: &str = include_str!("../../../workloads/data.lock");
@@ -35,6 +43,61 @@ pub enum DataError {
         expected: String,
         actual: String,
     },
+    /// A config grant that leaves the data directory and the cache.
+    #[error(
+        "data grant `{file}` refused before reading: {reason}; grants stay inside the data \
+         directory {} and the cache's data folder (a file elsewhere is passed explicitly: \
+         agentload run --grant PHASE.NAME=PATH)",
+        dir.display()
+    )]
+    Outside {
+        file: String,
+        dir: PathBuf,
+        reason: String,
+    },
+    /// A file over the size a plugin may be granted.
+    #[error(
+        "data file {} is {bytes} bytes, over plugins.limits.granted_file_mib = {limit_mib} MiB",
+        path.display()
+    )]
+    TooLarge {
+        path: PathBuf,
+        bytes: u64,
+        limit_mib: u64,
+    },
+}
+
+/// A data file the user names on the command line for one grant of one
+/// phase (`--grant PHASE.NAME=PATH`), outside the data directory if need be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplicitGrant {
+    /// `performance` or `accuracy`.
+    pub phase: String,
+    /// The grant's name in `[PHASE.data]` or `[PHASE.scorer_data]`.
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for ExplicitGrant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || {
+            format!(
+                "`{s}`: a grant is PHASE.NAME=PATH, e.g. performance.trajectories=/data/t.jsonl"
+            )
+        };
+        let (key, path) = s.split_once('=').ok_or_else(usage)?;
+        let (phase, name) = key.split_once('.').ok_or_else(usage)?;
+        if !matches!(phase, "performance" | "accuracy") || name.is_empty() || path.is_empty() {
+            return Err(usage());
+        }
+        Ok(Self {
+            phase: phase.into(),
+            name: name.into(),
+            path: PathBuf::from(path),
+        })
+    }
 }
 
 /// A data file read and checked.
@@ -44,6 +107,8 @@ pub struct DataFile {
     pub bytes: Vec<u8>,
     /// `sha256:<hex>`.
     pub digest: String,
+    /// The name the lock knows it by, when it does (its digest matched).
+    pub locked_name: Option<String>,
 }
 
 /// The data directory: the config's `data_dir`, else `$AGENTLOAD_DATA_DIR`,
@@ -68,11 +133,27 @@ pub fn locked_digest(file_name: &str) -> Option<&'static str> {
         })
 }
 
+/// The name the locks know a data path by: `bfcl_v4/<path>` for a file
+/// under a `bfcl_v4` folder, else its file name.
+pub fn lock_name(file: &str) -> Option<String> {
+    let normalized = file.replace('\\', "/");
+    let parts: Vec<&str> = normalized.split('/').collect();
+    if let Some(at) = parts.iter().rposition(|p| *p == "bfcl_v4") {
+        if at + 1 < parts.len() {
+            return Some(format!("bfcl_v4/{}", parts[at + 1..].join("/")));
+        }
+    }
+    parts
+        .last()
+        .filter(|n| !n.is_empty())
+        .map(|n| n.to_string())
+}
+
 /// The expected sha256 of a data path: a BFCL v4 file (`bfcl_v4/<path>`)
 /// from the BFCL manifest, any other file by its name from the lock.
 pub fn expected_digest(file: &str) -> Option<&'static str> {
-    let normalized = file.replace('\\', "/");
-    if let Some(rel) = normalized.strip_prefix("bfcl_v4/") {
+    let name = lock_name(file)?;
+    if let Some(rel) = name.strip_prefix("bfcl_v4/") {
         return BFCL_MANIFEST
             .lines()
             .filter(|l| !l.trim_start().starts_with('#'))
@@ -81,8 +162,7 @@ pub fn expected_digest(file: &str) -> Option<&'static str> {
                 (cols.next()? == rel).then(|| cols.nth(1)).flatten()
             });
     }
-    let name = Path::new(&normalized).file_name()?.to_str()?;
-    locked_digest(name)
+    locked_digest(&name)
 }
 
 /// The cache's data folder, the fallback for files missing from the data
@@ -91,42 +171,123 @@ pub fn cache_data_dir() -> Option<PathBuf> {
     crate::plugin::PluginEngine::default_cache_dir().map(|d| d.join("data"))
 }
 
-/// Where `file` is: under `dir`, else under the cache's data folder.
-pub fn locate(dir: &Path, file: &str) -> Option<PathBuf> {
+/// The folder `file` is under (the data directory, else the cache's data
+/// folder) and its path there.
+fn find(dir: &Path, file: &str) -> Option<(PathBuf, PathBuf)> {
     std::iter::once(dir.to_path_buf())
         .chain(cache_data_dir())
-        .map(|d| d.join(file))
-        .find(|p| p.exists())
+        .map(|d| {
+            let p = d.join(file);
+            (d, p)
+        })
+        .find(|(_, p)| p.exists())
 }
 
-/// Reads `file` (relative to `dir` unless absolute; else from the cache's
-/// data folder) and checks its digest when the lock or manifest knows it.
-pub fn read(dir: &Path, file: &str) -> Result<DataFile, DataError> {
-    let Some(path) = locate(dir, file) else {
+/// Where `file` is: under `dir`, else under the cache's data folder.
+pub fn locate(dir: &Path, file: &str) -> Option<PathBuf> {
+    find(dir, file).map(|(_, p)| p)
+}
+
+/// Why `file` may not be a config grant, if it may not: an absolute path,
+/// or one with `..` (or any other non-plain part).
+fn unconfined(file: &str) -> Option<String> {
+    if file.is_empty() {
+        return Some("the path is empty".into());
+    }
+    for part in Path::new(file).components() {
+        match part {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Some("`..` leaves the data directory".into()),
+            Component::RootDir | Component::Prefix(_) => {
+                return Some("an absolute path is not inside the data directory".into())
+            }
+        }
+    }
+    None
+}
+
+/// Reads a config grant `file` of at most `max_bytes`, relative to `dir`
+/// (else the cache's data folder) and confined to it, and checks its
+/// digest when the lock or manifest knows it.
+pub fn read(dir: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataError> {
+    let outside = |reason: String| DataError::Outside {
+        file: file.to_string(),
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    if let Some(reason) = unconfined(file) {
+        return Err(outside(reason));
+    }
+    let Some((base, path)) = find(dir, file) else {
         return Err(DataError::Missing {
             path: dir.join(file),
             dir: dir.to_path_buf(),
             fallback: cache_data_dir(),
         });
     };
-    let bytes = std::fs::read(&path).map_err(|source| DataError::Read {
+    let io = |source| DataError::Read {
         path: path.clone(),
         source,
-    })?;
+    };
+    let real = path.canonicalize().map_err(io)?;
+    let real_base = base.canonicalize().map_err(io)?;
+    if !real.starts_with(&real_base) {
+        return Err(outside(format!(
+            "it resolves to {}, outside {}",
+            real.display(),
+            real_base.display()
+        )));
+    }
+    checked(&real, file, max_bytes).map(|f| DataFile { path, ..f })
+}
+
+/// Reads a file the user named on the command line (`--grant`): any path,
+/// at most `max_bytes`, its digest checked when the lock knows its name.
+pub fn read_explicit(path: &Path, max_bytes: u64) -> Result<DataFile, DataError> {
+    checked(path, &path.to_string_lossy(), max_bytes)
+}
+
+/// Reads `path` (size-checked before reading and while reading) and checks
+/// its digest against what the locks expect of `file`.
+fn checked(path: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataError> {
+    let io = |source| DataError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let too_large = |bytes| DataError::TooLarge {
+        path: path.to_path_buf(),
+        bytes,
+        limit_mib: max_bytes >> 20,
+    };
+    let handle = std::fs::File::open(path).map_err(io)?;
+    let len = handle.metadata().map_err(io)?.len();
+    if len > max_bytes {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    handle
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
     let actual = hex::encode(Sha256::digest(&bytes));
-    if let Some(expected) = expected_digest(file) {
+    let expected = expected_digest(file);
+    if let Some(expected) = expected {
         if expected != actual {
             return Err(DataError::Digest {
-                path,
+                path: path.to_path_buf(),
                 expected: expected.to_string(),
                 actual,
             });
         }
     }
     Ok(DataFile {
-        path,
+        path: path.to_path_buf(),
         bytes,
         digest: format!("sha256:{actual}"),
+        locked_name: expected.and_then(|_| lock_name(file)),
     })
 }
 
@@ -162,12 +323,92 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("agentload-data-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("agentic_coding_2.5h.jsonl"), b"tampered").unwrap();
-        let err = read(&dir, "agentic_coding_2.5h.jsonl")
+        let err = read(&dir, "agentic_coding_2.5h.jsonl", 1 << 20)
             .unwrap_err()
             .to_string();
         assert!(err.contains("expected b7da8c4f"), "{err}");
-        let missing = read(&dir, "absent.jsonl").unwrap_err().to_string();
+        let missing = read(&dir, "absent.jsonl", 1 << 20).unwrap_err().to_string();
         assert!(missing.contains("fetch-data.sh"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn grants_outside_the_data_directory_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, b"outside").unwrap();
+        for file in [
+            "../secret.txt",
+            "sub/../../secret.txt",
+            secret.to_str().unwrap(),
+            "",
+        ] {
+            let err = read(&data, file, 1 << 20).unwrap_err();
+            assert!(matches!(err, DataError::Outside { .. }), "{file}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(&format!("`{file}`")), "{text}");
+            assert!(text.contains("--grant PHASE.NAME=PATH"), "{text}");
+        }
+        // A symlink inside that points outside is resolved, then refused.
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&secret, data.join("link.txt")).unwrap();
+            let err = read(&data, "link.txt", 1 << 20).unwrap_err().to_string();
+            assert!(
+                err.contains("resolves to") && err.contains("secret.txt"),
+                "{err}"
+            );
+            // One that stays inside is fine.
+            std::fs::write(data.join("real.txt"), b"inside").unwrap();
+            std::os::unix::fs::symlink(data.join("real.txt"), data.join("ok.txt")).unwrap();
+            assert_eq!(read(&data, "ok.txt", 1 << 20).unwrap().bytes, b"inside");
+        }
+        // The same file passed explicitly is read.
+        let explicit = read_explicit(&secret, 1 << 20).unwrap();
+        assert_eq!(explicit.bytes, b"outside");
+        assert_eq!(explicit.locked_name, None);
+    }
+
+    #[test]
+    fn oversized_files_are_refused_naming_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big.bin"), vec![0u8; 3 << 20]).unwrap();
+        let err = read(dir.path(), "big.bin", 2 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3145728 bytes") && err.contains("granted_file_mib = 2 MiB"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn explicit_grants_parse_or_say_how() {
+        let g: ExplicitGrant = "performance.trajectories=/d/t.jsonl".parse().unwrap();
+        assert_eq!(
+            (g.phase.as_str(), g.name.as_str(), g.path.to_str()),
+            ("performance", "trajectories", Some("/d/t.jsonl"))
+        );
+        for bad in [
+            "trajectories=/x",
+            "perf.t=/x",
+            "performance.t=",
+            "performance.=x",
+        ] {
+            let err = bad.parse::<ExplicitGrant>().unwrap_err();
+            assert!(err.contains("PHASE.NAME=PATH"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn lock_names_follow_the_bfcl_folder_or_the_file_name() {
+        assert_eq!(
+            lock_name("/x/y/bfcl_v4/possible_answer/a.json").as_deref(),
+            Some("bfcl_v4/possible_answer/a.json")
+        );
+        assert_eq!(lock_name("a/b/c.jsonl").as_deref(), Some("c.jsonl"));
+        assert_eq!(lock_name("a/"), None);
     }
 }

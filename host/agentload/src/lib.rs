@@ -10,6 +10,9 @@
 //! - [`results`]: result files.
 //! - [`run`]: one configured run, end to end; [`scoring`]: scoring recorded turns
 //!   (shared with `agentload rescore`).
+//! - [`seal`], [`rules`], [`data`]: what a submission run accepts (the locked
+//!   plugins and data files, the benchmark's rules, confined data grants);
+//!   the threat model is `SECURITY.md`.
 
 pub mod authoring;
 pub mod bench;
@@ -30,6 +33,7 @@ pub mod report;
 pub mod rescore;
 pub mod results;
 pub mod resume;
+pub mod rules;
 pub mod run;
 pub mod scoring;
 pub mod seal;

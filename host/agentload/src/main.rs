@@ -57,6 +57,12 @@ enum Command {
         /// (without it, a non-empty output directory is refused).
         #[arg(long)]
         force: bool,
+        /// Grant a file outside the data directory: PHASE.NAME=PATH
+        /// replaces the file of grant NAME of PHASE (performance or
+        /// accuracy); repeatable. Config grants stay inside the data
+        /// directory and the cache.
+        #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
+        grants: Vec<agentload::data::ExplicitGrant>,
     },
     /// Continue an interrupted or killed run from its own files: completed
     /// turns are kept, sessions cut short continue after their last
@@ -70,6 +76,10 @@ enum Command {
         /// Exit non-zero (3) unless the finished run is valid.
         #[arg(long)]
         require_valid: bool,
+        /// As for `run`: the files the run was granted outside the data
+        /// directory (they are not recorded, so they are given again).
+        #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
+        grants: Vec<agentload::data::ExplicitGrant>,
     },
     /// Score a finished run's recorded completions again (no endpoint).
     Rescore {
@@ -357,6 +367,7 @@ async fn dispatch(command: Command) -> Result<u8> {
             submission,
             require_valid,
             force,
+            grants,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
@@ -373,6 +384,7 @@ async fn dispatch(command: Command) -> Result<u8> {
                     submission,
                     force,
                     handle_signals: true,
+                    grants,
                     ..Overrides::default()
                 },
             )
@@ -383,10 +395,12 @@ async fn dispatch(command: Command) -> Result<u8> {
             dir,
             endpoint,
             require_valid,
+            grants,
         } => {
             let result = agentload::resume::resume(&agentload::resume::ResumeOptions {
                 dir,
                 endpoint,
+                grants,
                 quiet: false,
             })
             .await?;
@@ -619,7 +633,8 @@ async fn demo(dir: PathBuf, time_scale: f64) -> Result<u8> {
         EDGE_CONFIG,
     )?;
     let data_dir = agentload::data::data_dir(config.data_dir.as_deref());
-    let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl")?;
+    let max = agentload::plugin::Limits::bytes(config.plugins.limits.granted_file_mib);
+    let dataset = agentload::data::read(&data_dir, "agentic_coding_2.5h.jsonl", max)?;
     // The accuracy gate runs when the BFCL data is there.
     let bfcl = agentload::data::locate(&data_dir, "bfcl_v4/possible_answer");
     let mode = if bfcl.is_some() {

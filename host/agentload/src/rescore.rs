@@ -4,7 +4,7 @@
 //! report files come out byte for byte as the run wrote them.
 
 use crate::config::{PhaseConfig, RunConfig};
-use crate::plugin::{PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
+use crate::plugin::{Limits, PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
 use crate::scoring;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -85,8 +85,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         };
         let path = crate::plugins::resolve(spec, config.plugins.dir.as_deref())
             .map_err(anyhow::Error::msg)?;
-        let scorer =
-            ScorerPlugin::new(engine.clone(), &engine.load(&path)?, config.plugins.limits)?;
+        let scorer = ScorerPlugin::new(
+            engine.clone(),
+            &engine.load(&path, Limits::bytes(config.plugins.limits.component_mib))?,
+            config.plugins.limits,
+        )?;
         let identity = scorer.identity().clone();
         let out = out_dir
             .get_or_insert_with(|| {
@@ -97,7 +100,15 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             .clone();
         let records = crate::engine::read_records(&log).map_err(anyhow::Error::msg)?;
         let data_dir = crate::data::data_dir(config.data_dir.as_deref());
-        let (files, _) = crate::run::grant_files(&phase.scorer_data, &data_dir)?;
+        let (files, _) = crate::run::grant_files(
+            &phase.scorer_data,
+            &crate::run::Grants {
+                data_dir: &data_dir,
+                explicit: &Default::default(),
+                max_bytes: Limits::bytes(config.plugins.limits.granted_file_mib),
+                locked_only: false,
+            },
+        )?;
         let started = Instant::now();
         let kind = if name == "accuracy" {
             scoring::PhaseKind::Accuracy

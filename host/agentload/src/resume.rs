@@ -185,6 +185,8 @@ pub struct ResumeOptions {
     pub dir: PathBuf,
     /// Another base URL (the server moved); default: the run's own.
     pub endpoint: Option<String>,
+    /// `--grant` files (outside the data directory), as the run had them.
+    pub grants: Vec<crate::data::ExplicitGrant>,
     pub quiet: bool,
 }
 
@@ -206,6 +208,7 @@ pub async fn resume(opts: &ResumeOptions) -> Result<RunResult> {
         submission: state.submission,
         resume: true,
         handle_signals: true,
+        grants: opts.grants.clone(),
         ..Overrides::default()
     };
     crate::run::run(config, &overrides).await

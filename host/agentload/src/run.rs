@@ -14,7 +14,9 @@ use crate::engine::{
     SessionOutcome, Stop, StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
 };
 use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::{LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin};
+use crate::plugin::{
+    Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
+};
 use crate::results::{self, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use crate::resume::{PhaseState, RunState};
 use crate::scoring;
@@ -23,6 +25,7 @@ use crate::tokens::{load_qwen, LocalCounter};
 use agentload_tokenizer::QwenTokenizer;
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -49,6 +52,8 @@ pub struct Overrides {
     pub mode: Mode,
     /// Accept only the plugins in `plugins/official.lock` (as `mode = "submission"`).
     pub submission: bool,
+    /// Data files named on the command line (`--grant PHASE.NAME=PATH`).
+    pub grants: Vec<crate::data::ExplicitGrant>,
     /// An already loaded Qwen3.6 vocabulary for local token counts (else
     /// loaded from the data directory or cache when the config asks for it).
     pub tokenizer: Option<Arc<QwenTokenizer>>,
@@ -200,6 +205,20 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         }
         _ => {}
     }
+    let submission = overrides.submission || config.mode == RunKind::Submission;
+    // The benchmark's rules, before anything is compiled, read or sent.
+    let config_toml = toml::to_string(&config)?;
+    let compliance = crate::rules::check(
+        &config,
+        &config_toml,
+        crate::rules::Phases {
+            performance: want_perf,
+            accuracy: want_acc,
+        },
+    );
+    if submission {
+        crate::rules::require(&compliance)?;
+    }
     if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
             "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
@@ -215,13 +234,23 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let segment = state.begin_segment(&config.endpoint.url);
 
     let data_dir = crate::data::data_dir(config.data_dir.as_deref());
-    let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
-    let submission = overrides.submission || config.mode == RunKind::Submission;
+    let cache_dir = PluginEngine::default_cache_dir();
+    let engine = Arc::new(if submission {
+        PluginEngine::sealed(cache_dir)?
+    } else {
+        PluginEngine::new(cache_dir)?
+    });
+    let policy = |phase: &'static str| Policy {
+        phase,
+        data_dir: &data_dir,
+        explicit: &overrides.grants,
+        submission,
+    };
     let mut perf = perf_cfg
-        .map(|p| prepare(&engine, &config, p, &data_dir, submission).context("performance phase"))
+        .map(|p| prepare(&engine, &config, p, &policy("performance")).context("performance phase"))
         .transpose()?;
     let mut acc = acc_cfg
-        .map(|p| prepare(&engine, &config, p, &data_dir, submission).context("accuracy phase"))
+        .map(|p| prepare(&engine, &config, p, &policy("accuracy")).context("accuracy phase"))
         .transpose()?;
     let seals: Vec<PluginSeal> = perf
         .iter()
@@ -272,11 +301,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             sealed,
             plugins: seals,
         },
+        compliance: compliance.clone(),
     };
     if overrides.resume {
         state.check_same_plugins(&out, &manifest)?;
     } else {
-        std::fs::write(out.join("config.toml"), toml::to_string(&config)?)
+        std::fs::write(out.join("config.toml"), &config_toml)
             .context("cannot write config.toml")?;
         results::write_json(&out.join("run_manifest.json"), &manifest)?;
     }
@@ -305,6 +335,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             "UNSEALED: a plugin is not in plugins/official.lock (development run; see run_manifest.json)\n",
         );
     }
+    text.push_str(&compliance.report_lines());
     let mut all_failed = Vec::new();
     let performance = match (perf.take(), &config.sweep) {
         (Some(p), Some(sweep)) => {
@@ -427,22 +458,31 @@ fn prepare_out_dir(out: &Path, force: bool) -> Result<()> {
         .with_context(|| format!("cannot create output directory {}", out.display()))
 }
 
+/// What a phase's preparation may accept.
+struct Policy<'a> {
+    /// `performance` or `accuracy` (for `--grant PHASE.NAME=PATH`).
+    phase: &'static str,
+    data_dir: &'a Path,
+    explicit: &'a [crate::data::ExplicitGrant],
+    /// Only locked plugins (by name and digest) and locked data files.
+    submission: bool,
+}
+
 /// Loads a phase's plugins, grants its data and configures its workload.
 fn prepare(
     engine: &Arc<PluginEngine>,
     config: &RunConfig,
     phase: PhaseConfig,
-    data_dir: &Path,
-    submission: bool,
+    policy: &Policy<'_>,
 ) -> Result<Prepared> {
     let plugin_dir = config.plugins.dir.as_deref();
     let limits = config.plugins.limits;
+    let submission = policy.submission;
     let mut seals = Vec::new();
     // Read, check the seal, then compile: a refused plugin is never compiled.
-    let mut load = |spec: &str| -> Result<LoadedComponent> {
+    let mut load = |spec: &str| -> Result<(LoadedComponent, String, Seal)> {
         let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
-        let bytes = std::fs::read(&path)
-            .with_context(|| format!("cannot read plugin {}", path.display()))?;
+        let bytes = crate::plugin::read_component(&path, Limits::bytes(limits.component_mib))?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
         let file = path
             .file_name()
@@ -452,12 +492,45 @@ fn prepare(
         } else {
             crate::seal::check(&file, &digest)
         };
-        seals.push(PluginSeal { file, digest, seal });
-        Ok(engine.load_bytes(&path, &bytes)?)
+        seals.push(PluginSeal {
+            file: file.clone(),
+            digest,
+            seal: seal.clone(),
+        });
+        Ok((engine.load_bytes(&path, &bytes)?, file, seal))
     };
-    let mut workload = WorkloadPlugin::new(engine.clone(), &load(&phase.workload)?, limits)?;
-    let (files, mut datasets) = grant_files(&phase.data, data_dir)?;
-    let (scorer_files, scorer_datasets) = grant_files(&phase.scorer_data, data_dir)?;
+    // In a submission run a locked plugin must also describe itself by its
+    // locked name.
+    let described = |file: &str, seal: &Seal, name: &str| -> Result<()> {
+        if submission {
+            crate::seal::require_described(file, seal, name)?;
+        }
+        Ok(())
+    };
+    let (component, file, seal) = load(&phase.workload)?;
+    let mut workload = WorkloadPlugin::new(engine.clone(), &component, limits)?;
+    described(&file, &seal, &workload.identity().name)?;
+    let mut explicit = BTreeMap::new();
+    for g in policy.explicit.iter().filter(|g| g.phase == policy.phase) {
+        if !phase.data.contains_key(&g.name) && !phase.scorer_data.contains_key(&g.name) {
+            anyhow::bail!(
+                "--grant {}.{}: the {} phase has no grant `{}` in [{0}.data] or [{0}.scorer_data]",
+                g.phase,
+                g.name,
+                g.phase,
+                g.name
+            );
+        }
+        explicit.insert(g.name.clone(), g.path.clone());
+    }
+    let how = Grants {
+        data_dir: policy.data_dir,
+        explicit: &explicit,
+        max_bytes: Limits::bytes(limits.granted_file_mib),
+        locked_only: submission,
+    };
+    let (files, mut datasets) = grant_files(&phase.data, &how)?;
+    let (scorer_files, scorer_datasets) = grant_files(&phase.scorer_data, &how)?;
     datasets.extend(scorer_datasets);
     let sessions = workload.configure(PluginConfig {
         settings_json: table_json(&phase.settings),
@@ -465,7 +538,9 @@ fn prepare(
     })?;
     let scorer = match &phase.scorer {
         Some(spec) => {
-            let scorer = ScorerPlugin::new(engine.clone(), &load(spec)?, limits)?;
+            let (component, file, seal) = load(spec)?;
+            let scorer = ScorerPlugin::new(engine.clone(), &component, limits)?;
+            described(&file, &seal, &scorer.identity().name)?;
             // Its settings and grants are checked now, not after the run.
             scorer.check(&PluginConfig {
                 settings_json: table_json(&phase.scorer_settings),
@@ -818,15 +893,33 @@ async fn run_accuracy(
     Ok((result, issued, completed))
 }
 
-/// Reads the phase's data files and checks their digests.
+/// How a phase's data files are granted.
+pub(crate) struct Grants<'a> {
+    pub data_dir: &'a Path,
+    /// Files named on the command line, by grant name (not confined).
+    pub explicit: &'a BTreeMap<String, PathBuf>,
+    /// The largest file granted.
+    pub max_bytes: u64,
+    /// Only files the data locks know by name (a submission run).
+    pub locked_only: bool,
+}
+
+/// Reads the phase's data files (confined to the data directory and the
+/// cache, unless named on the command line) and checks their digests.
 pub(crate) fn grant_files(
-    grants: &std::collections::BTreeMap<String, String>,
-    data_dir: &Path,
+    grants: &BTreeMap<String, String>,
+    how: &Grants<'_>,
 ) -> Result<(Vec<GrantedFile>, Vec<DatasetIdentity>)> {
     let mut files = Vec::new();
     let mut ids = Vec::new();
     for (name, file) in grants {
-        let data = crate::data::read(data_dir, file)?;
+        let data = match how.explicit.get(name) {
+            Some(path) => crate::data::read_explicit(path, how.max_bytes)?,
+            None => crate::data::read(how.data_dir, file, how.max_bytes)?,
+        };
+        if how.locked_only {
+            crate::seal::require_data(name, &data)?;
+        }
         ids.push(DatasetIdentity {
             name: name.clone(),
             path: data.path.clone(),

@@ -1,7 +1,10 @@
 //! Sealing: the official plugins' digests (`plugins/official.lock`, compiled
-//! in). A submission run refuses any plugin whose bytes are not locked,
-//! before compiling it; a development run accepts any plugin and marks its
-//! results unsealed.
+//! in). A submission run refuses any plugin that is not the locked plugin
+//! of its name with its locked digest, before compiling it, and any data
+//! file that is not a locked name (its digest is checked when read); a
+//! development run accepts any plugin and marks its results unsealed. What
+//! the run does with them is checked against the benchmark's rules
+//! ([`crate::rules`]).
 
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -50,31 +53,49 @@ pub enum Seal {
     Unsealed { reason: String },
 }
 
-/// A plugin refused in submission mode.
+/// A plugin or data file refused in submission mode.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "plugin {file}: {reason} (submission runs accept only the plugins in plugins/official.lock)"
-)]
+#[error("{what} {file}: {reason} (submission runs accept only {accepted})")]
 pub struct Refused {
+    pub what: &'static str,
     pub file: String,
     pub reason: String,
+    accepted: &'static str,
 }
 
-/// The seal of a component file (`file` is its base name) with `digest`.
+const LOCKED_PLUGINS: &str = "the plugins in plugins/official.lock";
+
+/// The seal of a component file (`file` is its base name) with `digest`:
+/// sealed only when the lock's plugin of that file name has that digest.
+/// Another locked plugin's bytes under this name are not sealed.
 pub fn check(file: &str, digest: &str) -> Seal {
     let lock = official();
-    if let Some(p) = lock.plugins.iter().find(|p| p.digest == digest) {
+    let named = lock.plugins.iter().find(|p| p.file == file);
+    if let Some(p) = named.filter(|p| p.digest == digest) {
         return Seal::Sealed {
             name: p.name.clone(),
             version: p.version.clone(),
         };
     }
-    let reason = match lock.plugins.iter().find(|p| p.file == file) {
-        Some(p) => format!(
+    let owner = lock.plugins.iter().find(|p| p.digest == digest);
+    let reason = match (named, owner) {
+        (Some(p), Some(o)) => format!(
+            "digest {digest} is the locked {}@{}'s, not the locked {}@{} digest {}: \
+             a locked plugin under another plugin's name",
+            o.name, o.version, p.name, p.version, p.digest
+        ),
+        (Some(p), None) => format!(
             "digest {digest} is not the locked {}@{} digest {}",
             p.name, p.version, p.digest
         ),
-        None => format!("digest {digest} is not an official plugin's (no {file} in the lock)"),
+        (None, Some(o)) => format!(
+            "no {file} in the lock; digest {digest} is the locked {}@{}'s, \
+             which is sealed only as {}",
+            o.name, o.version, o.file
+        ),
+        (None, None) => {
+            format!("digest {digest} is not an official plugin's (no {file} in the lock)")
+        }
     };
     Seal::Unsealed { reason }
 }
@@ -83,11 +104,46 @@ pub fn check(file: &str, digest: &str) -> Seal {
 pub fn require(file: &str, digest: &str) -> Result<Seal, Refused> {
     match check(file, digest) {
         Seal::Unsealed { reason } => Err(Refused {
+            what: "plugin",
             file: file.to_owned(),
             reason,
+            accepted: LOCKED_PLUGINS,
         }),
         sealed => Ok(sealed),
     }
+}
+
+/// In submission mode, a sealed plugin must also describe itself by its
+/// locked name.
+pub fn require_described(file: &str, seal: &Seal, described: &str) -> Result<(), Refused> {
+    match seal {
+        Seal::Sealed { name, .. } if name != described => Err(Refused {
+            what: "plugin",
+            file: file.to_owned(),
+            reason: format!("it is locked as {name} but describes itself as {described}"),
+            accepted: LOCKED_PLUGINS,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// In submission mode, a data file granted as `grant` must be one the
+/// locks know by name (its digest was checked when it was read).
+pub fn require_data(grant: &str, file: &crate::data::DataFile) -> Result<(), Refused> {
+    if file.locked_name.is_some() {
+        return Ok(());
+    }
+    Err(Refused {
+        what: "data file",
+        file: file.path.display().to_string(),
+        reason: format!(
+            "granted as `{grant}`, it is not a file workloads/data.lock or \
+             workloads/bfcl-v4.manifest names (its digest {} is not checked against a lock \
+             under this name)",
+            file.digest
+        ),
+        accepted: "locked data files with their locked digests",
+    })
 }
 
 #[cfg(test)]
@@ -124,5 +180,33 @@ mod tests {
         assert!(err.contains(&fake) && err.contains(&locked.digest), "{err}");
         let err = require("other.wasm", &fake).unwrap_err().to_string();
         assert!(err.contains("no other.wasm in the lock"), "{err}");
+    }
+
+    #[test]
+    fn a_locked_digest_under_another_name_is_not_sealed() {
+        let lock = official();
+        let (workload, scorer) = (&lock.plugins[0], &lock.plugins[1]);
+        let err = require(&workload.file, &scorer.digest)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("is the locked {}@", scorer.name))
+                && err.contains("under another plugin's name")
+                && err.contains(&workload.digest),
+            "{err}"
+        );
+        let err = require("renamed.wasm", &workload.digest)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("sealed only as {}", workload.file)),
+            "{err}"
+        );
+        let seal = require(&workload.file, &workload.digest).unwrap();
+        assert!(require_described(&workload.file, &seal, &workload.name).is_ok());
+        let err = require_described(&workload.file, &seal, "impostor")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("describes itself as impostor"), "{err}");
     }
 }

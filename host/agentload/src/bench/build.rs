@@ -16,9 +16,14 @@ use std::time::Instant;
 pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
     let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
     let path = crate::plugins::resolve("coding-replay", None).map_err(anyhow::Error::msg)?;
+    let max = Limits::bytes(Limits::default().component_mib);
     let mut workload =
-        WorkloadPlugin::new(engine.clone(), &engine.load(&path)?, Limits::default())?;
-    let data = crate::data::read(data_dir, "agentic_coding_2.5h.jsonl")?;
+        WorkloadPlugin::new(engine.clone(), &engine.load(&path, max)?, Limits::default())?;
+    let data = crate::data::read(
+        data_dir,
+        "agentic_coding_2.5h.jsonl",
+        Limits::bytes(Limits::default().granted_file_mib),
+    )?;
     let plans = workload.configure(PluginConfig {
         settings_json: table_json(&toml::Table::new()),
         files: vec![GrantedFile {
@@ -77,6 +82,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
 /// Component load time: compiling (empty cache) vs from the cache.
 pub fn loads() -> Result<Vec<Row>> {
     let mut rows = Vec::new();
+    let max = Limits::bytes(Limits::default().component_mib);
     for name in ["coding-replay", "shell-iou", "bfcl-single", "bfcl-ast"] {
         let path = crate::plugins::resolve(name, None).map_err(anyhow::Error::msg)?;
         let cache = std::env::temp_dir().join(format!(
@@ -87,11 +93,11 @@ pub fn loads() -> Result<Vec<Row>> {
         std::fs::create_dir_all(&cache)?;
         let engine = PluginEngine::new(Some(cache.clone()))?;
         let t = Instant::now();
-        let cold = engine.load(&path)?;
+        let cold = engine.load(&path, max)?;
         let cold_ms = t.elapsed().as_secs_f64() * 1e3;
         let engine = PluginEngine::new(Some(cache.clone()))?;
         let t = Instant::now();
-        let warm = engine.load(&path)?;
+        let warm = engine.load(&path, max)?;
         let warm_ms = t.elapsed().as_secs_f64() * 1e3;
         anyhow::ensure!(
             !cold.from_cache && warm.from_cache,

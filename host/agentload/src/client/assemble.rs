@@ -128,7 +128,9 @@ impl CompletionAssembler {
             self.out.reasoning_content =
                 text(message, &["reasoning_content", "reasoning"]).to_string();
             let calls = message.get("tool_calls").and_then(Value::as_array);
-            for (i, call) in calls.into_iter().flatten().enumerate() {
+            // Only objects are tool calls (a server may send anything).
+            let calls = calls.into_iter().flatten().filter(|c| c.is_object());
+            for (i, call) in calls.enumerate() {
                 let mut call = call.clone();
                 if call.get("index").is_none() {
                     call["index"] = Value::from(i);
@@ -283,6 +285,18 @@ mod tests {
         assert_eq!(a.stream_error(), Some("boom"));
         a.push_chunk(r#"{"error":{"code":7}}"#).unwrap();
         assert_eq!(a.stream_error(), Some(r#"{"code":7}"#));
+    }
+
+    #[test]
+    fn tool_calls_that_are_not_objects_are_skipped() {
+        // Found by the `assemble-response` fuzz target: this panicked.
+        let mut a = CompletionAssembler::default();
+        a.push_response(&serde_json::json!({
+            "choices": [{"message": {"tool_calls": [[], 3, {"function": {"name": "f"}}]}}]
+        }));
+        let out = a.finish();
+        assert_eq!(out.tool_calls.len(), 1);
+        assert_eq!(out.tool_calls[0].name, "f");
     }
 
     #[test]

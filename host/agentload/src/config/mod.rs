@@ -29,6 +29,10 @@ pub struct RunConfig {
     /// `plugins/official.lock`).
     #[serde(default)]
     pub mode: RunKind,
+    /// The benchmark rules the run is checked against (`mlperf-edge-v0.1`);
+    /// a submission run must name them (see [`crate::rules`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
     /// Where results go unless `--out` says otherwise.
     #[serde(default = "default_report_dir")]
     pub report_dir: PathBuf,
@@ -290,8 +294,26 @@ impl RunConfig {
         if self.load.concurrency == 0 {
             return Err(invalid("load.concurrency", "must be at least 1"));
         }
-        if self.load.turn_timeout_s.is_nan() || self.load.turn_timeout_s <= 0.0 {
-            return Err(invalid("load.turn_timeout_s", "must be positive"));
+        // The client turns it into a `Duration` (found by the config fuzz
+        // target: `inf` loaded, then panicked there).
+        let timeout = self.load.turn_timeout_s;
+        if !(timeout > 0.0 && std::time::Duration::try_from_secs_f64(timeout).is_ok()) {
+            return Err(invalid(
+                "load.turn_timeout_s",
+                "must be a positive, finite number of seconds",
+            ));
+        }
+        if let Some((key, _)) = self
+            .plugins
+            .limits
+            .entries()
+            .into_iter()
+            .find(|(_, v)| *v == 0)
+        {
+            return Err(invalid(
+                &format!("plugins.limits.{key}"),
+                "must be positive",
+            ));
         }
         if self.load.interrupt_grace_s.is_nan() || self.load.interrupt_grace_s < 0.0 {
             return Err(invalid("load.interrupt_grace_s", "must be 0 or more"));
@@ -306,8 +328,16 @@ impl RunConfig {
         if let Err(e) = base_url(&self.endpoint.url) {
             return Err(invalid("endpoint.url", &e));
         }
-        if self.plugins.limits.memory_mib == 0 || self.plugins.limits.call_timeout_ms == 0 {
-            return Err(invalid("plugins.limits", "limits must be positive"));
+        if let Some(rules) = &self.rules {
+            if crate::rules::find(rules).is_none() {
+                return Err(invalid(
+                    "rules",
+                    &format!(
+                        "unknown ruleset `{rules}` (known: {})",
+                        crate::rules::known()
+                    ),
+                ));
+            }
         }
         if let Some(sweep) = &self.sweep {
             sweep
@@ -471,6 +501,36 @@ url = "http://127.0.0.1:1"
             "http://h/?a=1",
         ] {
             assert!(base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_turn_timeout_that_is_no_duration_is_refused() {
+        for bad in ["inf", "nan", "-1.0", "0.0", "1e300"] {
+            let text = format!("{MINIMAL}\n[load]\nturn_timeout_s = {bad}\n");
+            let err = RunConfig::parse(Path::new("t.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("load.turn_timeout_s"), "{bad}: {err}");
+        }
+        let sweep = include_str!("../../../../configs/agentperf-sweep-demo.toml");
+        for (from, to, key) in [
+            (
+                "steady_state_s = 5.0",
+                "steady_state_s = 1e300",
+                "sweep.steady_state_s",
+            ),
+            (
+                "# power_interval_s = 1.0",
+                "power_interval_s = inf",
+                "sweep.normalize.power_interval_s",
+            ),
+        ] {
+            let text = sweep.replacen(from, to, 1);
+            let err = RunConfig::parse(Path::new("s.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{to}: {err}");
         }
     }
 

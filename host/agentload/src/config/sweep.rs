@@ -145,8 +145,18 @@ impl SweepConfig {
             ("warmup_s", self.warmup_s),
             ("max_phase_s", self.max_phase_s),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return bad(k, "must be a non-negative number of seconds");
+            // The agents turn it into a `Duration` (found by the config
+            // fuzz target: `1e300` loaded, then panicked there).
+            if std::time::Duration::try_from_secs_f64(v).is_err() {
+                return bad(k, "must be a non-negative, finite number of seconds");
+            }
+        }
+        if let Some(p) = self.normalize.power_interval_s {
+            if std::time::Duration::try_from_secs_f64(p.max(0.05)).is_err() {
+                return bad(
+                    "normalize.power_interval_s",
+                    "must be a finite number of seconds",
+                );
             }
         }
         if self.max_trajectories_per_agent == 0 {

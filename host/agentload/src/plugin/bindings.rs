@@ -40,7 +40,8 @@ impl Host for StoreState {
     }
 }
 
-/// `host.log`, for every supported WIT version (older ones convert the level).
+/// `host.log`, for every supported WIT version (older ones convert the
+/// level), within the plugin's log budget.
 pub(super) fn log(state: &StoreState, level: LogLevel, message: &str) {
     let level = match level {
         LogLevel::Trace | LogLevel::Debug => {
@@ -53,10 +54,9 @@ pub(super) fn log(state: &StoreState, level: LogLevel, message: &str) {
         LogLevel::Warn => "warn",
         LogLevel::Error => "error",
     };
-    crate::log::line(&format!(
-        "[plugin {}] {level}: {message}",
-        state.plugin_name
-    ));
+    if let super::log_budget::Admit::Write(text) = state.log.admit(message) {
+        crate::log::line(&format!("[plugin {}] {level}: {text}", state.plugin_name));
+    }
 }
 
 /// A one-line description of a plugin's typed error.

@@ -1,29 +1,100 @@
 //! One sandboxed instance of a component, and the guard around every call:
-//! a time limit in epoch ticks, memory accounting, and classification of
-//! whatever went wrong into a [`PluginFailure`] naming plugin, call and limit.
+//! a wall-clock limit in epoch ticks, store-wide memory and table
+//! accounting, bounded outputs, and classification of whatever went wrong
+//! into a [`PluginFailure`] naming plugin, call and limit.
 
 use super::engine::{PluginEngine, EPOCH_TICK};
-use super::sandbox::StoreState;
+use super::log_budget::LogBudget;
+use super::sandbox::{LimitHit, StoreState};
 use super::PluginFailure;
 use serde::{Deserialize, Serialize};
 use wasmtime::{Store, Trap};
 
-/// Resource limits applied to each plugin call.
+/// Resource limits of each plugin (`[plugins.limits]`). Memory and table
+/// limits count a store as a whole: every linear memory and table of every
+/// core instance of the component together.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Linear memory cap per instance, in MiB.
+    /// All linear memories of one instance together, in MiB.
     pub memory_mib: u64,
-    /// CPU-time limit of one call, in milliseconds (configure included).
+    /// All table elements of one instance together.
+    pub table_elements: u64,
+    /// Core instances one component may create.
+    pub instances: u64,
+    /// Linear memories one component may define.
+    pub memories: u64,
+    /// Tables one component may define.
+    pub tables: u64,
+    /// Wall-clock limit of one call, in milliseconds (instantiate and
+    /// configure included): an epoch ticker counts elapsed time, so a
+    /// call is stopped after this long whether it computes or waits.
     pub call_timeout_ms: u64,
+    /// `host.log` lines one call may write.
+    pub log_lines_per_call: u64,
+    /// `host.log` bytes one call may write.
+    pub log_bytes_per_call: u64,
+    /// `host.log` bytes over the plugin's whole life (all instances).
+    pub log_bytes_per_plugin: u64,
+    /// The largest component file loaded, in MiB.
+    pub component_mib: u64,
+    /// The largest data file granted to a plugin, in MiB.
+    pub granted_file_mib: u64,
+    /// The largest turn request a workload may return, in MiB.
+    pub request_mib: u64,
+    /// The largest verdicts (all of one `score` call together) a scorer
+    /// may return, in MiB.
+    pub verdicts_mib: u64,
+    /// The largest report a scorer may return, in MiB.
+    pub report_mib: u64,
 }
 
 impl Default for Limits {
+    /// Far above what the official plugins use (see `SECURITY.md`).
     fn default() -> Self {
         Self {
             memory_mib: 512,
+            table_elements: 1_000_000,
+            instances: 64,
+            memories: 16,
+            tables: 64,
             call_timeout_ms: 10_000,
+            log_lines_per_call: 1_000,
+            log_bytes_per_call: 1 << 20,
+            log_bytes_per_plugin: 16 << 20,
+            component_mib: 64,
+            granted_file_mib: 256,
+            request_mib: 16,
+            verdicts_mib: 256,
+            report_mib: 64,
         }
+    }
+}
+
+impl Limits {
+    /// Every limit with its key, for the config check (none may be 0).
+    pub fn entries(&self) -> [(&'static str, u64); 14] {
+        [
+            ("memory_mib", self.memory_mib),
+            ("table_elements", self.table_elements),
+            ("instances", self.instances),
+            ("memories", self.memories),
+            ("tables", self.tables),
+            ("call_timeout_ms", self.call_timeout_ms),
+            ("log_lines_per_call", self.log_lines_per_call),
+            ("log_bytes_per_call", self.log_bytes_per_call),
+            ("log_bytes_per_plugin", self.log_bytes_per_plugin),
+            ("component_mib", self.component_mib),
+            ("granted_file_mib", self.granted_file_mib),
+            ("request_mib", self.request_mib),
+            ("verdicts_mib", self.verdicts_mib),
+            ("report_mib", self.report_mib),
+        ]
+    }
+
+    /// `mib` MiB in bytes.
+    pub fn bytes(mib: u64) -> u64 {
+        mib.saturating_mul(1 << 20)
     }
 }
 
@@ -35,10 +106,10 @@ pub(crate) struct Sandboxed {
 }
 
 impl Sandboxed {
-    /// A fresh store for `plugin` under `limits`.
-    pub(crate) fn new(engine: &PluginEngine, plugin: &str, limits: Limits) -> Self {
-        let memory = usize::try_from(limits.memory_mib << 20).unwrap_or(usize::MAX);
-        let mut store = Store::new(engine.engine(), StoreState::new(plugin, memory));
+    /// A fresh store for `plugin` under `limits`, logging through `log`
+    /// (the plugin's budget, shared by all its stores).
+    pub(crate) fn new(engine: &PluginEngine, plugin: &str, limits: Limits, log: LogBudget) -> Self {
+        let mut store = Store::new(engine.engine(), StoreState::new(plugin, &limits, log));
         store.limiter(|state| state.limiter());
         store.epoch_deadline_trap();
         store.set_epoch_deadline(ticks(limits.call_timeout_ms));
@@ -55,7 +126,8 @@ impl Sandboxed {
         self.store.data_mut().plugin_name = name.to_string();
     }
 
-    /// Runs one call under the time limit and classifies its failure.
+    /// Runs one call under the time limit and classifies its failure; a
+    /// note says how much of its `host.log` output was dropped, if any.
     pub(crate) fn call<R>(
         &mut self,
         call: &'static str,
@@ -63,8 +135,14 @@ impl Sandboxed {
     ) -> Result<R, PluginFailure> {
         self.store
             .set_epoch_deadline(ticks(self.limits.call_timeout_ms));
+        self.store.data().log.begin_call();
         let store = &mut self.store;
-        off_the_runtime(|| f(store)).map_err(|err| self.classify(call, err))
+        let result = off_the_runtime(|| f(store));
+        let state = self.store.data();
+        if let Some(note) = state.log.end_call(call) {
+            crate::log::line(&format!("[plugin {}] {note}", state.plugin_name));
+        }
+        result.map_err(|err| self.classify(call, err))
     }
 
     /// As [`call`](Self::call), for calls that return a WIT `result`.
@@ -82,13 +160,57 @@ impl Sandboxed {
             })
     }
 
+    /// Refuses a returned value of `bytes` over `limit_mib` (`key` in
+    /// `[plugins.limits]`); `what` names the value.
+    pub(crate) fn check_output(
+        &self,
+        call: &'static str,
+        what: &'static str,
+        bytes: usize,
+        key: &'static str,
+        limit_mib: u64,
+    ) -> Result<(), PluginFailure> {
+        if bytes as u64 <= Limits::bytes(limit_mib) {
+            return Ok(());
+        }
+        Err(PluginFailure::OutputLimit {
+            plugin: self.plugin.clone(),
+            call,
+            what,
+            bytes,
+            limit: key,
+            limit_mib,
+        })
+    }
+
     fn classify(&self, call: &'static str, err: wasmtime::Error) -> PluginFailure {
         let plugin = self.plugin.clone();
-        if self.store.data().memory_limit_hit() {
-            return PluginFailure::MemoryLimit {
+        match self.store.data().limit_hit() {
+            Some(LimitHit::Memory) => {
+                return PluginFailure::MemoryLimit {
+                    plugin,
+                    call,
+                    limit_mib: self.limits.memory_mib,
+                }
+            }
+            Some(LimitHit::TableElements) => {
+                return PluginFailure::ResourceLimit {
+                    plugin,
+                    call,
+                    limit: "table_elements",
+                    value: self.limits.table_elements,
+                    detail: "all tables together".into(),
+                }
+            }
+            None => {}
+        }
+        if let Some((limit, value, detail)) = self.count_limit(&err) {
+            return PluginFailure::ResourceLimit {
                 plugin,
                 call,
-                limit_mib: self.limits.memory_mib,
+                limit,
+                value,
+                detail,
             };
         }
         match err.downcast_ref::<Trap>() {
@@ -111,6 +233,28 @@ impl Sandboxed {
                 PluginFailure::Trap { plugin, call, trap }
             }
         }
+    }
+
+    /// wasmtime's own count checks at instantiation ("resource limit
+    /// exceeded: instance count too high at 65"), by the limit they hit.
+    fn count_limit(&self, err: &wasmtime::Error) -> Option<(&'static str, u64, String)> {
+        let text = format!("{err:#}");
+        let at = text.find("resource limit exceeded: ")?;
+        let detail = text[at + "resource limit exceeded: ".len()..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let (limit, value) = if detail.starts_with("instance count") {
+            ("instances", self.limits.instances)
+        } else if detail.starts_with("memory count") {
+            ("memories", self.limits.memories)
+        } else if detail.starts_with("table count") {
+            ("tables", self.limits.tables)
+        } else {
+            return None;
+        };
+        Some((limit, value, detail))
     }
 }
 

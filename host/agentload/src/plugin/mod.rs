@@ -1,5 +1,6 @@
 //! The plugin host: loads WebAssembly components with wasmtime and runs them
-//! sandboxed, with a memory cap and a CPU-time limit on every call.
+//! sandboxed, with store-wide memory and table caps, a wall-clock limit on
+//! every call, and bounded output (log lines, requests, verdicts, reports).
 //!
 //! Plugins see only what the WIT contract (`wit/`) passes them; WASI is linked
 //! with no files, sockets, environment, clock or entropy (see [`sandbox`]).
@@ -7,8 +8,10 @@
 pub mod api;
 mod bindings;
 mod bindings_v0_0_9;
+mod cache_key;
 mod engine;
 mod instance;
+mod log_budget;
 mod sandbox;
 mod scorer;
 mod workload;
@@ -16,7 +19,7 @@ mod workload;
 pub use api::{ComponentApi, WitVersion, World};
 pub use bindings::types;
 pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
-pub use engine::{LoadedComponent, PluginEngine};
+pub use engine::{read_component, LoadedComponent, PluginEngine};
 pub use instance::Limits;
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
 pub use workload::WorkloadPlugin;
@@ -50,20 +53,51 @@ pub enum PluginFailure {
         found: String,
         supported: String,
     },
-    /// A call ran past its CPU-time limit and was interrupted.
-    #[error("plugin {plugin}: `{call}` exceeded its time limit of {limit_ms} ms and was stopped")]
+    /// A call ran past its wall-clock limit and was interrupted.
+    #[error(
+        "plugin {plugin}: `{call}` exceeded its time limit of {limit_ms} ms \
+         (plugins.limits.call_timeout_ms, wall time) and was stopped"
+    )]
     TimeLimit {
         plugin: String,
         call: &'static str,
         limit_ms: u64,
     },
-    /// A call tried to grow memory past the cap.
+    /// A call tried to grow memory past the cap (all linear memories of
+    /// the instance together).
     #[error(
-        "plugin {plugin}: `{call}` exceeded its memory limit of {limit_mib} MiB and was stopped"
+        "plugin {plugin}: `{call}` exceeded its memory limit of {limit_mib} MiB \
+         (all linear memories together, plugins.limits.memory_mib) and was stopped"
     )]
     MemoryLimit {
         plugin: String,
         call: &'static str,
+        limit_mib: u64,
+    },
+    /// A call went past another store-wide limit: table elements, or the
+    /// number of instances, memories or tables.
+    #[error(
+        "plugin {plugin}: `{call}` exceeded plugins.limits.{limit} = {value} ({detail}) \
+         and was stopped"
+    )]
+    ResourceLimit {
+        plugin: String,
+        call: &'static str,
+        limit: &'static str,
+        value: u64,
+        detail: String,
+    },
+    /// A call returned more than the host accepts.
+    #[error(
+        "plugin {plugin}: `{call}` returned {what} of {bytes} bytes, over \
+         plugins.limits.{limit} = {limit_mib} MiB"
+    )]
+    OutputLimit {
+        plugin: String,
+        call: &'static str,
+        what: &'static str,
+        bytes: usize,
+        limit: &'static str,
         limit_mib: u64,
     },
     /// The guest trapped (a panic, an unreachable, a bad access).
@@ -87,7 +121,10 @@ impl PluginFailure {
     pub fn poisons_instance(&self) -> bool {
         matches!(
             self,
-            Self::TimeLimit { .. } | Self::MemoryLimit { .. } | Self::Trap { .. }
+            Self::TimeLimit { .. }
+                | Self::MemoryLimit { .. }
+                | Self::ResourceLimit { .. }
+                | Self::Trap { .. }
         )
     }
 }

@@ -1,7 +1,11 @@
 //! The store state every plugin instance runs in: WASI linked with nothing
-//! granted, a frozen clock, a fixed entropy stream, captured stderr, and a
-//! memory limiter that remembers when it said no.
+//! granted, a frozen clock, a fixed entropy stream, captured stderr, a
+//! resource limiter that counts the whole store (every linear memory and
+//! table of every core instance together, not one memory at a time) and
+//! remembers which limit said no, and the budget of `host.log` output.
 
+use super::instance::Limits;
+use super::log_budget::LogBudget;
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -17,15 +21,17 @@ const STDERR_CAPACITY: usize = 64 * 1024;
 pub struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limiter: MemoryLimiter,
+    limiter: StoreLimiter,
     stderr: MemoryOutputPipe,
     /// Name used to tag the plugin's log lines.
     pub(crate) plugin_name: String,
+    /// What `host.log` may still write.
+    pub(crate) log: LogBudget,
 }
 
 impl StoreState {
-    /// A sandbox for `plugin_name` with at most `memory_bytes` of linear memory.
-    pub fn new(plugin_name: &str, memory_bytes: usize) -> Self {
+    /// A sandbox for `plugin_name` under `limits`, logging through `log`.
+    pub fn new(plugin_name: &str, limits: &Limits, log: LogBudget) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let wasi = WasiCtxBuilder::new()
             .stderr(stderr.clone())
@@ -38,12 +44,10 @@ impl StoreState {
         Self {
             wasi,
             table: ResourceTable::new(),
-            limiter: MemoryLimiter {
-                limit: memory_bytes,
-                hit: false,
-            },
+            limiter: StoreLimiter::new(limits),
             stderr,
             plugin_name: plugin_name.to_string(),
+            log,
         }
     }
 
@@ -52,8 +56,8 @@ impl StoreState {
         &mut self.limiter
     }
 
-    /// Whether the memory limit refused a growth since the store was made.
-    pub fn memory_limit_hit(&self) -> bool {
+    /// The limit that refused a growth since the store was made, if any.
+    pub fn limit_hit(&self) -> Option<LimitHit> {
         self.limiter.hit
     }
 
@@ -75,37 +79,110 @@ impl WasiView for StoreState {
     }
 }
 
-/// Refuses memory growth past a limit and records that it did, so the host
-/// can name the limit instead of reporting a bare trap.
-struct MemoryLimiter {
-    limit: usize,
-    hit: bool,
+/// Which store-wide limit refused a growth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    /// The total of all linear memories (`plugins.limits.memory_mib`).
+    Memory,
+    /// The total of all table elements (`plugins.limits.table_elements`).
+    TableElements,
 }
 
-impl ResourceLimiter for MemoryLimiter {
+/// Counts every linear memory and table of the store together: a component
+/// with many core instances gets the same budget as one with a single
+/// memory. The instance, memory and table counts are wasmtime's own checks
+/// (`instances`, `memories`, `tables`), enforced at instantiation.
+struct StoreLimiter {
+    memory_limit: usize,
+    memory_total: usize,
+    table_limit: usize,
+    table_total: usize,
+    instances: usize,
+    memories: usize,
+    tables: usize,
+    hit: Option<LimitHit>,
+}
+
+impl StoreLimiter {
+    fn new(limits: &Limits) -> Self {
+        let clamp = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        Self {
+            memory_limit: clamp(limits.memory_mib.saturating_mul(1 << 20)),
+            memory_total: 0,
+            table_limit: clamp(limits.table_elements),
+            table_total: 0,
+            instances: clamp(limits.instances),
+            memories: clamp(limits.memories),
+            tables: clamp(limits.tables),
+            hit: None,
+        }
+    }
+}
+
+/// `total` after one item grows from `current` to `desired`, when it stays
+/// within `limit`.
+fn grown(total: usize, current: usize, desired: usize, limit: usize) -> Option<usize> {
+    let total = total.checked_sub(current.min(total))?;
+    total.checked_add(desired).filter(|t| *t <= limit)
+}
+
+impl ResourceLimiter for StoreLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
-            self.hit = true;
-            wasmtime::bail!(
-                "memory limit of {} bytes exceeded (wanted {desired})",
-                self.limit
-            );
+        match grown(self.memory_total, current, desired, self.memory_limit) {
+            Some(total) => {
+                self.memory_total = total;
+                Ok(true)
+            }
+            None => {
+                self.hit = Some(LimitHit::Memory);
+                wasmtime::bail!(
+                    "memory limit of {} bytes for all linear memories together exceeded \
+                     ({} in use, one memory wants to grow from {current} to {desired})",
+                    self.memory_limit,
+                    self.memory_total
+                )
+            }
         }
-        Ok(true)
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
+        match grown(self.table_total, current, desired, self.table_limit) {
+            Some(total) => {
+                self.table_total = total;
+                Ok(true)
+            }
+            None => {
+                self.hit = Some(LimitHit::TableElements);
+                wasmtime::bail!(
+                    "table limit of {} elements for all tables together exceeded \
+                     ({} in use, one table wants to grow from {current} to {desired})",
+                    self.table_limit,
+                    self.table_total
+                )
+            }
+        }
+    }
+
+    fn instances(&self) -> usize {
+        self.instances
+    }
+
+    fn memories(&self) -> usize {
+        self.memories
+    }
+
+    fn tables(&self) -> usize {
+        self.tables
     }
 }
 
@@ -139,4 +216,53 @@ fn fixed_entropy() -> Deterministic {
             .map(|b| b.wrapping_mul(167).wrapping_add(13))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(memory_mib: u64) -> StoreLimiter {
+        StoreLimiter::new(&Limits {
+            memory_mib,
+            table_elements: 100,
+            ..Limits::default()
+        })
+    }
+
+    #[test]
+    fn memories_are_counted_together() {
+        let mut l = limiter(64);
+        let mib = 1 << 20;
+        // Eight fresh memories of 60 MiB: the first fits, the second does not.
+        assert!(l.memory_growing(0, 60 * mib, None).unwrap());
+        let err = l.memory_growing(0, 60 * mib, None).unwrap_err().to_string();
+        assert!(err.contains("all linear memories together"), "{err}");
+        assert_eq!(l.hit, Some(LimitHit::Memory));
+        // Growing the first one counts only the growth.
+        let mut l = limiter(64);
+        assert!(l.memory_growing(0, 32 * mib, None).unwrap());
+        assert!(l.memory_growing(32 * mib, 64 * mib, None).unwrap());
+        assert!(l.memory_growing(64 * mib, 65 * mib, None).is_err());
+    }
+
+    #[test]
+    fn tables_are_counted_together() {
+        let mut l = limiter(64);
+        assert!(l.table_growing(0, 60, None).unwrap());
+        assert!(l.table_growing(0, 40, None).unwrap());
+        assert!(l.table_growing(0, 1, None).is_err());
+        assert_eq!(l.hit, Some(LimitHit::TableElements));
+    }
+
+    #[test]
+    fn counts_come_from_the_limits() {
+        let l = StoreLimiter::new(&Limits {
+            instances: 3,
+            memories: 2,
+            tables: 5,
+            ..Limits::default()
+        });
+        assert_eq!((l.instances(), l.memories(), l.tables()), (3, 2, 5));
+    }
 }

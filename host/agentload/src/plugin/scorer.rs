@@ -6,6 +6,7 @@ use super::bindings::scorer::ScorerPluginPre;
 use super::bindings::{Report, ScoredItem, Verdict};
 use super::engine::{LoadedComponent, PluginEngine};
 use super::instance::{Limits, Sandboxed};
+use super::log_budget::LogBudget;
 use super::types::{PluginConfig, PluginKind};
 use super::{PluginFailure, PluginIdentity};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ pub struct ScorerPlugin {
     engine: Arc<PluginEngine>,
     pre: ScorerPluginPre<super::sandbox::StoreState>,
     limits: Limits,
+    log: LogBudget,
     identity: PluginIdentity,
 }
 
@@ -72,7 +74,8 @@ impl ScorerPlugin {
             .instantiate_pre(&loaded.component)
             .map_err(|e| invalid(format!("{e:#}")))?;
         let pre = ScorerPluginPre::new(pre).map_err(|e| invalid(format!("{e:#}")))?;
-        let mut sandbox = Sandboxed::new(&engine, &label, limits);
+        let log = LogBudget::new(&limits);
+        let mut sandbox = Sandboxed::new(&engine, &label, limits, log.clone());
         let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
         let info = sandbox.call("describe", |store| {
             bindings.agentload_plugin_scorer().call_describe(store)
@@ -94,6 +97,7 @@ impl ScorerPlugin {
             engine,
             pre,
             limits,
+            log,
             identity,
         })
     }
@@ -106,7 +110,12 @@ impl ScorerPlugin {
     /// Configures a fresh instance with `config` and drops it: a bad setting
     /// or grant is found before the run sends anything.
     pub fn check(&self, config: &PluginConfig) -> Result<(), PluginFailure> {
-        let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
+        let mut sandbox = Sandboxed::new(
+            &self.engine,
+            &self.identity.name,
+            self.limits,
+            self.log.clone(),
+        );
         let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         let scorer = b.agentload_plugin_scorer();
         sandbox.call_result("configure", |store| scorer.call_configure(store, config))
@@ -120,7 +129,12 @@ impl ScorerPlugin {
     ) -> Result<Scored, PluginFailure> {
         let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
         let started = Instant::now();
-        let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
+        let mut sandbox = Sandboxed::new(
+            &self.engine,
+            &self.identity.name,
+            self.limits,
+            self.log.clone(),
+        );
         let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         let scorer = b.agentload_plugin_scorer();
         sandbox.call_result("configure", |store| scorer.call_configure(store, config))?;
@@ -131,6 +145,19 @@ impl ScorerPlugin {
         let started = Instant::now();
         let verdicts = sandbox.call_result("score", |store| scorer.call_score(store, items))?;
         timings.score_ms = ms(started);
+        let bytes = verdicts
+            .iter()
+            .map(|v| {
+                v.item_id.len() + v.detail_json.len() + v.excluded.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        sandbox.check_output(
+            "score",
+            "verdicts",
+            bytes,
+            "verdicts_mib",
+            self.limits.verdicts_mib,
+        )?;
         if verdicts.len() != items.len() {
             return Err(PluginFailure::Reported {
                 plugin: self.identity.name.clone(),
@@ -147,6 +174,13 @@ impl ScorerPlugin {
             scorer.call_aggregate(store, items, &verdicts)
         })?;
         timings.aggregate_ms = ms(started);
+        sandbox.check_output(
+            "aggregate",
+            "a report",
+            report.report_json.len(),
+            "report_mib",
+            self.limits.report_mib,
+        )?;
         Ok(Scored {
             verdicts,
             report,

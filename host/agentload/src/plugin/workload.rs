@@ -12,6 +12,7 @@ use super::bindings::SessionPlan;
 use super::bindings_v0_0_9 as v0_0_9;
 use super::engine::{LoadedComponent, PluginEngine};
 use super::instance::{Limits, Sandboxed};
+use super::log_budget::LogBudget;
 use super::sandbox::StoreState;
 use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome, TurnRequest};
 use super::{PluginFailure, PluginIdentity};
@@ -128,6 +129,7 @@ pub struct WorkloadPlugin {
     engine: Arc<PluginEngine>,
     pre: Pre,
     limits: Limits,
+    log: LogBudget,
     identity: PluginIdentity,
     config: Option<PluginConfig>,
     live: Option<(Sandboxed, Bindings)>,
@@ -159,7 +161,8 @@ impl WorkloadPlugin {
             .instantiate_pre(&loaded.component)
             .map_err(|e| invalid(format!("{e:#}")))?;
         let pre = Pre::new(version, pre).map_err(|e| invalid(format!("{e:#}")))?;
-        let mut sandbox = Sandboxed::new(&engine, &label, limits);
+        let log = LogBudget::new(&limits);
+        let mut sandbox = Sandboxed::new(&engine, &label, limits, log.clone());
         let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
         let info = sandbox.call("describe", |store| bindings.describe(store))?;
         if info.kind != PluginKind::Workload {
@@ -180,6 +183,7 @@ impl WorkloadPlugin {
             engine,
             pre,
             limits,
+            log,
             identity,
             config: None,
             live: Some((sandbox, bindings)),
@@ -193,8 +197,12 @@ impl WorkloadPlugin {
 
     /// Hands the plugin its settings and files; returns its sessions.
     pub fn configure(&mut self, config: PluginConfig) -> Result<Vec<SessionPlan>, PluginFailure> {
+        let max = self.limits.request_mib;
         let plans = self.with_instance(|sandbox, b| {
-            sandbox.call_result("configure", |store| b.configure(store, &config))
+            let plans = sandbox.call_result("configure", |store| b.configure(store, &config))?;
+            let bytes = plans.iter().map(|p| p.id.len() + 4).sum();
+            sandbox.check_output("configure", "session plans", bytes, "request_mib", max)?;
+            Ok(plans)
         })?;
         self.config = Some(config);
         Ok(plans)
@@ -202,8 +210,13 @@ impl WorkloadPlugin {
 
     /// The first request of a session.
     pub fn start_session(&mut self, session_id: &str) -> Result<TurnRequest, PluginFailure> {
+        let max = self.limits.request_mib;
         self.with_instance(|sandbox, b| {
-            sandbox.call_result("start-session", |store| b.start_session(store, session_id))
+            let request =
+                sandbox.call_result("start-session", |store| b.start_session(store, session_id))?;
+            let bytes = request_bytes(&request);
+            sandbox.check_output("start-session", "a turn request", bytes, "request_mib", max)?;
+            Ok(request)
         })
     }
 
@@ -213,8 +226,13 @@ impl WorkloadPlugin {
         session_id: &str,
         outcome: &TurnOutcome,
     ) -> Result<Option<TurnRequest>, PluginFailure> {
+        let max = self.limits.request_mib;
         self.with_instance(|sandbox, b| {
-            sandbox.call_result("next-turn", |store| b.next_turn(store, session_id, outcome))
+            let next = sandbox
+                .call_result("next-turn", |store| b.next_turn(store, session_id, outcome))?;
+            let bytes = next.as_ref().map_or(0, request_bytes);
+            sandbox.check_output("next-turn", "a turn request", bytes, "request_mib", max)?;
+            Ok(next)
         })
     }
 
@@ -236,11 +254,42 @@ impl WorkloadPlugin {
     }
 
     fn fresh_instance(&self) -> Result<(Sandboxed, Bindings), PluginFailure> {
-        let mut sandbox = Sandboxed::new(&self.engine, &self.identity.name, self.limits);
+        let mut sandbox = Sandboxed::new(
+            &self.engine,
+            &self.identity.name,
+            self.limits,
+            self.log.clone(),
+        );
         let bindings = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
         if let Some(config) = &self.config {
             sandbox.call_result("configure", |store| bindings.configure(store, config))?;
         }
         Ok((sandbox, bindings))
     }
+}
+
+/// The bytes of a turn request's text fields (what the host copies into
+/// the request body and the turn log).
+pub(crate) fn request_bytes(r: &TurnRequest) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let messages: usize = r
+        .messages
+        .iter()
+        .map(|m| {
+            opt(&m.content)
+                + opt(&m.reasoning_content)
+                + opt(&m.tool_call_id)
+                + opt(&m.name)
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                    .sum::<usize>()
+        })
+        .sum();
+    r.session_id.len()
+        + r.item_id.len()
+        + messages
+        + opt(&r.tools_json)
+        + opt(&r.sampling.tool_choice_json)
+        + r.expected_json.len()
 }

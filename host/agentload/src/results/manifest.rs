@@ -28,6 +28,9 @@ pub struct RunManifest {
     pub test_started_at: String,
     /// Whether every plugin is an official, locked one.
     pub seal: SealRecord,
+    /// The benchmark rules checked, their version, the deviations and the
+    /// digest of `config.toml`.
+    pub compliance: crate::rules::Compliance,
 }
 
 /// The run's sealing: its mode and each plugin's status against

@@ -484,6 +484,14 @@ mod tests {
                 sealed: true,
                 plugins: vec![],
             },
+            compliance: crate::rules::Compliance {
+                rules: None,
+                rules_version: None,
+                rules_source: None,
+                config_digest: String::new(),
+                compliant: false,
+                deviations: vec![],
+            },
         }
     }
 

@@ -1,9 +1,11 @@
 //! Test fixture: a workload plugin that misbehaves in the way its settings ask,
 //! so the host's sandbox and limits can be tested against a real component.
 //!
-//! Settings: `{"behaviour": "ok" | "spin" | "alloc" | "open-file" | "connect" | "env" | "panic" | "error",
-//! "when": "configure" | "start"}`. The misbehaviour happens in the named call
-//! (default `start`); `ok` replays one session of two echo turns.
+//! Settings: `{"behaviour": "ok" | "spin" | "alloc" | "open-file" | "connect" | "env" | "panic" |
+//! "error" | "log-flood" | "huge-request", "when": "configure" | "start"}`. The misbehaviour happens
+//! in the named call (default `start`); `ok` replays one session of two echo turns. `log-flood`
+//! writes 200,000 log lines of 1 KiB and then carries on; `huge-request` returns a turn request
+//! of 20 MiB.
 
 wit_bindgen::generate!({
     path: "../../../wit/agentload-plugin@0.1.0",
@@ -59,6 +61,15 @@ fn misbehave(behaviour: &str) -> Result<(), PluginError> {
         "error" => Err(PluginError::InvalidInput(
             "misbehave error on purpose".into(),
         )),
+        "log-flood" => {
+            let line = "x".repeat(1024);
+            for i in 0..200_000 {
+                log(LogLevel::Info, &format!("flood {i} {line}"));
+            }
+            Ok(())
+        }
+        // The request itself is built in `start_session`.
+        "huge-request" => Ok(()),
         other => Err(PluginError::InvalidConfig(format!(
             "unknown behaviour {other}"
         ))),
@@ -135,6 +146,11 @@ impl Guest for Misbehave {
         // Misbehave in the first session only, so tests can see the run go on.
         if when == "start" && session_id == "s1" {
             misbehave(&behaviour)?;
+            if behaviour == "huge-request" {
+                let mut request = turn(&session_id, 1);
+                request.expected_json = "y".repeat(20 << 20);
+                return Ok(request);
+            }
         }
         Ok(turn(&session_id, 1))
     }
