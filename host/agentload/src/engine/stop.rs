@@ -105,46 +105,30 @@ impl Stop {
 
     /// Waits until `t`; false when issuing stopped first.
     pub async fn wait_until(&self, t: Instant) -> bool {
-        let sleep = tokio::time::sleep_until(t.into());
-        tokio::pin!(sleep);
-        loop {
-            let own = self.own.notify.notified();
-            let parent = self.parent.as_ref().map(|p| p.notify.notified());
-            tokio::pin!(own);
-            own.as_mut().enable();
-            let mut parent = parent.map(Box::pin);
-            if let Some(p) = parent.as_mut() {
-                p.as_mut().enable();
-            }
-            if self.stopped() {
-                return false;
-            }
-            let parent_fired = async {
-                match parent.as_mut() {
-                    Some(p) => p.as_mut().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = &mut sleep => return !self.stopped(),
-                () = own => {}
-                () = parent_fired => {}
-            }
+        tokio::select! {
+            () = tokio::time::sleep_until(t.into()) => !self.stopped(),
+            () = self.until(Self::stopped) => false,
         }
     }
 
     /// Resolves once in-flight turns are to be cut.
     pub async fn hardened(&self) {
+        self.until(Self::hard).await;
+    }
+
+    /// Resolves once `done` holds, re-checked on every notification of
+    /// this stop or its parent (registered before each check, so none is
+    /// missed).
+    async fn until(&self, done: fn(&Self) -> bool) {
         loop {
             let own = self.own.notify.notified();
-            let parent = self.parent.as_ref().map(|p| p.notify.notified());
             tokio::pin!(own);
             own.as_mut().enable();
-            let mut parent = parent.map(Box::pin);
+            let mut parent = self.parent.as_ref().map(|p| Box::pin(p.notify.notified()));
             if let Some(p) = parent.as_mut() {
                 p.as_mut().enable();
             }
-            if self.hard() {
+            if done(self) {
                 return;
             }
             let parent_fired = async {
