@@ -1,7 +1,7 @@
 //! Plugin authoring end to end: `agentload plugin new` scaffolds a workload
-//! crate on agentload-sdk, cargo builds it for wasm32-wasip2, and
-//! `agentload plugin check` reports its world, WIT version, sessions and
-//! turns run against the simulator. A component built against a WIT package
+//! (or, with `--kind scorer`, a scorer) crate on agentload-sdk, cargo builds
+//! it for wasm32-wasip2, and `agentload plugin check` reports its world, WIT
+//! version, sessions and turns run against the simulator (or its verdicts). A component built against a WIT package
 //! version this host does not support (0.0.1) is refused with an error
 //! naming it, its version and the supported ones (a supported older version
 //! loads: tests/wit_versions.rs).
@@ -18,6 +18,104 @@ use std::path::{Path, PathBuf};
 /// assembled): built against `agentload:plugin@0.0.1`, which no host supports.
 fn old_wit() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/plugins/old-wit/old_wit.wasm")
+}
+
+/// `cargo build --profile plugin --target wasm32-wasip2` in `crate_dir`,
+/// into a target folder kept between runs; the component's path.
+async fn build(crate_dir: &Path, name: &str) -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_BIN_EXE_agentload"))
+        .parent()
+        .unwrap()
+        .join("../authoring");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = tokio::process::Command::new(cargo)
+        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2"])
+        .current_dir(crate_dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .await
+        .expect("cargo runs");
+    assert!(build.status.success(), "cargo build: {}", text(&build));
+    let wasm = target.join(format!(
+        "wasm32-wasip2/plugin/{}.wasm",
+        name.replace('-', "_")
+    ));
+    assert!(wasm.is_file(), "{} built", wasm.display());
+    wasm
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaffold_build_and_check_a_scorer() {
+    let scratch = scratch("authoring-scorer");
+    let out = agentload(
+        &[
+            "plugin",
+            "new",
+            "demo-scorer",
+            "--kind",
+            "scorer",
+            "--dir",
+            scratch.path().to_str().unwrap(),
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "plugin new: {}", text(&out));
+    assert!(
+        text(&out).contains("created scorer plugin `demo-scorer`"),
+        "{}",
+        text(&out)
+    );
+    let crate_dir = scratch.path().join("demo-scorer");
+    for file in ["Cargo.toml", "src/lib.rs", "README.md"] {
+        assert!(crate_dir.join(file).is_file(), "{file} scaffolded");
+    }
+    assert!(!crate_dir.join("prompts.jsonl").exists());
+    let wasm = build(&crate_dir, "demo-scorer").await;
+
+    let out = agentload(
+        &[
+            "plugin",
+            "check",
+            wasm.to_str().unwrap(),
+            "--expected",
+            r#"{"answer": "hello"}"#,
+            "--json",
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(out.status.success(), "plugin check: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
+    let report: serde_json::Value = serde_json::from_str(&stdout[..json_end]).unwrap();
+    assert_eq!(report["world"], "scorer-plugin", "{report:#}");
+    assert_eq!(report["plugin"]["name"], "demo-scorer");
+    assert_eq!(report["plugin"]["kind"], "scorer");
+    // The text answer says hello; the tool call and the missing answer do not.
+    let verdicts = report["scorer"]["verdicts"].as_array().expect("verdicts");
+    let scores: Vec<f64> = verdicts
+        .iter()
+        .map(|v| v["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores, [1.0, 0.0, 0.0], "{report:#}");
+
+    // The SDK's settings parsing names a misspelt key.
+    let out = agentload(
+        &[
+            "plugin",
+            "check",
+            wasm.to_str().unwrap(),
+            "--settings",
+            r#"{"case_sensitve": true}"#,
+        ],
+        scratch.path(),
+    )
+    .await;
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("unknown field `case_sensitve`"), "{t}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,23 +144,7 @@ async fn scaffold_build_and_check_a_workload() {
         assert!(crate_dir.join(file).is_file(), "{file} scaffolded");
     }
 
-    // One build, into a target folder kept between runs.
-    let target = PathBuf::from(env!("CARGO_BIN_EXE_agentload"))
-        .parent()
-        .unwrap()
-        .join("../authoring");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let build = tokio::process::Command::new(cargo)
-        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2"])
-        .current_dir(&crate_dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS")
-        .output()
-        .await
-        .expect("cargo runs");
-    assert!(build.status.success(), "cargo build: {}", text(&build));
-    let wasm = target.join("wasm32-wasip2/plugin/demo_workload.wasm");
-    assert!(wasm.is_file(), "{} built", wasm.display());
+    let wasm = build(&crate_dir, "demo-workload").await;
 
     let prompts = format!("prompts={}", crate_dir.join("prompts.jsonl").display());
     let settings = r#"{"temperature": 0.0, "max_completion_tokens": 32}"#;
@@ -146,7 +228,7 @@ async fn check_refuses_a_component_built_against_an_older_wit() {
     assert!(
         t.contains(
             "plugin old_wit was built against agentload:plugin@0.0.1, which this agentload \
-             does not support (supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0)"
+             does not support (supported: agentload:plugin@0.1.0)"
         ),
         "{t}"
     );
@@ -173,7 +255,7 @@ workload = "{}"
     let t = text(&out);
     assert!(
         t.contains("plugin old_wit was built against agentload:plugin@0.0.1")
-            && t.contains("supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0"),
+            && t.contains("supported: agentload:plugin@0.1.0"),
         "{t}"
     );
 }

@@ -6,13 +6,13 @@ use crate::config::{table_json, PhaseConfig};
 use crate::engine::{TurnRecord, TurnStatus};
 use crate::plugin::types::{GrantedFile, PluginConfig};
 use crate::plugin::{Scored, ScoredItem, ScorerPlugin};
-use crate::results;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
 
 /// Scores a phase's records (granting the scorer `files`) and writes the
-/// scorer's report to `out/<report_file>`; returns the verdicts and the report.
+/// scorer's report to `out/<report_file>` byte for byte, once it is known to
+/// be JSON; returns the verdicts and the report.
 pub fn score(
     scorer: &ScorerPlugin,
     phase: &PhaseConfig,
@@ -38,7 +38,8 @@ pub fn score(
     if let Some(dir) = report_path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    results::write_json(&report_path, &report)?;
+    std::fs::write(&report_path, &scored.report.report_json)
+        .with_context(|| format!("cannot write {}", report_path.display()))?;
     Ok((scored, report))
 }
 

@@ -83,7 +83,7 @@ pub fn render_chat(
             out.push_str("<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
             for tool in tools {
                 out.push('\n');
-                pydumps::write(&mut out, tool, false);
+                pysem::json::write(&mut out, tool, false);
             }
             out.push_str("\n</tools>");
             out.push_str(TOOL_INSTRUCTIONS);
@@ -234,7 +234,7 @@ fn render_assistant(
                 out.push_str(">\n");
                 match value {
                     Value::String(s) => out.push_str(s),
-                    other => pydumps::write(out, other, false),
+                    other => pysem::json::write(out, other, false),
                 }
                 out.push_str("\n</parameter>\n");
             }

@@ -6,6 +6,7 @@
 
 pub mod api;
 mod bindings;
+#[cfg(feature = "test-wit-0-0-9")]
 mod bindings_v0_0_9;
 mod engine;
 mod instance;
