@@ -7,8 +7,9 @@
 #   test fixtures    -> $TARGET/test-plugins/<name>.wasm
 #
 # The build is reproducible: the toolchain is pinned (rust-toolchain.toml),
-# dependencies are locked (Cargo.lock), and source paths are remapped, so the
-# same sources give the same bytes in any checkout on any machine.
+# dependencies are locked (Cargo.lock), and source and target paths are
+# remapped, so the same sources give the same bytes in any checkout, with any
+# CARGO_TARGET_DIR, on any machine.
 #
 #   --check-lock   fail unless every official plugin's digest is the one in
 #                  plugins/official.lock (the test script does this)
@@ -25,7 +26,11 @@ extras=(bfcl-ast-v2)
 fixtures=(misbehave old-workload)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
-export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup"
+# The target folder too (last, so it wins inside a checkout): the SDK's export
+# macros are generated into its OUT_DIR, and their panic locations name it.
+mkdir -p "$target"
+target=$(cd "$target" && pwd)
+export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup --remap-path-prefix=$target=/target"
 mkdir -p "$target/plugins" "$target/test-plugins"
 # One build: every component is a crate on agentload-sdk and the code they
 # share is in plain library crates, so no component links another and no

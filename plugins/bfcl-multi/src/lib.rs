@@ -274,18 +274,9 @@ impl Workload for BfclMulti {
         };
         let c = match outcome {
             Outcome::Completed(c) => c,
-            Outcome::Failed(_) | Outcome::Aborted => {
-                // The rest of the entry is missing: one placeholder per
-                // remaining BFCL turn, never sent.
-                r.turn += 1;
-                if r.turn >= r.q.turns.len() {
-                    return Ok(None);
-                }
-                self.begin_turn(&mut r)?;
-                let turn = self.request(&mut r)?;
-                self.running.insert(id.to_string(), r);
-                return Ok(Some(turn));
-            }
+            // The rest of the entry is missing: one placeholder per
+            // remaining BFCL turn, never sent.
+            Outcome::Failed(_) | Outcome::Aborted => return self.next_bfcl_turn(id, r),
         };
         let decoded = decode_step(
             c.tool_calls
@@ -316,15 +307,26 @@ impl Workload for BfclMulti {
                     return Ok(None);
                 }
             }
-            _ => {
-                // Empty or undecodable: the BFCL turn is over.
-                r.turn += 1;
-                if r.turn >= r.q.turns.len() {
-                    return Ok(None);
-                }
-                self.begin_turn(&mut r)?;
-            }
+            // Empty or undecodable: the BFCL turn is over.
+            _ => return self.next_bfcl_turn(id, r),
         }
+        self.issue(id, r)
+    }
+}
+
+impl BfclMulti {
+    /// The first request of the entry's next BFCL turn; none after its last.
+    fn next_bfcl_turn(&mut self, id: &str, mut r: Running) -> Result<Option<Turn>, Error> {
+        r.turn += 1;
+        if r.turn >= r.q.turns.len() {
+            return Ok(None);
+        }
+        self.begin_turn(&mut r)?;
+        self.issue(id, r)
+    }
+
+    /// The entry's next request; the entry stays in flight.
+    fn issue(&mut self, id: &str, mut r: Running) -> Result<Option<Turn>, Error> {
         let turn = self.request(&mut r)?;
         self.running.insert(id.to_string(), r);
         Ok(Some(turn))

@@ -217,7 +217,7 @@ mod tests {
         let a = &replays[0];
         assert_eq!(a.turn_count(), 3);
 
-        let first = req(&a, 0, "a", 0);
+        let first = req(a, 0, "a", 0);
         assert_eq!(first.session_id, "a");
         assert_eq!(first.turn, 1);
         assert_eq!(first.item_id, "a/2");
@@ -241,7 +241,7 @@ mod tests {
         assert_eq!((sampling.top_p, sampling.top_k), (None, None));
         assert_eq!(sampling.tool_choice_json, None);
 
-        let second = req(&a, 1, "a", 0);
+        let second = req(a, 1, "a", 0);
         assert_eq!((second.turn, second.item_id.as_str()), (3, "a/4"));
         assert_eq!(
             shapes(&second)[2..],
@@ -266,7 +266,7 @@ mod tests {
             "a reply without calls"
         );
 
-        let third = req(&a, 2, "a", 0);
+        let third = req(a, 2, "a", 0);
         assert_eq!((third.turn, third.item_id.as_str()), (5, "a/6"));
         assert_eq!(third.messages.len(), 7);
         assert_eq!(shapes(&third)[0]["role"], "system");
@@ -286,14 +286,14 @@ mod tests {
         let replays = replays(&two_conversations(), &Settings::default());
         let b = &replays[1];
         assert_eq!(b.turn_count(), 3);
-        let first = req(&b, 0, "b", 0);
+        let first = req(b, 0, "b", 0);
         assert_eq!(
             shapes(&first),
             [json!({"role": "user", "content": "fix the bug"})]
         );
         assert_eq!(first.tools_json, None);
 
-        let last = req(&b, 2, "b", 0);
+        let last = req(b, 2, "b", 0);
         assert_eq!(last.turn, 5);
         assert_eq!(
             shapes(&last)[3..],
@@ -304,7 +304,7 @@ mod tests {
             ]
         );
         // The scorer gets the recorded calls exactly, the object kept an object.
-        let request = req(&b, 1, "b", 0);
+        let request = req(b, 1, "b", 0);
         assert_eq!(
             expected(&request)["tool_calls"][0]["function"]["arguments"],
             json!({"command": "cat a.py", "timeout": 5})
@@ -331,7 +331,7 @@ mod tests {
         ]);
         let off = &replays(&text, &Settings::default())[0];
         assert_eq!(
-            [req(&off, 0, "a", 0).delay_ms, req(&off, 1, "a", 0).delay_ms],
+            [req(off, 0, "a", 0).delay_ms, req(off, 1, "a", 0).delay_ms],
             [0, 0]
         );
         let settings = Settings {
@@ -341,7 +341,7 @@ mod tests {
         let on = &replays(&text, &settings)[0];
         // The reference delays every client row that records a delay, user rows included.
         assert_eq!(
-            [req(&on, 0, "a", 0).delay_ms, req(&on, 1, "a", 0).delay_ms],
+            [req(on, 0, "a", 0).delay_ms, req(on, 1, "a", 0).delay_ms],
             [2000, 63]
         );
     }
@@ -369,7 +369,7 @@ mod tests {
         let replays = replays(&text, &settings);
         let limits = |replay: &ConversationReplay| -> Vec<Option<u32>> {
             (0..replay.turn_count())
-                .map(|i| req(&replay, i, "s", 0).sampling.max_completion_tokens)
+                .map(|i| req(replay, i, "s", 0).sampling.max_completion_tokens)
                 .collect()
         };
         // The first user row's max_new_tokens covers the conversation; a row's own wins.
@@ -387,9 +387,9 @@ mod tests {
             reply("a", 4),
         ]);
         let replay = &replays(&text, &Settings::default())[0];
-        assert_eq!(req(&replay, 0, "a", 0).tools_json, None);
+        assert_eq!(req(replay, 0, "a", 0).tools_json, None);
         assert_eq!(
-            req(&replay, 1, "a", 0).tools_json.as_deref(),
+            req(replay, 1, "a", 0).tools_json.as_deref(),
             Some(r#"[{"type":"function"}]"#)
         );
     }
@@ -399,7 +399,7 @@ mod tests {
         let text = jsonl(&[user("a", 1), call("a", 2), result("a", 3)]);
         let replay = &replays(&text, &Settings::default())[0];
         assert_eq!(replay.turn_count(), 2);
-        let last = req(&replay, 1, "a", 0);
+        let last = req(replay, 1, "a", 0);
         assert_eq!((last.turn, last.item_id.as_str()), (3, "a/4"));
         assert_eq!(
             last.expected_json,
@@ -417,7 +417,7 @@ mod tests {
         ]);
         let replay = &replays(&text, &Settings::default())[0];
         assert_eq!(
-            shapes(&req(&replay, 1, "a", 0))[..2],
+            shapes(&req(replay, 1, "a", 0))[..2],
             [
                 json!({"role": "user", "content": "fix the bug", "name": "Bob"}),
                 json!({"role": "assistant", "content": "done", "name": "Ann"}),

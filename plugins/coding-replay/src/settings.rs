@@ -47,7 +47,7 @@ impl Settings {
         if settings.num_trajectories_to_issue == Some(0) {
             return bad("num_trajectories_to_issue", "at least 1");
         }
-        if !(settings.temperature >= 0.0) {
+        if settings.temperature.is_nan() || settings.temperature < 0.0 {
             return bad("temperature", "a non-negative number");
         }
         if settings.max_completion_tokens == 0 {
