@@ -223,22 +223,6 @@ pub fn json_string(s: &str) -> String {
     crate::json::string(s, false)
 }
 
-/// Python `str.isprintable()` for one character, approximated: control,
-/// format, separator (other than space) and private-use characters are not.
-fn printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    !matches!(c,
-        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
-        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
-        | '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{10ffff}')
-}
-
 /// Python `repr(str)`.
 pub fn str_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
@@ -258,7 +242,7 @@ pub fn str_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if printable(c) => out.push(c),
+            c if crate::chars::is_printable(c) => out.push(c),
             c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),

@@ -1,12 +1,25 @@
 //! Character classes and string helpers as CPython 3.12, the reference's
-//! Python, sees them: its Unicode database is version 15.0. Python `str`
+//! Python, sees them: its Unicode database is version 15.0, and every class
+//! here is that version's (tables generated from it). Python `str`
 //! whitespace, `\d`, `\w` and `strip()` are Unicode-aware and differ from
 //! Rust's defaults (`char::is_whitespace` misses U+001C..U+001F;
 //! `char::is_numeric` accepts far more than decimal digits).
 
-/// The Unicode version of these tables (CPython 3.12 and 3.13's
-/// `unicodedata.unidata_version`).
+mod tables;
+
+use tables::{ALNUM, DIGIT_ZEROS, NOT_PRINTABLE};
+
+/// The Unicode version of these tables (CPython 3.12's
+/// `unicodedata.unidata_version`); `tools/gen_unicode_tables.py` writes them
+/// from that database with CPython's own predicates.
 pub const UNICODE_VERSION: &str = "15.0.0";
+
+/// Whether `c` lies in one of the sorted, disjoint inclusive `ranges`.
+fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
+    let c = u32::from(c);
+    let i = ranges.partition_point(|&(_, hi)| hi < c);
+    ranges.get(i).is_some_and(|&(lo, _)| lo <= c)
+}
 
 /// `str.isspace()`, and what `str.split()` with no argument splits on:
 /// bidirectional class WS, B or S, or category Zs (unchanged since Unicode
@@ -28,20 +41,6 @@ pub fn is_space(c: char) -> bool {
     )
 }
 
-/// First code point (digit zero) of each run of ten decimal digits
-/// (general category Nd) in Unicode 15.0. Unicode guarantees Nd characters
-/// come in contiguous runs 0..=9. (15.0 added Kawi, U+11F50, and Nag
-/// Mundari, U+1E4F0, to 14.0's 66 runs.)
-const DIGIT_ZEROS: [u32; 68] = [
-    0x30, 0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66,
-    0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90,
-    0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0, 0xff10,
-    0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650,
-    0x116c0, 0x11730, 0x118e0, 0x11950, 0x11c50, 0x11d50, 0x11da0, 0x11f50, 0x16a60, 0x16ac0,
-    0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e4f0, 0x1e950,
-    0x1fbf0,
-];
-
 /// The value of a Unicode decimal digit (what `\d` matches and `int()` reads).
 pub fn decimal_value(c: char) -> Option<u32> {
     let c = u32::from(c);
@@ -56,12 +55,22 @@ pub fn is_decimal(c: char) -> bool {
     decimal_value(c).is_some()
 }
 
-/// `\w` in a `str` pattern: `str.isalnum()` or `_`. Approximated with
-/// Rust's `char::is_alphanumeric`, the one class here not pinned to Unicode
-/// 15.0: it follows the toolchain's Unicode tables, and its Alphabetic
-/// property also admits combining marks (Mn/Mc) that `isalnum()` does not.
+/// `str.isalnum()`: alphabetic (category Lm, Lt, Lu, Ll, Lo) or with a
+/// numeric value. (Rust's `char::is_alphanumeric` differs: other Unicode
+/// tables, and combining marks with the Alphabetic property.)
+pub fn is_alnum(c: char) -> bool {
+    in_ranges(&ALNUM, c)
+}
+
+/// `\w` in a `str` pattern: `str.isalnum()` or `_`.
 pub fn is_word(c: char) -> bool {
-    c == '_' || c.is_alphanumeric()
+    c == '_' || is_alnum(c)
+}
+
+/// `str.isprintable()` for one character: what `repr()` leaves unescaped.
+/// Not printable: categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs but space.
+pub fn is_printable(c: char) -> bool {
+    !in_ranges(&NOT_PRINTABLE, c)
 }
 
 /// `str.strip()` with no argument.
@@ -153,6 +162,49 @@ mod tests {
             DIGIT_ZEROS.windows(2).all(|w| w[0] + 10 <= w[1]),
             "sorted, disjoint runs"
         );
+    }
+
+    #[test]
+    fn the_hand_written_whitespace_set_is_the_table() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            assert_eq!(is_space(c), in_ranges(&tables::SPACE, c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn alnum_and_printable_at_their_boundaries() {
+        // (char, isalnum, isprintable) as CPython 3.12 says.
+        for (c, alnum, printable) in [
+            ('a', true, true),
+            ('_', false, true),
+            (' ', false, true),
+            ('\u{b2}', true, true),     // superscript two: No, numeric
+            ('\u{300}', false, true),   // combining grave: Mn
+            ('\u{903}', false, true),   // Devanagari visarga: Mc, Alphabetic in Rust
+            ('\u{2160}', true, true),   // Roman numeral one: Nl
+            ('\u{4e00}', true, true),   // CJK: Lo
+            ('\u{ad}', false, false),   // soft hyphen: Cf
+            ('\u{a0}', false, false),   // no-break space: Zs
+            ('\u{200b}', false, false), // zero width space: Cf
+            ('\u{2028}', false, false), // line separator: Zl
+            ('\u{e000}', false, false), // private use: Co
+            ('\u{378}', false, false),  // unassigned: Cn
+            // New in Unicode 15.0: CJK Extension H and Kawi.
+            ('\u{31350}', true, true),
+            ('\u{323af}', true, true),
+            ('\u{323b0}', false, false),
+            ('\u{11f04}', true, true),
+            ('\u{11f50}', true, true),
+            // Unassigned in 15.0 (assigned later): Garay, Unicode 16.0.
+            ('\u{10d40}', false, false),
+        ] {
+            assert_eq!(is_alnum(c), alnum, "isalnum({c:?})");
+            assert_eq!(is_printable(c), printable, "isprintable({c:?})");
+        }
+        assert!(is_word('_') && is_word('\u{661}') && !is_word('\u{903}'));
+        // Where Rust's tables disagree: a combining mark with the Alphabetic
+        // property.
+        assert!('\u{903}'.is_alphanumeric() && !is_alnum('\u{903}'));
     }
 
     #[test]
