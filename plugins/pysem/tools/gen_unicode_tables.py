@@ -88,6 +88,7 @@ print(table("ALNUM", "Code point ranges where `str.isalnum()` is true (inclusive
 print()
 print(table("NOT_PRINTABLE", "Code point ranges where `str.isprintable()` is false (inclusive, sorted).", ranges(lambda c: not printable(ucd, c))))
 print()
+print("#[cfg(test)] // checks the hand-written `is_space`")
 print(table("SPACE", "Code point ranges where `str.isspace()` is true (inclusive, sorted).", spaces))
 print()
 print(f"/// First code point (digit zero) of each run of ten decimal digits (category Nd).")

@@ -5,6 +5,8 @@
 //! Rust's defaults (`char::is_whitespace` misses U+001C..U+001F;
 //! `char::is_numeric` accepts far more than decimal digits).
 
+// Generated (tools/gen_unicode_tables.py): kept as written.
+#[rustfmt::skip]
 mod tables;
 
 use tables::{ALNUM, DIGIT_ZEROS, NOT_PRINTABLE};
