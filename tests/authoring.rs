@@ -45,51 +45,66 @@ async fn build(crate_dir: &Path, name: &str) -> PathBuf {
     wasm
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scaffold_build_and_check_a_scorer() {
-    let scratch = scratch("authoring-scorer");
+/// `agentload plugin new NAME [--kind KIND]` into `dir`: the crate's folder,
+/// checked to hold `files` and the console's text.
+async fn scaffold(dir: &Path, name: &str, kind: &str, files: &[&str]) -> (PathBuf, String) {
     let out = agentload(
         &[
             "plugin",
             "new",
-            "demo-scorer",
+            name,
             "--kind",
-            "scorer",
+            kind,
             "--dir",
-            scratch.path().to_str().unwrap(),
+            dir.to_str().unwrap(),
         ],
-        scratch.path(),
+        dir,
     )
     .await;
     assert!(out.status.success(), "plugin new: {}", text(&out));
-    assert!(
-        text(&out).contains("created scorer plugin `demo-scorer`"),
-        "{}",
-        text(&out)
-    );
-    let crate_dir = scratch.path().join("demo-scorer");
-    for file in ["Cargo.toml", "src/lib.rs", "README.md"] {
+    let crate_dir = dir.join(name);
+    for file in files {
         assert!(crate_dir.join(file).is_file(), "{file} scaffolded");
     }
+    (crate_dir, text(&out))
+}
+
+/// `agentload plugin check WASM ARGS --json`, passed, as JSON.
+async fn check_json(dir: &Path, wasm: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let mut all = vec!["plugin", "check", wasm.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = agentload(&all, dir).await;
+    assert!(out.status.success(), "plugin check: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
+    let report = serde_json::from_str(&stdout[..json_end]).unwrap();
+    (report, stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaffold_build_and_check_a_scorer() {
+    let scratch = scratch("authoring-scorer");
+    let (crate_dir, said) = scaffold(
+        scratch.path(),
+        "demo-scorer",
+        "scorer",
+        &["Cargo.toml", "src/lib.rs", "README.md"],
+    )
+    .await;
+    assert!(
+        said.contains("created scorer plugin `demo-scorer`"),
+        "{said}"
+    );
     assert!(!crate_dir.join("prompts.jsonl").exists());
     let wasm = build(&crate_dir, "demo-scorer").await;
 
-    let out = agentload(
-        &[
-            "plugin",
-            "check",
-            wasm.to_str().unwrap(),
-            "--expected",
-            r#"{"answer": "hello"}"#,
-            "--json",
-        ],
+    let (report, _) = check_json(
         scratch.path(),
+        &wasm,
+        &["--expected", r#"{"answer": "hello"}"#],
     )
     .await;
-    assert!(out.status.success(), "plugin check: {}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
-    let report: serde_json::Value = serde_json::from_str(&stdout[..json_end]).unwrap();
     assert_eq!(report["world"], "scorer-plugin", "{report:#}");
     assert_eq!(report["plugin"]["name"], "demo-scorer");
     assert_eq!(report["plugin"]["kind"], "scorer");
@@ -121,53 +136,29 @@ async fn scaffold_build_and_check_a_scorer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaffold_build_and_check_a_workload() {
     let scratch = scratch("authoring");
-    let out = agentload(
-        &[
-            "plugin",
-            "new",
-            "demo-workload",
-            "--dir",
-            scratch.path().to_str().unwrap(),
-        ],
+    let (crate_dir, _) = scaffold(
         scratch.path(),
+        "demo-workload",
+        "workload",
+        &[
+            "Cargo.toml",
+            "src/lib.rs",
+            "README.md",
+            "run.toml",
+            "prompts.jsonl",
+        ],
     )
     .await;
-    assert!(out.status.success(), "plugin new: {}", text(&out));
-    let crate_dir = scratch.path().join("demo-workload");
-    for file in [
-        "Cargo.toml",
-        "src/lib.rs",
-        "README.md",
-        "run.toml",
-        "prompts.jsonl",
-    ] {
-        assert!(crate_dir.join(file).is_file(), "{file} scaffolded");
-    }
-
     let wasm = build(&crate_dir, "demo-workload").await;
 
     let prompts = format!("prompts={}", crate_dir.join("prompts.jsonl").display());
     let settings = r#"{"temperature": 0.0, "max_completion_tokens": 32}"#;
-    let out = agentload(
-        &[
-            "plugin",
-            "check",
-            wasm.to_str().unwrap(),
-            "--data",
-            &prompts,
-            "--settings",
-            settings,
-            "--turns",
-            "3",
-            "--json",
-        ],
+    let (report, stdout) = check_json(
         scratch.path(),
+        &wasm,
+        &["--data", &prompts, "--settings", settings, "--turns", "3"],
     )
     .await;
-    assert!(out.status.success(), "plugin check: {}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json_end = stdout.rfind('}').expect("a JSON report") + 1;
-    let report: serde_json::Value = serde_json::from_str(&stdout[..json_end]).unwrap();
     assert_eq!(report["world"], "workload-plugin", "{report:#}");
     assert_eq!(
         report["wit_versions"],
