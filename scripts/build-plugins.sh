@@ -8,8 +8,9 @@
 #                       misbehave.wasm rewritten by tests/plugins/multi-memory)
 #
 # The build is reproducible: the toolchain is pinned (rust-toolchain.toml),
-# dependencies are locked (Cargo.lock), and source paths are remapped, so the
-# same sources give the same bytes in any checkout on any machine.
+# dependencies are locked (Cargo.lock), and source and target paths are
+# remapped, so the same sources give the same bytes in any checkout, with any
+# CARGO_TARGET_DIR, on any machine.
 #
 #   --check-lock   fail unless every official plugin's digest is the one in
 #                  plugins/official.lock (the test script does this)
@@ -22,40 +23,24 @@ case "$mode" in ""|--check-lock|--update-lock) ;; *) echo "usage: $0 [--check-lo
 target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score)
-# The official plugins in cargo invocations of their own, one group per
-# entry: bfcl-multi uses bfcl-single and bfcl-ast without their `component`
-# feature, and bfcl-multi-score uses bfcl-multi without it; built together,
-# features would unify and their exports would leak into each other.
-groups=("coding-replay shell-iou bfcl-single bfcl-ast" "bfcl-multi" "bfcl-multi-score")
-fixtures=(misbehave old-workload)
-# Built in a cargo invocation of their own: bfcl-ast-v2 uses bfcl-ast without
-# its `component` feature, which must not unify into the official build.
 extras=(bfcl-ast-v2)
+fixtures=(misbehave old-workload)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
-export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup"
+# The target folder too (last, so it wins inside a checkout): the SDK's export
+# macros are generated into its OUT_DIR, and their panic locations name it.
+mkdir -p "$target"
+target=$(cd "$target" && pwd)
+export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup --remap-path-prefix=$target=/target"
 mkdir -p "$target/plugins" "$target/test-plugins"
-# The extras first: building them also re-links their official dependency
-# (bfcl-ast without its export) into $target/wasm32-wasip2/plugin/, which
-# the official build below then overwrites with the official component.
+# One build: every component is a crate on agentload-sdk and the code they
+# share is in plain library crates, so no component links another and no
+# feature changes what a crate exports.
 args=()
-for p in "${extras[@]}"; do args+=(-p "$p"); done
+for p in "${official[@]}" "${extras[@]}" "${fixtures[@]}"; do args+=(-p "$p"); done
 cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
-for p in "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
-# Each group's components are copied right after its build: a later group
-# re-links its dependencies (without their export) in the same folder.
-first=1
-for group in "${groups[@]}"; do
-  args=()
-  for p in $group; do args+=(-p "$p"); done
-  if [ $first = 1 ]; then for p in "${fixtures[@]}"; do args+=(-p "$p"); done; fi
-  cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
-  for p in $group; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
-  if [ $first = 1 ]; then
-    for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
-  fi
-  first=0
-done
+for p in "${official[@]}" "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
+for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
 # The multi-memory fixture: misbehave with eight extra core instances, each
 # defining (and touching) a 60 MiB memory (tests/plugins/multi-memory).
 cargo run --locked --quiet -p multi-memory-fixture -- \

@@ -15,7 +15,7 @@
 mod common;
 
 use agentload_sim::{ResponderConfig, SimConfig};
-use bfcl_multi::call::{self, Callee, Parsed};
+use bfcl_multi_turn::call::{self, Callee, Parsed};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ struct Entry {
 
 fn entries(per_category: usize) -> Vec<Entry> {
     let dir = bfcl_dir();
-    let doc_file = |class: &str| bfcl_multi::data::doc_file_of(class).unwrap();
+    let doc_file = |class: &str| bfcl_multi_turn::data::doc_file_of(class).unwrap();
     let mut out = Vec::new();
     for cat in CATEGORIES {
         let qs = jsonl(&dir.join(format!("BFCL_v4_multi_turn_{cat}.json")));
@@ -91,7 +91,7 @@ fn tool_call(e: &Entry, call: &str) -> Value {
     json!({"type": "function", "function": {"name": name, "arguments": Value::Object(arguments).to_string()}})
 }
 
-fn py_json(v: &bfcl_multi::py::Py) -> Value {
+fn py_json(v: &bfcl_multi_turn::py::Py) -> Value {
     serde_json::from_str(&v.json_dumps().expect("a JSON value")).unwrap()
 }
 

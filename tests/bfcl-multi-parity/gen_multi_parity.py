@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Parity fixtures for the Rust port of BFCL's multi-turn simulators
-(plugins/bfcl-multi), produced with BFCL's own Python code:
+(plugins/bfcl-multi-turn), produced with BFCL's own Python code:
 
 - gt_results.jsonl: the ground truth of every multi-turn entry executed
   exactly as the checker does (`execute_multi_turn_func_call`, model name

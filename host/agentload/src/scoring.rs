@@ -24,7 +24,9 @@ pub enum PhaseKind {
 /// `accuracy/accuracy_results.json`: a report shaped as the reference's
 /// entry goes into `entries` for the wrapper
 /// ([`results::write_accuracy_results`]), as does the performance phase's
-/// inline entry. Returns the verdicts and the report.
+/// inline entry. Any other report is written byte for byte as the scorer
+/// returned it, once it is known to be JSON. Returns the verdicts and the
+/// report.
 pub fn score(
     scorer: &ScorerPlugin,
     phase: &PhaseConfig,
@@ -57,9 +59,17 @@ pub fn score(
         .flatten();
     match entry {
         Some(entry) => entries.push(entry),
-        None => results::write_json(&report_path, &report)?,
+        None => write_report(&report_path, &scored.report.report_json)?,
     }
     Ok((scored, report))
+}
+
+/// A scorer's report as it wrote it (the scorer owns its format).
+fn write_report(path: &Path, json: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `accuracy gate PASS: bfcl_overall_accuracy 99.90 >= 83.64 (0.97 x 86.23), ...`

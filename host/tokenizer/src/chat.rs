@@ -230,7 +230,7 @@ fn tojson(value: Jinja, kwargs: Kwargs) -> Result<Jinja, Error> {
             format!("tojson: not JSON-serialisable: {e}"),
         )
     })?;
-    Ok(Jinja::from_safe_string(pydumps::dumps(
+    Ok(Jinja::from_safe_string(pysem::json::dumps(
         &json,
         ensure_ascii.unwrap_or(false),
     )))
@@ -240,7 +240,7 @@ fn tojson(value: Jinja, kwargs: Kwargs) -> Result<Jinja, Error> {
 fn trim(value: String, chars: Option<String>) -> String {
     match chars {
         Some(chars) => value.trim_matches(|c| chars.contains(c)).to_string(),
-        None => py_strip(&value).to_string(),
+        None => pysem::chars::strip(&value).to_string(),
     }
 }
 
@@ -255,9 +255,9 @@ fn python_method(
 ) -> Result<Jinja, Error> {
     if let (Some(s), true) = (value.as_str(), args.is_empty()) {
         let stripped = match method {
-            "strip" => Some(py_strip(s)),
-            "lstrip" => Some(s.trim_start_matches(py_space)),
-            "rstrip" => Some(s.trim_end_matches(py_space)),
+            "strip" => Some(pysem::chars::strip(s)),
+            "lstrip" => Some(s.trim_start_matches(pysem::chars::is_space)),
+            "rstrip" => Some(s.trim_end_matches(pysem::chars::is_space)),
             _ => None,
         };
         if let Some(stripped) = stripped {
@@ -265,17 +265,6 @@ fn python_method(
         }
     }
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
-}
-
-/// Python's `str.isspace()` for one character: Unicode `White_Space` plus
-/// U+001C..U+001F.
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()`.
-pub(crate) fn py_strip(s: &str) -> &str {
-    s.trim_matches(py_space)
 }
 
 #[cfg(test)]

@@ -13,41 +13,42 @@
 //! its last item; its other items are excluded as `step of <id>`. The
 //! aggregate is per-category and overall accuracy, not a gate.
 //!
+//! The report is written as the reference writes its results
+//! (`json.dumps(x, indent=2)`).
+//!
 //! Granted files (`[phase.scorer_data]`): `multi_turn_<category>` and
 //! `multi_turn_<category>_answers` for each category run, and
 //! `long_context_constants`.
 
 pub mod score;
 
-wit_bindgen::generate!({ path: "../../wit/agentload-plugin@0.1.0", world: "scorer-plugin" });
+use agentload_sdk::{export_scorer, Config, Error, Item, Report, Scorer, Verdict};
+use bfcl_multi_turn::data::Dataset;
+use pysem::json::{dumps_with, Format};
 
-use agentload::plugin::types::{DataError, PluginConfig, PluginError, PluginInfo, PluginKind};
-use bfcl_multi::data::Dataset;
-use exports::agentload::plugin::scorer::{Guest, Report, ScoredItem, Verdict};
-use std::cell::RefCell;
-
-struct State {
-    settings: score::Settings,
+/// The scorer: its settings and the granted entries and answers.
+#[derive(Debug, Default)]
+pub struct BfclMultiScore {
+    settings: Option<score::Settings>,
     data: Dataset,
 }
 
-thread_local! {
-    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+impl BfclMultiScore {
+    fn settings(&self) -> Result<&score::Settings, Error> {
+        self.settings
+            .as_ref()
+            .ok_or_else(|| Error::input("called before configure"))
+    }
 }
 
-fn steps(items: &[ScoredItem]) -> Result<Vec<score::Step>, PluginError> {
+fn steps(items: &[Item]) -> Result<Vec<score::Step>, Error> {
     items
         .iter()
         .map(|it| {
             Ok(score::Step {
                 item_id: it.item_id.clone(),
                 session_id: it.session_id.clone(),
-                expected: serde_json::from_str(&it.expected_json).map_err(|e| {
-                    PluginError::InvalidInput(format!(
-                        "item {}: expected-json is not JSON: {e}",
-                        it.item_id
-                    ))
-                })?,
+                expected: it.expected()?,
                 completion: it.completion.as_ref().map(|c| {
                     (
                         c.tool_calls
@@ -62,87 +63,59 @@ fn steps(items: &[ScoredItem]) -> Result<Vec<score::Step>, PluginError> {
         .collect()
 }
 
-fn with_state<T>(f: impl FnOnce(&State) -> Result<T, PluginError>) -> Result<T, PluginError> {
-    STATE.with_borrow(|s| match s {
-        Some(s) => f(s),
-        None => Err(PluginError::InvalidInput(
-            "configure has not been called".into(),
-        )),
-    })
-}
-
-/// The exported scorer (exported on wasm32; native builds are for tests).
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-struct BfclMultiScore;
-
-impl Guest for BfclMultiScore {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "bfcl-multi-score".to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            kind: PluginKind::Scorer,
-            description: "BFCL v4 multi-turn checker (state and execution-response checks) \
-                          on the bfcl-multi workload's steps"
-                .to_owned(),
-        }
-    }
-
-    fn configure(config: PluginConfig) -> Result<(), PluginError> {
-        let settings =
-            score::Settings::parse(&config.settings_json).map_err(PluginError::InvalidConfig)?;
-        let data = Dataset::parse(
+impl Scorer for BfclMultiScore {
+    fn configure(&mut self, config: Config) -> Result<(), Error> {
+        self.settings = Some(score::Settings::from_config(&config)?);
+        self.data = Dataset::parse(
             config
                 .files
                 .iter()
                 .map(|f| (f.name.as_str(), f.bytes.as_slice())),
         )
-        .map_err(|e| {
-            PluginError::InvalidData(DataError {
-                file: e.file,
-                line: e.line,
-                message: e.message,
-            })
-        })?;
-        STATE.with_borrow_mut(|s| *s = Some(State { settings, data }));
+        .map_err(|e| Error::data(e.file, e.line, e.message))?;
         Ok(())
     }
 
-    fn score(items: Vec<ScoredItem>) -> Result<Vec<Verdict>, PluginError> {
-        let steps = steps(&items)?;
-        with_state(|s| {
-            let verdicts =
-                score::score(&s.settings, &s.data, &steps).map_err(PluginError::InvalidInput)?;
-            Ok(verdicts
-                .into_iter()
-                .map(|v| Verdict {
-                    item_id: v.item_id,
-                    score: v.score,
-                    excluded: v.excluded,
-                    detail_json: v.detail.to_string(),
-                })
-                .collect())
-        })
+    /// One item scored as a run of its own (an entry of one step).
+    fn score(&mut self, item: &Item) -> Result<Verdict, Error> {
+        let mut verdicts = self.score_all(std::slice::from_ref(item))?;
+        verdicts
+            .pop()
+            .ok_or_else(|| Error::internal("no verdict for the item"))
     }
 
-    fn aggregate(_items: Vec<ScoredItem>, verdicts: Vec<Verdict>) -> Result<Report, PluginError> {
-        with_state(|s| {
-            let verdicts: Vec<score::StepVerdict> = verdicts
-                .into_iter()
-                .map(|v| score::StepVerdict {
-                    item_id: v.item_id,
-                    score: v.score,
-                    excluded: v.excluded,
-                    detail: serde_json::from_str(&v.detail_json).unwrap_or_default(),
-                })
-                .collect();
-            let report = score::aggregate(&s.settings, &s.data, &verdicts);
-            Ok(Report {
-                score: report["score"].as_f64().unwrap_or(0.0),
-                report_json: report.to_string(),
+    /// The items of one session are one BFCL entry's steps: an entry is
+    /// judged on all of them, its verdict given on the last.
+    fn score_all(&mut self, items: &[Item]) -> Result<Vec<Verdict>, Error> {
+        let steps = steps(items)?;
+        let verdicts = score::score(self.settings()?, &self.data, &steps).map_err(Error::input)?;
+        Ok(verdicts
+            .into_iter()
+            .map(|v| Verdict {
+                item_id: v.item_id,
+                score: v.score,
+                excluded: v.excluded,
+                detail: v.detail,
             })
-        })
+            .collect())
+    }
+
+    fn aggregate(&mut self, _items: &[Item], verdicts: &[Verdict]) -> Result<Report, Error> {
+        let verdicts: Vec<score::StepVerdict> = verdicts
+            .iter()
+            .map(|v| score::StepVerdict {
+                item_id: v.item_id.clone(),
+                score: v.score,
+                excluded: v.excluded.clone(),
+                detail: v.detail.clone(),
+            })
+            .collect();
+        let report = score::aggregate(self.settings()?, &self.data, &verdicts);
+        Ok(Report::from_json(
+            report["score"].as_f64().unwrap_or(0.0),
+            dumps_with(&report, &Format::indented(2)),
+        ))
     }
 }
 
-#[cfg(target_arch = "wasm32")]
-export!(BfclMultiScore);
+export_scorer!(BfclMultiScore);

@@ -4,10 +4,11 @@
 //! (the simulators share module-level state across entries, as the Python
 //! process does).
 
-use bfcl_multi::checker::{self, Entry};
-use bfcl_multi::data::{self, Dataset};
-use bfcl_multi::decode::decode_step;
-use bfcl_multi::sim::Globals;
+use agentload_sdk::{Config, Error};
+use bfcl_multi_turn::checker::{self, Entry};
+use bfcl_multi_turn::data::{self, Dataset};
+use bfcl_multi_turn::decode::decode_step;
+use bfcl_multi_turn::sim::Globals;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -43,34 +44,32 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn parse(json: &str) -> Result<Settings, String> {
-        let v: Value = if json.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(json).map_err(|e| format!("settings are not JSON: {e}"))?
-        };
-        let m = v.as_object().ok_or("settings are not an object")?;
-        if let Some(k) = m
-            .keys()
-            .find(|k| !["model_name", "categories", "sample_pct"].contains(&k.as_str()))
-        {
-            return Err(format!(
-                "unknown setting '{k}' (known: model_name, categories, sample_pct)"
-            ));
+    /// The settings table: `model_name` (default `agentload`), and
+    /// `categories` / `sample_pct` as the workload reads them, when the
+    /// selection should be checked. Unknown keys are errors naming them.
+    pub fn from_config(config: &Config) -> Result<Settings, Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            #[serde(default = "default_model_name")]
+            model_name: String,
+            categories: Option<Value>,
+            sample_pct: Option<Value>,
         }
-        let expected = if m.contains_key("categories") || m.contains_key("sample_pct") {
+        fn default_model_name() -> String {
+            "agentload".into()
+        }
+        let t: Table = config.settings()?;
+        let expected = if t.categories.is_some() || t.sample_pct.is_some() {
             Some((
-                data::parse_categories(m.get("categories"))?,
-                data::parse_pct(m.get("sample_pct"))?,
+                data::parse_categories(t.categories.as_ref()).map_err(Error::config)?,
+                data::parse_pct(t.sample_pct.as_ref()).map_err(Error::config)?,
             ))
         } else {
             None
         };
         Ok(Settings {
-            model_name: match m.get("model_name") {
-                None => "agentload".into(),
-                Some(x) => x.as_str().ok_or("model_name must be a string")?.into(),
-            },
+            model_name: t.model_name,
             expected,
         })
     }
@@ -385,7 +384,8 @@ mod tests {
             ("multi_turn_base_answers", a.as_slice()),
         ])
         .unwrap();
-        let settings = Settings::parse(r#"{"categories": ["base"]}"#).unwrap();
+        let parse = |json: &str| Settings::from_config(&Config::with_settings(json)).unwrap();
+        let settings = parse(r#"{"categories": ["base"]}"#);
         // multi_turn_base_3: [[find(path='.',name='test')], [cd, cd, cp, cp]].
         let id = "multi_turn_base_3";
         let gt = &d.find(id).unwrap().ground_truth.as_ref().unwrap()[1];
@@ -455,17 +455,19 @@ mod tests {
             steps.len() - 3
         );
         // Over the entries seen: one of three passes.
-        let report = aggregate(&Settings::parse("{}").unwrap(), &d, &v);
+        let report = aggregate(&parse("{}"), &d, &v);
         assert_eq!(
             report["breakdown"]["category_scores"]["multi_turn_base"],
             json!({"accuracy": 33.33, "correct_count": 1, "total_count": 3})
         );
         // With the selection named (2 %: the first 4 entries), the entry
         // never issued (multi_turn_base_2) counts as failed.
-        let settings = Settings::parse(r#"{"categories": ["base"], "sample_pct": 2}"#).unwrap();
+        let settings = parse(r#"{"categories": ["base"], "sample_pct": 2}"#);
         let report = aggregate(&settings, &d, &v);
         assert_eq!(report["breakdown"]["never_issued"], 1);
         assert_eq!(report["breakdown"]["total_count"], 4);
         assert_eq!(report["gated"], false);
+        let e = Settings::from_config(&Config::with_settings(r#"{"model": "x"}"#)).unwrap_err();
+        assert!(e.to_string().contains("unknown field `model`"), "{e}");
     }
 }

@@ -1,13 +1,11 @@
 //! The gate's sample set: the selected subsets' first rows, one session per
 //! sample, and the request each sends.
 
-use crate::agentload::plugin::types::{
-    ChatMessage, GrantedFile, PluginError, Role, Sampling, TurnRequest,
-};
 use crate::dataset::{self, Entry};
 use crate::settings::Settings;
 use crate::subsets::{self, Subset};
 use crate::tools;
+use agentload_sdk::{Config, Error, Message, Role, Sampling, Turn};
 use std::collections::HashMap;
 
 /// One issued sample.
@@ -28,21 +26,17 @@ pub struct Gate {
     settings: Settings,
 }
 
-fn data_error(e: dataset::DataError) -> PluginError {
-    PluginError::InvalidData(crate::agentload::plugin::types::DataError {
-        file: e.file,
-        line: e.line,
-        message: e.message,
-    })
+fn data_error(e: dataset::DataError) -> Error {
+    Error::data(e.file, e.line, e.message)
 }
 
 impl Gate {
     /// Selects the samples from the granted files (`<subset>` questions and
     /// `<subset>_answers` answers for every subset of the chosen categories).
-    pub fn configure(settings: Settings, files: &[GrantedFile]) -> Result<Self, PluginError> {
+    pub fn configure(settings: Settings, config: &Config) -> Result<Self, Error> {
         let file = |name: &str| {
-            files.iter().find(|f| f.name == name).ok_or_else(|| {
-                PluginError::InvalidConfig(format!(
+            config.files.iter().find(|f| f.name == name).ok_or_else(|| {
+                Error::config(format!(
                     "no data file granted as '{name}' (the gate needs <subset> and <subset>_answers for every subset it issues)"
                 ))
             })
@@ -75,13 +69,7 @@ impl Gate {
                     Ok(())
                 }
                 .and_then(|()| tools::convert(&functions))
-                .map_err(|e| {
-                    PluginError::InvalidData(crate::agentload::plugin::types::DataError {
-                        file: questions.file_name.clone(),
-                        line: 0,
-                        message: format!("{}: {e}", entry.id),
-                    })
-                })?;
+                .map_err(|e| Error::data(&questions.file_name, 0, format!("{}: {e}", entry.id)))?;
                 let tools_json = (!tools.is_empty())
                     .then(|| serde_json::to_string(&tools).expect("tools serialise"));
                 samples.push(Sample {
@@ -94,12 +82,10 @@ impl Gate {
         let mut index = HashMap::new();
         for (i, s) in samples.iter().enumerate() {
             if index.insert(s.entry.id.clone(), i).is_some() {
-                return Err(PluginError::InvalidData(
-                    crate::agentload::plugin::types::DataError {
-                        file: s.subset.name.to_owned(),
-                        line: 0,
-                        message: format!("duplicate entry id '{}'", s.entry.id),
-                    },
+                return Err(Error::data(
+                    s.subset.name,
+                    0,
+                    format!("duplicate entry id '{}'", s.entry.id),
                 ));
             }
         }
@@ -110,30 +96,28 @@ impl Gate {
         })
     }
 
-    /// The request of sample `id`.
-    pub fn request(&self, id: &str) -> Result<TurnRequest, PluginError> {
+    /// The turn of sample `id`.
+    pub fn request(&self, id: &str) -> Result<Turn, Error> {
         let sample = self
             .index
             .get(id)
             .map(|&i| &self.samples[i])
-            .ok_or_else(|| PluginError::InvalidInput(format!("unknown session '{id}'")))?;
+            .ok_or_else(|| Error::input(format!("unknown session '{id}'")))?;
         let entry = &sample.entry;
         let messages = entry
             .messages
             .iter()
-            .map(|m| ChatMessage {
-                role: match m.role.as_str() {
+            .map(|m| {
+                let role = match m.role.as_str() {
                     "system" => Role::System,
                     "assistant" => Role::Assistant,
                     _ => Role::User,
-                },
-                content: Some(m.content.clone().unwrap_or_default()),
-                reasoning_content: None,
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-                name: None,
+                };
+                Message::new(role, m.content.clone().unwrap_or_default())
             })
             .collect();
+        // The raw function docs and ground truth, verbatim: the scorer reads
+        // them with Python's json.loads (every digit, 5 apart from 5.0).
         let expected = format!(
             r#"{{"id":{},"subset":"{}","category":"{}","language":"{}","functions":{},"ground_truth":{}}}"#,
             serde_json::Value::from(entry.id.as_str()),
@@ -143,22 +127,16 @@ impl Gate {
             entry.functions_raw.get(),
             entry.ground_truth_raw.as_ref().map_or("null", |r| r.get()),
         );
-        Ok(TurnRequest {
-            session_id: entry.id.clone(),
-            turn: 1,
-            item_id: entry.id.clone(),
-            messages,
-            tools_json: sample.tools_json.clone(),
-            sampling: Sampling {
+        Ok(Turn::new(1, messages)
+            .with_item_id(entry.id.clone())
+            .with_tools_json(sample.tools_json.clone())
+            .with_sampling(Sampling {
                 temperature: Some(self.settings.temperature),
-                top_p: None,
-                top_k: None,
                 seed: Some(self.settings.seed),
                 max_completion_tokens: Some(self.settings.max_completion_tokens),
                 tool_choice_json: self.settings.tool_choice_json(),
-            },
-            delay_ms: 0,
-            expected_json: expected,
-        })
+                ..Sampling::default()
+            })
+            .with_expected_json(expected))
     }
 }

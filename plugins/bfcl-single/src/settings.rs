@@ -1,5 +1,6 @@
 //! The workload's settings (the run config's `[accuracy.settings]` table).
 
+use agentload_sdk::{Config, Error};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -45,9 +46,17 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Parses and checks the settings JSON; errors name the key.
-    pub fn parse(json: &str) -> Result<Self, String> {
-        let settings: Settings = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    /// The settings table, checked; errors name the key.
+    pub fn from_config(config: &Config) -> Result<Self, Error> {
+        let settings: Settings = config.settings()?;
+        settings
+            .check()
+            .map_err(|e| Error::config(format!("settings: {e}")))?;
+        Ok(settings)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let settings = self;
         for category in &settings.categories {
             if !crate::subsets::CATEGORIES.contains(&category.as_str()) {
                 return Err(format!(
@@ -66,7 +75,7 @@ impl Settings {
         if settings.temperature.is_nan() || settings.temperature < 0.0 {
             return Err("temperature: must be a non-negative number".into());
         }
-        Ok(settings)
+        Ok(())
     }
 
     /// The percentage issued of `category` (100 when not given).
@@ -85,9 +94,13 @@ impl Settings {
 mod tests {
     use super::*;
 
+    fn parse(json: &str) -> Result<Settings, String> {
+        Settings::from_config(&Config::with_settings(json)).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn defaults_are_the_reference_edge_settings() {
-        let s = Settings::parse("{}").unwrap();
+        let s = parse("{}").unwrap();
         assert_eq!(s, Settings::default());
         assert_eq!(s.pct("non_live"), 62.0);
         assert_eq!(s.tool_choice_json().as_deref(), Some("\"auto\""));
@@ -96,15 +109,15 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let e = Settings::parse(r#"{"subset_flor": 3}"#).unwrap_err();
+        let e = parse(r#"{"subset_flor": 3}"#).unwrap_err();
         assert!(e.contains("subset_flor"), "{e}");
-        let e = Settings::parse(r#"{"categories": ["agentic"]}"#).unwrap_err();
+        let e = parse(r#"{"categories": ["agentic"]}"#).unwrap_err();
         assert!(e.contains("categories") && e.contains("agentic"), "{e}");
-        let e = Settings::parse(r#"{"sample_pct": {"live": 0}}"#).unwrap_err();
+        let e = parse(r#"{"sample_pct": {"live": 0}}"#).unwrap_err();
         assert!(e.contains("sample_pct.live"), "{e}");
-        let e = Settings::parse(r#"{"seed": "x"}"#).unwrap_err();
+        let e = parse(r#"{"seed": "x"}"#).unwrap_err();
         assert!(e.contains("invalid type"), "{e}");
-        let s = Settings::parse(r#"{"tool_choice": "omit"}"#).unwrap();
+        let s = parse(r#"{"tool_choice": "omit"}"#).unwrap();
         assert_eq!(s.tool_choice_json(), None);
     }
 }

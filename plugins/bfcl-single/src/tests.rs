@@ -1,9 +1,9 @@
 //! The gate against the real BFCL v4 data (when fetched) and small inputs.
 
-use crate::agentload::plugin::types::GrantedFile;
 use crate::gate::Gate;
 use crate::settings::Settings;
 use crate::subsets;
+use agentload_sdk::Config;
 use std::path::PathBuf;
 
 /// `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4` (where
@@ -26,24 +26,20 @@ fn bfcl_dir() -> Option<PathBuf> {
     None
 }
 
-fn grant(dir: &std::path::Path) -> Vec<GrantedFile> {
-    let mut files = Vec::new();
+fn grant(dir: &std::path::Path) -> Config {
+    let mut config = Config::with_settings("{}");
     for s in subsets::ALL {
         let q = format!("BFCL_v4_{}.json", s.name);
-        files.push(GrantedFile {
-            name: s.name.into(),
-            file_name: q.clone(),
-            bytes: std::fs::read(dir.join(&q)).unwrap(),
-        });
+        config = config.grant(s.name, q.clone(), std::fs::read(dir.join(&q)).unwrap());
         if s.has_answers {
-            files.push(GrantedFile {
-                name: format!("{}_answers", s.name),
-                file_name: q.clone(),
-                bytes: std::fs::read(dir.join("possible_answer").join(&q)).unwrap(),
-            });
+            config = config.grant(
+                format!("{}_answers", s.name),
+                q.clone(),
+                std::fs::read(dir.join("possible_answer").join(&q)).unwrap(),
+            );
         }
     }
-    files
+    config
 }
 
 #[test]
@@ -66,8 +62,12 @@ fn the_reference_sample_is_995_entries_in_subset_order() {
     assert_eq!(gate.samples[24].entry.id, "live_irrelevance_0-0-0");
     assert_eq!(gate.samples.last().unwrap().entry.id, "simple_python_247");
 
-    let req = gate.request("simple_python_0").unwrap();
+    let req = gate
+        .request("simple_python_0")
+        .unwrap()
+        .into_request("simple_python_0");
     assert_eq!(req.session_id, "simple_python_0");
+    assert_eq!(req.item_id, "simple_python_0");
     assert_eq!(req.sampling.temperature, Some(0.0));
     assert_eq!(req.sampling.seed, Some(42));
     assert_eq!(req.sampling.max_completion_tokens, Some(1024));
@@ -92,17 +92,18 @@ fn the_reference_sample_is_995_entries_in_subset_order() {
 #[test]
 fn a_missing_grant_is_a_config_error_naming_it() {
     let Some(dir) = bfcl_dir() else { return };
-    let files: Vec<GrantedFile> = grant(&dir)
-        .into_iter()
-        .filter(|f| f.name != "live_simple_answers")
-        .collect();
+    let mut files = grant(&dir);
+    files.files.retain(|f| f.name != "live_simple_answers");
     let err = Gate::configure(Settings::default(), &files).unwrap_err();
     assert!(
         format!("{err:?}").contains("live_simple_answers"),
         "{err:?}"
     );
     // Only the chosen categories are read.
-    let settings = Settings::parse(r#"{"categories": ["hallucination"]}"#).unwrap();
+    let settings = Settings::from_config(&Config::with_settings(
+        r#"{"categories": ["hallucination"]}"#,
+    ))
+    .unwrap();
     let gate = Gate::configure(settings, &files).unwrap();
     assert_eq!(gate.samples.len(), 112);
 }

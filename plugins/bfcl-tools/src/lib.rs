@@ -2,7 +2,7 @@
 //! (`bfcl-single`, `bfcl-multi`): [`tools::convert`] is BFCL's
 //! `convert_to_tool(functions, GORILLA_TO_OPENAPI,
 //! ModelStyle.OPENAI_COMPLETIONS)`, [`tools::add_language_hints`] its
-//! language-specific pre-processing (Python's `json.dumps` from `pydumps`).
+//! language-specific pre-processing (Python's `json.dumps` from `pysem`).
 //! A plain library (no component bindings), so that a
 //! workload can use it without another plugin's exports.
 

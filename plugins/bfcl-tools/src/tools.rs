@@ -190,7 +190,7 @@ pub fn add_language_hints(functions: &mut [Value], language: &str) -> Result<(),
                         "description",
                         &format!(
                             " The dictionary entries have the following schema; they are not in string representation. {}",
-                            pydumps::dumps(&schema, true)
+                            pysem::json::dumps(&schema, true)
                         ),
                     )?;
                 }

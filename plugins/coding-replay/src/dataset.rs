@@ -2,7 +2,7 @@
 //!
 //! The rules are those of the reference loader (`AgenticInferenceDataset`) and of
 //! its JSON Schema (`agentic_inference_dataset_schema.json`). Every problem is a
-//! [`DataError`] naming the granted file, the 1-based line and the rule broken.
+//! [`Error::Data`] naming the granted file, the 1-based line and the rule broken.
 
 mod row;
 #[cfg(test)]
@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::agentload::plugin::types::DataError;
+use agentload_sdk::Error;
 
 /// A validated dataset: its conversations in file order.
 #[derive(Debug)]
@@ -138,12 +138,8 @@ impl Row {
 }
 
 /// Parses and validates the trajectory file `file_name` (the granted file's base name).
-pub fn parse(file_name: &str, bytes: &[u8]) -> Result<Dataset, DataError> {
-    let error = |line: u32, message: String| DataError {
-        file: file_name.to_owned(),
-        line,
-        message,
-    };
+pub fn parse(file_name: &str, bytes: &[u8]) -> Result<Dataset, Error> {
+    let error = |line: u32, message: String| Error::data(file_name, line, message);
     let mut groups: Vec<(String, Vec<Row>)> = Vec::new();
     // First line of every conversation seen so far, to report interleaving.
     let mut first_lines: HashMap<String, u32> = HashMap::new();

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agentload::plugin::types::{ChatMessage, GrantedFile, PluginConfig, Role};
+use agentload_sdk::{Config, Message, Role};
 
 /// A user row.
 pub fn user(conversation: &str, turn: u32) -> Value {
@@ -90,19 +90,12 @@ pub fn two_conversations() -> String {
 }
 
 /// A configuration granting `text` as the `trajectories` file `t.jsonl`.
-pub fn config(settings: Value, text: &str) -> PluginConfig {
-    PluginConfig {
-        settings_json: settings.to_string(),
-        files: vec![GrantedFile {
-            name: "trajectories".to_owned(),
-            file_name: "t.jsonl".to_owned(),
-            bytes: text.as_bytes().to_vec(),
-        }],
-    }
+pub fn config(settings: Value, text: &str) -> Config {
+    Config::with_settings(settings.to_string()).grant("trajectories", "t.jsonl", text)
 }
 
 /// A message as the host serialises it: absent options and empty lists omitted.
-pub fn shape(message: &ChatMessage) -> Value {
+pub fn shape(message: &Message) -> Value {
     let mut out = Map::new();
     let role = match message.role {
         Role::System => "system",

@@ -5,8 +5,6 @@
 //! every user or tool row is one request carrying the recorded history, and
 //! the assistant row after it is the expected output handed to the scorer.
 
-wit_bindgen::generate!({ path: "../../wit/agentload-plugin@0.1.0", world: "workload-plugin" });
-
 pub mod dataset;
 pub mod replay;
 pub mod session;
@@ -17,64 +15,39 @@ mod fixtures;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
-
-use agentload::plugin::types::{
-    PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome, TurnRequest,
-};
-use exports::agentload::plugin::workload::{Guest, SessionPlan};
+use agentload_sdk::{export_workload, Config, Error, Outcome, Session, Turn, Workload};
 use session::Run;
 
-thread_local! {
-    /// The run set up by the last successful `configure` (the component is single-threaded).
-    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+/// The workload: the run set up by `configure`.
+#[derive(Debug, Default)]
+pub struct CodingReplay {
+    run: Option<Run>,
 }
 
-fn with_run<T>(f: impl FnOnce(&mut Run) -> Result<T, PluginError>) -> Result<T, PluginError> {
-    RUN.with_borrow_mut(|run| match run {
-        Some(run) => f(run),
-        None => Err(PluginError::InvalidInput(
-            "configure has not been called".to_owned(),
-        )),
-    })
-}
-
-/// The exported workload.
-pub struct CodingReplay;
-
-impl Guest for CodingReplay {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "coding-replay".to_owned(),
-            version: "0.1.0".to_owned(),
-            kind: PluginKind::Workload,
-            description: "MLPerf Edge Agentic: replays recorded agentic-coding trajectories \
-                          as the reference does"
-                .to_owned(),
-        }
+impl CodingReplay {
+    fn run(&mut self) -> Result<&mut Run, Error> {
+        self.run
+            .as_mut()
+            .ok_or_else(|| Error::input("configure has not been called"))
     }
+}
 
-    fn configure(config: PluginConfig) -> Result<Vec<SessionPlan>, PluginError> {
+impl Workload for CodingReplay {
+    fn configure(&mut self, config: Config) -> Result<Vec<Session>, Error> {
         let run = Run::configure(&config)?;
-        let plans = run.plans();
-        RUN.with_borrow_mut(|slot| *slot = Some(run));
-        Ok(plans)
+        let sessions = run.plans();
+        self.run = Some(run);
+        Ok(sessions)
     }
 
-    fn start_session(session_id: String) -> Result<TurnRequest, PluginError> {
-        with_run(|run| run.start(&session_id))
+    fn start(&mut self, session: &str) -> Result<Turn, Error> {
+        self.run()?.start(session)
     }
 
-    fn next_turn(
-        session_id: String,
-        _outcome: TurnOutcome,
-    ) -> Result<Option<TurnRequest>, PluginError> {
+    fn next(&mut self, session: &str, _outcome: Outcome) -> Result<Option<Turn>, Error> {
         // Completed, failed or aborted: the next recorded turn either way (see `Run::next`).
-        with_run(|run| run.next(&session_id))
+        self.run()?.next(session)
     }
 }
 
-// Exported only in the component: the WIT export names (`agentload:plugin/...#configure`)
-// break the native linker's version script, and native builds exist for the tests.
-#[cfg(target_arch = "wasm32")]
-export!(CodingReplay);
+export_workload!(CodingReplay);

@@ -6,9 +6,9 @@
 //! never fed back. The whole conversation is converted once, so a turn's
 //! messages are a prefix of one list and building a request is a single copy.
 
-use crate::agentload::plugin::types::{ChatMessage, Role, Sampling, ToolCall, TurnRequest};
 use crate::dataset::{self, Body, Conversation, Row};
 use crate::settings::Settings;
+use agentload_sdk::{Message, Sampling, ToolCall, Turn};
 
 /// A conversation ready to replay.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub struct ConversationReplay {
     /// `id` as a JSON string, for `expected-json`.
     id_json: String,
     /// The system message, then every row's messages, in turn order.
-    messages: Vec<ChatMessage>,
+    messages: Vec<Message>,
     /// Distinct `tools` arrays (compact JSON) that client turns send.
     tools: Vec<String>,
     /// The client turns, in order.
@@ -64,7 +64,7 @@ impl ConversationReplay {
             .iter()
             .find_map(|row| row.system.as_deref().filter(|s| !s.is_empty()))
         {
-            messages.push(message(Role::System, Some(system.to_owned())));
+            messages.push(Message::system(system));
         }
         let mut tools: Vec<String> = first_user.tools_json.iter().cloned().collect();
         let default_tools = (!tools.is_empty()).then_some(0);
@@ -133,66 +133,49 @@ impl ConversationReplay {
     }
 
     /// The request for client turn `index` of session `session_id`, pass `repeat`.
-    pub fn request(&self, index: usize, session_id: &str, repeat: u32) -> TurnRequest {
+    pub fn request(&self, index: usize, session_id: &str, repeat: u32) -> Turn {
         let turn = &self.turns[index];
-        TurnRequest {
-            session_id: session_id.to_owned(),
-            turn: turn.turn,
-            item_id: format!("{session_id}/{}", turn.assistant_turn),
-            messages: self.messages[..turn.end].to_vec(),
-            tools_json: turn.tools.map(|i| self.tools[i].clone()),
-            sampling: turn.sampling.clone(),
-            delay_ms: turn.delay_ms,
-            expected_json: format!(
+        Turn::new(turn.turn, self.messages[..turn.end].to_vec())
+            .with_item_id(format!("{session_id}/{}", turn.assistant_turn))
+            .with_tools_json(turn.tools.map(|i| self.tools[i].clone()))
+            .with_sampling(turn.sampling.clone())
+            .with_delay_ms(turn.delay_ms)
+            // The recorded tool calls verbatim.
+            .with_expected_json(format!(
                 "{{\"conversation_id\":{},\"repeat\":{repeat},\"assistant_turn\":{},\"tool_calls\":{}}}",
                 self.id_json, turn.assistant_turn, turn.expected_tool_calls
-            ),
-        }
-    }
-}
-
-fn message(role: Role, content: Option<String>) -> ChatMessage {
-    ChatMessage {
-        role,
-        content,
-        reasoning_content: None,
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-        name: None,
+            ))
     }
 }
 
 /// Appends a row's OpenAI messages: one for a user or assistant row, one per result
 /// for a tool row.
-fn push_messages(messages: &mut Vec<ChatMessage>, row: &Row) {
+fn push_messages(messages: &mut Vec<Message>, row: &Row) {
     match &row.body {
-        Body::User { content } => messages.push(ChatMessage {
+        Body::User { content } => messages.push(Message {
             name: row.name.clone(),
-            ..message(Role::User, Some(content.clone()))
+            ..Message::user(content.clone())
         }),
         Body::Assistant {
             content,
             reasoning_content,
             tool_calls,
             ..
-        } => messages.push(ChatMessage {
+        } => messages.push(Message {
             // No `content` key unless the row has one (the reference sends `content: None`).
             reasoning_content: reasoning_content.clone(),
             tool_calls: tool_calls
                 .iter()
-                .map(|call| ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                })
+                .map(|call| ToolCall::new(&call.id, &call.name, &call.arguments))
                 .collect(),
             name: row.name.clone(),
-            ..message(Role::Assistant, content.clone())
+            ..Message::assistant_calls(content.clone(), Vec::new())
         }),
-        Body::Tool { results } => messages.extend(results.iter().map(|result| ChatMessage {
-            tool_call_id: Some(result.tool_call_id.clone()),
-            ..message(Role::Tool, Some(result.content.clone()))
-        })),
+        Body::Tool { results } => messages.extend(
+            results
+                .iter()
+                .map(|result| Message::tool(result.tool_call_id.clone(), result.content.clone())),
+        ),
     }
 }
 
@@ -202,6 +185,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{call, jsonl, reply, result, shape, two_conversations, user, with};
+    use agentload_sdk::TurnRequest;
 
     fn replays(text: &str, settings: &Settings) -> Vec<ConversationReplay> {
         crate::dataset::parse("t.jsonl", text.as_bytes())
@@ -210,6 +194,11 @@ mod tests {
             .iter()
             .map(|conversation| ConversationReplay::new(conversation, settings))
             .collect()
+    }
+
+    /// The request as the host receives it.
+    fn req(replay: &ConversationReplay, index: usize, session: &str, repeat: u32) -> TurnRequest {
+        replay.request(index, session, repeat).into_request(session)
     }
 
     fn shapes(request: &TurnRequest) -> Vec<Value> {
@@ -228,7 +217,7 @@ mod tests {
         let a = &replays[0];
         assert_eq!(a.turn_count(), 3);
 
-        let first = a.request(0, "a", 0);
+        let first = req(a, 0, "a", 0);
         assert_eq!(first.session_id, "a");
         assert_eq!(first.turn, 1);
         assert_eq!(first.item_id, "a/2");
@@ -252,7 +241,7 @@ mod tests {
         assert_eq!((sampling.top_p, sampling.top_k), (None, None));
         assert_eq!(sampling.tool_choice_json, None);
 
-        let second = a.request(1, "a", 0);
+        let second = req(a, 1, "a", 0);
         assert_eq!((second.turn, second.item_id.as_str()), (3, "a/4"));
         assert_eq!(
             shapes(&second)[2..],
@@ -277,7 +266,7 @@ mod tests {
             "a reply without calls"
         );
 
-        let third = a.request(2, "a", 0);
+        let third = req(a, 2, "a", 0);
         assert_eq!((third.turn, third.item_id.as_str()), (5, "a/6"));
         assert_eq!(third.messages.len(), 7);
         assert_eq!(shapes(&third)[0]["role"], "system");
@@ -297,14 +286,14 @@ mod tests {
         let replays = replays(&two_conversations(), &Settings::default());
         let b = &replays[1];
         assert_eq!(b.turn_count(), 3);
-        let first = b.request(0, "b", 0);
+        let first = req(b, 0, "b", 0);
         assert_eq!(
             shapes(&first),
             [json!({"role": "user", "content": "fix the bug"})]
         );
         assert_eq!(first.tools_json, None);
 
-        let last = b.request(2, "b", 0);
+        let last = req(b, 2, "b", 0);
         assert_eq!(last.turn, 5);
         assert_eq!(
             shapes(&last)[3..],
@@ -315,7 +304,7 @@ mod tests {
             ]
         );
         // The scorer gets the recorded calls exactly, the object kept an object.
-        let request = b.request(1, "b", 0);
+        let request = req(b, 1, "b", 0);
         assert_eq!(
             expected(&request)["tool_calls"][0]["function"]["arguments"],
             json!({"command": "cat a.py", "timeout": 5})
@@ -325,7 +314,7 @@ mod tests {
     #[test]
     fn repeat_and_session_id_reach_the_request() {
         let replays = replays(&two_conversations(), &Settings::default());
-        let request = replays[0].request(1, "a__repeat_2", 2);
+        let request = req(&replays[0], 1, "a__repeat_2", 2);
         assert_eq!(request.session_id, "a__repeat_2");
         assert_eq!(request.item_id, "a__repeat_2/4");
         assert_eq!(expected(&request)["conversation_id"], "a");
@@ -342,10 +331,7 @@ mod tests {
         ]);
         let off = &replays(&text, &Settings::default())[0];
         assert_eq!(
-            [
-                off.request(0, "a", 0).delay_ms,
-                off.request(1, "a", 0).delay_ms
-            ],
+            [req(off, 0, "a", 0).delay_ms, req(off, 1, "a", 0).delay_ms],
             [0, 0]
         );
         let settings = Settings {
@@ -355,10 +341,7 @@ mod tests {
         let on = &replays(&text, &settings)[0];
         // The reference delays every client row that records a delay, user rows included.
         assert_eq!(
-            [
-                on.request(0, "a", 0).delay_ms,
-                on.request(1, "a", 0).delay_ms
-            ],
+            [req(on, 0, "a", 0).delay_ms, req(on, 1, "a", 0).delay_ms],
             [2000, 63]
         );
     }
@@ -386,7 +369,7 @@ mod tests {
         let replays = replays(&text, &settings);
         let limits = |replay: &ConversationReplay| -> Vec<Option<u32>> {
             (0..replay.turn_count())
-                .map(|i| replay.request(i, "s", 0).sampling.max_completion_tokens)
+                .map(|i| req(replay, i, "s", 0).sampling.max_completion_tokens)
                 .collect()
         };
         // The first user row's max_new_tokens covers the conversation; a row's own wins.
@@ -404,9 +387,9 @@ mod tests {
             reply("a", 4),
         ]);
         let replay = &replays(&text, &Settings::default())[0];
-        assert_eq!(replay.request(0, "a", 0).tools_json, None);
+        assert_eq!(req(replay, 0, "a", 0).tools_json, None);
         assert_eq!(
-            replay.request(1, "a", 0).tools_json.as_deref(),
+            req(replay, 1, "a", 0).tools_json.as_deref(),
             Some(r#"[{"type":"function"}]"#)
         );
     }
@@ -416,7 +399,7 @@ mod tests {
         let text = jsonl(&[user("a", 1), call("a", 2), result("a", 3)]);
         let replay = &replays(&text, &Settings::default())[0];
         assert_eq!(replay.turn_count(), 2);
-        let last = replay.request(1, "a", 0);
+        let last = req(replay, 1, "a", 0);
         assert_eq!((last.turn, last.item_id.as_str()), (3, "a/4"));
         assert_eq!(
             last.expected_json,
@@ -434,7 +417,7 @@ mod tests {
         ]);
         let replay = &replays(&text, &Settings::default())[0];
         assert_eq!(
-            shapes(&replay.request(1, "a", 0))[..2],
+            shapes(&req(replay, 1, "a", 0))[..2],
             [
                 json!({"role": "user", "content": "fix the bug", "name": "Bob"}),
                 json!({"role": "assistant", "content": "done", "name": "Ann"}),

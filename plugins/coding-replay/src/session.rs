@@ -2,9 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::agentload::plugin::types::{PluginConfig, PluginError, TurnRequest};
+use agentload_sdk::{Config, Error, Session as SessionPlan, Turn};
+
 use crate::dataset::{self, Conversation};
-use crate::exports::agentload::plugin::workload::SessionPlan;
 use crate::replay::ConversationReplay;
 use crate::settings::Settings;
 
@@ -42,22 +42,21 @@ impl Run {
     /// `num_trajectories_to_issue` above their count they are recycled in the same
     /// order. As in the reference, instance `i` (from 0) of `n` conversations is pass
     /// `i / n + 1`: pass 1 keeps the conversation id, pass `k > 1` is `<id>__repeat_<k>`.
-    pub fn configure(config: &PluginConfig) -> Result<Self, PluginError> {
-        let settings = Settings::parse(&config.settings_json)?;
+    pub fn configure(config: &Config) -> Result<Self, Error> {
+        let settings = Settings::from_config(config)?;
         let file = config
             .files
             .iter()
             .find(|file| file.name == settings.dataset)
             .ok_or_else(|| {
                 let granted: Vec<&str> = config.files.iter().map(|f| f.name.as_str()).collect();
-                PluginError::InvalidConfig(format!(
+                Error::Config(format!(
                     "setting 'dataset' names '{}', but no granted file has that name (granted: [{}])",
                     settings.dataset,
                     granted.join(", ")
                 ))
             })?;
-        let dataset =
-            dataset::parse(&file.file_name, &file.bytes).map_err(PluginError::InvalidData)?;
+        let dataset = dataset::parse(&file.file_name, &file.bytes)?;
         let conversations: Vec<ConversationReplay> =
             select(&dataset.conversations, settings.conversations.as_deref())?
                 .into_iter()
@@ -79,7 +78,7 @@ impl Run {
                 (format!("{source}__repeat_{pass}"), pass)
             };
             if by_id.insert(id.clone(), sessions.len()).is_some() {
-                return Err(PluginError::InvalidConfig(format!(
+                return Err(Error::Config(format!(
                     "session id '{id}' would be used twice (a conversation id collides with a \
                      repeat of another)"
                 )));
@@ -102,25 +101,22 @@ impl Run {
     pub fn plans(&self) -> Vec<SessionPlan> {
         self.sessions
             .iter()
-            .map(|session| SessionPlan {
-                id: session.id.clone(),
-                expected_turns: u32::try_from(
-                    self.conversations[session.conversation].turn_count(),
-                )
-                .unwrap_or(u32::MAX),
+            .map(|session| {
+                let turns = self.conversations[session.conversation].turn_count();
+                SessionPlan::new(session.id.clone(), u32::try_from(turns).unwrap_or(u32::MAX))
             })
             .collect()
     }
 
     /// The first request of a session.
-    pub fn start(&mut self, session_id: &str) -> Result<TurnRequest, PluginError> {
+    pub fn start(&mut self, session_id: &str) -> Result<Turn, Error> {
         let (session, conversation) = self.session(session_id)?;
         match session.cursor {
             Cursor::NotStarted => {
                 session.cursor = Cursor::Next(1);
                 Ok(conversation.request(0, &session.id, session.repeat))
             }
-            _ => Err(PluginError::InvalidInput(format!(
+            _ => Err(Error::Input(format!(
                 "session '{session_id}' has already started"
             ))),
         }
@@ -131,15 +127,13 @@ impl Run {
     /// The previous turn's outcome does not matter: the recorded history is replayed
     /// whatever the model answered, and after a failure the host takes the remaining
     /// turns to record them as missing.
-    pub fn next(&mut self, session_id: &str) -> Result<Option<TurnRequest>, PluginError> {
+    pub fn next(&mut self, session_id: &str) -> Result<Option<Turn>, Error> {
         let (session, conversation) = self.session(session_id)?;
         match session.cursor {
-            Cursor::NotStarted => Err(PluginError::InvalidInput(format!(
+            Cursor::NotStarted => Err(Error::Input(format!(
                 "session '{session_id}' has not started; call start-session first"
             ))),
-            Cursor::Over => Err(PluginError::InvalidInput(format!(
-                "session '{session_id}' is over"
-            ))),
+            Cursor::Over => Err(Error::Input(format!("session '{session_id}' is over"))),
             Cursor::Next(index) if index < conversation.turn_count() => {
                 session.cursor = Cursor::Next(index + 1);
                 Ok(Some(conversation.request(
@@ -155,14 +149,11 @@ impl Run {
         }
     }
 
-    fn session(
-        &mut self,
-        session_id: &str,
-    ) -> Result<(&mut Session, &ConversationReplay), PluginError> {
+    fn session(&mut self, session_id: &str) -> Result<(&mut Session, &ConversationReplay), Error> {
         let index = *self
             .by_id
             .get(session_id)
-            .ok_or_else(|| PluginError::InvalidInput(format!("unknown session '{session_id}'")))?;
+            .ok_or_else(|| Error::Input(format!("unknown session '{session_id}'")))?;
         let session = &mut self.sessions[index];
         let conversation = &self.conversations[session.conversation];
         Ok((session, conversation))
@@ -173,19 +164,19 @@ impl Run {
 fn select<'a>(
     conversations: &'a [Conversation],
     wanted: Option<&[String]>,
-) -> Result<Vec<&'a Conversation>, PluginError> {
+) -> Result<Vec<&'a Conversation>, Error> {
     let Some(wanted) = wanted else {
         return Ok(conversations.iter().collect());
     };
     let mut set = HashSet::with_capacity(wanted.len());
     for id in wanted {
         if !set.insert(id.as_str()) {
-            return Err(PluginError::InvalidConfig(format!(
+            return Err(Error::Config(format!(
                 "setting 'conversations' lists '{id}' twice"
             )));
         }
         if !conversations.iter().any(|c| c.id == *id) {
-            return Err(PluginError::InvalidConfig(format!(
+            return Err(Error::Config(format!(
                 "setting 'conversations' lists '{id}', which is not in the dataset"
             )));
         }
@@ -201,7 +192,6 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::agentload::plugin::types::DataError;
     use crate::fixtures::{config, jsonl, two_conversations, user};
 
     fn run(settings: Value) -> Run {
@@ -215,16 +205,16 @@ mod tests {
             .collect()
     }
 
-    fn invalid_input(result: Result<impl std::fmt::Debug, PluginError>) -> String {
+    fn invalid_input(result: Result<impl std::fmt::Debug, Error>) -> String {
         match result {
-            Err(PluginError::InvalidInput(message)) => message,
+            Err(Error::Input(message)) => message,
             other => panic!("expected invalid-input, got {other:?}"),
         }
     }
 
     fn invalid_config(settings: Value) -> String {
         match Run::configure(&config(settings, &two_conversations())) {
-            Err(PluginError::InvalidConfig(message)) => message,
+            Err(Error::Config(message)) => message,
             other => panic!("expected invalid-config, got {other:?}"),
         }
     }
@@ -288,7 +278,11 @@ mod tests {
 
     #[test]
     fn settings_and_file_errors() {
-        assert!(invalid_config(json!({"bogus": 1})).starts_with("unknown setting 'bogus'"));
+        let bogus = invalid_config(json!({"bogus": 1}));
+        assert!(
+            bogus.starts_with("settings: unknown field `bogus`"),
+            "{bogus}"
+        );
         assert_eq!(
             invalid_config(json!({"dataset": "other"})),
             "setting 'dataset' names 'other', but no granted file has that name \
@@ -296,11 +290,11 @@ mod tests {
         );
         let bad = jsonl(&[user("a", 1), user("a", 2)]);
         match Run::configure(&config(json!({}), &bad)) {
-            Err(PluginError::InvalidData(DataError {
+            Err(Error::Data {
                 file,
                 line,
                 message,
-            })) => {
+            }) => {
                 assert_eq!((file.as_str(), line), ("t.jsonl", 2));
                 assert!(message.contains("'user' cannot follow 'user'"), "{message}");
             }

@@ -1,22 +1,12 @@
 //! The plugin's settings table (`plugin-config.settings-json`).
 
-use serde_json::Value;
+use agentload_sdk::{Config, Error};
+use serde::Deserialize;
 
-use crate::agentload::plugin::types::PluginError;
-
-/// Every key the settings table may hold, in the order error messages list them.
-pub const KNOWN_KEYS: [&str; 7] = [
-    "dataset",
-    "num_trajectories_to_issue",
-    "inject_tool_delay",
-    "temperature",
-    "seed",
-    "max_completion_tokens",
-    "conversations",
-];
-
-/// Parsed settings, with the reference's edge defaults filled in.
-#[derive(Debug, Clone, PartialEq)]
+/// Parsed settings, with the reference's edge defaults filled in. An unknown
+/// key or a wrong type is an error naming the key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Settings {
     /// Logical name of the granted file that holds the trajectories.
     pub dataset: String,
@@ -49,110 +39,45 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Parses the settings JSON object; unknown keys and wrong types are `invalid-config`.
-    pub fn parse(settings_json: &str) -> Result<Self, PluginError> {
-        let value: Value = serde_json::from_str(settings_json)
-            .map_err(|e| invalid(format!("settings are not valid JSON: {e}")))?;
-        let table = value
-            .as_object()
-            .ok_or_else(|| invalid("settings must be a JSON object".to_owned()))?;
-        let mut settings = Self::default();
-        for (key, value) in table {
-            settings.set(key, value)?;
+    /// The settings table, checked.
+    pub fn from_config(config: &Config) -> Result<Self, Error> {
+        let settings: Settings = config.settings()?;
+        let bad =
+            |key: &str, rule: &str| Err(Error::config(format!("settings: `{key}` must be {rule}")));
+        if settings.num_trajectories_to_issue == Some(0) {
+            return bad("num_trajectories_to_issue", "at least 1");
+        }
+        if settings.temperature.is_nan() || settings.temperature < 0.0 {
+            return bad("temperature", "a non-negative number");
+        }
+        if settings.max_completion_tokens == 0 {
+            return bad("max_completion_tokens", "at least 1");
+        }
+        if settings.conversations.as_ref().is_some_and(Vec::is_empty) {
+            return bad("conversations", "a non-empty list of conversation ids");
         }
         Ok(settings)
     }
-
-    fn set(&mut self, key: &str, value: &Value) -> Result<(), PluginError> {
-        match key {
-            "dataset" => self.dataset = string(key, value)?,
-            "num_trajectories_to_issue" => {
-                self.num_trajectories_to_issue =
-                    Some(integer(key, value, 1, u32::MAX.into())? as u32);
-            }
-            "inject_tool_delay" => {
-                self.inject_tool_delay = value
-                    .as_bool()
-                    .ok_or_else(|| wrong_type(key, "a boolean", value))?;
-            }
-            "temperature" => {
-                self.temperature = value
-                    .as_f64()
-                    .filter(|t| *t >= 0.0)
-                    .ok_or_else(|| wrong_type(key, "a non-negative number", value))?;
-            }
-            "seed" => self.seed = integer(key, value, i64::MIN, i64::MAX)?,
-            "max_completion_tokens" => {
-                self.max_completion_tokens = integer(key, value, 1, u32::MAX.into())? as u32;
-            }
-            "conversations" => self.conversations = Some(string_list(key, value)?),
-            unknown => {
-                return Err(invalid(format!(
-                    "unknown setting '{unknown}'; known settings: {}",
-                    KNOWN_KEYS.join(", ")
-                )))
-            }
-        }
-        Ok(())
-    }
-}
-
-fn invalid(message: String) -> PluginError {
-    PluginError::InvalidConfig(message)
-}
-
-fn wrong_type(key: &str, expected: &str, got: &Value) -> PluginError {
-    invalid(format!("setting '{key}' must be {expected}, got {got}"))
-}
-
-fn string(key: &str, value: &Value) -> Result<String, PluginError> {
-    value
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| wrong_type(key, "a string", value))
-}
-
-fn integer(key: &str, value: &Value, min: i64, max: i64) -> Result<i64, PluginError> {
-    value
-        .as_i64()
-        .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| {
-            let expected = if min == i64::MIN {
-                "an integer".to_owned()
-            } else {
-                format!("an integer from {min} to {max}")
-            };
-            wrong_type(key, &expected, value)
-        })
-}
-
-fn string_list(key: &str, value: &Value) -> Result<Vec<String>, PluginError> {
-    let expected = "a non-empty list of conversation id strings";
-    let items = value
-        .as_array()
-        .filter(|items| !items.is_empty())
-        .ok_or_else(|| wrong_type(key, expected, value))?;
-    items
-        .iter()
-        .map(|item| item.as_str().map(str::to_owned))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| wrong_type(key, expected, value))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn parse(json: &str) -> Result<Settings, Error> {
+        Settings::from_config(&Config::with_settings(json))
+    }
+
     fn config_error(json: &str) -> String {
-        match Settings::parse(json) {
-            Err(PluginError::InvalidConfig(message)) => message,
+        match parse(json) {
+            Err(Error::Config(message)) => message,
             other => panic!("expected invalid-config, got {other:?}"),
         }
     }
 
     #[test]
     fn empty_table_gives_the_edge_defaults() {
-        let settings = Settings::parse("{}").unwrap();
+        let settings = parse("{}").unwrap();
         assert_eq!(settings, Settings::default());
         assert_eq!(settings.dataset, "trajectories");
         assert_eq!(settings.temperature, 0.0);
@@ -163,7 +88,7 @@ mod tests {
 
     #[test]
     fn every_key_is_read() {
-        let settings = Settings::parse(
+        let settings = parse(
             r#"{"dataset": "d", "num_trajectories_to_issue": 3, "inject_tool_delay": true,
                 "temperature": 1, "seed": -7, "max_completion_tokens": 64,
                 "conversations": ["a", "b"]}"#,
@@ -180,43 +105,49 @@ mod tests {
 
     #[test]
     fn unknown_key_is_named_with_the_known_ones() {
-        assert_eq!(
-            config_error(r#"{"top_p": 0.9}"#),
-            "unknown setting 'top_p'; known settings: dataset, num_trajectories_to_issue, \
-             inject_tool_delay, temperature, seed, max_completion_tokens, conversations"
+        let e = config_error(r#"{"top_p": 0.9}"#);
+        assert!(
+            e.starts_with("settings: unknown field `top_p`, expected one of `dataset`"),
+            "{e}"
         );
+        assert!(e.contains("`conversations`"), "{e}");
     }
 
     #[test]
-    fn wrong_types_are_rejected() {
+    fn wrong_types_and_values_are_rejected() {
+        for (json, key) in [
+            (
+                r#"{"seed": "42"}"#,
+                "invalid type: string \"42\", expected i64",
+            ),
+            (r#"{"inject_tool_delay": 1}"#, "expected a boolean"),
+            (
+                r#"{"max_completion_tokens": 0}"#,
+                "`max_completion_tokens` must be at least 1",
+            ),
+            (r#"{"max_completion_tokens": -1}"#, "expected u32"),
+            (r#"{"num_trajectories_to_issue": 2.5}"#, "expected u32"),
+            (
+                r#"{"num_trajectories_to_issue": 0}"#,
+                "`num_trajectories_to_issue` must be at least 1",
+            ),
+            (
+                r#"{"temperature": -1}"#,
+                "`temperature` must be a non-negative number",
+            ),
+            (
+                r#"{"conversations": []}"#,
+                "`conversations` must be a non-empty list",
+            ),
+            (r#"{"conversations": [1]}"#, "expected a string"),
+            (r#"{"dataset": null}"#, "expected a string"),
+        ] {
+            let e = config_error(json);
+            assert!(e.contains(key), "{json}: {e}");
+        }
         assert_eq!(
-            config_error(r#"{"seed": "42"}"#),
-            "setting 'seed' must be an integer, got \"42\""
+            config_error("[]"),
+            "settings: a table (a JSON object) is needed, not []"
         );
-        assert_eq!(
-            config_error(r#"{"inject_tool_delay": 1}"#),
-            "setting 'inject_tool_delay' must be a boolean, got 1"
-        );
-        assert_eq!(
-            config_error(r#"{"max_completion_tokens": 0}"#),
-            "setting 'max_completion_tokens' must be an integer from 1 to 4294967295, got 0"
-        );
-        assert_eq!(
-            config_error(r#"{"num_trajectories_to_issue": 2.5}"#),
-            "setting 'num_trajectories_to_issue' must be an integer from 1 to 4294967295, got 2.5"
-        );
-        assert_eq!(
-            config_error(r#"{"temperature": -1}"#),
-            "setting 'temperature' must be a non-negative number, got -1"
-        );
-        assert_eq!(
-            config_error(r#"{"conversations": []}"#),
-            "setting 'conversations' must be a non-empty list of conversation id strings, got []"
-        );
-        assert_eq!(
-            config_error(r#"{"dataset": null}"#),
-            "setting 'dataset' must be a string, got null"
-        );
-        assert_eq!(config_error("[]"), "settings must be a JSON object");
     }
 }

@@ -1,27 +1,22 @@
-//! Tests through the exported `Guest` functions: the abort flow and the edge dataset.
+//! Tests through the `Workload` calls the export glue makes: the abort flow
+//! and the edge dataset.
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::agentload::plugin::types::{Completion, PluginError, Role, TurnOutcome};
-use crate::exports::agentload::plugin::workload::Guest;
+use agentload_sdk::{package_info, Completion, Error, Outcome, Role, Workload};
+
 use crate::fixtures::{config, two_conversations};
 use crate::CodingReplay;
 
-fn completed() -> TurnOutcome {
-    TurnOutcome::Completed(Completion {
-        content: "anything".into(),
-        reasoning_content: String::new(),
-        tool_calls: Vec::new(),
-        finish_reason: Some("stop".into()),
-        usage: None,
-    })
+fn completed() -> Outcome {
+    Outcome::Completed(Completion::text("anything"))
 }
 
 #[test]
 fn describe_names_the_plugin() {
-    let info = CodingReplay::describe();
+    let info = CodingReplay::describe(package_info!());
     assert_eq!(
         (info.name.as_str(), info.version.as_str()),
         ("coding-replay", "0.1.0")
@@ -31,24 +26,27 @@ fn describe_names_the_plugin() {
 #[test]
 fn calls_before_configure_are_invalid_input() {
     assert!(matches!(
-        CodingReplay::start_session("a".into()),
-        Err(PluginError::InvalidInput(_))
+        CodingReplay::default().start("a"),
+        Err(Error::Input(_))
     ));
 }
 
 #[test]
 fn abort_flow_hands_out_every_remaining_turn() {
-    let plans = CodingReplay::configure(config(json!({}), &two_conversations())).unwrap();
+    let mut w = CodingReplay::default();
+    let plans = w
+        .configure(config(json!({}), &two_conversations()))
+        .unwrap();
     assert_eq!(plans.len(), 2);
-    assert_eq!(CodingReplay::start_session("b".into()).unwrap().turn, 1);
-    let next = |outcome| CodingReplay::next_turn("b".into(), outcome);
+    assert_eq!(w.start("b").unwrap().turn, 1);
+    let mut next = |outcome| w.next("b", outcome);
     assert_eq!(next(completed()).unwrap().unwrap().turn, 3);
     // Turn 3 failed: the host takes the rest, recording them as missing, until none.
-    let failed = TurnOutcome::Failed("HTTP 400: context overflow".into());
+    let failed = Outcome::Failed("HTTP 400: context overflow".into());
     assert_eq!(next(failed).unwrap().unwrap().turn, 5);
-    assert!(next(TurnOutcome::Aborted).unwrap().is_none());
-    match next(TurnOutcome::Aborted) {
-        Err(PluginError::InvalidInput(message)) => assert_eq!(message, "session 'b' is over"),
+    assert!(next(Outcome::Aborted).unwrap().is_none());
+    match next(Outcome::Aborted) {
+        Err(Error::Input(message)) => assert_eq!(message, "session 'b' is over"),
         other => panic!("expected invalid-input, got {other:?}"),
     }
 }
@@ -70,7 +68,8 @@ fn edge_dataset_replays_1007_turns() {
         );
         return;
     };
-    let plans = CodingReplay::configure(config(json!({}), &text)).unwrap();
+    let mut w = CodingReplay::default();
+    let plans = w.configure(config(json!({}), &text)).unwrap();
     assert_eq!(plans.len(), 20);
     assert_eq!(plans.iter().map(|p| p.expected_turns).sum::<u32>(), 1007);
 
@@ -87,7 +86,7 @@ fn edge_dataset_replays_1007_turns() {
 
     let (mut turns, mut largest) = (0, 0);
     for plan in &plans {
-        let mut request = CodingReplay::start_session(plan.id.clone()).unwrap();
+        let mut request = w.start(&plan.id).unwrap().into_request(&plan.id);
         assert_eq!(request.messages.len(), 2, "{}: system + user", plan.id);
         assert!(matches!(request.messages[0].role, Role::System));
         assert!(matches!(request.messages[1].role, Role::User));
@@ -109,8 +108,8 @@ fn edge_dataset_replays_1007_turns() {
                 plan.id
             );
             assert_eq!(request.item_id, format!("{}/{assistant_turn}", plan.id));
-            match CodingReplay::next_turn(plan.id.clone(), completed()).unwrap() {
-                Some(next) => request = next,
+            match w.next(&plan.id, completed()).unwrap() {
+                Some(next) => request = next.into_request(&plan.id),
                 None => break,
             }
         }

@@ -21,6 +21,12 @@ impl ChatMessage {
         }
     }
 
+    /// A message of any role with text (a `tool` message also wants
+    /// [`tool`](Self::tool)'s call id).
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self::of(role, Some(content.into()))
+    }
+
     /// A `system` message.
     pub fn system(content: impl Into<String>) -> Self {
         Self::of(Role::System, Some(content.into()))

@@ -3,6 +3,8 @@
 use crate::wit::agentload::plugin::types::{GrantedFile, PluginConfig};
 use crate::Error;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 
 impl PluginConfig {
     /// A config with these settings (a JSON object text) and no files, for tests.
@@ -31,14 +33,56 @@ impl PluginConfig {
     /// The settings table, deserialized. Put `#[serde(deny_unknown_fields)]`
     /// on `T` so that a misspelt key is an error naming it (`unknown field
     /// `temprature`, expected one of ...`); `#[serde(default)]` for optional
-    /// keys. No settings at all read as `{}`.
+    /// keys. No settings at all read as `{}`; anything but a table (a JSON
+    /// object) is an error, even where `T` would accept it (serde reads a
+    /// struct from an array too).
     pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_json::from_value(Value::Object(self.table()?))
+            .map_err(|e| Error::config(format!("settings: {e}")))
+    }
+
+    /// The settings as a JSON object.
+    fn table(&self) -> Result<serde_json::Map<String, Value>, Error> {
         let text = if self.settings_json.trim().is_empty() {
             "{}"
         } else {
             &self.settings_json
         };
-        serde_json::from_str(text).map_err(|e| Error::config(format!("settings: {e}")))
+        match serde_json::from_str(text) {
+            Ok(Value::Object(table)) => Ok(table),
+            Ok(other) => Err(Error::config(format!(
+                "settings: a table (a JSON object) is needed, not {other}"
+            ))),
+            Err(e) => Err(Error::config(format!("settings: {e}"))),
+        }
+    }
+
+    /// The settings table over `defaults`: each key the table sets replaces
+    /// the default's, the others keep it. For plugins whose defaults are not
+    /// `T::default()` (one crate's code behind two flavours with different
+    /// defaults). Put `#[serde(deny_unknown_fields)]` on `T` so that a
+    /// misspelt key is an error naming it.
+    pub fn settings_over<T: Serialize + DeserializeOwned>(&self, defaults: &T) -> Result<T, Error> {
+        let Value::Object(mut merged) = serde_json::to_value(defaults)
+            .map_err(|e| Error::internal(format!("default settings: {e}")))?
+        else {
+            return Err(Error::internal("default settings are not a table"));
+        };
+        merged.extend(self.table()?);
+        serde_json::from_value(Value::Object(merged))
+            .map_err(|e| Error::config(format!("settings: {e}")))
+    }
+
+    /// Refuses every granted file: for plugins that read none, so that a
+    /// grant meant for another plugin is an error naming it.
+    pub fn refuse_files(&self) -> Result<(), Error> {
+        match self.files.first() {
+            Some(f) => Err(Error::config(format!(
+                "this plugin reads no data files, but `{}` ({}) was granted",
+                f.name, f.file_name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The file granted under the logical `name` (the key in the run

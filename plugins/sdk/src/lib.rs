@@ -47,6 +47,8 @@ pub use chat::{Message, Tool};
 pub use config::{Line, Lines};
 pub use error::Error;
 pub use scorer::{Item, Report, Scorer, Verdict};
+/// A [`Turn`] as the host receives it ([`Turn::into_request`]), for tests.
+pub use wit::agentload::plugin::types::TurnRequest;
 pub use wit::agentload::plugin::types::{
     Completion, GrantedFile, PluginConfig as Config, Role, Sampling, ToolCall, Usage,
 };

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 /// A scorer: verdicts on (expected, completion) pairs, and a report.
 ///
 /// Every scoring pass runs in a fresh instance: `Default`, `configure`,
-/// `score` over the items, then `aggregate`. Scorers must be pure: the same
-/// items always give the same verdicts.
+/// `score_all` over the run's items (by default `score` on each), then
+/// `aggregate`. Scorers must be pure: the same items always give the same
+/// verdicts.
 pub trait Scorer: Default + 'static {
     /// Self-description; `package` is the crate's Cargo metadata.
     fn describe(package: Info) -> Info {
@@ -27,6 +28,14 @@ pub trait Scorer: Default + 'static {
 
     /// The verdict on one item.
     fn score(&mut self, item: &Item) -> Result<Verdict, Error>;
+
+    /// The verdicts on every item of a run, one per item in order. The
+    /// default scores each item with [`score`](Self::score); a scorer whose
+    /// verdicts depend on other items (the steps of one session, say)
+    /// overrides it.
+    fn score_all(&mut self, items: &[Item]) -> Result<Vec<Verdict>, Error> {
+        items.iter().map(|item| self.score(item)).collect()
+    }
 
     /// The report over a whole run. The default: the mean score of the
     /// items not excluded ([`Report::mean`]).
@@ -94,16 +103,32 @@ impl Verdict {
     }
 }
 
-/// The report of a run.
+/// The report of a run. The host checks that `json` is JSON and writes it
+/// byte for byte to the phase's report file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     /// Headline score in [0, 1].
     pub score: f64,
-    /// The full report (JSON).
-    pub report: Value,
+    /// The report file's text (JSON).
+    pub json: String,
 }
 
 impl Report {
+    /// A report of `report`, pretty-printed (two-space indent, as
+    /// `serde_json::to_string_pretty`).
+    pub fn new(score: f64, report: &Value) -> Self {
+        Self {
+            score,
+            json: serde_json::to_string_pretty(report).expect("a JSON value serialises"),
+        }
+    }
+
+    /// A report of this exact JSON text, for a report file that must match
+    /// another tool's byte for byte (e.g. Python's `json.dumps(x, indent=2)`).
+    pub fn from_json(score: f64, json: String) -> Self {
+        Self { score, json }
+    }
+
     /// The mean score of the verdicts not excluded (0 when there are none),
     /// with the counts.
     pub fn mean(verdicts: &[Verdict]) -> Self {
@@ -117,15 +142,15 @@ impl Report {
         } else {
             scored.iter().sum::<f64>() / scored.len() as f64
         };
-        Self {
+        Self::new(
             score,
-            report: json!({
+            &json!({
                 "score": score,
                 "items": verdicts.len(),
                 "scored": scored.len(),
                 "excluded": verdicts.len() - scored.len(),
             }),
-        }
+        )
     }
 }
 
@@ -176,7 +201,16 @@ pub mod glue {
         state: &RefCell<Option<S>>,
         items: &[Item],
     ) -> Result<Vec<Verdict>, PluginError> {
-        with(state, |s| items.iter().map(|i| s.score(i)).collect())
+        let verdicts = with(state, |s| s.score_all(items))?;
+        if verdicts.len() != items.len() {
+            return Err(Error::internal(format!(
+                "score_all returned {} verdicts for {} items",
+                verdicts.len(),
+                items.len()
+            ))
+            .into());
+        }
+        Ok(verdicts)
     }
 
     pub fn aggregate<S: Scorer>(
@@ -314,7 +348,7 @@ macro_rules! export_scorer {
                     let report = STATE.with(|s| glue::aggregate::<Plugin>(s, &list, &verdicts))?;
                     ::core::result::Result::Ok(Report {
                         score: report.score,
-                        report_json: report.report.to_string(),
+                        report_json: report.json,
                     })
                 }
             }

@@ -145,6 +145,64 @@ fn turns_become_requests() {
     assert_eq!(req.sampling.temperature, Some(0.0));
     assert_eq!(req.delay_ms, 5);
     assert_eq!(req.expected_json, r#"{"answer":42}"#);
+    // Verbatim JSON: passed on byte for byte.
+    let verbatim = r#"{"n": 12345678901234567890123, "f": 5.0}"#;
+    let req = Turn::new(1, vec![Message::new(Role::System, "s")])
+        .with_tools_json(Some("[ {\"type\": \"function\"} ]".into()))
+        .with_expected_json(verbatim)
+        .into_request("s");
+    assert_eq!(req.expected_json, verbatim);
+    assert_eq!(
+        req.tools_json.as_deref(),
+        Some("[ {\"type\": \"function\"} ]")
+    );
+    assert_eq!(req.messages[0].role, Role::System);
+    let req = Turn::new(1, vec![]).with_tools(vec![]).into_request("s");
+    assert_eq!(req.tools_json, None, "no tools, no `tools` key");
+}
+
+#[test]
+fn settings_over_defaults_and_refused_files() {
+    #[derive(Debug, PartialEq, Deserialize, serde::Serialize)]
+    #[serde(deny_unknown_fields)]
+    struct S {
+        a: u32,
+        b: bool,
+    }
+    let defaults = S { a: 1, b: true };
+    let c = Config::with_settings(r#"{"b": false}"#);
+    assert_eq!(c.settings_over(&defaults).unwrap(), S { a: 1, b: false });
+    assert_eq!(
+        Config::with_settings("").settings_over(&defaults).unwrap(),
+        defaults
+    );
+    let e = Config::with_settings(r#"{"c": 1}"#)
+        .settings_over(&defaults)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("unknown field `c`")),
+        "{e}"
+    );
+    let e = Config::with_settings(r#"{"a": "x"}"#)
+        .settings_over(&defaults)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("invalid type")),
+        "{e}"
+    );
+    let e = Config::with_settings("[1]")
+        .settings_over(&defaults)
+        .unwrap_err();
+    assert!(matches!(e, Error::Config(_)), "{e}");
+    assert!(Config::with_settings("{}").refuse_files().is_ok());
+    let e = Config::with_settings("{}")
+        .grant("trajectories", "t.jsonl", "")
+        .refuse_files()
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("`trajectories` (t.jsonl)")),
+        "{e}"
+    );
 }
 
 #[derive(Default)]
@@ -191,7 +249,13 @@ fn report_mean_skips_excluded_items() {
     ];
     let r = Report::mean(&verdicts);
     assert_eq!(r.score, 0.5);
-    assert_eq!(r.report["excluded"], 1);
+    let report: serde_json::Value = serde_json::from_str(&r.json).unwrap();
+    assert_eq!(report["excluded"], 1);
+    assert!(
+        r.json.contains("\n  \"excluded\": 1"),
+        "pretty-printed: {}",
+        r.json
+    );
     #[derive(Deserialize)]
     struct K {
         k: u32,
@@ -203,6 +267,59 @@ fn report_mean_skips_excluded_items() {
         .to_string()
         .contains("item a"));
     assert_eq!(API_VERSION, format!("agentload:plugin@{WIT_VERSION}"));
+}
+
+/// Verdicts that depend on the whole batch: each item's score is its share
+/// of the batch; a broken one returns a verdict too few.
+#[derive(Default)]
+struct Shares {
+    short: bool,
+}
+
+impl Scorer for Shares {
+    fn score(&mut self, item: &Item) -> Result<Verdict, Error> {
+        Ok(self.score_all(std::slice::from_ref(item))?.remove(0))
+    }
+
+    fn score_all(&mut self, items: &[Item]) -> Result<Vec<Verdict>, Error> {
+        let n = items.len() - usize::from(self.short);
+        Ok(items[..n]
+            .iter()
+            .map(|i| Verdict::new(i, 1.0 / items.len() as f64))
+            .collect())
+    }
+}
+
+#[test]
+fn score_all_sees_the_whole_batch_and_must_answer_each_item() {
+    use crate::scorer::glue;
+    let item = |id: &str| Item {
+        item_id: id.into(),
+        session_id: "s".into(),
+        turn: 1,
+        expected_json: "{}".into(),
+        completion: None,
+    };
+    let items = vec![item("a"), item("b"), item("c"), item("d")];
+    let state = std::cell::RefCell::new(None::<Shares>);
+    glue::configure(&state, Config::with_settings("{}")).unwrap();
+    let verdicts = glue::score(&state, &items).unwrap();
+    assert!(verdicts.iter().all(|v| v.score == 0.25), "{verdicts:?}");
+    assert_eq!(Shares::default().score(&items[0]).unwrap().score, 1.0);
+    *state.borrow_mut() = Some(Shares { short: true });
+    let err = glue::score(&state, &items).unwrap_err();
+    assert!(
+        matches!(&err, PluginError::Internal(m) if m.contains("3 verdicts for 4 items")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn reports_keep_their_text() {
+    let r = Report::from_json(0.5, "{\n  \"x\": 1e-05\n}".into());
+    assert_eq!(r.json, "{\n  \"x\": 1e-05\n}");
+    let r = Report::new(1.0, &json!({"a": [1, 2], "b": {}}));
+    assert_eq!(r.json, "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}");
 }
 
 #[derive(Default)]

@@ -61,13 +61,13 @@ pub struct Turn {
     /// Key of this turn's verdict; default `<session>:<turn>`.
     pub item_id: Option<String>,
     pub messages: Vec<ChatMessage>,
-    /// Tool definitions; none sends no `tools` key.
-    pub tools: Vec<Tool>,
+    /// The `tools` array (JSON text); `None` sends no `tools` key.
+    pub tools_json: Option<String>,
     pub sampling: Sampling,
     /// Host-clock wait before sending.
     pub delay_ms: u64,
-    /// What the scorer receives with the completion.
-    pub expected: Value,
+    /// What the scorer receives with the completion (JSON text).
+    pub expected_json: String,
 }
 
 impl Turn {
@@ -77,10 +77,10 @@ impl Turn {
             turn,
             item_id: None,
             messages,
-            tools: Vec::new(),
+            tools_json: None,
             sampling: Sampling::default(),
             delay_ms: 0,
-            expected: Value::Object(Default::default()),
+            expected_json: "{}".into(),
         }
     }
 
@@ -90,9 +90,17 @@ impl Turn {
         self
     }
 
-    /// With tools.
+    /// With tools (none: no `tools` key).
     pub fn with_tools(mut self, tools: Vec<Tool>) -> Self {
-        self.tools = tools;
+        self.tools_json = (!tools.is_empty())
+            .then(|| Value::Array(tools.into_iter().map(|t| t.0).collect()).to_string());
+        self
+    }
+
+    /// With the `tools` array as JSON text, passed on byte for byte: for
+    /// tools made once for many turns, or recorded ones sent as recorded.
+    pub fn with_tools_json(mut self, tools_json: Option<String>) -> Self {
+        self.tools_json = tools_json;
         self
     }
 
@@ -110,7 +118,15 @@ impl Turn {
 
     /// With the scorer's expected data.
     pub fn with_expected(mut self, expected: Value) -> Self {
-        self.expected = expected;
+        self.expected_json = expected.to_string();
+        self
+    }
+
+    /// With the scorer's expected data as JSON text, passed on byte for
+    /// byte: for data a scorer must see verbatim (numbers with every digit,
+    /// `5` apart from `5.0`), or text already made once for many turns.
+    pub fn with_expected_json(mut self, expected_json: impl Into<String>) -> Self {
+        self.expected_json = expected_json.into();
         self
     }
 
@@ -123,11 +139,10 @@ impl Turn {
                 .item_id
                 .unwrap_or_else(|| format!("{session}:{}", self.turn)),
             messages: self.messages,
-            tools_json: (!self.tools.is_empty())
-                .then(|| Value::Array(self.tools.into_iter().map(|t| t.0).collect()).to_string()),
+            tools_json: self.tools_json,
             sampling: self.sampling,
             delay_ms: self.delay_ms,
-            expected_json: self.expected.to_string(),
+            expected_json: self.expected_json,
         }
     }
 }

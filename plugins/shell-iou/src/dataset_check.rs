@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::agentload::plugin::types::{Completion, ToolCall};
-use crate::exports::agentload::plugin::scorer::{Guest, ScoredItem};
-use crate::{canon, ShellIou};
+use agentload_sdk::{Completion, Item, Scorer, ToolCall};
+use shell_actions::canon;
+
+use crate::ShellIou;
 
 const DATASET: &str = "agentic_coding_2.5h.jsonl";
 
@@ -88,23 +89,25 @@ fn edge_dataset_self_replay() {
         return;
     };
     let last = rows.len() - 1;
-    let items: Vec<ScoredItem> = rows
+    let items: Vec<Item> = rows
         .iter()
         .enumerate()
         .map(|(i, row)| {
             let tool_calls = row["tool_calls"].as_array().cloned().unwrap_or_default();
             let calls = tool_calls
                 .iter()
-                .map(|call| ToolCall {
-                    id: call["id"].as_str().unwrap_or("").into(),
-                    name: call["function"]["name"].as_str().unwrap_or("").into(),
-                    arguments: match &call["function"]["arguments"] {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    },
+                .map(|call| {
+                    ToolCall::new(
+                        call["id"].as_str().unwrap_or(""),
+                        call["function"]["name"].as_str().unwrap_or(""),
+                        match &call["function"]["arguments"] {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        },
+                    )
                 })
                 .collect();
-            ScoredItem {
+            Item {
                 item_id: i.to_string(),
                 session_id: row["conversation_id"].as_str().unwrap().into(),
                 turn: row["turn"].as_u64().unwrap() as u32 - 1,
@@ -114,18 +117,18 @@ fn edge_dataset_self_replay() {
                 })
                 .to_string(),
                 completion: (i != last).then(|| Completion {
-                    content: String::new(),
-                    reasoning_content: String::new(),
                     tool_calls: calls,
                     finish_reason: Some("tool_calls".into()),
-                    usage: None,
+                    ..Completion::text("")
                 }),
             }
         })
         .collect();
-    let verdicts = ShellIou::score(items.clone()).expect("dataset items score");
-    let report = ShellIou::aggregate(items, verdicts).expect("dataset items aggregate");
-    let scores: Value = serde_json::from_str(&report.report_json).unwrap();
+    let verdicts = ShellIou.score_all(&items).expect("dataset items score");
+    let report = ShellIou
+        .aggregate(&items, &verdicts)
+        .expect("dataset items aggregate");
+    let scores: Value = serde_json::from_str(&report.json).unwrap();
     assert_eq!(
         scores["turns"],
         json!({"issued": 1007, "expected": 1006, "observed": 1005, "missing": 1, "scored": 1006})

@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::iou::round4;
+use pysem::json::{dumps_with, Format};
+
 use crate::turn::{Turn, NO_GROUND_TRUTH};
 
 /// Every domain this scorer reports; workflow turns are rejected upstream.
@@ -84,10 +85,9 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
         result.insert("excluded_turns".into(), Value::Array(excluded));
     }
 
-    let pretty = serde_json::to_string_pretty(&Value::Object(result)).map_err(|e| e.to_string())?;
     Ok(Scores {
         score: mean.unwrap_or(0.0),
-        json: ascii_only(&pretty),
+        json: dumps_with(&Value::Object(result), &Format::indented(2)),
     })
 }
 
@@ -127,21 +127,9 @@ fn excluded_turns(turns: &[Turn]) -> Vec<Value> {
         .collect()
 }
 
-/// Escapes what `json.dumps` escapes by default (`ensure_ascii=True`): DEL
-/// and every non-ASCII character, as lowercase `\uXXXX` UTF-16 units. Such
-/// characters only occur inside strings, so escaping the text is safe.
-fn ascii_only(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c < '\u{7f}' {
-            out.push(c);
-        } else {
-            for unit in c.encode_utf16(&mut [0; 2]) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
+/// Python's `round(x, 4)`.
+fn round4(x: f64) -> f64 {
+    pysem::num::round(x, 4).unwrap_or(x)
 }
 
 #[cfg(test)]
@@ -306,6 +294,12 @@ mod tests {
 
     #[test]
     fn non_ascii_is_escaped_like_json_dumps() {
-        assert_eq!(ascii_only("\"é\u{7f}😀\""), r#""\u00e9\u007f\ud83d\ude00""#);
+        let t = turn("conv-é", 0, 2, &["ls"], Some(&["ls"]));
+        let json = scores(&[t]).unwrap().json;
+        assert!(
+            json.contains(r#""conversation_id": "conv-\u00e9""#),
+            "{json}"
+        );
+        assert!(json.is_ascii());
     }
 }

@@ -3,8 +3,9 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::canon::{self, Call};
-use crate::{iou, pychar};
+use pysem::chars;
+use shell_actions::canon::{self, Call};
+use shell_actions::iou;
 
 /// Why a turn without ground-truth actions is excluded (the reference's words).
 pub const NO_GROUND_TRUTH: &str = "no ground truth";
@@ -81,13 +82,12 @@ impl Turn {
     }
 
     /// The verdict's detail: both action lists and whether the turn is missing.
-    pub fn detail_json(&self) -> String {
+    pub fn detail(&self) -> Value {
         json!({
             "gt_actions": self.gt_actions,
             "model_actions": self.model_actions,
             "missing": self.missing,
         })
-        .to_string()
     }
 }
 
@@ -98,13 +98,13 @@ fn is_workflow(conversation_id: &str) -> bool {
         return false;
     };
     let number = number.strip_suffix('\n').unwrap_or(number);
-    !number.is_empty() && number.chars().all(pychar::is_decimal)
+    !number.is_empty() && number.chars().all(chars::is_decimal)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canon::Arguments;
+    use shell_actions::canon::Arguments;
 
     fn expected(id: &str, tool_calls: Value) -> String {
         json!({"conversation_id": id, "repeat": 0, "assistant_turn": 4, "tool_calls": tool_calls})
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(turn.score(), 0.5);
         assert!(!turn.missing);
         assert_eq!(
-            turn.detail_json(),
+            turn.detail().to_string(),
             r#"{"gt_actions":["python","grep","python"],"model_actions":["python","grep","grep"],"missing":false}"#
         );
     }
@@ -158,7 +158,7 @@ mod tests {
         assert!(turn.model_actions.is_empty());
         assert_eq!(turn.score(), 0.0);
         assert_eq!(
-            turn.detail_json(),
+            turn.detail().to_string(),
             r#"{"gt_actions":["ls"],"model_actions":[],"missing":true}"#
         );
     }

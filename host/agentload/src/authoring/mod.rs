@@ -10,10 +10,13 @@ use std::path::PathBuf;
 /// `agentload plugin ...`.
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
-    /// Scaffold a workload plugin crate that uses agentload-sdk.
+    /// Scaffold a workload or scorer plugin crate that uses agentload-sdk.
     New {
         /// Crate name, kebab-case (e.g. `my-workload`).
         name: String,
+        /// What the plugin is.
+        #[arg(long, value_enum, default_value_t = scaffold::Kind::Workload)]
+        kind: scaffold::Kind,
         /// Parent folder of the new crate (default: the current folder).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -49,9 +52,15 @@ pub enum PluginCommand {
 /// Runs a `plugin` subcommand.
 pub async fn run(command: PluginCommand) -> Result<()> {
     match command {
-        PluginCommand::New { name, dir, sdk } => {
+        PluginCommand::New {
+            name,
+            kind,
+            dir,
+            sdk,
+        } => {
             let done = scaffold::scaffold(&scaffold::ScaffoldOptions {
                 name: name.clone(),
+                kind,
                 dir,
                 sdk,
             })?;

@@ -1,5 +1,6 @@
-//! `agentload plugin new NAME`: a workload plugin crate built on
-//! `agentload-sdk` (plugins/sdk), ready to build, test and check.
+//! `agentload plugin new NAME [--kind scorer]`: a workload or scorer plugin
+//! crate built on `agentload-sdk` (plugins/sdk), ready to build, test and
+//! check.
 
 use anyhow::{bail, Context as _, Result};
 use std::path::{Component, Path, PathBuf};
@@ -8,17 +9,31 @@ const CARGO_TOML: &str = include_str!("template/Cargo.toml.tmpl");
 const STANDALONE_TOML: &str = include_str!("template/standalone.toml.tmpl");
 const LIB_RS: &str = include_str!("template/lib.rs.tmpl");
 const README: &str = include_str!("template/README.md.tmpl");
+const SCORER_LIB_RS: &str = include_str!("template/scorer_lib.rs.tmpl");
+const SCORER_README: &str = include_str!("template/scorer_README.md.tmpl");
 const RUN_TOML: &str = include_str!("template/run.toml.tmpl");
 const PROMPTS: &str = include_str!("template/prompts.jsonl.tmpl");
 
 /// The SDK of the checkout this binary was built from.
 const BUILT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/sdk");
 
+/// Which world the scaffolded plugin implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Kind {
+    /// One-turn sessions from a JSONL file of prompts.
+    #[default]
+    Workload,
+    /// Passes a turn whose answer contains the expected one.
+    Scorer,
+}
+
 /// What to scaffold.
 #[derive(Debug, Clone)]
 pub struct ScaffoldOptions {
     /// Crate name, kebab-case.
     pub name: String,
+    /// Workload or scorer.
+    pub kind: Kind,
     /// The crate goes into `DIR/NAME`.
     pub dir: PathBuf,
     /// The `agentload-sdk` crate (default: `$AGENTLOAD_SDK`, else the
@@ -33,6 +48,8 @@ pub struct Scaffolded {
     pub path: PathBuf,
     /// The SDK it depends on.
     pub sdk: PathBuf,
+    /// Workload or scorer.
+    pub kind: Kind,
     /// Whether the crate is inside the agentload workspace (a member to add)
     /// rather than a workspace of its own.
     pub in_workspace: bool,
@@ -157,8 +174,13 @@ pub fn scaffold(opts: &ScaffoldOptions) -> Result<Scaffolded> {
     } else {
         "cargo test".to_string()
     };
+    let description = match opts.kind {
+        Kind::Workload => "agentload workload: one-turn sessions from a JSONL file of prompts",
+        Kind::Scorer => "agentload scorer: a turn passes when its answer contains the expected one",
+    };
     let fill = |t: &str| {
         t.replace("{{name}}", &opts.name)
+            .replace("{{description}}", description)
             .replace("{{type_name}}", &type_name(&opts.name))
             .replace("{{sdk_path}}", &sdk_path.display().to_string())
             .replace(
@@ -185,10 +207,18 @@ pub fn scaffold(opts: &ScaffoldOptions) -> Result<Scaffolded> {
         std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))
     };
     write("Cargo.toml", cargo_toml)?;
-    write("src/lib.rs", fill(LIB_RS))?;
-    write("README.md", fill(README))?;
-    write("run.toml", fill(RUN_TOML))?;
-    write("prompts.jsonl", PROMPTS.to_string())?;
+    match opts.kind {
+        Kind::Workload => {
+            write("src/lib.rs", fill(LIB_RS))?;
+            write("README.md", fill(README))?;
+            write("run.toml", fill(RUN_TOML))?;
+            write("prompts.jsonl", PROMPTS.to_string())?;
+        }
+        Kind::Scorer => {
+            write("src/lib.rs", fill(SCORER_LIB_RS))?;
+            write("README.md", fill(SCORER_README))?;
+        }
+    }
     if !in_workspace {
         write(".gitignore", "/target\n".to_string())?;
         // Build with the toolchain and dependency versions the official
@@ -205,6 +235,7 @@ pub fn scaffold(opts: &ScaffoldOptions) -> Result<Scaffolded> {
     Ok(Scaffolded {
         path,
         sdk,
+        kind: opts.kind,
         in_workspace,
         build_command,
         build_dir,
@@ -214,8 +245,12 @@ pub fn scaffold(opts: &ScaffoldOptions) -> Result<Scaffolded> {
 
 /// What to do next, for the terminal.
 pub fn next_steps(s: &Scaffolded, name: &str) -> String {
+    let kind = match s.kind {
+        Kind::Workload => "workload",
+        Kind::Scorer => "scorer",
+    };
     let mut out = format!(
-        "created workload plugin `{name}` in {} (agentload-sdk at {})\n",
+        "created {kind} plugin `{name}` in {} (agentload-sdk at {})\n",
         s.path.display(),
         s.sdk.display()
     );
@@ -228,12 +263,15 @@ pub fn next_steps(s: &Scaffolded, name: &str) -> String {
     } else {
         out.push_str("\nnext:\n");
     }
+    let check = match s.kind {
+        Kind::Workload => format!("--data prompts={}", s.path.join("prompts.jsonl").display()),
+        Kind::Scorer => r#"--expected '{"answer": "hello"}'"#.to_string(),
+    };
     out.push_str(&format!(
-        "  cd {} && {}\n  agentload plugin check {} --data prompts={}\n",
+        "  cd {} && {}\n  agentload plugin check {} {check}\n",
         s.build_dir.display(),
         s.build_command,
         s.build_dir.join(&s.wasm).display(),
-        s.path.join("prompts.jsonl").display()
     ));
     out
 }

@@ -22,11 +22,18 @@ pub const PACKAGE: &str = "agentload:plugin";
 /// The `agentload:plugin` versions this host has bindings for, oldest
 /// first: one directory `wit/agentload-plugin@<version>` each, or
 /// `tests/wit/agentload-plugin@<version>` for a [`TEST_ONLY_VERSIONS`] one.
+#[cfg(not(feature = "test-wit-0-0-9"))]
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+/// With the test-only package (cargo feature `test-wit-0-0-9`).
+#[cfg(feature = "test-wit-0-0-9")]
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.0.9", "0.1.0"];
 
-/// Supported versions that were never released: packages under `tests/wit/`
-/// that stand for "the previous release", so the dispatch on versions is
-/// tested with real older components (`tests/plugins/old-workload`).
+/// Test-only versions: packages under `tests/wit/` that were never
+/// released and stand for "the previous release", so the dispatch on
+/// versions is tested with real older components
+/// (`tests/plugins/old-workload`). Their bindings are compiled only with the
+/// cargo feature `test-wit-0-0-9` (tests/wit_versions.rs), never into the
+/// shipped binary.
 pub const TEST_ONLY_VERSIONS: &[&str] = &["0.0.9"];
 
 /// The WIT versions this host dispatches to. Each has a bindings module
@@ -38,6 +45,7 @@ pub const TEST_ONLY_VERSIONS: &[&str] = &["0.0.9"];
 pub enum WitVersion {
     /// `agentload:plugin@0.0.9` (test-only, "the previous release"):
     /// workloads only; its `turn-request` has no `delay-ms`.
+    #[cfg(feature = "test-wit-0-0-9")]
     V0_0_9,
     /// `agentload:plugin@0.1.0`: the current version.
     V0_1_0,
@@ -48,6 +56,7 @@ impl WitVersion {
     /// some world: see [`supports`](Self::supports)).
     pub fn parse(version: &str) -> Option<Self> {
         match version {
+            #[cfg(feature = "test-wit-0-0-9")]
             "0.0.9" => Some(Self::V0_0_9),
             "0.1.0" => Some(Self::V0_1_0),
             _ => None,
@@ -57,6 +66,7 @@ impl WitVersion {
     /// The version number, e.g. `0.1.0`.
     pub fn as_str(self) -> &'static str {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9 => "0.0.9",
             Self::V0_1_0 => "0.1.0",
         }
@@ -66,8 +76,9 @@ impl WitVersion {
     /// (scorers: the current version only).
     pub fn supports(self, world: World) -> bool {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9 => world == World::Workload,
-            Self::V0_1_0 => true,
+            Self::V0_1_0 => matches!(world, World::Workload | World::Scorer),
         }
     }
 }
@@ -253,8 +264,8 @@ fn display_version(v: &str) -> String {
     }
 }
 
-/// The versions this host runs `world` plugins of:
-/// `agentload:plugin@0.0.9, agentload:plugin@0.1.0` (oldest first).
+/// The versions this host runs `world` plugins of, oldest first:
+/// `agentload:plugin@0.1.0`.
 pub fn supported_list(world: World) -> String {
     SUPPORTED_VERSIONS
         .iter()
@@ -320,11 +331,28 @@ mod tests {
         assert!(text.contains("old-demo"), "{text}");
         assert!(text.contains("agentload:plugin@0.0.1"), "{text}");
         assert!(
-            text.contains("supported: agentload:plugin@0.0.9, agentload:plugin@0.1.0)"),
+            text.contains(&format!("supported: {})", supported_list(World::Workload))),
             "{text}"
         );
     }
 
+    /// The shipped binary names only released versions.
+    #[cfg(not(feature = "test-wit-0-0-9"))]
+    #[test]
+    fn the_test_only_version_is_not_shipped() {
+        assert_eq!(SUPPORTED_VERSIONS, ["0.1.0"]);
+        assert_eq!(supported_list(World::Workload), "agentload:plugin@0.1.0");
+        let err = workload("0.0.9")
+            .require("old", World::Workload)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("(supported: agentload:plugin@0.1.0)"),
+            "{err}"
+        );
+    }
+
+    #[cfg(feature = "test-wit-0-0-9")]
     #[test]
     fn the_previous_version_is_accepted_for_workloads_only() {
         assert_eq!(
@@ -399,7 +427,10 @@ mod tests {
         let released = packages_in("../../wit");
         let test_only = packages_in("../../tests/wit");
         assert_eq!(test_only, TEST_ONLY_VERSIONS);
-        let mut all: Vec<String> = released.iter().chain(&test_only).cloned().collect();
+        let built = test_only
+            .iter()
+            .filter(|_| cfg!(feature = "test-wit-0-0-9"));
+        let mut all: Vec<String> = released.iter().chain(built).cloned().collect();
         all.sort();
         let mut supported: Vec<String> = SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect();
         supported.sort();

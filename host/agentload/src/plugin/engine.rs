@@ -108,6 +108,7 @@ impl PluginEngine {
         .map_err(|e| PluginFailure::Engine(e.to_string()))?;
         // Every supported WIT version's `host` interface (0.0.9 is not
         // semver-compatible with 0.1.0: both names are linked side by side).
+        #[cfg(feature = "test-wit-0-0-9")]
         super::bindings_v0_0_9::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
             &mut linker,
             |state| state,

@@ -7,6 +7,7 @@
 
 pub mod api;
 mod bindings;
+#[cfg(feature = "test-wit-0-0-9")]
 mod bindings_v0_0_9;
 mod cache_key;
 mod engine;

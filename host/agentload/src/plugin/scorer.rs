@@ -61,6 +61,7 @@ impl ScorerPlugin {
         // version's: `require` refuses older ones (`WitVersion::supports`).
         match super::api::require(engine.engine(), &loaded.component, &label, World::Scorer)? {
             WitVersion::V0_1_0 => {}
+            #[cfg(feature = "test-wit-0-0-9")]
             old @ WitVersion::V0_0_9 => {
                 return Err(PluginFailure::UnsupportedWit {
                     plugin: label.clone(),

@@ -9,6 +9,7 @@
 use super::api::{WitVersion, World};
 use super::bindings::workload as v0_1_0;
 use super::bindings::SessionPlan;
+#[cfg(feature = "test-wit-0-0-9")]
 use super::bindings_v0_0_9 as v0_0_9;
 use super::engine::{LoadedComponent, PluginEngine};
 use super::instance::{Limits, Sandboxed};
@@ -22,12 +23,14 @@ use wasmtime::Store;
 
 /// A component linked as a `workload-plugin` of the version it declares.
 enum Pre {
+    #[cfg(feature = "test-wit-0-0-9")]
     V0_0_9(v0_0_9::WorkloadPluginPre<StoreState>),
     V0_1_0(v0_1_0::WorkloadPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
+    #[cfg(feature = "test-wit-0-0-9")]
     V0_0_9(v0_0_9::WorkloadPlugin),
     V0_1_0(v0_1_0::WorkloadPlugin),
 }
@@ -38,6 +41,7 @@ type CallResult<T> = wasmtime::Result<Result<T, PluginError>>;
 impl Pre {
     fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         Ok(match version {
+            #[cfg(feature = "test-wit-0-0-9")]
             WitVersion::V0_0_9 => Self::V0_0_9(v0_0_9::WorkloadPluginPre::new(pre)?),
             WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::WorkloadPluginPre::new(pre)?),
         })
@@ -45,6 +49,7 @@ impl Pre {
 
     fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
         Ok(match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(pre) => Bindings::V0_0_9(pre.instantiate(store)?),
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
         })
@@ -54,6 +59,7 @@ impl Pre {
 impl Bindings {
     fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(b) => b
                 .agentload_plugin_workload()
                 .call_describe(store)
@@ -68,6 +74,7 @@ impl Bindings {
         config: &PluginConfig,
     ) -> CallResult<Vec<SessionPlan>> {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(b) => {
                 let config = v0_0_9::plugin_config_down(config);
                 let result = b
@@ -87,6 +94,7 @@ impl Bindings {
         session_id: &str,
     ) -> CallResult<TurnRequest> {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(b) => {
                 let result = b
                     .agentload_plugin_workload()
@@ -108,6 +116,7 @@ impl Bindings {
         outcome: &TurnOutcome,
     ) -> CallResult<Option<TurnRequest>> {
         match self {
+            #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(b) => {
                 let outcome = v0_0_9::turn_outcome_down(outcome);
                 let result = b

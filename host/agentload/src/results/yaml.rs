@@ -65,7 +65,7 @@ fn float_text(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { ".inf" } else { "-.inf" }.into();
     }
-    let repr = pydumps::float_repr(f).to_lowercase();
+    let repr = pysem::num::float_repr(f).to_lowercase();
     if !repr.contains('.') && repr.contains('e') {
         repr.replacen('e', ".0e", 1)
     } else {

@@ -39,7 +39,7 @@ fn settings() -> impl Strategy<Value = String> {
 }
 
 fn run_coding_replay(budget: Budget, seed: u64) -> Result<Report, Failure> {
-    use coding_replay::agentload::plugin::types::{GrantedFile, PluginConfig};
+    use agentload_sdk::{Config as PluginConfig, GrantedFile};
     drive(
         CODING_REPLAY.name,
         (mutate::edits(4), settings()),
@@ -124,10 +124,10 @@ fn run_bfcl_single(budget: Budget, seed: u64) -> Result<Report, Failure> {
             };
             prop_assert!(entries.len() <= limit.unwrap_or(usize::MAX));
             for entry in entries {
-                let _ = bfcl_single::tools::convert(&entry.functions);
+                let _ = bfcl_tools::tools::convert(&entry.functions);
                 let mut functions = entry.functions.clone();
-                if bfcl_single::tools::add_language_hints(&mut functions, language).is_ok() {
-                    let _ = bfcl_single::tools::convert(&functions);
+                if bfcl_tools::tools::add_language_hints(&mut functions, language).is_ok() {
+                    let _ = bfcl_tools::tools::convert(&functions);
                 }
             }
             Ok(())
@@ -166,14 +166,14 @@ fn run_bfcl_multi(budget: Budget, seed: u64) -> Result<Report, Failure> {
                 .zip(&edits)
                 .map(|((name, bytes), e)| (*name, mutate::apply(bytes, e)))
                 .collect();
-            let Ok(d) =
-                bfcl_multi::data::Dataset::parse(files.iter().map(|(n, b)| (*n, b.as_slice())))
-            else {
+            let Ok(d) = bfcl_multi_turn::data::Dataset::parse(
+                files.iter().map(|(n, b)| (*n, b.as_slice())),
+            ) else {
                 return Ok(());
             };
             for q in d.questions.values().flatten() {
                 if let Ok(docs) = d.docs_for(q) {
-                    let _ = bfcl_single::tools::convert(&docs);
+                    let _ = bfcl_tools::tools::convert(&docs);
                 }
             }
             Ok(())

@@ -71,7 +71,7 @@ fn arguments() -> impl Strategy<Value = String> {
 }
 
 fn run_shell_iou(budget: Budget, seed: u64) -> Result<Report, Failure> {
-    use shell_iou::canon::{Arguments, Call};
+    use shell_actions::canon::{Arguments, Call};
     let calls = proptest::collection::vec(
         (
             prop_oneof![3 => Just("bash".to_string()), 1 => "[a-z]{1,5}"],
@@ -108,7 +108,7 @@ fn run_shell_iou(budget: Budget, seed: u64) -> Result<Report, Failure> {
                 prop_assert_eq!(score, 1.0, "scored against itself: {:?}", turn);
             }
             prop_assert_eq!(&turn.gt_actions, &turn.model_actions);
-            let _ = turn.detail_json();
+            let _ = turn.detail();
             let missing = shell_iou::turn::Turn::evaluate(&expected, None::<Vec<Call>>)
                 .map_err(TestCaseError::fail)?;
             prop_assert_eq!(missing.score(), 0.0);
@@ -120,7 +120,7 @@ fn run_shell_iou(budget: Budget, seed: u64) -> Result<Report, Failure> {
 }
 
 fn run_shell_iou_json(budget: Budget, seed: u64) -> Result<Report, Failure> {
-    use shell_iou::pyjson::{command_args, Arg};
+    use shell_actions::command_args::{command_args, Arg};
     let text = prop_oneof![
         2 => (command(), json::value()).prop_map(|(c, v)| json!({"command": c, "x": v}).to_string()),
         2 => json::text(),
@@ -199,7 +199,7 @@ fn call_text() -> impl Strategy<Value = String> {
 }
 
 fn run_bfcl_ast(budget: Budget, seed: u64) -> Result<Report, Failure> {
-    use bfcl_ast::extract::ModelOutput;
+    use bfcl_checker::extract::ModelOutput;
     let tool_calls = proptest::collection::vec((json::awkward_string(), json::text()), 0..3);
     drive(
         BFCL_AST.name,
@@ -250,8 +250,8 @@ fn py_value() -> impl Strategy<Value = Value> {
 }
 
 fn run_bfcl_multi_decode(budget: Budget, seed: u64) -> Result<Report, Failure> {
-    use bfcl_multi::call::{parse, Callee, Parsed};
-    use bfcl_multi::decode::decode_step;
+    use bfcl_multi_turn::call::{parse, Callee, Parsed};
+    use bfcl_multi_turn::decode::decode_step;
     let call = (
         "[a-z_][a-z0-9_]{0,8}",
         proptest::collection::vec(("[a-z_][a-z0-9_]{0,5}", py_value()), 0..4),

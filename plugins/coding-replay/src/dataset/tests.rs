@@ -4,12 +4,26 @@ use serde_json::{json, Value};
 
 use super::{parse, Body, Role};
 use crate::fixtures::{call, jsonl, reply, result, two_conversations, user, with, without};
+use agentload_sdk::Error;
+
+/// A data error's (file, line, message).
+fn parts(error: Error) -> (String, u32, String) {
+    match error {
+        Error::Data {
+            file,
+            line,
+            message,
+        } => (file, line, message),
+        other => panic!("not a data error: {other:?}"),
+    }
+}
 
 /// The error for `text`, as (line, message); checks the file name on the way.
 fn error(text: &str) -> (u32, String) {
-    let error = parse("t.jsonl", text.as_bytes()).expect_err("the fixture must be rejected");
-    assert_eq!(error.file, "t.jsonl");
-    (error.line, error.message)
+    let (file, line, message) =
+        parts(parse("t.jsonl", text.as_bytes()).expect_err("the fixture must be rejected"));
+    assert_eq!(file, "t.jsonl");
+    (line, message)
 }
 
 fn rows_error(rows: &[Value]) -> (u32, String) {
@@ -113,13 +127,9 @@ fn line_must_be_an_object() {
 fn line_must_be_utf8() {
     let mut bytes = jsonl(&[user("a", 1)]).into_bytes();
     bytes.extend_from_slice(b"\"\xff\"\n");
-    let error = parse("t.jsonl", &bytes).unwrap_err();
-    assert_eq!(error.line, 2);
-    assert!(
-        error.message.starts_with("line is not valid UTF-8"),
-        "{}",
-        error.message
-    );
+    let (_, line, message) = parts(parse("t.jsonl", &bytes).unwrap_err());
+    assert_eq!(line, 2);
+    assert!(message.starts_with("line is not valid UTF-8"), "{message}");
 }
 
 #[test]
