@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # Fetches the BFCL v4 data (Apache-2.0) into DIR/bfcl_v4/ and verifies it.
 #
-# The data ships inside the Python package bfcl-eval==2026.3.23
-# (bfcl_eval/data/). The wheel is downloaded with pip (no dependencies, no
-# install), its sha256 checked, and every extracted file checked against
-# workloads/bfcl-v4.manifest. Nothing is written to DIR unless every digest
+# The data ships inside the Python package bfcl-eval (bfcl_eval/data/), pinned
+# with every file's sha256 in workloads/bfcl-v4/data.lock. The wheel is
+# downloaded with pip (no dependencies, no install), its sha256 checked, and
+# every extracted file checked against the lock. Nothing is written to DIR unless every digest
 # matches. With --checker, the package's Python sources are also unpacked to
 # DIR/bfcl_eval_src/ (used only by the parity-fixture generator).
 #
 # Also written from the same wheel: DIR/bfcl_v4_extra/long_context.json, the
 # constants of the package's multi-turn `long_context.py` (the padding the
 # long_context category loads) as JSON, which the bfcl-multi workload and
-# scorer are granted; its sha256 is checked against the one below (the same
-# bytes as tests/bfcl-multi-parity/gen_multi_parity.py's long_context.json;
-# also in workloads/data.lock, so that the host checks it when granting it).
+# scorer are granted; its sha256 is checked against the lock's (the same
+# bytes as tests/bfcl-multi-parity/gen_multi_parity.py's long_context.json).
 #
 # Usage: scripts/fetch-bfcl.sh [--checker] DIR
 set -euo pipefail
@@ -21,20 +20,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 checker=0
 if [ "${1:-}" = "--checker" ]; then checker=1; shift; fi
 dir=${1:?usage: fetch-bfcl.sh [--checker] DIR}
-version=2026.3.23
-wheel_sha=3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a
-manifest="$root/workloads/bfcl-v4.manifest"
+lock="$root/workloads/bfcl-v4/data.lock"
+version=$("$root/scripts/lock.py" source "$lock" bfcl-eval version)
+wheel_sha=$("$root/scripts/lock.py" source "$lock" bfcl-eval sha256)
 dest="$dir/bfcl_v4"
-long_context="$dir/bfcl_v4_extra/long_context.json"
-long_context_sha=2ef89ec119985adc742b2b0efcc6de65d75f602d402ba39b4915d6bafa387279
+long_context="$dir/$("$root/scripts/lock.py" file "$lock" long_context.json path)"
+long_context_sha=$("$root/scripts/lock.py" file "$lock" long_context.json sha256)
+files=$("$root/scripts/lock.py" files "$lock" pypi-wheel)
 
-verify_tree() { # verify_tree TREE: every manifest entry present with its digest
-  (cd "$1" && grep -v '^\s*#' "$manifest" | awk 'NF==3 {print $3"  "$1}' | sha256sum -c --quiet -)
+verify_tree() { # verify_tree TREE: every locked bfcl_v4/ file present in TREE with its digest
+  (cd "$1" && printf '%s\n' "$files" | awk -F'\t' '{sub("^bfcl_v4/", "", $1); print $2"  "$1}' | sha256sum -c --quiet -)
 }
 
 if [ -d "$dest" ] && verify_tree "$dest" 2>/dev/null && { [ $checker = 0 ] || [ -f "$dir/bfcl_eval_src/bfcl_eval/eval_checker/ast_eval/ast_checker.py" ]; } \
    && echo "$long_context_sha  $long_context" | sha256sum -c --quiet - >/dev/null 2>&1; then
-  echo "ok       bfcl_v4 ($(grep -vc '^\s*#' "$manifest") files)"
+  echo "ok       bfcl_v4 ($(printf '%s\n' "$files" | wc -l) files)"
   exit 0
 fi
 mkdir -p "$dir"
@@ -57,7 +57,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     z.extractall(sys.argv[2])
 PY
 if ! verify_tree "$tmp/bfcl_eval/data"; then
-  echo "error: extracted BFCL data does not match $manifest" >&2
+  echo "error: extracted BFCL data does not match $lock" >&2
   exit 1
 fi
 python3 - "$tmp/bfcl_eval/eval_checker/multi_turn_eval/func_source_code/long_context.py" "$tmp/long_context.json" <<'PY'

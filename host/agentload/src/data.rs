@@ -1,6 +1,6 @@
 //! The data directory: where dataset files are found, the digests they
-//! must have (`workloads/data.lock`, and `workloads/bfcl-v4.manifest` for
-//! the BFCL v4 files under `bfcl_v4/`), and the confinement of data grants.
+//! must have (the workloads' data locks, `workloads/*/data.lock`), and the
+//! confinement of data grants.
 //!
 //! A file missing from the data directory is looked up in the agentload
 //! cache's `data/` folder (`$AGENTLOAD_CACHE_DIR/data`, else
@@ -14,14 +14,55 @@
 //! passes it on the command line (`agentload run --grant PHASE.NAME=PATH`,
 //! [`read_explicit`]).
 
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
-/// The lock of known data files, compiled in.
-const DATA_LOCK: &str = include_str!("../../../workloads/data.lock");
-/// The BFCL v4 files (`<path> <bytes> <sha256>`, paths relative to `bfcl_v4/`).
-const BFCL_MANIFEST: &str = include_str!("../../../workloads/bfcl-v4.manifest");
+/// The workloads' data locks, compiled in (file, text).
+const DATA_LOCKS: [(&str, &str); 2] = [
+    (
+        "workloads/edge-agentic-coding/data.lock",
+        include_str!("../../../workloads/edge-agentic-coding/data.lock"),
+    ),
+    (
+        "workloads/bfcl-v4/data.lock",
+        include_str!("../../../workloads/bfcl-v4/data.lock"),
+    ),
+];
+
+/// One workload's data lock (`workloads/README.md` describes the format);
+/// the host needs only each file's name and digest.
+#[derive(Debug, Deserialize)]
+struct DataLock {
+    files: Vec<LockedFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LockedFile {
+    name: String,
+    sha256: String,
+}
+
+/// Every locked file's sha256 by its name, from all the locks.
+fn locked() -> &'static HashMap<String, String> {
+    static LOCKED: OnceLock<HashMap<String, String>> = OnceLock::new();
+    LOCKED.get_or_init(|| {
+        let mut by_name = HashMap::new();
+        for (file, text) in DATA_LOCKS {
+            // Compiled in and parsed by a unit test: a broken lock never ships.
+            let lock: DataLock =
+                toml::from_str(text).unwrap_or_else(|e| panic!("{file} does not parse: {e}"));
+            for f in lock.files {
+                let previous = by_name.insert(f.name.clone(), f.sha256);
+                assert!(previous.is_none(), "{} is locked twice ({file})", f.name);
+            }
+        }
+        by_name
+    })
+}
 
 /// Problems finding or checking a data file.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +78,7 @@ pub enum DataError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("data file {} has sha256 {actual}, expected {expected} (workloads/data.lock, workloads/bfcl-v4.manifest)", path.display())]
+    #[error("data file {} has sha256 {actual}, expected {expected} (workloads/*/data.lock)", path.display())]
     Digest {
         path: PathBuf,
         expected: String,
@@ -124,13 +165,7 @@ pub fn data_dir(configured: Option<&Path>) -> PathBuf {
 
 /// The expected sha256 of a known file name.
 pub fn locked_digest(file_name: &str) -> Option<&'static str> {
-    DATA_LOCK
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .find_map(|l| {
-            let mut cols = l.split_whitespace();
-            (cols.next()? == file_name).then(|| cols.next()).flatten()
-        })
+    locked().get(file_name).map(String::as_str)
 }
 
 /// The name the locks know a data path by: `bfcl_v4/<path>` for a file
@@ -149,20 +184,10 @@ pub fn lock_name(file: &str) -> Option<String> {
         .map(|n| n.to_string())
 }
 
-/// The expected sha256 of a data path: a BFCL v4 file (`bfcl_v4/<path>`)
-/// from the BFCL manifest, any other file by its name from the lock.
+/// The expected sha256 of a data path, by the name the locks know it by
+/// ([`lock_name`]).
 pub fn expected_digest(file: &str) -> Option<&'static str> {
-    let name = lock_name(file)?;
-    if let Some(rel) = name.strip_prefix("bfcl_v4/") {
-        return BFCL_MANIFEST
-            .lines()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .find_map(|l| {
-                let mut cols = l.split_whitespace();
-                (cols.next()? == rel).then(|| cols.nth(1)).flatten()
-            });
-    }
-    locked_digest(&name)
+    locked_digest(&lock_name(file)?)
 }
 
 /// The cache's data folder, the fallback for files missing from the data
@@ -294,6 +319,19 @@ fn checked(path: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_lock_parses_with_one_digest_per_name() {
+        let locked = locked();
+        // 1 trajectory file, 71 BFCL v4 files, long_context.json.
+        assert_eq!(locked.len(), 73);
+        for (name, sha) in locked {
+            assert!(
+                sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{name}: {sha}"
+            );
+        }
+    }
 
     #[test]
     fn lock_names_the_edge_dataset() {

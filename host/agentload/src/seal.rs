@@ -137,8 +137,8 @@ pub fn require_data(grant: &str, file: &crate::data::DataFile) -> Result<(), Ref
         what: "data file",
         file: file.path.display().to_string(),
         reason: format!(
-            "granted as `{grant}`, it is not a file workloads/data.lock or \
-             workloads/bfcl-v4.manifest names (its digest {} is not checked against a lock \
+            "granted as `{grant}`, it is not a file a workload's data lock \
+             (workloads/*/data.lock) names (its digest {} is not checked against a lock \
              under this name)",
             file.digest
         ),

