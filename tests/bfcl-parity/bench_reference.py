@@ -8,6 +8,11 @@ reference's extraction and bfcl-eval's real ast_checker), and prints the
 time taken next to agentload's own verdicts from RUN_DIR/accuracy/samples.jsonl,
 with the number of disagreements.
 
+Like for like with the WASM scorer: the timer covers what the scorer does
+with what the host hands it, parsing each sample's expected JSON text
+included (the scorer parses `expected-json` inside its `score`); the
+completion arrives structured on both sides.
+
     python3 tests/bfcl-parity/bench_reference.py ~/.cache/agentload/data/bfcl_eval_src RUN_DIR [--repeat 5]
 
 Compare with `agentload rescore RUN_DIR`, which prints the WASM scorer's time.
@@ -36,7 +41,6 @@ def main():
     with open(os.path.join(run, "accuracy", "turns.jsonl")) as f:
         for line in f:
             r = json.loads(line)
-            expected = json.loads(r["expected_json"])
             c = r.get("completion")
             completion = None
             if r["status"] == "completed" and c is not None:
@@ -47,11 +51,12 @@ def main():
                         {"name": t["name"], "arguments": t["arguments"]} for t in c["tool_calls"]
                     ],
                 }
-            samples.append((expected, completion))
+            samples.append((r["expected_json"], completion))
 
     def score_all():
         verdicts = {}
-        for expected, completion in samples:
+        for expected_json, completion in samples:
+            expected = json.loads(expected_json)
             if completion is None:
                 verdicts[expected["id"]] = (False, "missing")
                 continue

@@ -91,6 +91,10 @@ enum Command {
         /// Output directory (default RUN_DIR/rescore/<scorer>@<version>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The most scorer instances scoring side by side (default: the
+        /// run config's plugins.scorer_instances, else one per core).
+        #[arg(long)]
+        instances: Option<usize>,
     },
     /// Show the per-sample verdicts and aggregates that differ between two
     /// results (e.g. a run and its re-score with another scorer version).
@@ -410,12 +414,14 @@ async fn dispatch(command: Command) -> Result<u8> {
             run_dir,
             scorer,
             out,
+            instances,
         } => {
             let result = tokio::task::block_in_place(|| {
                 agentload::rescore::rescore(&agentload::rescore::RescoreOptions {
                     run_dir,
                     scorer,
                     out,
+                    instances,
                 })
             })?;
             agentload::log::out(&agentload::rescore::summary(&result));

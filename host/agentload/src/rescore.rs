@@ -21,6 +21,9 @@ pub struct RescoreOptions {
     pub scorer: Option<String>,
     /// Output directory; default `RUN_DIR/rescore/<scorer>@<version>`.
     pub out: Option<PathBuf>,
+    /// The most scorer instances side by side; default the run config's
+    /// `plugins.scorer_instances`, else one per core.
+    pub instances: Option<usize>,
 }
 
 /// One re-scored phase.
@@ -89,7 +92,12 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             engine.clone(),
             &engine.load(&path, Limits::bytes(config.plugins.limits.component_mib))?,
             config.plugins.limits,
-        )?;
+        )?
+        .with_instances(
+            opts.instances
+                .or(config.plugins.scorer_instances)
+                .unwrap_or(0),
+        );
         let identity = scorer.identity().clone();
         let out = out_dir
             .get_or_insert_with(|| {
@@ -162,7 +170,7 @@ pub fn summary(result: &RescoreResult) -> String {
     for p in &result.phases {
         text.push_str(&format!(
             "{}: {}@{} ({}) score {:.4} over {} items; scoring took {:.1} ms \
-             (instantiate+configure {:.1}, score {:.1}, aggregate {:.1}) -> {}\n",
+             (instantiate+configure {:.1}, score {:.1} in {} instance{}, aggregate {:.1}) -> {}\n",
             p.phase,
             p.scorer.name,
             p.scorer.version,
@@ -172,6 +180,8 @@ pub fn summary(result: &RescoreResult) -> String {
             p.scoring_ms,
             p.timings.instantiate_ms,
             p.timings.score_ms,
+            p.timings.instances,
+            if p.timings.instances == 1 { "" } else { "s" },
             p.timings.aggregate_ms,
             Path::new(&result.out).join(&p.report_file).display()
         ));

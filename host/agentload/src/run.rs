@@ -477,6 +477,7 @@ fn prepare(
 ) -> Result<Prepared> {
     let plugin_dir = config.plugins.dir.as_deref();
     let limits = config.plugins.limits;
+    let scorer_instances = config.plugins.scorer_instances.unwrap_or(0);
     let submission = policy.submission;
     let mut seals = Vec::new();
     // Read, check the seal, then compile: a refused plugin is never compiled.
@@ -539,7 +540,8 @@ fn prepare(
     let scorer = match &phase.scorer {
         Some(spec) => {
             let (component, file, seal) = load(spec)?;
-            let scorer = ScorerPlugin::new(engine.clone(), &component, limits)?;
+            let scorer = ScorerPlugin::new(engine.clone(), &component, limits)?
+                .with_instances(scorer_instances);
             described(&file, &seal, &scorer.identity().name)?;
             // Its settings and grants are checked now, not after the run.
             scorer.check(&PluginConfig {

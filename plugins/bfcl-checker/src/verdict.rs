@@ -34,28 +34,45 @@ pub struct Expected {
 }
 
 impl Expected {
+    /// Parses the expected JSON, moving the docs and the ground truth out
+    /// of the parsed document (no tree is copied).
     pub fn parse(json: &str) -> Result<Expected, String> {
-        let v = loads(json).ok_or("expected-json is not valid JSON")?;
-        if !matches!(v, Value::Dict(_)) {
-            return Err("expected-json must be an object".into());
-        }
-        let text = |key: &str| -> Result<String, String> {
-            match v.get(key) {
-                Some(Value::Str(s)) => Ok(s.clone()),
+        let Some(Value::Dict(mut fields)) = loads(json) else {
+            return Err(if loads(json).is_some() {
+                "expected-json must be an object"
+            } else {
+                "expected-json is not valid JSON"
+            }
+            .into());
+        };
+        // The first occurrence of a key, as `Value::get` (and Python's dict
+        // of the parsed JSON) sees it.
+        let mut take = |key: &str| {
+            fields
+                .iter_mut()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| std::mem::replace(v, Value::None))
+        };
+        let mut text = |key: &str| -> Result<String, String> {
+            match take(key) {
+                Some(Value::Str(s)) => Ok(s),
                 _ => Err(format!("expected-json needs a string `{key}`")),
             }
         };
-        let functions = v
-            .get("functions")
-            .cloned()
-            .ok_or("expected-json needs `functions`")?;
+        let (id, subset, category, language) = (
+            text("id")?,
+            text("subset")?,
+            text("category")?,
+            text("language")?,
+        );
+        let functions = take("functions").ok_or("expected-json needs `functions`")?;
         Ok(Expected {
-            id: text("id")?,
-            subset: text("subset")?,
-            category: text("category")?,
-            language: text("language")?,
+            id,
+            subset,
+            category,
+            language,
             functions,
-            ground_truth: v.get("ground_truth").cloned().unwrap_or(Value::None),
+            ground_truth: take("ground_truth").unwrap_or(Value::None),
         })
     }
 

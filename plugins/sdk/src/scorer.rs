@@ -7,10 +7,12 @@ use serde_json::{json, Value};
 
 /// A scorer: verdicts on (expected, completion) pairs, and a report.
 ///
-/// Every scoring pass runs in a fresh instance: `Default`, `configure`,
-/// `score_all` over the run's items (by default `score` on each), then
-/// `aggregate`. Scorers must be pure: the same items always give the same
-/// verdicts.
+/// Every scoring pass runs in fresh instances: `Default`, `configure`,
+/// `score_all` over a batch of whole sessions (by default `score` on each
+/// item; the host may score batches in several instances side by side),
+/// then `aggregate` over every item and verdict in one instance. Scorers
+/// must be pure: the same items always give the same verdicts, which may
+/// depend on the items of their own session but no other.
 pub trait Scorer: Default + 'static {
     /// Self-description; `package` is the crate's Cargo metadata.
     fn describe(package: Info) -> Info {

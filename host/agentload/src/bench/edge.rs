@@ -37,6 +37,7 @@ pub fn run(dir: &Path, repeats: usize) -> Result<Vec<Row>> {
             run_dir: dir.to_path_buf(),
             scorer: None,
             out: Some(out),
+            instances: None,
         })?;
         for p in result.phases {
             let label = format!("score {} ({} items)", p.scorer.name, p.items);

@@ -203,6 +203,10 @@ pub struct PluginsConfig {
     pub dir: Option<PathBuf>,
     #[serde(default)]
     pub limits: Limits,
+    /// The most scorer instances one scoring pass runs side by side, each
+    /// given whole sessions (absent or 0: one per core the host may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_instances: Option<usize>,
 }
 
 /// One phase: a workload plugin, its data, and the scorer of its turns.
