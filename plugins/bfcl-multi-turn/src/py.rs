@@ -4,6 +4,7 @@
 //! int and float) and the arithmetic the simulators do.
 
 use pysem::num::float_repr;
+use pysem::repr::{self, Repr};
 
 /// A Python value. Dicts and sets keep insertion order (sets are only ever
 /// compared, never printed, by the checker).
@@ -65,57 +66,6 @@ impl Py {
         match self {
             Py::Str(s) => s.clone(),
             other => other.repr(),
-        }
-    }
-
-    fn write_seq(items: &[Py], open: char, close: char, out: &mut String) {
-        out.push(open);
-        for (i, v) in items.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            v.write_repr(out);
-        }
-        out.push(close);
-    }
-
-    fn write_repr(&self, out: &mut String) {
-        match self {
-            Py::None => out.push_str("None"),
-            Py::Bool(true) => out.push_str("True"),
-            Py::Bool(false) => out.push_str("False"),
-            Py::Int(i) => out.push_str(&i.to_string()),
-            Py::Float(f) => out.push_str(&float_repr(*f)),
-            Py::Str(s) => out.push_str(&str_repr(s)),
-            Py::List(items) => Py::write_seq(items, '[', ']', out),
-            Py::Tuple(items) => {
-                if items.len() == 1 {
-                    out.push('(');
-                    items[0].write_repr(out);
-                    out.push_str(",)");
-                } else {
-                    Py::write_seq(items, '(', ')', out)
-                }
-            }
-            Py::Set(items) if items.is_empty() => out.push_str("set()"),
-            Py::Set(items) => Py::write_seq(items, '{', '}', out),
-            Py::Dict(items) => {
-                out.push('{');
-                for (i, (k, v)) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    k.write_repr(out);
-                    out.push_str(": ");
-                    v.write_repr(out);
-                }
-                out.push('}');
-            }
-            Py::Opaque(r) => out.push_str(r),
-            Py::Object(class, _) => {
-                out.push_str(&format!("<{class} object>"));
-            }
-            Py::Ellipsis => out.push_str("Ellipsis"),
         }
     }
 
@@ -522,6 +472,28 @@ pub fn from_json(v: &serde_json::Value) -> Py {
                     .map(|(k, v)| (Py::Str(k.clone()), from_json(v)))
                     .collect(),
             )
+        }
+    }
+}
+
+impl Repr for Py {
+    fn write_repr(&self, out: &mut String) {
+        match self {
+            Py::None => out.push_str("None"),
+            Py::Bool(true) => out.push_str("True"),
+            Py::Bool(false) => out.push_str("False"),
+            Py::Int(i) => out.push_str(&i.to_string()),
+            Py::Float(f) => out.push_str(&float_repr(*f)),
+            Py::Str(s) => s.write_repr(out),
+            Py::List(items) => repr::list(out, items),
+            Py::Tuple(items) => repr::tuple(out, items),
+            Py::Set(items) => repr::set(out, items),
+            Py::Dict(items) => repr::dict(out, items.iter().map(|(k, v)| (k, v))),
+            Py::Opaque(r) => out.push_str(r),
+            Py::Object(class, _) => {
+                out.push_str(&format!("<{class} object>"));
+            }
+            Py::Ellipsis => out.push_str("Ellipsis"),
         }
     }
 }

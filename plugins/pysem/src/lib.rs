@@ -13,6 +13,8 @@
 //!   `indent`) and `json.loads`.
 //! - [`ast`]: `ast.parse` of expressions, `ast.literal_eval`, `ast.unparse`.
 //! - [`re`]: the subset of `re` the BFCL checker's patterns use.
+//! - [`repr`]: `repr` of lists, tuples, sets and dicts, for every value
+//!   model (this crate's [`value::Value`] and the BFCL simulators' objects).
 //! - [`date`]: proleptic Gregorian dates from day counts and timestamps.
 
 pub mod ast;
@@ -21,4 +23,5 @@ pub mod date;
 pub mod json;
 pub mod num;
 pub mod re;
+pub mod repr;
 pub mod value;

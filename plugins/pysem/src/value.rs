@@ -8,6 +8,7 @@
 //! (`pyexpr::Lit` models tuples before that round trip).
 
 use crate::num::{float_repr, PyInt};
+use crate::repr::Repr;
 
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -136,39 +137,6 @@ impl Value {
         let mut out = String::new();
         self.write_repr(&mut out);
         out
-    }
-
-    fn write_repr(&self, out: &mut String) {
-        match self {
-            Value::None => out.push_str("None"),
-            Value::Bool(true) => out.push_str("True"),
-            Value::Bool(false) => out.push_str("False"),
-            Value::Int(i) => out.push_str(&i.repr()),
-            Value::Float(f) => out.push_str(&float_repr(*f)),
-            Value::Str(s) => out.push_str(&str_repr(s)),
-            Value::List(items) => {
-                out.push('[');
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    v.write_repr(out);
-                }
-                out.push(']');
-            }
-            Value::Dict(items) => {
-                out.push('{');
-                for (i, (k, v)) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(&str_repr(k));
-                    out.push_str(": ");
-                    v.write_repr(out);
-                }
-                out.push('}');
-            }
-        }
     }
 
     /// JSON text for reports. Non-finite floats (which JSON cannot carry)
@@ -377,6 +345,21 @@ pub fn getitem(v: &Value, key: &str) -> PyResult<Value> {
             "TypeError",
             format!("'{}' object is not subscriptable", other.type_name()),
         )),
+    }
+}
+
+impl Repr for Value {
+    fn write_repr(&self, out: &mut String) {
+        match self {
+            Value::None => out.push_str("None"),
+            Value::Bool(true) => out.push_str("True"),
+            Value::Bool(false) => out.push_str("False"),
+            Value::Int(i) => out.push_str(&i.repr()),
+            Value::Float(f) => out.push_str(&float_repr(*f)),
+            Value::Str(s) => s.write_repr(out),
+            Value::List(items) => crate::repr::list(out, items),
+            Value::Dict(items) => crate::repr::dict(out, items.iter().map(|(k, v)| (k, v))),
+        }
     }
 }
 
