@@ -36,8 +36,17 @@ impl Scorer for ShellIou {
         Ok(verdict.with_detail(turn.detail()))
     }
 
-    fn aggregate(&mut self, items: &[Item], _verdicts: &[Verdict]) -> Result<Report, Error> {
-        let turns = items.iter().map(evaluate).collect::<Result<Vec<_>, _>>()?;
+    /// From the verdicts: each turn's actions are in its detail, so nothing
+    /// is canonicalized twice.
+    fn aggregate(&mut self, items: &[Item], verdicts: &[Verdict]) -> Result<Report, Error> {
+        let turns = items
+            .iter()
+            .zip(verdicts)
+            .map(|(item, verdict)| {
+                Turn::from_verdict(&item.expected_json, &verdict.detail)
+                    .map_err(|e| Error::input(format!("item {}: {e}", item.item_id)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let scores = report::scores(&turns).map_err(Error::input)?;
         Ok(Report::from_json(scores.score, scores.json))
     }
@@ -160,6 +169,33 @@ mod tests {
             .json
             .starts_with("{\n  \"score\": 0.25,\n  \"turns\": {\n"));
         assert!(report.json.ends_with("\n}"));
+    }
+
+    #[test]
+    fn the_aggregate_from_verdicts_is_the_aggregate_of_the_turns() {
+        let items = vec![
+            item(
+                "2",
+                bash("python a.py | grep x && cd /x"),
+                Some(&["python b.py", "grep y"]),
+            ),
+            item("4", bash("ls -la"), None),
+            item("6", bash("echo done"), Some(&["ls"])),
+            item("8", bash("git diff | head"), Some(&["git status"])),
+        ];
+        let verdicts = ShellIou.score_all(&items).unwrap();
+        let turns: Vec<Turn> = items.iter().map(|i| evaluate(i).unwrap()).collect();
+        let direct = report::scores(&turns).unwrap();
+        let report = ShellIou.aggregate(&items, &verdicts).unwrap();
+        assert_eq!((report.score, &report.json), (direct.score, &direct.json));
+        // A detail another scorer wrote is an error naming the item.
+        let mut foreign = verdicts.clone();
+        foreign[1].detail = json!({"error_type": "missing"});
+        let e = ShellIou.aggregate(&items, &foreign).unwrap_err();
+        assert!(
+            matches!(&e, Error::Input(m) if m.starts_with("item 4:") && m.contains("gt_actions")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -67,6 +67,37 @@ impl Turn {
         })
     }
 
+    /// The turn `score` canonicalized, rebuilt for the aggregate from its
+    /// verdict's [`detail`](Self::detail) and the expected JSON's keys (the
+    /// recorded calls are skipped, not parsed), without canonicalizing again.
+    pub fn from_verdict(expected_json: &str, detail: &Value) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Key {
+            conversation_id: String,
+            repeat: u64,
+            assistant_turn: u64,
+        }
+        #[derive(Deserialize)]
+        struct Detail {
+            gt_actions: Vec<String>,
+            model_actions: Vec<String>,
+            missing: bool,
+        }
+        let key: Key = serde_json::from_str(expected_json).map_err(|e| {
+            format!("expected-json does not follow the coding-replay contract: {e}")
+        })?;
+        let detail = Detail::deserialize(detail)
+            .map_err(|e| format!("the verdict's detail is not shell-iou's: {e}"))?;
+        Ok(Self {
+            conversation_id: key.conversation_id,
+            repeat: key.repeat,
+            assistant_turn: key.assistant_turn,
+            gt_actions: detail.gt_actions,
+            model_actions: detail.model_actions,
+            missing: detail.missing,
+        })
+    }
+
     /// The exclusion reason, when the ground truth has no action to score.
     pub fn exclusion(&self) -> Option<&'static str> {
         self.gt_actions.is_empty().then_some(NO_GROUND_TRUTH)
