@@ -280,25 +280,37 @@ async fn rescore_with_the_fixed_scorer_and_diff() {
         "the official scorer credits the malformed attempts and rejects the int arrays"
     );
 
-    // 3. Re-scoring with the run's own scorer reproduces it byte for byte.
-    let again = dir.path().join("again");
-    let out = agentload(
-        &[
-            "rescore",
-            run.to_str().unwrap(),
-            "--out",
-            again.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(out.status.success(), "{}", text(&out));
-    for file in ["accuracy/accuracy_results.json", "accuracy/samples.jsonl"] {
-        assert_eq!(
-            std::fs::read(again.join(file)).unwrap(),
-            std::fs::read(run.join(file)).unwrap(),
-            "{file}"
-        );
+    // 3. Re-scoring with the run's own scorer reproduces it byte for byte,
+    // in one instance or in several side by side.
+    for instances in ["1", "3"] {
+        let again = dir.path().join(format!("again-{instances}"));
+        let out = agentload(
+            &[
+                "rescore",
+                run.to_str().unwrap(),
+                "--out",
+                again.to_str().unwrap(),
+                "--instances",
+                instances,
+            ],
+            dir.path(),
+        )
+        .await;
+        let out_text = text(&out);
+        assert!(out.status.success(), "{out_text}");
+        let used = if instances == "1" {
+            "in 1 instance,"
+        } else {
+            "in 3 instances,"
+        };
+        assert!(out_text.contains(used), "{out_text}");
+        for file in ["accuracy/accuracy_results.json", "accuracy/samples.jsonl"] {
+            assert_eq!(
+                std::fs::read(again.join(file)).unwrap(),
+                std::fs::read(run.join(file)).unwrap(),
+                "{file} with {instances} instance(s)"
+            );
+        }
     }
 
     // 4. The fixed scorer, and the diff.

@@ -217,6 +217,38 @@ async fn ground_truth_passes_on_all_800_entries() {
             json!({"accuracy": 100.0, "correct_count": 200, "total_count": 200})
         );
     }
+    // The scorer judges a session's steps together: scored in four instances
+    // side by side (whole sessions each), every verdict and the report are
+    // the one instance's, byte for byte.
+    let again = dir.path().join("again");
+    let rescore = agentload(
+        &[
+            "rescore",
+            out.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+            "--instances",
+            "4",
+        ],
+        dir.path(),
+    )
+    .await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&rescore.stdout),
+        String::from_utf8_lossy(&rescore.stderr)
+    );
+    assert!(
+        rescore.status.success() && text.contains("in 4 instances,"),
+        "{text}"
+    );
+    for file in ["accuracy/multi_turn_results.json", "accuracy/samples.jsonl"] {
+        assert_eq!(
+            std::fs::read(again.join(file)).unwrap(),
+            std::fs::read(out.join(file)).unwrap(),
+            "{file}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
