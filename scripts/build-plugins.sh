@@ -4,8 +4,7 @@
 #   official plugins -> $TARGET/plugins/<name>.wasm
 #   extra plugins    -> $TARGET/plugins/<name>.wasm (not official: never in
 #                       the lock; e.g. bfcl-ast-v2, for audits)
-#   test fixtures    -> $TARGET/test-plugins/<name>.wasm (multi_memory.wasm is
-#                       misbehave.wasm rewritten by tests/plugins/multi-memory)
+#   test fixtures    -> $TARGET/test-plugins/<name>.wasm
 #
 # The build is reproducible: the toolchain is pinned (rust-toolchain.toml),
 # dependencies are locked (Cargo.lock), and source and target paths are
@@ -41,10 +40,6 @@ for p in "${official[@]}" "${extras[@]}" "${fixtures[@]}"; do args+=(-p "$p"); d
 cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
 for p in "${official[@]}" "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
 for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
-# The multi-memory fixture: misbehave with eight extra core instances, each
-# defining (and touching) a 60 MiB memory (tests/plugins/multi-memory).
-cargo run --locked --quiet -p multi-memory-fixture -- \
-  "$target/test-plugins/misbehave.wasm" "$target/test-plugins/multi_memory.wasm" 8 60
 ls -l "$target/plugins" "$target/test-plugins" | grep wasm
 
 lock="$root/plugins/official.lock"

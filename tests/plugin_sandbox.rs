@@ -222,7 +222,15 @@ async fn a_multi_memory_component_is_stopped_by_the_store_wide_cap() {
     };
     let (baseline, ok, log) = measure(&test_plugin("misbehave"), 64).await;
     assert!(ok, "{log}");
-    let (capped, ok, log) = measure(&test_plugin("multi_memory"), 64).await;
+    // misbehave with eight extra core instances of 60 MiB each.
+    let wrapped = dir.path().join("multi_memory.wasm");
+    let misbehave = std::fs::read(test_plugin("misbehave")).unwrap();
+    std::fs::write(
+        &wrapped,
+        multi_memory_fixture::wrap(&misbehave, 8, 60).expect("the fixture wraps misbehave"),
+    )
+    .unwrap();
+    let (capped, ok, log) = measure(&wrapped, 64).await;
     assert!(!ok, "the component is refused: {log}");
     assert!(
         log.contains("plugin multi_memory")
@@ -230,7 +238,7 @@ async fn a_multi_memory_component_is_stopped_by_the_store_wide_cap() {
             && log.contains("all linear memories together"),
         "{log}"
     );
-    let (uncapped, ok, log) = measure(&test_plugin("multi_memory"), 1024).await;
+    let (uncapped, ok, log) = measure(&wrapped, 1024).await;
     assert!(ok, "with room it runs: {log}");
     eprintln!(
         "peak RSS: baseline {} MiB, multi-memory capped at 64 MiB {} MiB, uncapped {} MiB",

@@ -1,4 +1,4 @@
-//! Builds the multi-memory test fixture (`scripts/build-plugins.sh`): a
+//! Builds the multi-memory test fixture: a
 //! copy of a working workload component (the `misbehave` fixture) with one
 //! more core module appended, instantiated several times. Each instance
 //! defines its own linear memory of the given size and, in its start
@@ -8,31 +8,8 @@
 //! A per-memory cap lets every instance through (each memory is under it);
 //! only a cap on all memories of the store together stops the component.
 //!
-//! Usage: `multi-memory-fixture IN.wasm OUT.wasm INSTANCES MEMORY_MIB`
-
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [input, output, instances, mib] = args.as_slice() else {
-        eprintln!("usage: multi-memory-fixture IN.wasm OUT.wasm INSTANCES MEMORY_MIB");
-        return ExitCode::from(2);
-    };
-    let run = || -> Result<(), String> {
-        let instances: u32 = instances.parse().map_err(|e| format!("INSTANCES: {e}"))?;
-        let mib: u32 = mib.parse().map_err(|e| format!("MEMORY_MIB: {e}"))?;
-        let component = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
-        let wrapped = wrap(&component, instances, mib)?;
-        std::fs::write(output, wrapped).map_err(|e| format!("{output}: {e}"))
-    };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("multi-memory-fixture: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
+//! Used by `tests/plugin_sandbox.rs`, which wraps the built `misbehave`
+//! fixture at test time ([`wrap`]).
 
 /// The component header (`\0asm`, version 0x0d, layer 1).
 const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
@@ -43,7 +20,9 @@ const ALIAS: u8 = 6;
 
 /// `component` with `instances` core instances of a module whose memory is
 /// `mib` MiB appended after its own sections.
-fn wrap(component: &[u8], instances: u32, mib: u32) -> Result<Vec<u8>, String> {
+/// `component` with `instances` extra core instances, each defining and
+/// touching a `mib` MiB linear memory.
+pub fn wrap(component: &[u8], instances: u32, mib: u32) -> Result<Vec<u8>, String> {
     if component.get(..8) != Some(&COMPONENT_HEADER[..]) {
         return Err("not a component (wrong header)".into());
     }
