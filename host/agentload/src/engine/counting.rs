@@ -1,19 +1,25 @@
-//! Local token counting off the request path: one thread at the lowest
-//! scheduling priority (nice 19) counts each answered turn (a chat-template
-//! render and BPE of a prompt of up to ~30K tokens) and appends the counts
-//! to `turns.tokens.jsonl`, so it never competes with a stream for a core
-//! and never rewrites the turn log.
+//! Local token counting off the request path. A count (a chat-template render and BPE of a
+//! prompt of up to ~30K tokens, tens of ms) never runs beside a stream: answered turns are
+//! queued as the phase runs, and counted when it ends, when nothing streams any more, on all
+//! cores. Their counts go to `turns.tokens.jsonl` (the turn log itself is never rewritten); a
+//! process killed before its phase ended leaves its turns uncounted, and `agentload resume`
+//! counts them ([`super::session`]). The vocabulary loads then too, not at start-up
+//! ([`LocalCounter`] is lazy).
+//!
+//! Every count checks that no exchange is in flight in the process
+//! ([`crate::client::exchanges_in_flight`]); [`CountingStats::during_streams`] says how many
+//! were not (0, unless the phase's end rules are broken).
 
 use super::log::{Durability, Journal, TokenLine, WriteError};
 use super::record::LocalTokens;
-use crate::client::Assembled;
+use crate::client::{exchanges_in_flight, Assembled};
 use crate::tokens::LocalCounter;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::time::Instant;
 
 struct Job {
     line: u64,
@@ -21,78 +27,116 @@ struct Job {
     answer: Assembled,
 }
 
-/// The counting thread of one phase.
+/// What counting a phase's turns took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CountingStats {
+    /// Turns counted.
+    pub turns: u64,
+    /// Wall time from the phase's end to the last count written (vocabulary load included), ms.
+    pub wall_ms: f64,
+    /// Counts that ran while an exchange was in flight (0: counting never competed with a
+    /// stream).
+    pub during_streams: u64,
+}
+
+/// The counting queue of one phase.
 pub struct CountWorker {
-    jobs: Option<mpsc::Sender<Job>>,
-    thread: Option<JoinHandle<Result<HashMap<u64, LocalTokens>, WriteError>>>,
-    /// The first write error, seen by the recorder before the next request.
-    failed: Arc<Mutex<Option<String>>>,
+    counter: Arc<LocalCounter>,
+    journal: Journal<TokenLine>,
+    jobs: Mutex<Vec<Job>>,
 }
 
 impl CountWorker {
-    /// Starts the thread; counts go to `out` (appended to, for a resume).
+    /// Opens `out` (appended to, for a resume); counting waits for [`CountWorker::finish`].
     pub fn start(
         counter: Arc<LocalCounter>,
         out: &Path,
         durability: Durability,
     ) -> Result<Self, WriteError> {
-        let mut journal = Journal::<TokenLine>::append(out, durability)?;
-        let (tx, rx) = mpsc::channel::<Job>();
-        let failed = Arc::new(Mutex::new(None));
-        let failed_slot = failed.clone();
-        let thread = std::thread::Builder::new()
-            .name("token-count".into())
-            .spawn(move || {
-                lower_priority();
-                let mut counts = HashMap::new();
-                for job in rx {
-                    let tokens = counter.count_turn(&job.body, &job.answer);
-                    if let Err(e) = journal.write(&TokenLine {
-                        line: job.line,
-                        tokens,
-                    }) {
-                        *failed_slot.lock().expect("count error lock") = Some(e.to_string());
-                        return Err(e);
-                    }
-                    counts.insert(job.line, tokens);
-                }
-                journal.sync()?;
-                Ok(counts)
-            })
-            .map_err(|e| WriteError {
-                path: out.to_path_buf(),
-                cause: e,
-            })?;
         Ok(Self {
-            jobs: Some(tx),
-            thread: Some(thread),
-            failed,
+            counter,
+            journal: Journal::<TokenLine>::append(out, durability)?,
+            jobs: Mutex::default(),
         })
     }
 
     /// Queues the turn recorded at `line` for counting.
     pub fn count(&self, line: u64, body: Value, answer: Assembled) {
-        if let Some(jobs) = &self.jobs {
-            // A send fails only when the thread stopped on a write error,
-            // which `failure` reports.
-            let _ = jobs.send(Job { line, body, answer });
+        self.jobs
+            .lock()
+            .expect("count queue lock")
+            .push(Job { line, body, answer });
+    }
+
+    /// Counts the queue (the phase is over), writes the counts in log order; the counts by
+    /// record line. A vocabulary that does not load leaves the turns uncounted (and says so).
+    pub fn finish(mut self) -> Result<(HashMap<u64, LocalTokens>, CountingStats), WriteError> {
+        let started = Instant::now();
+        let mut jobs = self.jobs.into_inner().expect("count queue lock");
+        jobs.sort_by_key(|j| j.line);
+        let mut stats = CountingStats::default();
+        if jobs.is_empty() {
+            return Ok((HashMap::new(), stats));
         }
+        if let Err(e) = self.counter.load() {
+            crate::log::line(&format!(
+                "note: {} turns not counted locally: {e}",
+                jobs.len()
+            ));
+            return Ok((HashMap::new(), stats));
+        }
+        let during = AtomicU64::new(0);
+        let counted = count_all(&self.counter, &jobs, &during);
+        let mut counts = HashMap::with_capacity(jobs.len());
+        for (job, tokens) in jobs.iter().zip(counted) {
+            let Some(tokens) = tokens else { continue };
+            self.journal.write(&TokenLine {
+                line: job.line,
+                tokens,
+            })?;
+            counts.insert(job.line, tokens);
+        }
+        self.journal.sync()?;
+        stats.turns = counts.len() as u64;
+        stats.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        stats.during_streams = during.load(Ordering::SeqCst);
+        Ok((counts, stats))
     }
+}
 
-    /// The write error that stopped the thread, if any.
-    pub fn failure(&self) -> Option<String> {
-        self.failed.lock().expect("count error lock").clone()
-    }
-
-    /// Waits for the queue to drain; the counts by record line.
-    pub fn finish(mut self) -> Result<HashMap<u64, LocalTokens>, WriteError> {
-        drop(self.jobs.take());
-        self.thread
-            .take()
-            .expect("finished once")
-            .join()
-            .unwrap_or_else(|_| panic!("the token-count thread panicked"))
-    }
+/// Counts `jobs` on every core (in their order); `during` counts the counts that began or
+/// ended with an exchange in flight.
+fn count_all(counter: &LocalCounter, jobs: &[Job], during: &AtomicU64) -> Vec<Option<LocalTokens>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len())
+        .max(1);
+    let per = jobs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(per)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    lower_priority();
+                    chunk
+                        .iter()
+                        .map(|job| {
+                            let busy = exchanges_in_flight() > 0;
+                            let tokens = counter.count_turn(&job.body, &job.answer).ok();
+                            if busy || exchanges_in_flight() > 0 {
+                                during.fetch_add(1, Ordering::SeqCst);
+                            }
+                            tokens
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a token-count thread panicked"))
+            .collect()
+    })
 }
 
 /// Puts the calling thread at nice 19 (Linux schedules threads by their

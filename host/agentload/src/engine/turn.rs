@@ -64,6 +64,7 @@ impl TurnSender {
             result,
         } = exchange;
         record.issued_ns = Some(self.ns(t.issued));
+        record.issued_mono_ns = Some(agentload_sim::mono_ns(t.issued));
         record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
         record.first_token_ns = t.first_token.map(|i| self.ns(i));
         record.last_token_ns = t.last_token.map(|i| self.ns(i));
