@@ -205,8 +205,8 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         answer_tokens: usize,
         /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
-        #[arg(long, value_name = "LIST", value_parser = agentload::bench::affinity::parse_cpus)]
-        sim_cpus: Option<Vec<usize>>,
+        #[arg(long, value_name = "LIST")]
+        sim_cpus: Option<agentload::bench::affinity::CpuList>,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -243,8 +243,8 @@ struct SimArgs {
     #[arg(long, default_value_t = 8080)]
     port: u16,
     /// Run on these CPUs only (e.g. `1`, `2-3`): keeps the simulator off the client's cores.
-    #[arg(long, value_name = "LIST", value_parser = agentload::bench::affinity::parse_cpus)]
-    cpus: Option<Vec<usize>>,
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<agentload::bench::affinity::CpuList>,
     /// What the assistant answers.
     #[arg(long, value_enum, default_value_t = ResponderKind::Echo)]
     responder: ResponderKind,
@@ -329,7 +329,7 @@ fn main() -> ExitCode {
     }) = &cli.command
     {
         // Before the runtime starts: its threads inherit the pinning.
-        if let Err(e) = agentload::bench::affinity::pin_process(cpus) {
+        if let Err(e) = agentload::bench::affinity::pin_process(&cpus.0) {
             return fail(&anyhow::Error::new(e).context("--cpus"));
         }
     }
@@ -544,7 +544,7 @@ async fn dispatch(command: Command) -> Result<u8> {
                 requests_per_stream: requests,
                 samples,
                 answer_tokens,
-                sim_cpus,
+                sim_cpus: sim_cpus.map(|c| c.0),
             };
             bench(&sections, &streams, out)
                 .await

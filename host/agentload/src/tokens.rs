@@ -160,6 +160,26 @@ impl LocalCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_lazy_counter_loads_once_on_first_use() {
+        let loads = Arc::new(AtomicUsize::new(0));
+        let seen = loads.clone();
+        let counter = LocalCounter::lazy("abc".into(), move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Err("no vocabulary here".into())
+        });
+        assert_eq!(counter.template_sha256(), "abc");
+        assert_eq!(loads.load(Ordering::SeqCst), 0, "not loaded at start-up");
+        let body = serde_json::json!({"messages": []});
+        let err = counter
+            .count_turn(&body, &Assembled::default())
+            .unwrap_err();
+        assert_eq!(err, "no vocabulary here");
+        assert_eq!(counter.load().unwrap_err(), "no vocabulary here");
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "loaded once");
+    }
 
     #[test]
     fn template_files_are_read_and_compiled_with_clear_errors() {

@@ -82,6 +82,8 @@ impl Body for SimBody {
                             let arrived = s.received_mono_ns;
                             s.first_token_ns =
                                 crate::wire::mono_ns(written).saturating_sub(arrived);
+                            // A one-token answer's last token is its first.
+                            s.last_token_ns = s.last_token_ns.max(s.first_token_ns);
                         }
                         Bytes::from(closing.render())
                     }

@@ -6,6 +6,18 @@
 
 use std::io;
 
+/// A CPU list given on the command line (`--cpus`, `--sim-cpus`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl std::str::FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_cpus(text).map(Self)
+    }
+}
+
 /// Parses a CPU list: `1`, `0,2`, `2-3`, `0-1,4`.
 ///
 /// # Errors

@@ -184,8 +184,11 @@ impl Drop for InFlight {
 /// turns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Setup {
-    /// Connections opened.
+    /// Connections idle and ready when the phase started.
     pub connections: u64,
+    /// Of them, opened by the warm-up (the rest were open already, e.g. by the endpoint
+    /// check).
+    pub opened: u64,
     /// Wall time to open them, ms.
     pub ms: f64,
 }
@@ -271,7 +274,8 @@ impl ChatClient {
         let pool = &self.inner.pool;
         let (started, opened) = (Instant::now(), pool.opened());
         let setup = |pool: &Pool| Setup {
-            connections: pool.opened() - opened,
+            connections: pool.idle() as u64,
+            opened: pool.opened() - opened,
             ms: started.elapsed().as_secs_f64() * 1e3,
         };
         while pool.idle() < n {

@@ -127,8 +127,8 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
     if let Some(setup) = &harness.connection_setup {
         let _ = writeln!(
             out,
-            "connection set-up (before the first turn, not in the timings): {} connections in {:.1} ms",
-            setup.connections, setup.ms
+            "connection set-up (before the first turn, not in the timings): {} connections ready ({} opened) in {:.1} ms",
+            setup.connections, setup.opened, setup.ms
         );
     }
     if let Some(ms) = harness.startup_ms {
