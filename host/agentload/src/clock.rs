@@ -20,7 +20,11 @@ pub fn mark_first_request(at: Instant) {
 
 /// Process start to the first request, once both happened.
 pub fn startup() -> Option<Duration> {
-    Some(FIRST_REQUEST.get()?.saturating_duration_since(*PROCESS_START.get()?))
+    Some(
+        FIRST_REQUEST
+            .get()?
+            .saturating_duration_since(*PROCESS_START.get()?),
+    )
 }
 
 /// Now, as `YYYY-MM-DDTHH:MM:SSZ` (UTC).

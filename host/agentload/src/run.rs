@@ -968,15 +968,14 @@ fn load_counter(
         .map(|path| crate::tokens::load_template(path, data_dir))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let with_template = |tokenizer: Arc<QwenTokenizer>, template: Option<ChatTemplate>| {
-        match template {
+    let with_template =
+        |tokenizer: Arc<QwenTokenizer>, template: Option<ChatTemplate>| match template {
             Some(template) => tokenizer
                 .with_template(template)
                 .map(Arc::new)
                 .map_err(|e| format!("model.chat_template: {e}")),
             None => Ok(tokenizer),
-        }
-    };
+        };
     if let Some(tokenizer) = loaded {
         let tokenizer = with_template(tokenizer, template).map_err(anyhow::Error::msg)?;
         return Ok(Some(Arc::new(LocalCounter::new(tokenizer))));

@@ -86,7 +86,9 @@ pub fn pin_process(cpus: &[usize]) -> io::Result<()> {
         if rc != 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::ESRCH) {
-                return Err(io::Error::other(format!("cannot pin to CPUs {cpus:?}: {e}")));
+                return Err(io::Error::other(format!(
+                    "cannot pin to CPUs {cpus:?}: {e}"
+                )));
             }
         }
     }

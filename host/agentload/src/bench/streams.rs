@@ -231,7 +231,11 @@ fn rows(s: &Streams) -> Vec<Row> {
         }
     };
     let n = s.floor.after_first.requests;
-    errors(&mut rows, &format!("floor c=1 ({n} req)"), &s.floor.after_first);
+    errors(
+        &mut rows,
+        &format!("floor c=1 ({n} req)"),
+        &s.floor.after_first,
+    );
     for l in &s.levels {
         let c = format!("c={}", l.streams);
         errors(

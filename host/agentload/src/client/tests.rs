@@ -536,7 +536,8 @@ async fn concurrent_sessions_keep_one_connection_each() {
 #[tokio::test]
 async fn an_exchange_counts_in_flight_until_it_ends() {
     // The head, then nothing: the exchange stays in flight until its timeout.
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
     let server = canned(vec![head.as_bytes().to_vec()]).await;
     let c = client(&server.url, 0, Duration::from_millis(400));
     let send = tokio::spawn(async move { c.send(&body(), "s").await });

@@ -195,7 +195,11 @@ mod tests {
             let (line, body, answer) = job(line);
             worker.count(line, body, answer);
         }
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "", "nothing counted yet");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "",
+            "nothing counted yet"
+        );
         STREAMS.store(usize::from(busy), Ordering::SeqCst);
         let (counts, stats) = worker.finish().unwrap();
         STREAMS.store(0, Ordering::SeqCst);
@@ -213,7 +217,11 @@ mod tests {
         assert_eq!((stats.turns, stats.during_streams), (3, 0));
         let lines: Vec<u64> = file
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["line"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(lines, [1, 2, 3], "written in log order");
         let (_, stats, _) = counted(true).unwrap();

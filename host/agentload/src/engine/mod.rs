@@ -34,11 +34,11 @@ mod turn;
 
 pub use body::{message_json, request_body, BodyOptions};
 pub use console::Console;
+pub use counting::CountingStats;
 pub use log::{read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};
 pub use record::{CompletionRecord, LocalTokens, TurnRecord, TurnStatus};
-pub use counting::CountingStats;
 pub use recorder::{LogFiles, Recorder};
 pub use resume::Prior;
 pub use session::{

@@ -148,9 +148,7 @@ impl Recorder {
     }
 
     /// [`Recorder::finish`], and what local counting took (when it ran).
-    pub fn finish_with_stats(
-        self,
-    ) -> Result<(Vec<TurnRecord>, Option<CountingStats>), WriteError> {
+    pub fn finish_with_stats(self) -> Result<(Vec<TurnRecord>, Option<CountingStats>), WriteError> {
         self.console.finish();
         let counted = self.counting.map(CountWorker::finish).transpose()?;
         let (counts, stats) = counted.map_or((None, None), |(c, s)| (Some(c), Some(s)));
