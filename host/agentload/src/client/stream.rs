@@ -198,6 +198,8 @@ pub struct Setup {
 pub struct Exchange {
     pub timeline: Timeline,
     pub result: Result<Assembled, TurnError>,
+    /// The request body as sent (shared, not copied).
+    pub body: Bytes,
 }
 
 /// An answer to a plain request ([`ChatClient::get`]).
@@ -354,7 +356,7 @@ impl ChatClient {
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(bytes, session_id, stream, &mut timeline),
+            self.exchange(bytes.clone(), session_id, stream, &mut timeline),
         )
         .await;
         let result = match outcome {
@@ -368,7 +370,11 @@ impl ChatClient {
                 })
             }
         };
-        Exchange { timeline, result }
+        Exchange {
+            timeline,
+            result,
+            body: bytes,
+        }
     }
 
     fn request(

@@ -1,7 +1,9 @@
 //! Local token counting off the request path. A count (a chat-template render and BPE of a
 //! prompt of up to ~30K tokens, tens of ms) never runs beside a stream: answered turns are
 //! queued as the phase runs, and counted when it ends, when nothing streams any more, on all
-//! cores. Their counts go to `turns.tokens.jsonl` (the turn log itself is never rewritten); a
+//! cores. The queued request bodies (up to ~100 KiB each) wait in a scratch file beside the
+//! side file (`turns.tokens.jsonl.queue`, one `write(2)` each, removed once counted), so
+//! memory stays flat however long the phase. Their counts go to `turns.tokens.jsonl` (the turn log itself is never rewritten); a
 //! process killed before its phase ended leaves its turns uncounted, and `agentload resume`
 //! counts them ([`super::session`]). The vocabulary loads then too, not at start-up
 //! ([`LocalCounter`] is lazy).
@@ -14,17 +16,37 @@ use super::log::{Durability, Journal, TokenLine, WriteError};
 use super::record::LocalTokens;
 use crate::client::{exchanges_in_flight, Assembled};
 use crate::tokens::LocalCounter;
-use serde_json::Value;
+use bytes::Bytes;
 use std::collections::HashMap;
-use std::path::Path;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// Where a queued request body is.
+enum Body {
+    /// In the scratch file at `offset`, `len` bytes.
+    Spilled { offset: u64, len: usize },
+    /// In memory (the scratch file could not take it).
+    Held(Bytes),
+}
+
 struct Job {
     line: u64,
-    body: Value,
+    body: Body,
     answer: Assembled,
+}
+
+/// The scratch file of queued bodies and its length.
+struct Spill {
+    path: PathBuf,
+    file: Option<File>,
+    len: u64,
+    /// False after a failed write (the bodies before it stay readable).
+    writable: bool,
 }
 
 /// What counting a phase's turns took.
@@ -44,6 +66,7 @@ pub struct CountWorker {
     counter: Arc<LocalCounter>,
     journal: Journal<TokenLine>,
     jobs: Mutex<Vec<Job>>,
+    spill: Mutex<Spill>,
     /// Exchanges in flight now ([`exchanges_in_flight`]; a test's own counter in tests).
     streaming: fn() -> usize,
 }
@@ -55,16 +78,35 @@ impl CountWorker {
         out: &Path,
         durability: Durability,
     ) -> Result<Self, WriteError> {
+        let journal = Journal::<TokenLine>::append(out, durability)?;
+        let mut name = out.file_name().unwrap_or_default().to_os_string();
+        name.push(".queue");
+        let path = out.with_file_name(name);
+        // A scratch file left by a killed process holds nothing needed (resume recounts).
+        let file = File::options()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .ok();
         Ok(Self {
             counter,
-            journal: Journal::<TokenLine>::append(out, durability)?,
+            journal,
             jobs: Mutex::default(),
+            spill: Mutex::new(Spill {
+                path,
+                file,
+                len: 0,
+                writable: true,
+            }),
             streaming: exchanges_in_flight,
         })
     }
 
-    /// Queues the turn recorded at `line` for counting.
-    pub fn count(&self, line: u64, body: Value, answer: Assembled) {
+    /// Queues the turn recorded at `line` (`body`: its request's JSON) for counting.
+    pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
+        let body = self.spill.lock().expect("count queue lock").put(body);
         self.jobs
             .lock()
             .expect("count queue lock")
@@ -89,7 +131,16 @@ impl CountWorker {
             return Ok((HashMap::new(), stats));
         }
         let during = AtomicU64::new(0);
-        let counted = count_all(&self.counter, &jobs, &during, self.streaming);
+        let spill = self.spill.into_inner().expect("count queue lock");
+        let counted = count_all(
+            &self.counter,
+            &jobs,
+            spill.file.as_ref(),
+            &during,
+            self.streaming,
+        );
+        drop(spill.file);
+        let _ = std::fs::remove_file(&spill.path);
         let mut counts = HashMap::with_capacity(jobs.len());
         for (job, tokens) in jobs.iter().zip(counted) {
             let Some(tokens) = tokens else { continue };
@@ -112,6 +163,7 @@ impl CountWorker {
 fn count_all(
     counter: &LocalCounter,
     jobs: &[Job],
+    spill: Option<&File>,
     during: &AtomicU64,
     streaming: fn() -> usize,
 ) -> Vec<Option<LocalTokens>> {
@@ -130,7 +182,9 @@ fn count_all(
                         .iter()
                         .map(|job| {
                             let busy = streaming() > 0;
-                            let tokens = counter.count_turn(&job.body, &job.answer).ok();
+                            let tokens = job
+                                .body(spill)
+                                .and_then(|body| counter.count_turn(&body, &job.answer).ok());
                             if busy || streaming() > 0 {
                                 during.fetch_add(1, Ordering::SeqCst);
                             }
@@ -145,6 +199,39 @@ fn count_all(
             .flat_map(|h| h.join().expect("a token-count thread panicked"))
             .collect()
     })
+}
+
+impl Spill {
+    /// Appends `body` to the scratch file in one `write(2)`, or keeps it when that fails.
+    fn put(&mut self, body: Bytes) -> Body {
+        if let Some(file) = self.file.as_mut().filter(|_| self.writable) {
+            if file.write_all(&body).is_ok() {
+                let offset = self.len;
+                self.len += body.len() as u64;
+                return Body::Spilled {
+                    offset,
+                    len: body.len(),
+                };
+            }
+            // A short write leaves the file's end unknown: hold the rest in memory.
+            self.writable = false;
+        }
+        Body::Held(body)
+    }
+}
+
+impl Job {
+    /// The request body, parsed (`None`: unreadable, so left uncounted).
+    fn body(&self, spill: Option<&File>) -> Option<serde_json::Value> {
+        match &self.body {
+            Body::Held(bytes) => serde_json::from_slice(bytes).ok(),
+            Body::Spilled { offset, len } => {
+                let mut buf = vec![0u8; *len];
+                spill?.read_exact_at(&mut buf, *offset).ok()?;
+                serde_json::from_slice(&buf).ok()
+            }
+        }
+    }
 }
 
 /// Puts the calling thread at nice 19 (Linux schedules threads by their
@@ -170,14 +257,7 @@ mod tests {
         STREAMS.load(Ordering::SeqCst)
     }
 
-    fn job(line: u64) -> (u64, Value, Assembled) {
-        let body = serde_json::json!({"messages": [{"role": "user", "content": "count me"}]});
-        let answer = Assembled {
-            content: "done".into(),
-            ..Assembled::default()
-        };
-        (line, body, answer)
-    }
+    const BODY: &[u8] = br#"{"messages": [{"role": "user", "content": "count me"}]}"#;
 
     /// The counts of a queue, with an exchange held in flight while counting when `busy`.
     fn counted(busy: bool) -> Option<(HashMap<u64, LocalTokens>, CountingStats, String)> {
@@ -191,19 +271,29 @@ mod tests {
         )
         .unwrap();
         worker.streaming = streams;
+        let answer = Assembled {
+            content: "done".into(),
+            ..Assembled::default()
+        };
         for line in [3, 1, 2] {
-            let (line, body, answer) = job(line);
-            worker.count(line, body, answer);
+            worker.count(line, Bytes::from_static(BODY), answer.clone());
         }
+        // A body the scratch file could not take is held in memory instead.
+        worker.spill.lock().unwrap().writable = false;
+        worker.count(4, Bytes::from_static(BODY), answer);
+        let text = |p: &Path| std::fs::read_to_string(p).unwrap();
+        assert_eq!(text(&out), "", "nothing counted yet");
+        let queue = dir.path().join("turns.tokens.jsonl.queue");
         assert_eq!(
-            std::fs::read_to_string(&out).unwrap(),
-            "",
-            "nothing counted yet"
+            text(&queue).as_bytes(),
+            BODY.repeat(3),
+            "bodies wait on disk"
         );
         STREAMS.store(usize::from(busy), Ordering::SeqCst);
         let (counts, stats) = worker.finish().unwrap();
         STREAMS.store(0, Ordering::SeqCst);
-        Some((counts, stats, std::fs::read_to_string(&out).unwrap()))
+        assert!(!queue.exists(), "the scratch file is removed once counted");
+        Some((counts, stats, text(&out)))
     }
 
     #[test]
@@ -213,18 +303,19 @@ mod tests {
             eprintln!("note: test skipped: no Qwen3.6 vocabulary");
             return;
         };
-        assert_eq!(counts.len(), 3);
-        assert_eq!((stats.turns, stats.during_streams), (3, 0));
+        assert_eq!(counts.len(), 4);
+        assert_eq!(counts[&1].isl, counts[&4].isl);
+        assert_eq!((stats.turns, stats.during_streams), (4, 0));
         let lines: Vec<u64> = file
             .lines()
             .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["line"]
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
                     .as_u64()
                     .unwrap()
             })
             .collect();
-        assert_eq!(lines, [1, 2, 3], "written in log order");
+        assert_eq!(lines, [1, 2, 3, 4], "written in log order");
         let (_, stats, _) = counted(true).unwrap();
-        assert_eq!(stats.during_streams, 3, "{stats:?}");
+        assert_eq!(stats.during_streams, 4, "{stats:?}");
     }
 }

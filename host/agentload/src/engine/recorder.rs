@@ -8,7 +8,7 @@ use super::record::{TurnRecord, TurnStatus};
 use super::session::SessionOutcome;
 use crate::client::Assembled;
 use crate::tokens::LocalCounter;
-use serde_json::Value;
+use bytes::Bytes;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -80,7 +80,7 @@ impl Recorder {
     pub fn keep(
         &self,
         record: TurnRecord,
-        answered: Option<(Value, Assembled)>,
+        answered: Option<(Bytes, Assembled)>,
     ) -> Result<(), WriteError> {
         let line = match &self.turns {
             Some(log) => log.lock().expect("log lock").write(&record)?,
@@ -97,8 +97,9 @@ impl Recorder {
         Ok(())
     }
 
-    /// Queues an earlier segment's turn whose count was lost for counting.
-    pub fn count(&self, line: u64, body: Value, answer: Assembled) {
+    /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
+    /// request's JSON).
+    pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
         if let Some(counting) = &self.counting {
             counting.count(line, body, answer);
         }
