@@ -168,9 +168,9 @@ mod tests {
         assert_eq!(samples.len(), 5);
         for s in samples {
             // The simulator's first read cannot come before the send; the client's read can
-            // come (a little) before the simulator's write(2) returned.
+            // come before the simulator's write(2) returned (no bound on that: a preempted
+            // writer returns late).
             assert!(s.request_ns >= 0, "{s:?}");
-            assert!(s.response_ns > -5_000_000, "{s:?}");
             assert_eq!(s.total_ns, s.request_ns + s.response_ns);
         }
         assert_eq!(sim.connections_accepted(), 1);
