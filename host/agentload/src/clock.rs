@@ -1,7 +1,31 @@
 //! Wall-clock timestamps for result files (never used for measurements:
-//! those use the monotonic clock in [`crate::client`]).
+//! those use the monotonic clock in [`crate::client`]), and the start-up
+//! stamps: process start to the first request.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+static FIRST_REQUEST: OnceLock<Instant> = OnceLock::new();
+
+/// Marks the process's start (`main` calls it first thing).
+pub fn mark_process_start() {
+    PROCESS_START.get_or_init(Instant::now);
+}
+
+/// Marks the first request the process sends (later calls keep the first).
+pub fn mark_first_request(at: Instant) {
+    FIRST_REQUEST.get_or_init(|| at);
+}
+
+/// Process start to the first request, once both happened.
+pub fn startup() -> Option<Duration> {
+    Some(
+        FIRST_REQUEST
+            .get()?
+            .saturating_duration_since(*PROCESS_START.get()?),
+    )
+}
 
 /// Now, as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 pub fn utc_now_rfc3339() -> String {

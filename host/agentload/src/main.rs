@@ -198,12 +198,19 @@ enum Command {
             default_value = "1,2,4,8,16,32,64,128,256,512,1000"
         )]
         levels: Vec<usize>,
-        /// Requests each stream sends, one after another.
+        /// Requests each stream sends at least, one after another.
         #[arg(long, default_value_t = 5)]
         requests: usize,
-        /// Tokens in each streamed answer.
-        #[arg(long, default_value_t = 64)]
+        /// Requests per level at least (low levels send more per stream, for a stable p99;
+        /// the floor client sends as many as c=1).
+        #[arg(long, default_value_t = 500)]
+        samples: usize,
+        /// Tokens in each streamed answer (the simulator decodes 100 tokens/s per stream).
+        #[arg(long, default_value_t = 16)]
         answer_tokens: usize,
+        /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
+        #[arg(long, value_name = "LIST")]
+        sim_cpus: Option<agentload::bench::affinity::CpuList>,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -239,6 +246,9 @@ struct SimArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 8080)]
     port: u16,
+    /// Run on these CPUs only (e.g. `1`, `2-3`): keeps the simulator off the client's cores.
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<agentload::bench::affinity::CpuList>,
     /// What the assistant answers.
     #[arg(long, value_enum, default_value_t = ResponderKind::Echo)]
     responder: ResponderKind,
@@ -316,7 +326,17 @@ enum ResponderKind {
 const EDGE_CONFIG: &str = include_str!("../../../configs/edge-full-run.toml");
 
 fn main() -> ExitCode {
+    agentload::clock::mark_process_start();
     let cli = Cli::parse();
+    if let Command::Sim(SimArgs {
+        cpus: Some(cpus), ..
+    }) = &cli.command
+    {
+        // Before the runtime starts: its threads inherit the pinning.
+        if let Err(e) = agentload::bench::affinity::pin_process(&cpus.0) {
+            return fail(&anyhow::Error::new(e).context("--cpus"));
+        }
+    }
     agentload::log::set_verbose(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -520,11 +540,22 @@ async fn dispatch(command: Command) -> Result<u8> {
             sections,
             levels,
             requests,
+            samples,
             answer_tokens,
+            sim_cpus,
             out,
-        } => bench(&sections, &levels, requests, answer_tokens, out)
-            .await
-            .map(|()| exit::SUCCESS),
+        } => {
+            let streams = agentload::bench::streams::Options {
+                levels,
+                requests_per_stream: requests,
+                samples,
+                answer_tokens,
+                sim_cpus: sim_cpus.map(|c| c.0),
+            };
+            bench(&sections, &streams, out)
+                .await
+                .map(|()| exit::SUCCESS)
+        }
         Command::Sim(args) => serve_sim(args).await.map(|()| exit::SUCCESS),
         Command::Demo { out, time_scale } => demo(out, time_scale).await,
         Command::Plugin { command } => agentload::authoring::run(command)
@@ -568,21 +599,19 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
 
 async fn bench(
     sections: &[String],
-    levels: &[usize],
-    requests: usize,
-    answer_tokens: usize,
+    streams_options: &agentload::bench::streams::Options,
     out: Option<PathBuf>,
 ) -> Result<()> {
     use agentload::bench;
     let data_dir = agentload::data::data_dir(None);
     let mut rows = Vec::new();
-    let mut streams = Vec::new();
+    let mut streams = None;
     for section in sections {
         eprintln!("bench: {section}");
         match section.as_str() {
             "streams" => {
-                let (levels, r) = bench::streams::run(levels, requests, answer_tokens).await?;
-                streams = levels;
+                let (measured, r) = bench::streams::run(streams_options).await?;
+                streams = Some(measured);
                 rows.extend(r);
             }
             "build" => rows.extend(tokio::task::block_in_place(|| {

@@ -21,8 +21,8 @@ use crate::results::{self, DatasetIdentity, PluginSeal, RunManifest, SealRecord}
 use crate::resume::{PhaseState, RunState};
 use crate::scoring;
 use crate::seal::Seal;
-use crate::tokens::{load_qwen, LocalCounter};
-use agentload_tokenizer::QwenTokenizer;
+use crate::tokens::{find_qwen, LocalCounter};
+use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -161,6 +161,8 @@ struct Executed {
     plans: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
     phase: PhaseConfig,
+    /// What the harness spent outside the turns.
+    harness: results::Harness,
 }
 
 impl Context<'_> {
@@ -639,9 +641,13 @@ async fn execute(
     }
     // One keep-alive connection per concurrent session, opened before the
     // first turn; when this fails, the first turns fail with the cause.
-    if let Err(e) = client.warm_up(concurrency).await {
-        crate::log::line(&format!("warning: {e}"));
-    }
+    let setup = match client.warm_up(concurrency).await {
+        Ok(setup) => Some(setup),
+        Err(e) => {
+            crate::log::line(&format!("warning: {e}"));
+            None
+        }
+    };
     let recorder = Recorder::open(
         LogFiles {
             turns: log_path,
@@ -669,7 +675,7 @@ async fn execute(
         .deadline(Duration::from_millis(config.load.max_duration_ms));
     let ran = run_pool(engine.clone(), tasks, concurrency).await;
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
-    let records = engine.recorder.finish()?;
+    let (records, counting) = engine.recorder.finish_with_stats()?;
     let outcomes = ran.with_context(|| {
         format!(
             "the run stopped: a result could not be written (everything measured before is in {})",
@@ -696,6 +702,11 @@ async fn execute(
         plans,
         scorer: prepared.scorer,
         phase: prepared.config,
+        harness: results::Harness {
+            startup_ms: crate::clock::startup().map(|d| d.as_secs_f64() * 1e3),
+            connection_setup: setup,
+            token_counting: counting,
+        },
     })
 }
 
@@ -738,7 +749,7 @@ async fn run_performance(
     )
     .await?;
     results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
-    let summary = results::summarize(
+    let mut summary = results::summarize(
         &ex.records,
         window_ns(&ex.records),
         run_config,
@@ -748,6 +759,7 @@ async fn run_performance(
             chat_template_sha256: cx.counter.as_ref().map(|c| c.template_sha256().to_owned()),
         },
     );
+    summary.agentload.harness = ex.harness;
     results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
@@ -958,20 +970,33 @@ fn load_counter(
         .map(|path| crate::tokens::load_template(path, data_dir))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let tokenizer = match loaded.map_or_else(|| load_qwen(data_dir).map(Arc::new), Ok) {
-        Ok(tokenizer) => tokenizer,
+    let with_template =
+        |tokenizer: Arc<QwenTokenizer>, template: Option<ChatTemplate>| match template {
+            Some(template) => tokenizer
+                .with_template(template)
+                .map(Arc::new)
+                .map_err(|e| format!("model.chat_template: {e}")),
+            None => Ok(tokenizer),
+        };
+    if let Some(tokenizer) = loaded {
+        let tokenizer = with_template(tokenizer, template).map_err(anyhow::Error::msg)?;
+        return Ok(Some(Arc::new(LocalCounter::new(tokenizer))));
+    }
+    // The vocabulary loads when the first phase ends (counting never runs beside a stream),
+    // so start-up only checks that it is there.
+    let path = match find_qwen(data_dir) {
+        Ok(path) => path,
         Err(e) => {
             crate::log::line(&format!("note: local token counts off: {e}"));
             return Ok(None);
         }
     };
-    let tokenizer = match template {
-        Some(template) => Arc::new(
-            tokenizer
-                .with_template(template)
-                .context("model.chat_template")?,
-        ),
-        None => tokenizer,
-    };
-    Ok(Some(Arc::new(LocalCounter::new(tokenizer))))
+    let sha = template.as_ref().map_or_else(
+        || ChatTemplate::qwen3_6().sha256().to_owned(),
+        |t| t.sha256().to_owned(),
+    );
+    Ok(Some(Arc::new(LocalCounter::lazy(sha, move || {
+        let tokenizer = QwenTokenizer::load(&path).map_err(|e| e.to_string())?;
+        with_template(Arc::new(tokenizer), template)
+    }))))
 }

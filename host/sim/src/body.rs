@@ -2,6 +2,7 @@
 //! (optionally altered by an injected fault).
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
@@ -9,17 +10,21 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
 use crate::fault::{Step, StreamFault};
+use crate::stream::Out;
+use crate::wire::WireStamps;
 
 /// Response body of every simulator answer.
 pub(crate) enum SimBody {
     /// The whole body at once (JSON answers); `Content-Length` is known.
     Full(Option<Bytes>),
     /// SSE: frames arrive through `rx` as the scheduler produces them; `first` was
-    /// received before the response head was returned.
+    /// received before the response head was returned. The closing events are rendered once
+    /// the first write of the response returned (`wire`), with its stamp as the first token's.
     Stream {
-        first: Option<Bytes>,
-        rx: mpsc::UnboundedReceiver<Bytes>,
+        first: Option<Out>,
+        rx: mpsc::UnboundedReceiver<Out>,
         fault: Option<Box<StreamFault>>,
+        wire: Arc<WireStamps>,
     },
 }
 
@@ -47,17 +52,41 @@ impl Body for SimBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Self::Stream { first, rx, fault } => {
+            Self::Stream {
+                first,
+                rx,
+                fault,
+                wire,
+            } => {
                 if let Some(f) = fault.as_mut().filter(|f| f.is_waiting()) {
                     ready!(f.poll_wait(cx));
                     return Poll::Ready(Some(Err(aborted())));
                 }
-                let frame = match first.take() {
-                    Some(b) => b,
+                let out = match first.take() {
+                    Some(out) => out,
                     None => match ready!(rx.poll_recv(cx)) {
-                        Some(b) => b,
+                        Some(out) => out,
                         None => return Poll::Ready(None),
                     },
+                };
+                let frame = match out {
+                    Out::Frame(b) => b,
+                    Out::Closing(mut closing) => {
+                        if closing.after_tokens {
+                            let Poll::Ready(written) = wire.poll_first_write(cx) else {
+                                // Until the head and first token are written (woken then).
+                                *first = Some(Out::Closing(closing));
+                                return Poll::Pending;
+                            };
+                            let s = &mut closing.stamps;
+                            let arrived = s.received_mono_ns;
+                            s.first_token_ns =
+                                crate::wire::mono_ns(written).saturating_sub(arrived);
+                            // A one-token answer's last token is its first.
+                            s.last_token_ns = s.last_token_ns.max(s.first_token_ns);
+                        }
+                        Bytes::from(closing.render())
+                    }
                 };
                 let Some(f) = fault else {
                     return Poll::Ready(Some(Ok(Frame::data(frame))));

@@ -22,7 +22,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::answer::{Answer, Span, Transcript};
 use crate::api_error::ApiError;
 use crate::cache::{common_prefix_len, PrefixCache};
-use crate::stream::{sse_event, ChunkMeta, SimStamps, Usage};
+use crate::stream::{sse_event, ChunkMeta, Closing, Out, SimStamps, Usage};
 use crate::timing::{reusable_tokens, whole_pieces_within, Generation, TimingModel, Timings};
 use crate::tokens::TokenCounter;
 use crate::SimConfig;
@@ -48,7 +48,7 @@ pub(crate) enum Reply {
     Stream {
         /// Taken when answered.
         admitted: Option<oneshot::Sender<Result<(), ApiError>>>,
-        tx: mpsc::UnboundedSender<Bytes>,
+        tx: mpsc::UnboundedSender<Out>,
         include_usage: bool,
     },
     /// One JSON answer: the finished generation, or the error.
@@ -65,7 +65,7 @@ pub(crate) struct Request {
     pub(crate) spans: Vec<Span>,
     pub(crate) gen: Generation,
     pub(crate) meta: ChunkMeta,
-    /// When the request arrived (head read).
+    /// When the request arrived (the first read of its bytes returned).
     pub(crate) received: Instant,
     /// When it was handed to the scheduler: queueing starts.
     pub(crate) enqueued: Instant,
@@ -518,7 +518,7 @@ impl Scheduler {
                 }
                 frame.push_str(&sse_event(&req.meta.delta_chunk(req.answer.delta(piece))));
                 let stamp = ns_since(req.received);
-                if tx.send(Bytes::from(frame)).is_err() {
+                if tx.send(Out::Frame(Bytes::from(frame))).is_err() {
                     self.release(s, false);
                     return false;
                 }
@@ -575,6 +575,7 @@ impl Scheduler {
             seq.stamps.last_token_ns = seq.stamps.first_token_ns;
         }
         seq.stamps.queued_ns = u64::try_from(seq.queued.as_nanos()).unwrap_or(u64::MAX);
+        seq.stamps.received_mono_ns = crate::wire::mono_ns(seq.req.received.into_std());
         let finish_reason = if gen.truncated {
             "length".to_owned()
         } else if let Some(reason) = &seq.req.answer.finish_reason {
@@ -601,14 +602,16 @@ impl Scheduler {
             Reply::Stream {
                 tx, include_usage, ..
             } => {
-                let closing = seq.req.meta.closing_events(
-                    &finish_reason,
-                    include_usage.then_some(usage),
-                    timings.to_json(),
-                    seq.stamps,
-                );
+                let closing = Closing {
+                    meta: seq.req.meta,
+                    finish_reason,
+                    usage: include_usage.then_some(usage),
+                    timings: timings.to_json(),
+                    stamps: seq.stamps,
+                    after_tokens: gen.visible > 0,
+                };
                 // The client may have left after the last token; nothing more to do then.
-                let _ = tx.send(Bytes::from(closing));
+                let _ = tx.send(Out::Closing(Box::new(closing)));
             }
             Reply::Whole { done } => {
                 let _ = done.send(Ok(Finished {

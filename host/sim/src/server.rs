@@ -30,6 +30,7 @@ use crate::scheduler::{self, Reply, Request as Job, SchedulerHandle};
 use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
+use crate::wire::{WireIo, WireStamps};
 use crate::{SimConfig, SimError};
 
 /// Largest request body accepted.
@@ -186,11 +187,13 @@ async fn serve_connection(
 ) {
     // Token chunks are small writes that must leave at once.
     let _ = stream.set_nodelay(true);
+    let (io, wire) = WireIo::new(stream);
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(route(state, request).await) }
+        let wire = Arc::clone(&wire);
+        async move { Ok::<_, Infallible>(route(state, request, wire).await) }
     });
-    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let connection = http1::Builder::new().serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
     // Connection errors (client resets) end this connection only.
     tokio::select! {
@@ -223,13 +226,20 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-async fn route(state: Arc<State>, request: Request<Incoming>) -> Response<SimBody> {
-    let received = Instant::now();
+async fn route(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    wire: Arc<WireStamps>,
+) -> Response<SimBody> {
+    // The first read of the request's bytes (before hyper parsed its head).
+    let received = wire
+        .request_at()
+        .map_or_else(Instant::now, Instant::from_std);
     match (request.method(), request.uri().path()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
             let n = state.counters.chat_requests.fetch_add(1, Ordering::SeqCst) + 1;
             let fault = state.faults.get(&n).map(|&kind| (kind, n));
-            match chat(&state, request, received, fault).await {
+            match chat(&state, request, received, fault, wire).await {
                 Ok(response) => response,
                 Err(error) => {
                     state.served.fetch_add(1, Ordering::SeqCst);
@@ -271,6 +281,7 @@ async fn chat(
     request: Request<Incoming>,
     received: Instant,
     fault: Option<(FaultKind, u64)>,
+    wire: Arc<WireStamps>,
 ) -> Result<Response<SimBody>, ApiError> {
     let session = request
         .headers()
@@ -382,6 +393,7 @@ async fn chat(
         first,
         rx,
         fault: altered,
+        wire,
     });
     response
         .headers_mut()

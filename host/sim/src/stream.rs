@@ -44,12 +44,14 @@ impl Usage {
     }
 }
 
-/// Server-side timestamps of one completion, nanoseconds from the request's arrival.
+/// Server-side timestamps of one completion, nanoseconds from the request's arrival, and the
+/// arrival on the machine's monotonic clock (see the crate docs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct SimStamps {
     pub(crate) first_token_ns: u64,
     pub(crate) last_token_ns: u64,
     pub(crate) queued_ns: u64,
+    pub(crate) received_mono_ns: u64,
 }
 
 impl SimStamps {
@@ -58,8 +60,41 @@ impl SimStamps {
             "first_token_ns": self.first_token_ns,
             "last_token_ns": self.last_token_ns,
             "queued_ns": self.queued_ns,
+            "received_mono_ns": self.received_mono_ns,
+            "first_token_mono_ns": self.received_mono_ns + self.first_token_ns,
         })
     }
+}
+
+/// A stream's closing events, rendered when the response body reaches them (so that the first
+/// token's write stamp, taken after the scheduler closed the stream, can go into them).
+#[derive(Debug)]
+pub(crate) struct Closing {
+    pub(crate) meta: ChunkMeta,
+    pub(crate) finish_reason: String,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) timings: Value,
+    pub(crate) stamps: SimStamps,
+    /// A token-bearing chunk went before (else the first write is the closing events' own).
+    pub(crate) after_tokens: bool,
+}
+
+impl Closing {
+    pub(crate) fn render(&self) -> String {
+        self.meta.closing_events(
+            &self.finish_reason,
+            self.usage,
+            self.timings.clone(),
+            self.stamps,
+        )
+    }
+}
+
+/// What the scheduler sends a stream's body: a frame of token events, or the closing events.
+#[derive(Debug)]
+pub(crate) enum Out {
+    Frame(bytes::Bytes),
+    Closing(Box<Closing>),
 }
 
 impl ChunkMeta {
@@ -193,6 +228,7 @@ mod tests {
             first_token_ns: 1,
             last_token_ns: 2,
             queued_ns: 3,
+            received_mono_ns: 10,
         };
         let text = m.closing_events("tool_calls", Some(usage), json!({"cache_n": 60}), stamps);
         assert!(text.ends_with("data: [DONE]\n\n"));
@@ -215,6 +251,8 @@ mod tests {
         );
         assert_eq!(events[1]["timings"]["cache_n"], 60);
         assert_eq!(events[1]["agentload_sim"]["first_token_ns"], 1);
+        assert_eq!(events[1]["agentload_sim"]["received_mono_ns"], 10);
+        assert_eq!(events[1]["agentload_sim"]["first_token_mono_ns"], 11);
 
         let text = m.closing_events("stop", None, json!({}), stamps);
         let first: Value = serde_json::from_str(

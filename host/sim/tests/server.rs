@@ -580,3 +580,48 @@ async fn other_endpoints_and_shutdown() {
         .await
         .is_err());
 }
+
+/// `agentload_sim`'s stamps of one streamed answer, and the client's send and end around it.
+async fn stamped(sim: &SimHandle, max_tokens: u32) -> (Value, u64, u64) {
+    let sent = agentload_sim::mono_ns(Instant::now());
+    let response = post(
+        sim,
+        None,
+        json!({"messages": [user("one two three four five")], "stream": true,
+               "max_tokens": max_tokens, "stream_options": {"include_usage": true}}),
+    )
+    .await;
+    let body = response.text().await.unwrap();
+    let ended = agentload_sim::mono_ns(Instant::now());
+    let events = events(&body);
+    let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
+    let mut stamps = usage["agentload_sim"].clone();
+    stamps["prompt_ms"] = usage["timings"]["prompt_ms"].clone();
+    (stamps, sent, ended)
+}
+
+#[tokio::test]
+async fn stamps_are_taken_at_the_syscalls_on_the_shared_monotonic_clock() {
+    let sim = sim(fast()).await;
+    for max_tokens in [1, 5] {
+        // Twice on one connection: the second request's stamps are its own.
+        for round in 0..2 {
+            let (s, sent, ended) = stamped(&sim, max_tokens).await;
+            let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} in {s}"));
+            let what = format!("max_tokens {max_tokens}, round {round}: {s}");
+            assert!(n("received_mono_ns") >= sent, "{what}");
+            assert!(n("first_token_mono_ns") <= ended, "{what}");
+            assert_eq!(
+                n("first_token_mono_ns") - n("received_mono_ns"),
+                n("first_token_ns"),
+                "{what}"
+            );
+            // The first token is written after its prompt was processed (`prompt_ms` from the
+            // slot taken, itself after the arrival).
+            let prompt_ns = s["prompt_ms"].as_f64().unwrap() * 1e6;
+            assert!(n("first_token_ns") as f64 >= prompt_ns - 1e3, "{what}");
+            assert!(n("first_token_ns") <= n("last_token_ns"), "{what}");
+        }
+    }
+    sim.shutdown().await;
+}

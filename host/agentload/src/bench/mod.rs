@@ -1,9 +1,12 @@
 //! `agentload bench`: the harness's own costs, measured (not asserted) and
 //! printed as a table, with the raw numbers in JSON when `--out` is given.
 //!
-//! - `streams`: many concurrent streams against `agentload sim` in a child
-//!   process: harness TTFT minus the simulator's server-side first-token
-//!   time (p50/p99), tokens/s the client ingests, harness CPU and RSS.
+//! - `streams`: the machine's floor (a blocking-socket client) and many
+//!   concurrent streams against `agentload sim` in a child process (pinned
+//!   to its own CPUs with `--sim-cpus`): harness TTFT minus the simulator's
+//!   first-token time (p50/p99, by direction, and as a ratio to the floor),
+//!   the first request per stream and the connection set-up apart, tokens/s
+//!   the client ingests, harness CPU and RSS.
 //! - `build`: host + plugin time per turn to produce a request, at the edge
 //!   dataset's peak ISL and on average.
 //! - `load`: component load time, cold (compiling) vs cached.
@@ -11,8 +14,10 @@
 //!   RSS), then its recorded completions re-scored (IoU over 1,007 turns,
 //!   the BFCL gate over 995 samples).
 
+pub mod affinity;
 pub mod build;
 pub mod edge;
+pub mod floor;
 pub mod streams;
 
 use serde::Serialize;

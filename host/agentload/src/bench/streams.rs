@@ -1,6 +1,15 @@
-//! Many concurrent streams against `agentload sim` in a child process, so
-//! the harness's own numbers (CPU, RSS) are not mixed with the server's.
+//! Many concurrent streams against `agentload sim` in a child process, so the harness's own
+//! numbers (CPU, RSS) are not mixed with the server's; and in the same run the machine's floor
+//! ([`super::floor`]) against the same simulator, so agentload's error reads as a ratio to it.
+//!
+//! Each level warms one connection per stream first (the set-up, reported apart, like a run's
+//! `connection_setup`), then each stream sends its requests one after another. The timing
+//! error of a request is its TTFT minus the simulator's first-token time, split by direction
+//! (request path: send to the simulator's first read; response path: the simulator's
+//! first-token write to the client's read); the first request of each stream is reported apart
+//! from the rest.
 
+use super::floor::{self, Sample};
 use super::{percentile, rss_kib, Row};
 use crate::client::{ChatClient, ClientOptions};
 use anyhow::{Context as _, Result};
@@ -9,15 +18,82 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
 
+/// What the streams section runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Concurrent streams per level.
+    pub levels: Vec<usize>,
+    /// Requests each stream sends at least.
+    pub requests_per_stream: usize,
+    /// Requests per level at least (more per stream at low concurrency, for a stable p99).
+    pub samples: usize,
+    /// Tokens in each streamed answer.
+    pub answer_tokens: usize,
+    /// Pin the simulator to these CPUs and the client to the others.
+    pub sim_cpus: Option<Vec<usize>>,
+}
+
+impl Options {
+    /// Requests each stream of a level of `n` sends.
+    pub fn per_stream(&self, n: usize) -> usize {
+        self.requests_per_stream
+            .max(self.samples.div_ceil(n.max(1)))
+            .max(1)
+    }
+}
+
+/// p50 and p99 of a timing error, ms.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Spread {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+impl Spread {
+    fn of(ns: impl Iterator<Item = i64>) -> Self {
+        let mut v: Vec<f64> = ns.map(|n| n as f64 / 1e6).collect();
+        Self {
+            p50_ms: percentile(&mut v, 50.0),
+            p99_ms: percentile(&mut v, 99.0),
+        }
+    }
+}
+
+/// The timing error of some requests, total and by direction.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Errors {
+    pub requests: usize,
+    pub total: Spread,
+    pub request_path: Spread,
+    pub response_path: Spread,
+}
+
+impl Errors {
+    fn of(samples: &[Sample]) -> Self {
+        Self {
+            requests: samples.len(),
+            total: Spread::of(samples.iter().map(|s| s.total_ns)),
+            request_path: Spread::of(samples.iter().map(|s| s.request_ns)),
+            response_path: Spread::of(samples.iter().map(|s| s.response_ns)),
+        }
+    }
+}
+
 /// One concurrency level's numbers.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Level {
     pub streams: usize,
     pub requests: usize,
     pub failed: usize,
-    /// Harness TTFT minus the server's first-token time, ms.
-    pub error_p50_ms: f64,
-    pub error_p99_ms: f64,
+    /// Opening one connection per stream before the first request, ms.
+    pub setup_ms: f64,
+    /// The first request of each stream.
+    pub first: Errors,
+    /// The other requests.
+    pub after_first: Errors,
+    /// `after_first` p50 / p99 over the floor client's.
+    pub ratio_to_floor_p50: f64,
+    pub ratio_to_floor_p99: f64,
     /// Token-bearing chunks received per second, all streams together.
     pub ingest_tps: f64,
     pub harness_cpu_ms_per_request: f64,
@@ -25,34 +101,68 @@ pub struct Level {
     pub rss_mib: f64,
 }
 
-/// The streaming section: each level runs `streams` clients sending
-/// `requests_per_stream` requests one after another.
-pub async fn run(
-    levels: &[usize],
-    requests_per_stream: usize,
-    answer_tokens: usize,
-) -> Result<(Vec<Level>, Vec<Row>)> {
-    let max = levels.iter().copied().max().unwrap_or(1);
+/// The floor client's numbers (one stream).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Floor {
+    pub first: Errors,
+    pub after_first: Errors,
+}
+
+/// The streaming section's results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Streams {
+    pub floor: Floor,
+    pub levels: Vec<Level>,
+    /// The CPUs the simulator and the client were pinned to, when they were.
+    pub sim_cpus: Option<Vec<usize>>,
+    pub client_cpus: Option<Vec<usize>>,
+}
+
+/// Runs the floor, then every level, against one simulator child.
+pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
+    let max = opts.levels.iter().copied().max().unwrap_or(1);
+    let client_cpus = match &opts.sim_cpus {
+        Some(sim) => {
+            let client: Vec<usize> = super::affinity::allowed_cpus()?
+                .into_iter()
+                .filter(|c| !sim.contains(c))
+                .collect();
+            anyhow::ensure!(
+                !client.is_empty(),
+                "--sim-cpus {sim:?} leaves no CPU for the client"
+            );
+            super::affinity::pin_process(&client)?;
+            Some(client)
+        }
+        None => None,
+    };
     let exe = std::env::current_exe().context("cannot find the agentload binary")?;
+    let mut args: Vec<String> = [
+        "sim",
+        "--port",
+        "0",
+        "--responder",
+        "echo",
+        "--tokenizer",
+        "approx",
+        "--slots",
+        &max.to_string(),
+        "--prefill-tps",
+        "1000000",
+        "--decode-tps",
+        "100",
+        // An ideal server: no batch slowdown, so the client is what is measured.
+        "--decode-batch-slowdown",
+        "0",
+    ]
+    .map(String::from)
+    .into();
+    if let Some(cpus) = &opts.sim_cpus {
+        let list: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+        args.extend(["--cpus".into(), list.join(",")]);
+    }
     let mut child = tokio::process::Command::new(exe)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--responder",
-            "echo",
-            "--tokenizer",
-            "approx",
-            "--slots",
-            &max.to_string(),
-            "--prefill-tps",
-            "1000000",
-            "--decode-tps",
-            "100",
-            // An ideal server: no batch slowdown, so the client is what is measured.
-            "--decode-batch-slowdown",
-            "0",
-        ])
+        .args(&args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -63,45 +173,87 @@ pub async fn run(
         .context("agentload sim did not print its URL")??
         .context("agentload sim exited")?;
     // About 4 bytes per token (the simulator's approximate tokenizer).
-    let prompt = "word ".repeat(answer_tokens.max(1));
-    let mut out = Vec::new();
-    for &n in levels {
-        out.push(level(&url, n, requests_per_stream, &prompt).await?);
+    let prompt = "word ".repeat(opts.answer_tokens.max(1));
+    let body = serde_json::json!({
+        "model": "bench",
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .parse()
+        .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
+    let bytes = serde_json::to_vec(&body)?;
+    let per_stream = opts.per_stream(1);
+    let samples = tokio::task::spawn_blocking(move || floor::run(addr, &bytes, per_stream))
+        .await
+        .context("the floor client panicked")??;
+    let floor = Floor {
+        first: Errors::of(&samples[..1]),
+        after_first: Errors::of(&samples[1.min(samples.len())..]),
+    };
+    let mut levels = Vec::new();
+    for &n in &opts.levels {
+        levels.push(level(&url, n, opts.per_stream(n), &body, &floor).await?);
     }
     child.kill().await.ok();
+    let out = Streams {
+        floor,
+        levels,
+        sim_cpus: opts.sim_cpus.clone(),
+        client_cpus,
+    };
+    let rows = rows(&out);
+    Ok((out, rows))
+}
+
+fn rows(s: &Streams) -> Vec<Row> {
     let mut rows = Vec::new();
-    for l in &out {
+    let errors = |rows: &mut Vec<Row>, what: &str, e: &Errors| {
+        for (name, spread) in [
+            ("TTFT error", e.total),
+            ("request path", e.request_path),
+            ("response path", e.response_path),
+        ] {
+            rows.push(Row::new(
+                "streams",
+                format!("{what} {name} p50"),
+                spread.p50_ms,
+                "ms",
+            ));
+            rows.push(Row::new(
+                "streams",
+                format!("{what} {name} p99"),
+                spread.p99_ms,
+                "ms",
+            ));
+        }
+    };
+    let n = s.floor.after_first.requests;
+    errors(
+        &mut rows,
+        &format!("floor c=1 ({n} req)"),
+        &s.floor.after_first,
+    );
+    for l in &s.levels {
         let c = format!("c={}", l.streams);
-        rows.push(Row::new(
-            "streams",
-            format!("{c} TTFT error p50"),
-            l.error_p50_ms,
-            "ms",
-        ));
-        rows.push(Row::new(
-            "streams",
-            format!("{c} TTFT error p99"),
-            l.error_p99_ms,
-            "ms",
-        ));
-        rows.push(Row::new(
-            "streams",
-            format!("{c} client ingest"),
-            l.ingest_tps,
-            "tok/s",
-        ));
-        rows.push(Row::new(
-            "streams",
-            format!("{c} harness CPU"),
-            l.harness_cpu_ms_per_request,
-            "ms/req",
-        ));
-        rows.push(Row::new(
-            "streams",
-            format!("{c} harness RSS"),
-            l.rss_mib,
-            "MiB",
-        ));
+        errors(
+            &mut rows,
+            &format!("{c} ({} req)", l.after_first.requests),
+            &l.after_first,
+        );
+        for (what, value, unit) in [
+            ("p50 error / floor p50", l.ratio_to_floor_p50, "x"),
+            ("p99 error / floor p99", l.ratio_to_floor_p99, "x"),
+            ("first request TTFT error p99", l.first.total.p99_ms, "ms"),
+            ("connection set-up", l.setup_ms, "ms"),
+            ("client ingest", l.ingest_tps, "tok/s"),
+            ("harness CPU", l.harness_cpu_ms_per_request, "ms/req"),
+            ("harness RSS", l.rss_mib, "MiB"),
+        ] {
+            rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
+        }
         if l.failed > 0 {
             rows.push(Row::new(
                 "streams",
@@ -111,9 +263,10 @@ pub async fn run(
             ));
         }
     }
-    if let Some(best) = out
+    if let Some(best) = s
+        .levels
         .iter()
-        .filter(|l| l.error_p99_ms < 1.0 && l.failed == 0)
+        .filter(|l| l.after_first.total.p99_ms < 1.0 && l.failed == 0)
         .map(|l| l.streams)
         .max()
     {
@@ -124,10 +277,16 @@ pub async fn run(
             "streams",
         ));
     }
-    Ok((out, rows))
+    rows
 }
 
-async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<Level> {
+async fn level(
+    url: &str,
+    n: usize,
+    per_stream: usize,
+    body: &serde_json::Value,
+    floor: &Floor,
+) -> Result<Level> {
     let client = Arc::new(ChatClient::new(&ClientOptions {
         endpoint: url.to_owned(),
         api_key: None,
@@ -135,12 +294,6 @@ async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<L
         max_connections: n,
         max_response_bytes: 0,
     })?);
-    let body = serde_json::json!({
-        "model": "bench",
-        "messages": [{"role": "user", "content": prompt}],
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
     let peak = Arc::new(AtomicU64::new(0));
     let sampler = {
         let peak = peak.clone();
@@ -153,6 +306,10 @@ async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<L
             }
         })
     };
+    let setup = client
+        .warm_up(n)
+        .await
+        .with_context(|| format!("c={n}: cannot open the connections"))?;
     let cpu0 = crate::sweep::cpu_seconds();
     let started = Instant::now();
     let tasks: Vec<_> = (0..n)
@@ -160,37 +317,36 @@ async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<L
             let client = client.clone();
             let body = body.clone();
             tokio::spawn(async move {
-                let mut samples = Vec::new();
+                let mut samples = Vec::with_capacity(per_stream);
                 for r in 0..per_stream {
                     let ex = client.send(&body, &format!("bench-{i}-{r}")).await;
                     let t = &ex.timeline;
-                    let server = ex.result.as_ref().ok().and_then(|a| {
-                        a.server_timestamps
-                            .as_ref()?
-                            .get("first_token_ns")?
-                            .as_u64()
+                    let sample = ex.result.as_ref().ok().and_then(|a| {
+                        Sample::of(t.issued, t.first_token?, a.server_timestamps.as_ref()?)
                     });
-                    match (t.first_token, server) {
-                        (Some(first), Some(s)) => {
-                            let harness = first.duration_since(t.issued).as_nanos() as f64;
-                            samples
-                                .push(Some(((harness - s as f64) / 1e6, t.token_chunks_ns.len())));
-                        }
-                        _ => samples.push(None),
-                    }
+                    samples.push(sample.map(|s| (s, t.token_chunks_ns.len())));
                 }
                 samples
             })
         })
         .collect();
-    let mut errors = Vec::new();
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
     let mut chunks = 0usize;
     let mut failed = 0usize;
     for t in tasks {
-        for s in t.await.context("stream task panicked")? {
+        for (r, s) in t
+            .await
+            .context("stream task panicked")?
+            .into_iter()
+            .enumerate()
+        {
             match s {
-                Some((e, c)) => {
-                    errors.push(e);
+                Some((sample, c)) => {
+                    if r == 0 {
+                        first.push(sample);
+                    } else {
+                        rest.push(sample);
+                    }
                     chunks += c;
                 }
                 None => failed += 1,
@@ -203,14 +359,43 @@ async fn level(url: &str, n: usize, per_stream: usize, prompt: &str) -> Result<L
         .map_or(f64::NAN, |(a, b)| b - a);
     sampler.abort();
     let requests = n * per_stream;
+    // With one request per stream there is no "after the first": all of them are it.
+    let after_first = if rest.is_empty() {
+        Errors::of(&first)
+    } else {
+        Errors::of(&rest)
+    };
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     Ok(Level {
         streams: n,
         requests,
         failed,
-        error_p50_ms: percentile(&mut errors, 50.0),
-        error_p99_ms: percentile(&mut errors, 99.0),
+        setup_ms: setup.ms,
+        first: Errors::of(&first),
+        ratio_to_floor_p50: ratio(after_first.total.p50_ms, floor.after_first.total.p50_ms),
+        ratio_to_floor_p99: ratio(after_first.total.p99_ms, floor.after_first.total.p99_ms),
+        after_first,
         ingest_tps: chunks as f64 / wall,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
         rss_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn low_concurrency_gets_more_requests_per_stream() {
+        let o = Options {
+            levels: vec![1, 4, 1000],
+            requests_per_stream: 5,
+            samples: 600,
+            answer_tokens: 8,
+            sim_cpus: None,
+        };
+        assert_eq!(o.per_stream(1), 600);
+        assert_eq!(o.per_stream(4), 150);
+        assert_eq!(o.per_stream(1000), 5);
+    }
 }

@@ -12,17 +12,79 @@
 //! ([`Pool::opened`]).
 
 use super::stream::TurnError;
+use super::wire::{ReadStamp, Stamped};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::Uri;
 use hyper_util::rt::TokioIo;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::task::Poll;
 use tokio::net::TcpStream;
 
-/// A request sender on one connection.
-pub(super) type Connection = SendRequest<Full<Bytes>>;
+/// hyper's HTTP/1.1 state machine for one connection (it reads and writes the socket).
+type Driver = http1::Connection<TokioIo<Stamped>, Full<Bytes>>;
+
+/// One keep-alive connection: its request sender, its driver and its read stamps.
+pub(super) struct Connection {
+    pub(super) sender: SendRequest<Full<Bytes>>,
+    /// `None` once the connection ended (closed by either side, or broken).
+    driver: Option<Pin<Box<Driver>>>,
+    /// When the latest socket read returned bytes.
+    pub(super) reads: ReadStamp,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("open", &self.driver.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Polls the connection's driver, then `work`, until `work` is done: socket reads happen
+    /// in this task, right before the work that consumes them.
+    pub(super) async fn run<F: Future>(&mut self, work: F) -> F::Output {
+        let mut work = pin!(work);
+        let driver = &mut self.driver;
+        poll_fn(|cx| {
+            poll_driver(driver, cx);
+            work.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// Whether the connection can take a request (false: the server closed it).
+    async fn ready(&mut self) -> bool {
+        let (driver, sender) = (&mut self.driver, &mut self.sender);
+        poll_fn(|cx| {
+            poll_driver(driver, cx);
+            if driver.is_none() {
+                return Poll::Ready(false);
+            }
+            sender.poll_ready(cx).map(|r| r.is_ok())
+        })
+        .await
+    }
+
+    fn is_closed(&self) -> bool {
+        self.driver.is_none() || self.sender.is_closed()
+    }
+}
+
+/// Advances the driver; drops it once it ended (its errors reach the exchange through the
+/// sender and the response body first).
+fn poll_driver(driver: &mut Option<Pin<Box<Driver>>>, cx: &mut std::task::Context<'_>) {
+    if let Some(d) = driver {
+        if d.as_mut().poll(cx).is_ready() {
+            *driver = None;
+        }
+    }
+}
 
 /// Why a base URL cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -141,8 +203,8 @@ impl Pool {
             let Some(mut conn) = idle else {
                 return Ok((self.open().await?, false));
             };
-            // Err: the server closed it while it was idle; try the next one.
-            if conn.ready().await.is_ok() {
+            // False: the server closed it while it was idle; try the next one.
+            if conn.ready().await {
                 return Ok((conn, true));
             }
         }
@@ -171,15 +233,15 @@ impl Pool {
         self.opened.fetch_add(1, Ordering::SeqCst);
         tcp.set_nodelay(true)
             .map_err(|e| transport("cannot set TCP_NODELAY on the connection to", &e))?;
-        let (sender, connection) = http1::handshake(TokioIo::new(tcp))
+        let (io, reads) = Stamped::new(tcp);
+        let (sender, driver) = http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| transport("HTTP handshake failed with", &e))?;
-        // Drives the connection until both ends are done with it; its errors reach the
-        // exchange through the sender and the response body.
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(sender)
+        Ok(Connection {
+            sender,
+            driver: Some(Box::pin(driver)),
+            reads,
+        })
     }
 }
 

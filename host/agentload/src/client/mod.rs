@@ -8,13 +8,15 @@ mod preflight;
 mod reader;
 mod sse;
 mod stream;
+mod wire;
 
 pub use assemble::{Assembled, CompletionAssembler, FirstChunk, NotJson, ToolCallRecord};
 pub use connection::EndpointError;
 pub use preflight::{preflight, PreflightError};
 pub use sse::{SseEvent, SseParser};
 pub use stream::{
-    ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Timeline, TurnError,
+    exchanges_in_flight, ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Setup,
+    Timeline, TurnError,
 };
 
 #[cfg(test)]

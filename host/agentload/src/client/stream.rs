@@ -2,8 +2,9 @@
 //!
 //! `issued` is taken after the body is serialised, before a connection is taken (so a
 //! connection that has to be opened, because the previous one broke, is inside the turn's
-//! measured time); each network read is timestamped on arrival, before any parsing, so parsing
-//! cost never shifts a timestamp.
+//! measured time); each network read is timestamped when the `read(2)` returns, in the task
+//! that made it and before any parsing ([`super::wire`], [`super::connection`]), so neither
+//! parsing nor scheduling shifts a timestamp.
 //!
 //! An answer that is not a real answer fails the turn, with a cause naming what was wrong: an
 //! HTTP error status; a streamed request answered with another content type than
@@ -23,7 +24,8 @@ use hyper::header::{
 };
 use hyper::{Request, Response};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bytes of an error answer's body kept (and read: a longer one closes the connection).
@@ -153,11 +155,51 @@ impl Timeline {
     }
 }
 
+/// Exchanges in flight in this process, for [`exchanges_in_flight`].
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Chat-completions exchanges in flight in this process now (local token counting checks it
+/// never runs beside one).
+pub fn exchanges_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::SeqCst)
+}
+
+/// Counts an exchange in flight while it lives (a cut exchange is dropped, and uncounted).
+struct InFlight;
+
+impl InFlight {
+    fn new() -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The connections opened before a phase ([`ChatClient::warm_up`]), apart from the measured
+/// turns.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Setup {
+    /// Connections idle and ready when the phase started.
+    pub connections: u64,
+    /// Of them, opened by the warm-up (the rest were open already, e.g. by the endpoint
+    /// check).
+    pub opened: u64,
+    /// Wall time to open them, ms.
+    pub ms: f64,
+}
+
 /// One request and what came back.
 #[derive(Debug)]
 pub struct Exchange {
     pub timeline: Timeline,
     pub result: Result<Assembled, TurnError>,
+    /// The request body as sent (shared, not copied).
+    pub body: Bytes,
 }
 
 /// An answer to a plain request ([`ChatClient::get`]).
@@ -182,6 +224,8 @@ struct Inner {
     authorization: Option<HeaderValue>,
     turn_timeout: Duration,
     max_response_bytes: u64,
+    /// The latest warm-up.
+    setup: Mutex<Option<Setup>>,
 }
 
 impl ChatClient {
@@ -212,6 +256,7 @@ impl ChatClient {
                 authorization,
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
+                setup: Mutex::new(None),
             }),
         })
     }
@@ -222,12 +267,19 @@ impl ChatClient {
     }
 
     /// Opens connections until `n` are idle, so that no turn of the phase has to open one
-    /// (unless one breaks). Each connect is bounded by the turn timeout.
+    /// (unless one breaks), and says how many it opened and how long that took (also kept:
+    /// [`ChatClient::setup`]). Each connect is bounded by the turn timeout.
     ///
     /// # Errors
     /// When a connection cannot be opened (the cause names the address).
-    pub async fn warm_up(&self, n: usize) -> Result<(), TurnError> {
+    pub async fn warm_up(&self, n: usize) -> Result<Setup, TurnError> {
         let pool = &self.inner.pool;
+        let (started, opened) = (Instant::now(), pool.opened());
+        let setup = |pool: &Pool| Setup {
+            connections: pool.idle() as u64,
+            opened: pool.opened() - opened,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+        };
         while pool.idle() < n {
             let conn = tokio::time::timeout(self.inner.turn_timeout, pool.open())
                 .await
@@ -237,7 +289,14 @@ impl ChatClient {
                 })??;
             pool.checkin(conn);
         }
-        Ok(())
+        let done = setup(pool);
+        *self.inner.setup.lock().expect("setup lock") = Some(done);
+        Ok(done)
+    }
+
+    /// The latest warm-up's connections and time ([`ChatClient::warm_up`]).
+    pub fn setup(&self) -> Option<Setup> {
+        *self.inner.setup.lock().expect("setup lock")
     }
 
     /// The full URL of `route` (e.g. `/v1/models`), for messages.
@@ -258,11 +317,11 @@ impl ChatClient {
         let work = async {
             let build = || self.request("GET", &path, None, Bytes::new(), false);
             let mut t = Timeline::new();
-            let (conn, mut resp) = self.send_request(build, &mut t).await?;
+            let (mut conn, mut resp) = self.send_request(build, &mut t).await?;
             let status = resp.status().as_u16();
             let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
             let cap = inner.cap();
-            let (body, ended) = read_some(resp.body_mut(), cap, &mut t).await?;
+            let (body, ended) = read_some(&mut conn, resp.body_mut(), cap, &mut t).await?;
             if !ended {
                 return Err(TurnError::TooLarge {
                     cap,
@@ -288,14 +347,16 @@ impl ChatClient {
 
     /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
     pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
+        let _in_flight = InFlight::new();
         let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let bytes = Bytes::from(serde_json::to_vec(body).expect("a JSON value serialises"));
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
+        crate::clock::mark_first_request(timeline.issued);
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(bytes, session_id, stream, &mut timeline),
+            self.exchange(bytes.clone(), session_id, stream, &mut timeline),
         )
         .await;
         let result = match outcome {
@@ -309,7 +370,11 @@ impl ChatClient {
                 })
             }
         };
-        Exchange { timeline, result }
+        Exchange {
+            timeline,
+            result,
+            body: bytes,
+        }
     }
 
     fn request(
@@ -360,12 +425,14 @@ impl ChatClient {
                 error_chain(e)
             ),
         };
-        match conn.try_send_request(build()).await {
+        let sent = conn.sender.try_send_request(build());
+        match conn.run(sent).await {
             Ok(resp) => Ok((conn, resp)),
             Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
                 let mut conn = pool.open().await?;
                 t.new_connection = true;
-                let resp = conn.send_request(build()).await.map_err(|e| broken(&e))?;
+                let sent = conn.sender.send_request(build());
+                let resp = conn.run(sent).await.map_err(|e| broken(&e))?;
                 Ok((conn, resp))
             }
             Err(e) => Err(broken(e.error())),
@@ -389,14 +456,15 @@ impl ChatClient {
                 stream,
             )
         };
-        let (conn, mut resp) = self.send_request(build, t).await.inspect_err(|_| {
+        let (mut conn, mut resp) = self.send_request(build, t).await.inspect_err(|_| {
             t.complete = Instant::now();
         })?;
         let status = resp.status();
         if !status.is_success() {
-            t.first_byte = Some(Instant::now());
+            t.first_byte = Some(conn.reads.last_or(Instant::now()));
             let retry_after = header(&resp, RETRY_AFTER);
-            let (bytes, ended) = read_some(resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
+            let (bytes, ended) =
+                read_some(&mut conn, resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
             t.complete = Instant::now();
             if ended {
                 inner.pool.checkin(conn);
@@ -413,7 +481,7 @@ impl ChatClient {
                 .as_deref()
                 .is_some_and(|c| mime_is(c, "text/event-stream"))
         {
-            let (head, _) = read_some(resp.body_mut(), QUOTE_BYTES as u64, t).await?;
+            let (head, _) = read_some(&mut conn, resp.body_mut(), QUOTE_BYTES as u64, t).await?;
             t.complete = Instant::now();
             return Err(TurnError::ContentType {
                 content_type: content_type.unwrap_or_else(|| "(no Content-Type)".into()),
@@ -422,8 +490,8 @@ impl ChatClient {
         }
         let cap = inner.cap();
         if !stream {
-            let (bytes, ended) = read_some(resp.body_mut(), cap, t).await?;
-            let now = Instant::now();
+            let (bytes, ended) = read_some(&mut conn, resp.body_mut(), cap, t).await?;
+            let now = t.last_byte.unwrap_or_else(Instant::now);
             t.first_token = Some(now);
             t.last_token = Some(now);
             t.complete = now;
@@ -448,8 +516,9 @@ impl ChatClient {
         let mut reader = StreamReader::default();
         let body = resp.body_mut();
         let ended = loop {
-            let frame = body.frame().await;
-            let now = Instant::now();
+            let frame = conn.run(body.frame()).await;
+            // The read that delivered the frame's last bytes, not this moment.
+            let now = conn.reads.last_or(Instant::now());
             let bytes = match frame {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(bytes) => bytes,
@@ -482,7 +551,7 @@ impl ChatClient {
                 .inspect_err(|_| t.complete = now)?;
             if reader.done {
                 t.complete = now;
-                break drain(body).await;
+                break drain(&mut conn, body).await;
             }
         };
         if ended {
@@ -515,12 +584,13 @@ fn stream_error(out: Assembled) -> Result<Assembled, TurnError> {
 /// Reads `body` until its end or until more than `limit` bytes came; returns the bytes (at most
 /// `limit`) and whether the body ended.
 async fn read_some(
+    conn: &mut Connection,
     body: &mut Incoming,
     limit: u64,
     t: &mut Timeline,
 ) -> Result<(Bytes, bool), TurnError> {
     let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = conn.run(body.frame()).await {
         let frame = frame.map_err(|e| TurnError::Transport {
             message: format!(
                 "connection broke while reading the body after {} bytes: {}",
@@ -531,7 +601,7 @@ async fn read_some(
         let Ok(bytes) = frame.into_data() else {
             continue;
         };
-        t.received(bytes.len(), Instant::now());
+        t.received(bytes.len(), conn.reads.last_or(Instant::now()));
         let room = (limit as usize).saturating_sub(out.len());
         out.extend_from_slice(&bytes[..bytes.len().min(room)]);
         if t.bytes_received > limit {
@@ -543,7 +613,7 @@ async fn read_some(
 
 /// Reads what follows `[DONE]` (normally nothing: the body's end) for a short while; whether
 /// the body ended, so that its connection can be reused.
-async fn drain(body: &mut Incoming) -> bool {
+async fn drain(conn: &mut Connection, body: &mut Incoming) -> bool {
     let rest = async {
         while let Some(frame) = body.frame().await {
             if frame.is_err() {
@@ -552,7 +622,7 @@ async fn drain(body: &mut Incoming) -> bool {
         }
         true
     };
-    tokio::time::timeout(DRAIN_AFTER_DONE, rest)
+    tokio::time::timeout(DRAIN_AFTER_DONE, conn.run(rest))
         .await
         .unwrap_or(false)
 }

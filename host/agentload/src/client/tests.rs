@@ -532,3 +532,21 @@ async fn concurrent_sessions_keep_one_connection_each() {
     assert_eq!(sim.chat_requests_received(), 100);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_exchange_counts_in_flight_until_it_ends() {
+    // The head, then nothing: the exchange stays in flight until its timeout.
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let server = canned(vec![head.as_bytes().to_vec()]).await;
+    let c = client(&server.url, 0, Duration::from_millis(400));
+    let send = tokio::spawn(async move { c.send(&body(), "s").await });
+    // Other tests of this process may have exchanges in flight too: at least this one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while super::exchanges_in_flight() == 0 {
+        assert!(std::time::Instant::now() < deadline, "never counted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ex = send.await.unwrap();
+    assert!(ex.result.is_err());
+}

@@ -13,7 +13,8 @@
 //!   coordinated omission show in every mode;
 //! - durability: each record is in `turns.jsonl` (one `write(2)`, optionally
 //!   `fdatasync`) before the session's next request; local token counts go
-//!   to a side file from a low-priority thread; nothing is rewritten;
+//!   to a side file, counted when the phase ends (never beside a stream);
+//!   nothing is rewritten;
 //! - stopping: a soft stop ends issuing, a hard one cuts in-flight turns
 //!   (recorded as interrupted); and resuming (sessions replay their recorded
 //!   outcomes into the workload, then continue).
@@ -33,6 +34,7 @@ mod turn;
 
 pub use body::{message_json, request_body, BodyOptions};
 pub use console::Console;
+pub use counting::CountingStats;
 pub use log::{read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};

@@ -57,6 +57,10 @@ pub struct TurnRecord {
     pub timings: Option<Value>,
     /// Simulator server-side timestamps, verbatim.
     pub server_timestamps: Option<Value>,
+    /// `issued_ns` on the machine's monotonic clock (`CLOCK_MONOTONIC`), to pair with the
+    /// simulator's `received_mono_ns` / `first_token_mono_ns` (the timing error by direction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_mono_ns: Option<u64>,
     /// Local token counts (Qwen3.6 tokenizer). Never written in the log
     /// itself: counted after the turn, they live in `turns.tokens.jsonl`
     /// and are merged in when the log is read (older logs carry them inline).
@@ -117,6 +121,7 @@ impl TurnRecord {
             usage: None,
             timings: None,
             server_timestamps: None,
+            issued_mono_ns: None,
             local_tokens: None,
             expected_json: expected_json.to_string(),
             scheduled_ns: None,

@@ -2,14 +2,14 @@
 //! session's next request), then memory, the token counter and the console.
 
 use super::console::Console;
-use super::counting::CountWorker;
+use super::counting::{CountWorker, CountingStats};
 use super::log::{self, Durability, Journal, LoggedTurn, WriteError};
 use super::record::{TurnRecord, TurnStatus};
 use super::session::SessionOutcome;
 use crate::client::Assembled;
 use crate::tokens::LocalCounter;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use bytes::Bytes;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 fn open<T: serde::Serialize>(path: &Path, files: &LogFiles<'_>) -> Result<Journal<T>, WriteError> {
@@ -27,7 +27,6 @@ pub struct Recorder {
     /// Every record of the phase with its log line (earlier segments' too).
     records: Mutex<Vec<LoggedTurn>>,
     counting: Option<CountWorker>,
-    tokens_path: PathBuf,
     console: Console,
 }
 
@@ -61,7 +60,6 @@ impl Recorder {
             sessions: Some(Mutex::new(sessions)),
             records: Mutex::new(prior),
             counting,
-            tokens_path,
             console,
         })
     }
@@ -73,7 +71,6 @@ impl Recorder {
             sessions: None,
             records: Mutex::default(),
             counting: None,
-            tokens_path: PathBuf::new(),
             console,
         }
     }
@@ -83,14 +80,8 @@ impl Recorder {
     pub fn keep(
         &self,
         record: TurnRecord,
-        answered: Option<(Value, Assembled)>,
+        answered: Option<(Bytes, Assembled)>,
     ) -> Result<(), WriteError> {
-        if let Some(failure) = self.counting.as_ref().and_then(CountWorker::failure) {
-            return Err(WriteError {
-                path: self.tokens_path.clone(),
-                cause: std::io::Error::other(failure),
-            });
-        }
         let line = match &self.turns {
             Some(log) => log.lock().expect("log lock").write(&record)?,
             None => 0,
@@ -106,8 +97,9 @@ impl Recorder {
         Ok(())
     }
 
-    /// Queues an earlier segment's turn whose count was lost for counting.
-    pub fn count(&self, line: u64, body: Value, answer: Assembled) {
+    /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
+    /// request's JSON).
+    pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
         if let Some(counting) = &self.counting {
             counting.count(line, body, answer);
         }
@@ -150,11 +142,17 @@ impl Recorder {
             .collect()
     }
 
-    /// Waits for the token counts, syncs the files, and returns the records
-    /// that count (interrupted ones left out) with their counts merged.
+    /// Counts the phase's turns (nothing streams any more), syncs the files, and returns the
+    /// records that count (interrupted ones left out) with their counts merged.
     pub fn finish(self) -> Result<Vec<TurnRecord>, WriteError> {
+        Ok(self.finish_with_stats()?.0)
+    }
+
+    /// [`Recorder::finish`], and what local counting took (when it ran).
+    pub fn finish_with_stats(self) -> Result<(Vec<TurnRecord>, Option<CountingStats>), WriteError> {
         self.console.finish();
-        let counts = self.counting.map(CountWorker::finish).transpose()?;
+        let counted = self.counting.map(CountWorker::finish).transpose()?;
+        let (counts, stats) = counted.map_or((None, None), |(c, s)| (Some(c), Some(s)));
         for log in self.turns.iter() {
             log.lock().expect("log lock").sync()?;
         }
@@ -162,7 +160,7 @@ impl Recorder {
             log.lock().expect("sessions lock").sync()?;
         }
         let records = self.records.into_inner().expect("records lock");
-        Ok(records
+        let records = records
             .into_iter()
             .filter(|t| t.record.status != TurnStatus::Interrupted)
             .map(|mut t| {
@@ -171,6 +169,7 @@ impl Recorder {
                 }
                 t.record
             })
-            .collect())
+            .collect();
+        Ok((records, stats))
     }
 }

@@ -184,7 +184,8 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
                 if r.local_tokens.is_none() {
                     // Killed before its count was written: count it now.
                     if let Ok(body) = request_body(&req, &engine.sender.body) {
-                        engine.recorder.count(logged.line, body, r.answer());
+                        let body = serde_json::to_vec(&body).expect("a JSON value serialises");
+                        engine.recorder.count(logged.line, body.into(), r.answer());
                     }
                 }
                 TurnOutcome::Completed(completion_for_plugin(&c, r.usage.as_ref()))

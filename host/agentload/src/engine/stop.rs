@@ -103,8 +103,13 @@ impl Stop {
         parent.or_else(|| self.own.reason.lock().expect("stop lock").clone())
     }
 
-    /// Waits until `t`; false when issuing stopped first.
+    /// Waits until `t`; false when issuing stopped first. A `t` already past returns at once:
+    /// the timer would wait for its next millisecond tick (up to 1 ms of send lag between
+    /// turns that are due immediately).
     pub async fn wait_until(&self, t: Instant) -> bool {
+        if t <= Instant::now() {
+            return !self.stopped();
+        }
         tokio::select! {
             () = tokio::time::sleep_until(t.into()) => !self.stopped(),
             () = self.until(Self::stopped) => false,
@@ -209,6 +214,23 @@ impl std::fmt::Debug for Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future as _;
+
+    #[tokio::test]
+    async fn a_turn_already_due_does_not_wait_for_a_timer_tick() {
+        let stop = Stop::new();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let past = Instant::now() - Duration::from_millis(1);
+        let mut due = std::pin::pin!(stop.wait_until(past));
+        assert_eq!(due.as_mut().poll(&mut cx), std::task::Poll::Ready(true));
+        // A future deadline does wait.
+        let later = Instant::now() + Duration::from_secs(60);
+        let mut later = std::pin::pin!(stop.wait_until(later));
+        assert!(later.as_mut().poll(&mut cx).is_pending());
+        stop.stop(StopReason::Done("over".into()));
+        let mut over = std::pin::pin!(stop.wait_until(past));
+        assert_eq!(over.as_mut().poll(&mut cx), std::task::Poll::Ready(false));
+    }
 
     #[tokio::test]
     async fn a_child_stops_with_its_parent_and_not_the_other_way() {

@@ -5,6 +5,7 @@ use super::record::{CompletionRecord, TurnRecord, TurnStatus};
 use super::stop::Stop;
 use crate::client::{Assembled, ChatClient, Exchange};
 use crate::plugin::types::{Completion, ToolCall, TurnRequest, Usage};
+use bytes::Bytes;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -22,7 +23,8 @@ pub struct TurnSender {
 /// counting needs.
 pub struct Sent {
     pub record: TurnRecord,
-    pub answered: Option<(Value, Assembled)>,
+    /// The request body as sent, and the answer.
+    pub answered: Option<(Bytes, Assembled)>,
 }
 
 impl TurnSender {
@@ -62,8 +64,10 @@ impl TurnSender {
         let Exchange {
             timeline: t,
             result,
+            body: sent,
         } = exchange;
         record.issued_ns = Some(self.ns(t.issued));
+        record.issued_mono_ns = Some(agentload_sim::mono_ns(t.issued));
         record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
         record.first_token_ns = t.first_token.map(|i| self.ns(i));
         record.last_token_ns = t.last_token.map(|i| self.ns(i));
@@ -75,7 +79,7 @@ impl TurnSender {
                 record.set_answer(answer.clone());
                 Sent {
                     record,
-                    answered: Some((body, answer)),
+                    answered: Some((sent, answer)),
                 }
             }
             Err(e) => {

@@ -19,7 +19,7 @@ pub use accuracy::{
 pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 pub use reference_config::{reference_config, run_config, write_reference_config};
 pub use report::write_report;
-pub use summary::{summarize, PerformanceSummary, TimingError, TokenSetup};
+pub use summary::{summarize, Harness, PerformanceSummary, TimingError, TokenSetup};
 
 use std::path::Path;
 

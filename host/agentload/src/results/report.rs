@@ -110,6 +110,29 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
             s.percentile("50.0").unwrap_or(0.0) / 1000.0,
             s.percentile("99.0").unwrap_or(0.0) / 1000.0
         );
+        if let (Some(req), Some(resp)) = (&t.request_path_ns, &t.response_path_ns) {
+            let us = |s: &Series, p: &str| s.percentile(p).unwrap_or(0.0) / 1000.0;
+            let _ = writeln!(
+                out,
+                "  request path (issued -> server read): p50 {:.0} us  p99 {:.0} us; \
+                 response path (server write -> harness read): p50 {:.0} us  p99 {:.0} us",
+                us(req, "50.0"),
+                us(req, "99.0"),
+                us(resp, "50.0"),
+                us(resp, "99.0")
+            );
+        }
+    }
+    let harness = &summary.agentload.harness;
+    if let Some(setup) = &harness.connection_setup {
+        let _ = writeln!(
+            out,
+            "connection set-up (before the first turn, not in the timings): {} connections ready ({} opened) in {:.1} ms",
+            setup.connections, setup.opened, setup.ms
+        );
+    }
+    if let Some(ms) = harness.startup_ms {
+        let _ = writeln!(out, "start-up (process start to first request): {ms:.1} ms");
     }
     if let Some(line) = score_line {
         let _ = writeln!(out, "{line}");

@@ -129,9 +129,23 @@ pub struct Extras {
     pub timing_error: Option<TimingError>,
     /// The harness's timings against llama.cpp's own `timings`.
     pub server_timings_check: Option<ServerTimingsCheck>,
+    /// The harness's own costs, outside the measured turns.
+    pub harness: Harness,
     /// Turns not sent because an earlier turn of their session failed.
     pub n_samples_aborted: u64,
     pub manifest: RunManifest,
+}
+
+/// What the harness spent outside the measured turns.
+#[derive(Debug, Default, Serialize)]
+pub struct Harness {
+    /// Process start (`main`) to the process's first chat request, ms.
+    pub startup_ms: Option<f64>,
+    /// The connections opened before the phase's first turn (one per concurrent session), and
+    /// how long that took: not inside any turn's timings.
+    pub connection_setup: Option<crate::client::Setup>,
+    /// Local token counting, run when the phase ended.
+    pub token_counting: Option<crate::engine::CountingStats>,
 }
 
 /// How the reference-shaped counts were made, and the other source's view.
@@ -173,8 +187,17 @@ pub struct TokenCheck {
 /// Distribution of the client's timestamp error, in ns.
 #[derive(Debug, Serialize)]
 pub struct TimingError {
-    /// Harness TTFT minus server-side first-token time.
+    /// Harness TTFT minus server-side first-token time: the request path plus the response
+    /// path.
     pub ttft_minus_server_ns: Series,
+    /// Request path: the simulator's arrival stamp (first read of the request) minus the
+    /// harness's `issued` (both on the machine's monotonic clock).
+    pub request_path_ns: Option<Series>,
+    /// Response path: the harness's first-token stamp (its read) minus the simulator's
+    /// first-token stamp (the write of the first token returned). Loopback delivers the bytes
+    /// inside the simulator's `write(2)`, so a client as fast as the machine's floor can read
+    /// them before that write returned: a few µs below zero then.
+    pub response_path_ns: Option<Series>,
     /// Harness e2e minus server-side last-token time.
     pub e2e_minus_server_last_ns: Option<Series>,
 }
@@ -385,6 +408,7 @@ pub fn summarize(
             token_count_check: token_check(&done),
             timing_error,
             server_timings_check,
+            harness: Harness::default(),
             n_samples_aborted: records
                 .iter()
                 .filter(|r| r.status == TurnStatus::Aborted)
@@ -429,8 +453,21 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
             .collect()
     };
     let ttft = diffs("first_token_ns", &|r| r.first_token_ns);
+    let (request, response): (Vec<f64>, Vec<f64>) = done
+        .iter()
+        .filter_map(|r| {
+            let issued = r.issued_mono_ns? as i64;
+            let first = issued + r.first_token_ns?.checked_sub(r.issued_ns?)? as i64;
+            Some((
+                (server(r, "received_mono_ns")? as i64 - issued) as f64,
+                (first - server(r, "first_token_mono_ns")? as i64) as f64,
+            ))
+        })
+        .unzip();
     Some(TimingError {
         ttft_minus_server_ns: Series::of(&ttft, false)?,
+        request_path_ns: Series::of_floats(&request, false),
+        response_path_ns: Series::of_floats(&response, false),
         e2e_minus_server_last_ns: Series::of(&diffs("last_token_ns", &|r| r.last_token_ns), false),
     })
 }

@@ -1,0 +1,179 @@
+//! The machine's floor: the least a client can add to what it measures. A blocking std
+//! socket, one thread, one keep-alive connection, a request written by hand and the response
+//! scanned for its first token and the simulator's stamps: no runtime, no HTTP library, no
+//! parsing beyond a byte search. `agentload bench` runs it against the same simulator as
+//! agentload's own client, in the same run, and prints agentload's error as a ratio to it.
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Instant;
+
+/// One request's timing error against the simulator's stamps, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// Client TTFT minus the simulator's first-token time (`request + response`).
+    pub total_ns: i64,
+    /// Simulator arrival minus the client's send.
+    pub request_ns: i64,
+    /// Client first-token read minus the simulator's first-token write (its return: may be a
+    /// few µs below zero, loopback delivering inside the write).
+    pub response_ns: i64,
+}
+
+impl Sample {
+    /// From the client's `issued` and `first_token` stamps and the simulator's `agentload_sim`
+    /// object; `None` when the simulator's stamps are missing.
+    pub fn of(issued: Instant, first_token: Instant, sim: &serde_json::Value) -> Option<Self> {
+        let get = |k: &str| sim.get(k)?.as_u64().map(|v| v as i64);
+        let issued_mono = agentload_sim::mono_ns(issued) as i64;
+        let first_mono = agentload_sim::mono_ns(first_token) as i64;
+        let ttft = first_mono - issued_mono;
+        Some(Self {
+            total_ns: ttft - get("first_token_ns")?,
+            request_ns: get("received_mono_ns")? - issued_mono,
+            response_ns: first_mono - get("first_token_mono_ns")?,
+        })
+    }
+}
+
+/// Token-bearing deltas as the simulator writes them (the role chunk's delta starts `{"role"`).
+const TOKEN_DELTAS: [&[u8]; 3] = [
+    b"\"delta\":{\"content\":\"",
+    b"\"delta\":{\"reasoning_content\":\"",
+    b"\"delta\":{\"tool_calls\"",
+];
+
+/// Sends `requests` streamed requests with `body` one after another on one connection to
+/// `addr`; the samples in order (the first one's connection was opened before it was sent).
+///
+/// # Errors
+/// A socket error, a non-200 answer, or an answer without the simulator's stamps.
+pub fn run(addr: SocketAddr, body: &[u8], requests: usize) -> std::io::Result<Vec<Sample>> {
+    let mut tcp = TcpStream::connect(addr)?;
+    tcp.set_nodelay(true)?;
+    let mut request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut answer = Vec::with_capacity(64 << 10);
+    let mut out = Vec::with_capacity(requests);
+    let bad = |what: &str| std::io::Error::other(format!("floor client: {what}"));
+    for _ in 0..requests {
+        answer.clear();
+        let issued = Instant::now();
+        tcp.write_all(&request)?;
+        let mut first_token = None;
+        loop {
+            let n = tcp.read(&mut buf)?;
+            let now = Instant::now();
+            if n == 0 {
+                return Err(bad("the simulator closed the connection mid-answer"));
+            }
+            let from = answer.len().saturating_sub(40);
+            answer.extend_from_slice(&buf[..n]);
+            if first_token.is_none()
+                && TOKEN_DELTAS
+                    .iter()
+                    .any(|p| find(&answer[from..], p).is_some())
+            {
+                first_token = Some(now);
+            }
+            if answer.ends_with(b"0\r\n\r\n") && find(&answer, b"data: [DONE]").is_some() {
+                break;
+            }
+        }
+        if !answer.starts_with(b"HTTP/1.1 200") {
+            return Err(bad(&format!(
+                "answer {:?}",
+                String::from_utf8_lossy(&answer[..answer.len().min(80)])
+            )));
+        }
+        let first = first_token.ok_or_else(|| bad("no token in the answer"))?;
+        let stamps = sim_stamps(&answer).ok_or_else(|| bad("no agentload_sim stamps"))?;
+        out.push(Sample::of(issued, first, &stamps).ok_or_else(|| bad("incomplete stamps"))?);
+    }
+    Ok(out)
+}
+
+/// The last `"agentload_sim": {...}` object in an answer.
+fn sim_stamps(answer: &[u8]) -> Option<serde_json::Value> {
+    const KEY: &[u8] = b"\"agentload_sim\":";
+    let at = (0..answer.len().saturating_sub(KEY.len()))
+        .rev()
+        .find(|&i| answer[i..].starts_with(KEY))?;
+    let mut values = serde_json::Deserializer::from_slice(&answer[at + KEY.len()..])
+        .into_iter::<serde_json::Value>();
+    values.next()?.ok()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn samples_split_by_direction_and_add_up() {
+        let issued = Instant::now();
+        let first = issued + std::time::Duration::from_micros(900);
+        let received = agentload_sim::mono_ns(issued) + 100_000;
+        let sim = json!({
+            "first_token_ns": 700_000,
+            "received_mono_ns": received,
+            "first_token_mono_ns": received + 700_000,
+        });
+        let s = Sample::of(issued, first, &sim).unwrap();
+        assert_eq!(s.request_ns, 100_000);
+        assert_eq!(s.response_ns, 100_000);
+        assert_eq!(s.total_ns, s.request_ns + s.response_ns);
+        assert!(Sample::of(issued, first, &json!({"first_token_ns": 1})).is_none());
+    }
+
+    #[test]
+    fn the_last_stamps_object_is_found() {
+        let text = b"data: {\"agentload_sim\":{\"a\":1}}\n\ndata: {\"x\":2,\"agentload_sim\":{\"a\":2,\"b\":[3]},\"timings\":{}}\n\ndata: [DONE]\n\n";
+        assert_eq!(sim_stamps(text), Some(json!({"a": 2, "b": [3]})));
+        assert_eq!(sim_stamps(b"data: [DONE]"), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_floor_client_measures_against_the_simulator() {
+        let sim = agentload_sim::start(
+            agentload_sim::SimConfig {
+                decode_tokens_per_s: 10_000.0,
+                ..Default::default()
+            },
+            std::sync::Arc::new(agentload_sim::ApproxTokenCounter),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let body = serde_json::to_vec(&json!({
+            "model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "word word word word"}],
+        }))
+        .unwrap();
+        let addr = sim.addr();
+        let samples = tokio::task::spawn_blocking(move || run(addr, &body, 5))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(samples.len(), 5);
+        for s in samples {
+            // The simulator's first read cannot come before the send; the client's read can
+            // come before the simulator's write(2) returned (no bound on that: a preempted
+            // writer returns late).
+            assert!(s.request_ns >= 0, "{s:?}");
+            assert_eq!(s.total_ns, s.request_ns + s.response_ns);
+        }
+        assert_eq!(sim.connections_accepted(), 1);
+        sim.shutdown().await;
+    }
+}

@@ -1,0 +1,230 @@
+//! The connection's socket, stamped at the syscall: a request is received when the first read
+//! of its bytes returns, and its first token is out when the first write of its response (the
+//! head goes out with the first token) returns. These stamps, not the scheduler's, are the
+//! simulator's `agentload_sim` timestamps, so the simulator's own hops (scheduler to writer,
+//! head encoding, the write) do not count against the client it measures.
+//!
+//! One request at a time per connection (HTTP/1.1 without pipelining): the first read that
+//! returns bytes after the previous response started writing begins the next request.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, shared by every process
+/// on the machine, so a client in another process can compare its own stamps with these.
+fn clock_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `at` on the machine-wide monotonic clock (`CLOCK_MONOTONIC`), nanoseconds: comparable
+/// across the processes of one machine (the simulator's `*_mono_ns` stamps are on it).
+pub fn mono_ns(at: Instant) -> u64 {
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (instant, mono) = *ANCHOR.get_or_init(|| (Instant::now(), clock_monotonic_ns()));
+    match at.checked_duration_since(instant) {
+        Some(d) => mono + d.as_nanos() as u64,
+        None => mono.saturating_sub(instant.duration_since(at).as_nanos() as u64),
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// A request's bytes are being read and its response has not started.
+    reading: bool,
+    request_at: Option<Instant>,
+    first_write: Option<Instant>,
+    /// Waits for the first write ([`WireStamps::poll_first_write`]).
+    waiter: Option<Waker>,
+}
+
+/// The current request's stamps on one connection.
+#[derive(Debug, Default)]
+pub(crate) struct WireStamps(Mutex<State>);
+
+impl WireStamps {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().expect("wire stamps lock")
+    }
+
+    fn read_returned(&self) {
+        let mut s = self.lock();
+        if !s.reading {
+            s.reading = true;
+            s.request_at = Some(Instant::now());
+            s.first_write = None;
+        }
+    }
+
+    fn write_returned(&self) {
+        let mut s = self.lock();
+        if s.reading {
+            s.reading = false;
+            s.first_write = Some(Instant::now());
+            if let Some(w) = s.waiter.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// When the first read of the current request's bytes returned.
+    pub(crate) fn request_at(&self) -> Option<Instant> {
+        self.lock().request_at
+    }
+
+    /// When the first write of the current request's response returned; pending until then.
+    pub(crate) fn poll_first_write(&self, cx: &mut Context<'_>) -> Poll<Instant> {
+        let mut s = self.lock();
+        match s.first_write {
+            Some(at) => Poll::Ready(at),
+            None => {
+                s.waiter = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A server-side TCP stream whose reads and writes are stamped.
+pub(crate) struct WireIo {
+    tcp: TcpStream,
+    stamps: Arc<WireStamps>,
+}
+
+impl WireIo {
+    pub(crate) fn new(tcp: TcpStream) -> (Self, Arc<WireStamps>) {
+        let stamps = Arc::new(WireStamps::default());
+        (
+            Self {
+                tcp,
+                stamps: stamps.clone(),
+            },
+            stamps,
+        )
+    }
+}
+
+impl AsyncRead for WireIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.stamps.read_returned();
+        }
+        polled
+    }
+}
+
+impl WireIo {
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
+            self.stamps.write_returned();
+        }
+    }
+}
+
+impl AsyncWrite for WireIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        this.wrote(&polled);
+        polled
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        this.wrote(&polled);
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn monotonic_ns_follows_instants() {
+        let a = Instant::now();
+        let b = a + std::time::Duration::from_micros(1500);
+        assert_eq!(mono_ns(b) - mono_ns(a), 1_500_000);
+        let now = clock_monotonic_ns();
+        assert!(mono_ns(Instant::now()).abs_diff(now) < 5_000_000);
+    }
+
+    #[tokio::test]
+    async fn a_request_starts_at_its_first_read_and_its_answer_at_its_first_write() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, _) = listener.accept().await.unwrap();
+        let (mut io, stamps) = WireIo::new(tcp);
+        assert!(stamps.request_at().is_none());
+        let mut buf = [0u8; 4];
+        for round in 0..2 {
+            let sent = Instant::now();
+            client.write_all(b"ab").await.unwrap();
+            io.read_exact(&mut buf[..2]).await.unwrap();
+            let first = stamps.request_at().unwrap();
+            assert!(first >= sent, "round {round}");
+            // More bytes of the same request do not move its stamp.
+            client.write_all(b"cd").await.unwrap();
+            io.read_exact(&mut buf[..2]).await.unwrap();
+            assert_eq!(stamps.request_at(), Some(first));
+            let waker = futures_noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            assert!(stamps.poll_first_write(&mut cx).is_pending());
+            io.write_all(b"x").await.unwrap();
+            let Poll::Ready(written) = stamps.poll_first_write(&mut cx) else {
+                panic!("the write returned");
+            };
+            assert!(written >= first);
+            // Later writes of the same answer keep the first one's stamp.
+            io.write_all(b"y").await.unwrap();
+            assert_eq!(stamps.poll_first_write(&mut cx), Poll::Ready(written));
+            client.read_exact(&mut buf[..2]).await.unwrap();
+        }
+    }
+
+    fn futures_noop_waker() -> Waker {
+        Waker::noop().clone()
+    }
+}
