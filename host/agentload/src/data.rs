@@ -334,6 +334,36 @@ mod tests {
     }
 
     #[test]
+    fn every_workload_folder_has_its_lock_compiled_in() {
+        let workloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&workloads)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .map(|p| {
+                assert!(
+                    p.join("data.lock").is_file(),
+                    "{} has no data.lock",
+                    p.display()
+                );
+                assert!(
+                    p.join("README.md").is_file(),
+                    "{} has no README.md",
+                    p.display()
+                );
+                format!(
+                    "workloads/{}/data.lock",
+                    p.file_name().unwrap().to_string_lossy()
+                )
+            })
+            .collect();
+        on_disk.sort();
+        let mut compiled: Vec<String> = DATA_LOCKS.iter().map(|(f, _)| f.to_string()).collect();
+        compiled.sort();
+        assert_eq!(on_disk, compiled, "add the new lock to DATA_LOCKS");
+    }
+
+    #[test]
     fn lock_names_the_edge_dataset() {
         assert_eq!(
             locked_digest("agentic_coding_2.5h.jsonl"),
