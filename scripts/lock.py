@@ -9,7 +9,11 @@ scripts, so that no shell script parses TOML by hand.
   lock.py file LOCK NAME KEY    a field of the file with that name
 """
 import sys
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    sys.exit(f"error: scripts/lock.py needs Python 3.11 or newer (tomllib); this is {sys.version.split()[0]}")
 
 
 def load(path):
