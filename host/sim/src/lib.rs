@@ -103,6 +103,7 @@ mod cache;
 mod config;
 mod error;
 mod fault;
+pub mod hooked;
 mod prompt;
 mod responder;
 mod rng;

@@ -30,7 +30,7 @@ use crate::scheduler::{self, Reply, Request as Job, SchedulerHandle};
 use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
-use crate::wire::{WireIo, WireStamps};
+use crate::wire::{wire_io, WireStamps};
 use crate::{SimConfig, SimError};
 
 /// Largest request body accepted.
@@ -187,7 +187,7 @@ async fn serve_connection(
 ) {
     // Token chunks are small writes that must leave at once.
     let _ = stream.set_nodelay(true);
-    let (io, wire) = WireIo::new(stream);
+    let (io, wire) = wire_io(stream);
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
         let wire = Arc::clone(&wire);

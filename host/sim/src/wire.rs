@@ -7,14 +7,13 @@
 //! One request at a time per connection (HTTP/1.1 without pipelining): the first read that
 //! returns bytes after the previous response started writing begins the next request.
 
-use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+use crate::hooked::{Hooked, IoHooks};
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, shared by every process
 /// on the machine, so a client in another process can compare its own stamps with these.
@@ -97,81 +96,21 @@ impl WireStamps {
 }
 
 /// A server-side TCP stream whose reads and writes are stamped.
-pub(crate) struct WireIo {
-    tcp: TcpStream,
-    stamps: Arc<WireStamps>,
+pub(crate) type WireIo = Hooked<Arc<WireStamps>>;
+
+/// A connection's stream and the stamps its syscalls leave.
+pub(crate) fn wire_io(tcp: TcpStream) -> (WireIo, Arc<WireStamps>) {
+    let stamps = Arc::new(WireStamps::default());
+    (Hooked::new(tcp, stamps.clone()), stamps)
 }
 
-impl WireIo {
-    pub(crate) fn new(tcp: TcpStream) -> (Self, Arc<WireStamps>) {
-        let stamps = Arc::new(WireStamps::default());
-        (
-            Self {
-                tcp,
-                stamps: stamps.clone(),
-            },
-            stamps,
-        )
-    }
-}
-
-impl AsyncRead for WireIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.stamps.read_returned();
-        }
-        polled
-    }
-}
-
-impl WireIo {
-    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
-        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
-            self.stamps.write_returned();
-        }
-    }
-}
-
-impl AsyncWrite for WireIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.tcp).poll_write(cx, buf);
-        this.wrote(&polled);
-        polled
+impl IoHooks for Arc<WireStamps> {
+    fn read_returned(&self) {
+        WireStamps::read_returned(self);
     }
 
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
-        this.wrote(&polled);
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    fn write_returned(&self) {
+        WireStamps::write_returned(self);
     }
 }
 
@@ -196,7 +135,7 @@ mod tests {
             .await
             .unwrap();
         let (tcp, _) = listener.accept().await.unwrap();
-        let (mut io, stamps) = WireIo::new(tcp);
+        let (mut io, stamps) = wire_io(tcp);
         assert!(stamps.request_at().is_none());
         let mut buf = [0u8; 4];
         for round in 0..2 {

@@ -12,7 +12,7 @@
 //! ([`Pool::opened`]).
 
 use super::stream::TurnError;
-use super::wire::{ReadStamp, Stamped};
+use super::wire::{stamped, ReadStamp, Stamped};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -233,7 +233,7 @@ impl Pool {
         self.opened.fetch_add(1, Ordering::SeqCst);
         tcp.set_nodelay(true)
             .map_err(|e| transport("cannot set TCP_NODELAY on the connection to", &e))?;
-        let (io, reads) = Stamped::new(tcp);
+        let (io, reads) = stamped(tcp);
         let (sender, driver) = http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| transport("HTTP handshake failed with", &e))?;

@@ -3,13 +3,10 @@
 //! is parsed. Response timestamps are these stamps, so neither HTTP/SSE parsing nor task
 //! scheduling after the read can shift them.
 
-use std::io;
-use std::pin::Pin;
+use agentload_sim::hooked::{Hooked, IoHooks};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// The process's time anchor for stamps kept in an atomic.
@@ -43,69 +40,19 @@ impl ReadStamp {
     }
 }
 
-/// A TCP stream whose reads are stamped.
-#[derive(Debug)]
-pub(super) struct Stamped {
-    tcp: TcpStream,
-    reads: ReadStamp,
+/// A TCP stream whose reads are stamped (the simulator's socket wrapper, with the client's
+/// hook).
+pub(super) type Stamped = Hooked<ReadStamp>;
+
+/// A connection's stream and the stamp of its latest read.
+pub(super) fn stamped(tcp: TcpStream) -> (Stamped, ReadStamp) {
+    let reads = ReadStamp::new();
+    (Hooked::new(tcp, reads.clone()), reads)
 }
 
-impl Stamped {
-    pub(super) fn new(tcp: TcpStream) -> (Self, ReadStamp) {
-        let reads = ReadStamp::new();
-        (
-            Self {
-                tcp,
-                reads: reads.clone(),
-            },
-            reads,
-        )
-    }
-}
-
-impl AsyncRead for Stamped {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.reads.mark();
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Stamped {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+impl IoHooks for ReadStamp {
+    fn read_returned(&self) {
+        self.mark();
     }
 }
 
@@ -120,7 +67,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
-        let (mut stamped, reads) = Stamped::new(client);
+        let (mut stamped, reads) = stamped(client);
         let never = Instant::now() + Duration::from_secs(3600);
         assert_eq!(reads.last_or(never), never, "no read yet");
         server.write_all(b"abc").await.unwrap();
