@@ -112,34 +112,35 @@ pub fn ast_checker(
             ));
         }
         simple(
-            &index(functions, 0)?,
+            &*index(functions, 0)?,
             &output[0],
-            &index(possible_answer, 0)?,
+            &*index(possible_answer, 0)?,
             opts,
         )
     }
 }
 
-fn find_description(functions: &Value, name: &Value) -> PyResult<Value> {
+fn find_description<'a>(functions: &'a Value, name: &Value) -> PyResult<&'a Value> {
+    static NONE: Value = Value::None;
     match functions {
         Value::List(docs) => {
             for doc in docs {
-                if py_eq(&getitem(doc, "name")?, name) {
-                    return Ok(doc.clone());
+                if py_eq(getitem(doc, "name")?, name) {
+                    return Ok(doc);
                 }
             }
-            Ok(Value::None)
+            Ok(&NONE)
         }
-        other => Ok(other.clone()),
+        other => Ok(other),
     }
 }
 
 /// `list(d.keys())[0]` / `list(d.values())[0]` of a ground-truth call.
-fn first_entry(call: &Value) -> PyResult<(String, Value)> {
+fn first_entry(call: &Value) -> PyResult<(&str, &Value)> {
     match call {
         Value::Dict(items) => items
             .first()
-            .cloned()
+            .map(|(k, v)| (k.as_str(), v))
             .ok_or_else(|| PyErr::new("IndexError", "list index out of range")),
         other => Err(PyErr::new(
             "AttributeError",
@@ -157,8 +158,8 @@ fn multiple(functions: &Value, output: &[Call], answers: &Value, opts: Options) 
     }
     let gt0 = index(answers, 0)?;
     let (name, _) = first_entry(&gt0)?;
-    let doc = find_description(functions, &Value::Str(name))?;
-    simple(&doc, &output[0], &gt0, opts)
+    let doc = find_description(functions, &Value::str(name))?;
+    simple(doc, &output[0], &gt0, opts)
 }
 
 fn parallel_no_order(
@@ -181,13 +182,13 @@ fn parallel_no_order(
     for i in 0..n {
         let gt = index(answers, i)?;
         let (name, _) = first_entry(&gt)?;
-        let doc = find_description(functions, &Value::Str(name))?;
+        let doc = find_description(functions, &Value::str(name))?;
         let mut all_errors: Vec<Value> = Vec::new();
         for (j, call) in output.iter().enumerate() {
             if matched.contains(&j) {
                 continue;
             }
-            let r = simple(&doc, call, &gt, opts)?;
+            let r = simple(doc, call, &gt, opts)?;
             if r.valid {
                 matched.push(j);
                 result = Some(r);
@@ -202,7 +203,7 @@ fn parallel_no_order(
                         r.error_type.clone().map_or(Value::None, Value::Str),
                     ),
                     ("model_output_item".into(), call.as_value()),
-                    ("possible_answer_item".into(), gt.clone()),
+                    ("possible_answer_item".into(), gt.clone().into_owned()),
                 ]),
             )]));
             result = Some(r);
@@ -276,16 +277,18 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
     };
     let func_name = getitem(doc, "name")?;
     let parameters = getitem(doc, "parameters")?;
-    let param_details = getitem(&parameters, "properties")?;
-    let required = getitem(&parameters, "required")?;
+    let param_details = getitem(parameters, "properties")?;
+    let required = getitem(parameters, "required")?;
 
+    let renamed;
     let func_name = match func_name {
         Value::Str(s) if opts.underscore_to_dot && s.contains('.') => {
-            Value::Str(s.replace('.', "_"))
+            renamed = Value::Str(s.replace('.', "_"));
+            &renamed
         }
         other => other,
     };
-    if !py_eq(&call.name, &func_name) {
+    if !py_eq(&call.name, func_name) {
         return Ok(Check::fail(
             format!(
                 "Function name {} not found in model output.",
@@ -305,7 +308,7 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
         ));
     };
 
-    for param in iterate(&required)? {
+    for param in iterate(required)? {
         if !contains(model_params, &param)? {
             return Ok(Check::fail(
                 format!("Missing required parameter: {}.", param.repr()),
@@ -316,15 +319,15 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
 
     for (param, value) in model_items {
         let p = Value::Str(param.clone());
-        if !contains(&param_details, &p)? || !contains(&possible_answer, &p)? {
+        if !contains(param_details, &p)? || !contains(possible_answer, &p)? {
             return Ok(Check::fail(
                 format!("Unexpected parameter: {}.", str_repr(param)),
                 "simple_function_checker:unexpected_param",
             ));
         }
-        let full = getitem(&param_details, param)?;
-        let type_value = getitem(&full, "type")?;
-        let type_desc = type_key(&type_value)?;
+        let full = getitem(param_details, param)?;
+        let type_value = getitem(full, "type")?;
+        let type_desc = type_key(type_value)?;
         let mut value = value.clone();
         let mut nested: Option<PyType> = None;
         let expected = match opts.language {
@@ -335,7 +338,7 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                     } else {
                         (js_type, "type_error:js", "js")
                     };
-                let expected = lookup(type_desc).ok_or_else(|| key_error(&type_value))?;
+                let expected = lookup(type_desc).ok_or_else(|| key_error(type_value))?;
                 let Value::Str(text) = &value else {
                     return Ok(Check::fail(
                         format!(
@@ -353,9 +356,9 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                     js_type_converter
                 };
                 value = if matches!(type_desc, "Array" | "ArrayList" | "array") {
-                    let nested_value = getitem(&getitem(&full, "items")?, "type")?;
-                    let nested_type = type_key(&nested_value)?;
-                    nested = Some(lookup(nested_type).ok_or_else(|| key_error(&nested_value))?);
+                    let nested_value = getitem(getitem(full, "items")?, "type")?;
+                    let nested_type = type_key(nested_value)?;
+                    nested = Some(lookup(nested_type).ok_or_else(|| key_error(nested_value))?);
                     convert(text, type_desc, Some(nested_type))?
                 } else {
                     convert(text, type_desc, None)?
@@ -363,12 +366,11 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                 expected
             }
             Language::Python => {
-                let expected = python_type(type_desc).ok_or_else(|| key_error(&type_value))?;
+                let expected = python_type(type_desc).ok_or_else(|| key_error(type_value))?;
                 if matches!(type_desc, "array" | "tuple") {
-                    let nested_value = getitem(&getitem(&full, "items")?, "type")?;
-                    let nested_type = type_key(&nested_value)?;
-                    nested =
-                        Some(python_type(nested_type).ok_or_else(|| key_error(&nested_value))?);
+                    let nested_value = getitem(getitem(full, "items")?, "type")?;
+                    let nested_type = type_key(nested_value)?;
+                    nested = Some(python_type(nested_type).ok_or_else(|| key_error(nested_value))?);
                 }
                 expected
             }
@@ -394,20 +396,20 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
             }
         }
 
-        let candidates = getitem(&possible_answer, param)?;
-        let tc = type_checker(param, &value, &candidates, type_desc, expected, nested)?;
+        let candidates = getitem(possible_answer, param)?;
+        let tc = type_checker(param, &value, candidates, type_desc, expected, nested)?;
         if !tc.valid {
             return Ok(tc);
         }
         if !tc.is_variable {
             let sub = if expected == PyType::Dict {
-                Some(dict_checker(&value, &candidates)?)
+                Some(dict_checker(&value, candidates)?)
             } else if expected == PyType::List && nested == Some(PyType::Dict) {
-                Some(list_dict_checker(&value, &candidates)?)
+                Some(list_dict_checker(&value, candidates)?)
             } else if expected == PyType::Str {
-                Some(string_checker(param, &value, &candidates)?)
+                Some(string_checker(param, &value, candidates)?)
             } else if expected == PyType::List {
-                Some(list_checker(param, &value, &candidates)?)
+                Some(list_checker(param, &value, candidates)?)
             } else {
                 None
             };
@@ -418,7 +420,7 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
                 continue;
             }
         }
-        if !contains(&candidates, &value)? {
+        if !contains(candidates, &value)? {
             return Ok(Check::fail(
                 format!(
                     "Invalid value for parameter {}: {}. Expected one of {}.",
@@ -431,10 +433,10 @@ fn simple(doc: &Value, call: &Call, gt_call: &Value, opts: Options) -> PyResult<
         }
     }
 
-    for param in iterate(&possible_answer)? {
-        let key = param.as_str().unwrap_or_default().to_owned();
+    for param in iterate(possible_answer)? {
+        let key = param.as_str().unwrap_or_default();
         if !contains(model_params, &param)?
-            && !contains(&getitem(&possible_answer, &key)?, &Value::str(""))?
+            && !contains(getitem(possible_answer, key)?, &Value::str(""))?
         {
             return Ok(Check::fail(
                 format!(
@@ -565,8 +567,8 @@ fn string_checker(param: &str, value: &Value, candidates: &Value) -> PyResult<Ch
         .map(|i| index(candidates, i))
         .collect::<PyResult<Vec<_>>>()?
         .iter()
-        .filter(|c| matches!(c, Value::Str(_)))
-        .map(standardized)
+        .filter(|c| matches!(c.as_ref(), Value::Str(_)))
+        .map(|c| standardized(c))
         .collect();
     if !options.iter().any(|o| py_eq(o, &model)) {
         return Ok(Check::fail(
@@ -586,7 +588,7 @@ fn list_checker(param: &str, value: &Value, candidates: &Value) -> PyResult<Chec
     let model = Value::List(iterate(value)?.iter().map(standardized).collect());
     let mut options = Vec::new();
     for i in 0..py_len(candidates)? {
-        options.push(Value::List(standardized_items(&index(candidates, i)?)?));
+        options.push(Value::List(standardized_items(&*index(candidates, i)?)?));
     }
     if !options.iter().any(|o| py_eq(o, &model)) {
         return Ok(Check::fail(
@@ -637,7 +639,7 @@ fn dict_checker(value: &Value, candidates: &Value) -> PyResult<Check> {
                 break;
             }
             let std_value = standardized(v);
-            let options = standardized_items(&getitem(&candidate, key)?)?;
+            let options = standardized_items(getitem(&candidate, key)?)?;
             if !options.iter().any(|o| py_eq(o, &std_value)) {
                 result.error.push(Value::Str(format!(
                     "Invalid value for parameter {}: {}. Expected one of {}.",
@@ -687,8 +689,8 @@ fn list_dict_checker(value: &Value, candidates: &Value) -> PyResult<Check> {
         let mut flag = true;
         for di in 0..n {
             result = dict_checker(
-                &index(value, di)?,
-                &Value::List(vec![index(&candidate, di)?]),
+                &*index(value, di)?,
+                &Value::List(vec![index(&candidate, di)?.into_owned()]),
             )?;
             if !result.valid {
                 flag = false;

@@ -32,14 +32,13 @@ pub fn score(settings: &Settings, item: &Item) -> Result<Verdict, Error> {
     let output = item.completion.as_ref().map(model_output);
     let judgement = verdict::judge(&expected, output.as_ref(), settings);
     let detail = verdict::detail_json(&expected, &judgement);
-    let detail = serde_json::from_str(&detail)
-        .map_err(|e| Error::internal(format!("item {}: detail is not JSON: {e}", item.item_id)))?;
-    Ok(Verdict::new(item, judgement.score()).with_detail(detail))
+    Ok(Verdict::new(item, judgement.score()).with_detail_json(detail))
 }
 
 /// The report over a run: the reference's accuracy entry and the gate.
 pub fn report(settings: &Settings, items: &[Item], verdicts: &[Verdict]) -> Result<Report, Error> {
-    /// Aggregation needs only the subset: skip parsing the docs and ground truth.
+    /// Aggregation needs only the subset, which each verdict's detail
+    /// carries: the items' expected data (docs, ground truth) is not read.
     #[derive(serde::Deserialize)]
     struct SubsetOnly {
         subset: String,
@@ -48,7 +47,9 @@ pub fn report(settings: &Settings, items: &[Item], verdicts: &[Verdict]) -> Resu
         .iter()
         .zip(verdicts)
         .map(|(item, v)| {
-            let expected: SubsetOnly = item.expected()?;
+            let expected: SubsetOnly = v.detail.parse().map_err(|e| {
+                Error::input(format!("item {}: detail has no subset: {e}", item.item_id))
+            })?;
             Ok(aggregate::Sample {
                 subset: expected.subset,
                 score: v.score,

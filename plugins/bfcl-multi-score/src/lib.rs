@@ -95,22 +95,24 @@ impl Scorer for BfclMultiScore {
                 item_id: v.item_id,
                 score: v.score,
                 excluded: v.excluded,
-                detail: v.detail,
+                detail: v.detail.into(),
             })
             .collect())
     }
 
+    /// From the entry verdicts' details: the steps' items are not read.
     fn aggregate(&mut self, _items: &[Item], verdicts: &[Verdict]) -> Result<Report, Error> {
-        let verdicts: Vec<score::StepVerdict> = verdicts
+        let entries = verdicts
             .iter()
-            .map(|v| score::StepVerdict {
-                item_id: v.item_id.clone(),
-                score: v.score,
-                excluded: v.excluded.clone(),
-                detail: v.detail.clone(),
+            .filter(|v| v.excluded.is_none())
+            .map(|v| {
+                let summary: score::EntrySummary = v.detail.parse().map_err(|e| {
+                    Error::input(format!("item {}: not an entry verdict: {e}", v.item_id))
+                })?;
+                Ok((v.score, summary))
             })
-            .collect();
-        let report = score::aggregate(self.settings()?, &self.data, &verdicts);
+            .collect::<Result<Vec<_>, Error>>()?;
+        let report = score::aggregate(self.settings()?, &self.data, &entries);
         Ok(Report::from_json(
             report["score"].as_f64().unwrap_or(0.0),
             dumps_with(&report, &Format::indented(2)),

@@ -10,7 +10,7 @@ use bfcl_multi_turn::data::{self, Dataset};
 use bfcl_multi_turn::decode::decode_step;
 use bfcl_multi_turn::sim::Globals;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// A recorded completion: tool calls as `(id, name, arguments)`, and the content.
 pub type Answer = (Vec<(String, String, String)>, String);
@@ -263,30 +263,38 @@ fn pct(correct: usize, total: usize) -> f64 {
     (correct as f64 / total as f64 * 10000.0).round() / 100.0
 }
 
-/// The report: per category and overall accuracy over the scored entries
-/// (and, when the settings name the expected selection, entries never
-/// issued count as failed). Not a gate.
-pub fn aggregate(settings: &Settings, d: &Dataset, verdicts: &[StepVerdict]) -> Value {
+/// What the report reads of an entry's verdict detail.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct EntrySummary {
+    pub id: String,
+    pub category: String,
+    pub error_type: Option<String>,
+}
+
+/// The report: per category and overall accuracy over the scored entries,
+/// given as (score, summary) per entry verdict (and, when the settings name
+/// the expected selection, entries never issued count as failed). Not a gate.
+pub fn aggregate(settings: &Settings, d: &Dataset, entries: &[(f64, EntrySummary)]) -> Value {
     // category -> (correct, total)
     let mut cats: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
-    let mut seen: Vec<String> = Vec::new();
-    for v in verdicts.iter().filter(|v| v.excluded.is_none()) {
-        let cat = v.detail["category"].as_str().unwrap_or("").to_string();
-        let e = cats.entry(cat).or_default();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (score, v) in entries {
+        let e = cats.entry(v.category.clone()).or_default();
         e.1 += 1;
-        if v.score >= 1.0 {
+        if *score >= 1.0 {
             e.0 += 1;
-        } else if let Some(t) = v.detail["error_type"].as_str() {
-            *errors.entry(t.to_string()).or_default() += 1;
+        } else if let Some(t) = &v.error_type {
+            *errors.entry(t.clone()).or_default() += 1;
         }
-        seen.push(v.detail["id"].as_str().unwrap_or("").to_string());
+        seen.insert(&v.id);
     }
     let mut never_issued = 0usize;
     if let Some((categories, pcts)) = &settings.expected {
         if let Ok(selected) = data::select(d, categories, pcts) {
             for q in selected {
-                if !seen.iter().any(|s| s == &q.id) {
+                if !seen.contains(q.id.as_str()) {
                     never_issued += 1;
                     cats.entry(q.category.clone()).or_default().1 += 1;
                     *errors.entry("multi_turn:not_issued".into()).or_default() += 1;
@@ -439,7 +447,12 @@ mod tests {
             steps.len() - 3
         );
         // Over the entries seen: one of three passes.
-        let report = aggregate(&parse("{}"), &d, &v);
+        let entries: Vec<(f64, EntrySummary)> = v
+            .iter()
+            .filter(|x| x.excluded.is_none())
+            .map(|x| (x.score, serde::Deserialize::deserialize(&x.detail).unwrap()))
+            .collect();
+        let report = aggregate(&parse("{}"), &d, &entries);
         assert_eq!(
             report["breakdown"]["category_scores"]["multi_turn_base"],
             json!({"accuracy": 33.33, "correct_count": 1, "total_count": 3})
@@ -447,7 +460,7 @@ mod tests {
         // With the selection named (2 %: the first 4 entries), the entry
         // never issued (multi_turn_base_2) counts as failed.
         let settings = parse(r#"{"categories": ["base"], "sample_pct": 2}"#);
-        let report = aggregate(&settings, &d, &v);
+        let report = aggregate(&settings, &d, &entries);
         assert_eq!(report["breakdown"]["never_issued"], 1);
         assert_eq!(report["breakdown"]["total_count"], 4);
         assert_eq!(report["gated"], false);

@@ -81,7 +81,7 @@ impl Py {
             Py::None => out.push_str("null"),
             Py::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Py::Int(i) => out.push_str(&i.to_string()),
-            Py::Float(f) => out.push_str(&pysem::json::float(*f)),
+            Py::Float(f) => pysem::json::write_float(out, *f),
             Py::Str(s) => pysem::json::write_str(out, s, true),
             Py::List(items) | Py::Tuple(items) => {
                 out.push('[');

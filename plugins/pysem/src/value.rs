@@ -7,8 +7,9 @@
 //! every value through `json.dumps`/`json.loads`, which turns them into lists
 //! (`pyexpr::Lit` models tuples before that round trip).
 
-use crate::num::{float_repr, PyInt};
+use crate::num::{write_float_repr, PyInt};
 use crate::repr::Repr;
+use std::borrow::Cow;
 
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -158,7 +159,7 @@ impl Value {
             } else {
                 "\"-Infinity\""
             }),
-            Value::Float(f) => out.push_str(&float_repr(*f)),
+            Value::Float(f) => write_float_repr(out, *f),
             Value::Str(s) => out.push_str(&json_string(s)),
             Value::List(items) => {
                 out.push('[');
@@ -306,17 +307,17 @@ pub fn py_len(v: &Value) -> PyResult<usize> {
 }
 
 /// `x[i]` for an int index `0 <= i < len(x)` of a sequence (or a dict, which
-/// has no int keys here).
-pub fn index(v: &Value, i: usize) -> PyResult<Value> {
+/// has no int keys here): a list's element borrowed, a str's character made.
+pub fn index(v: &Value, i: usize) -> PyResult<Cow<'_, Value>> {
     match v {
         Value::List(items) => items
             .get(i)
-            .cloned()
+            .map(Cow::Borrowed)
             .ok_or_else(|| PyErr::new("IndexError", "list index out of range")),
         Value::Str(s) => s
             .chars()
             .nth(i)
-            .map(|c| Value::Str(c.to_string()))
+            .map(|c| Cow::Owned(Value::Str(c.to_string())))
             .ok_or_else(|| PyErr::new("IndexError", "string index out of range")),
         Value::Dict(_) => Err(PyErr::new("KeyError", i.to_string())),
         other => Err(PyErr::new(
@@ -326,12 +327,11 @@ pub fn index(v: &Value, i: usize) -> PyResult<Value> {
     }
 }
 
-/// `x[key]` for a str key.
-pub fn getitem(v: &Value, key: &str) -> PyResult<Value> {
+/// `x[key]` for a str key, borrowed.
+pub fn getitem<'a>(v: &'a Value, key: &str) -> PyResult<&'a Value> {
     match v {
         Value::Dict(_) => v
             .get(key)
-            .cloned()
             .ok_or_else(|| PyErr::new("KeyError", str_repr(key))),
         Value::List(_) => Err(PyErr::new(
             "TypeError",
@@ -355,7 +355,7 @@ impl Repr for Value {
             Value::Bool(true) => out.push_str("True"),
             Value::Bool(false) => out.push_str("False"),
             Value::Int(i) => out.push_str(&i.repr()),
-            Value::Float(f) => out.push_str(&float_repr(*f)),
+            Value::Float(f) => write_float_repr(out, *f),
             Value::Str(s) => s.write_repr(out),
             Value::List(items) => crate::repr::list(out, items),
             Value::Dict(items) => crate::repr::dict(out, items.iter().map(|(k, v)| (k, v))),

@@ -38,6 +38,7 @@
 
 mod chat;
 mod config;
+mod detail;
 mod error;
 pub mod log;
 mod scorer;
@@ -45,6 +46,7 @@ mod workload;
 
 pub use chat::{Message, Tool};
 pub use config::{Line, Lines};
+pub use detail::Detail;
 pub use error::Error;
 pub use scorer::{Item, Report, Scorer, Verdict};
 /// A [`Turn`] as the host receives it ([`Turn::into_request`]), for tests.

@@ -1,7 +1,7 @@
 //! The [`Scorer`] trait and its records.
 
 use crate::wit::agentload::plugin::types::{Completion, PluginConfig};
-use crate::{Error, Info};
+use crate::{Detail, Error, Info};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -76,7 +76,7 @@ pub struct Verdict {
     /// Set when the item is not scored at all, with the reason.
     pub excluded: Option<String>,
     /// Detail as a JSON object.
-    pub detail: Value,
+    pub detail: Detail,
 }
 
 impl Verdict {
@@ -86,7 +86,7 @@ impl Verdict {
             item_id: item.item_id.clone(),
             score,
             excluded: None,
-            detail: Value::Object(Default::default()),
+            detail: Detail::default(),
         }
     }
 
@@ -100,7 +100,14 @@ impl Verdict {
 
     /// With a detail object.
     pub fn with_detail(mut self, detail: Value) -> Self {
-        self.detail = detail;
+        self.detail = detail.into();
+        self
+    }
+
+    /// With a detail object written as JSON text, handed to the host as is
+    /// (a scorer that builds its detail as text need not parse it back).
+    pub fn with_detail_json(mut self, json: String) -> Self {
+        self.detail = Detail::from_json(json);
         self
     }
 }
@@ -231,23 +238,18 @@ pub mod glue {
         with(state, |s| s.aggregate(items, verdicts))
     }
 
-    /// `detail` as the JSON text the host stores.
-    pub fn detail_json(v: &Verdict) -> String {
-        v.detail.to_string()
-    }
-
     /// A verdict from the host's record.
     pub fn verdict(
         item_id: String,
         score: f64,
         excluded: Option<String>,
-        detail_json: &str,
+        detail_json: String,
     ) -> Verdict {
         Verdict {
             item_id,
             score,
             excluded,
-            detail: serde_json::from_str(detail_json).unwrap_or(Value::Null),
+            detail: Detail::from_json(detail_json),
         }
     }
 }
@@ -327,12 +329,12 @@ macro_rules! export_scorer {
                     let verdicts = STATE.with(|s| glue::score::<Plugin>(s, &list))?;
                     ::core::result::Result::Ok(
                         verdicts
-                            .iter()
+                            .into_iter()
                             .map(|v| Verdict {
-                                item_id: v.item_id.clone(),
+                                item_id: v.item_id,
                                 score: v.score,
-                                excluded: v.excluded.clone(),
-                                detail_json: glue::detail_json(v),
+                                excluded: v.excluded,
+                                detail_json: v.detail.into_json(),
                             })
                             .collect(),
                     )
@@ -345,7 +347,7 @@ macro_rules! export_scorer {
                     let list = items(list);
                     let verdicts: ::std::vec::Vec<$crate::Verdict> = verdicts
                         .into_iter()
-                        .map(|v| glue::verdict(v.item_id, v.score, v.excluded, &v.detail_json))
+                        .map(|v| glue::verdict(v.item_id, v.score, v.excluded, v.detail_json))
                         .collect();
                     let report = STATE.with(|s| glue::aggregate::<Plugin>(s, &list, &verdicts))?;
                     ::core::result::Result::Ok(Report {

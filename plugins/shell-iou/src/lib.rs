@@ -43,7 +43,7 @@ impl Scorer for ShellIou {
             .iter()
             .zip(verdicts)
             .map(|(item, verdict)| {
-                Turn::from_verdict(&item.expected_json, &verdict.detail)
+                Turn::from_verdict(&item.expected_json, verdict.detail.value())
                     .map_err(|e| Error::input(format!("item {}: {e}", item.item_id)))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -190,7 +190,7 @@ mod tests {
         assert_eq!((report.score, &report.json), (direct.score, &direct.json));
         // A detail another scorer wrote is an error naming the item.
         let mut foreign = verdicts.clone();
-        foreign[1].detail = json!({"error_type": "missing"});
+        foreign[1].detail = json!({"error_type": "missing"}).into();
         let e = ShellIou.aggregate(&items, &foreign).unwrap_err();
         assert!(
             matches!(&e, Error::Input(m) if m.starts_with("item 4:") && m.contains("gt_actions")),

@@ -3,7 +3,7 @@
 //! non-finite ones, as `json.dumps` writes them), either `ensure_ascii`,
 //! any separators, and `indent`.
 
-use crate::num::float_repr;
+use crate::num::write_float_repr;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -93,7 +93,7 @@ fn write_at(out: &mut String, value: &Value, format: &Format, depth: usize) {
         Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => write!(out, "{i}").expect("write to String"),
             (_, Some(u), _) => write!(out, "{u}").expect("write to String"),
-            (_, _, Some(f)) => out.push_str(&float(f)),
+            (_, _, Some(f)) => write_float(out, f),
             _ => out.push_str(&n.to_string()),
         },
         Value::String(s) => write_str(out, s, format.ensure_ascii),
@@ -165,12 +165,19 @@ pub fn write_str(out: &mut String, s: &str, ensure_ascii: bool) {
 /// A float as `json.dumps` writes it: `repr(f)`, but `NaN`, `Infinity` and
 /// `-Infinity` for the values whose `repr` is `nan`, `inf` and `-inf`.
 pub fn float(f: f64) -> String {
+    let mut out = String::new();
+    write_float(&mut out, f);
+    out
+}
+
+/// Appends [`float`]'s text to `out`.
+pub fn write_float(out: &mut String, f: f64) {
     if f.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if f.is_infinite() {
-        if f > 0.0 { "Infinity" } else { "-Infinity" }.into()
+        out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
     } else {
-        float_repr(f)
+        write_float_repr(out, f);
     }
 }
 

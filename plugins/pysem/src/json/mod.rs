@@ -11,7 +11,9 @@
 
 mod dumps;
 
-pub use dumps::{dumps, dumps_with, float, string, write, write_str, write_with, Format};
+pub use dumps::{
+    dumps, dumps_with, float, string, write, write_float, write_str, write_with, Format,
+};
 
 use crate::num::{PyInt, MAX_STR_DIGITS};
 use crate::value::Value;
@@ -188,9 +190,16 @@ impl Parser<'_> {
                 }
                 0..=0x1f => return None,
                 _ => {
-                    let c = self.text[self.pos..].chars().next()?;
-                    out.push(c);
-                    self.pos += c.len_utf8();
+                    // The run up to the next quote, backslash or control
+                    // character, copied at once (it ends on an ASCII byte,
+                    // so on a character boundary).
+                    let rest = &self.s[self.pos..];
+                    let run = rest
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                        .unwrap_or(rest.len());
+                    out.push_str(&self.text[self.pos..self.pos + run]);
+                    self.pos += run;
                 }
             }
         }
