@@ -248,12 +248,29 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         explicit: &overrides.grants,
         submission,
     };
-    let mut perf = perf_cfg
-        .map(|p| prepare(&engine, &config, p, &policy("performance")).context("performance phase"))
-        .transpose()?;
-    let mut acc = acc_cfg
-        .map(|p| prepare(&engine, &config, p, &policy("accuracy")).context("accuracy phase"))
-        .transpose()?;
+    // Both phases are prepared (and so checked) before the first request,
+    // side by side: the accuracy phase's data loads while the performance
+    // phase's does, instead of after it. An error names its phase; the
+    // performance phase's comes first.
+    let (perf, acc) = std::thread::scope(|scope| {
+        let acc = acc_cfg.map(|p| {
+            let (engine, config, policy) = (&engine, &config, policy("accuracy"));
+            scope.spawn(move || prepare(engine, config, p, &policy).context("accuracy phase"))
+        });
+        let perf = perf_cfg
+            .map(|p| {
+                prepare(&engine, &config, p, &policy("performance")).context("performance phase")
+            })
+            .transpose();
+        let acc = acc
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .transpose();
+        (perf, acc)
+    });
+    let (mut perf, mut acc) = (perf?, acc?);
     let seals: Vec<PluginSeal> = perf
         .iter()
         .chain(acc.iter())

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -319,9 +319,17 @@ fn write_entry(
     let dir = entry.parent().expect("cache path has a parent");
     std::fs::create_dir_all(dir)?;
     let tag = key.tag(&entry_message(digest, compat, &bytes));
-    let pid = std::process::id();
-    let tmp = entry.with_extension(format!("tmp{pid}"));
-    let tmp_tag = entry.with_extension(format!("hmac.tmp{pid}"));
+    // Temporary names unique to this writer: two processes, or two phases
+    // of one run compiling the same component side by side, never write
+    // into the same file.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let writer = format!(
+        "{}-{}",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    );
+    let tmp = entry.with_extension(format!("tmp{writer}"));
+    let tmp_tag = entry.with_extension(format!("hmac.tmp{writer}"));
     std::fs::write(&tmp, &bytes)?;
     std::fs::write(&tmp_tag, tag)?;
     // The tag first: a reader that sees the new entry before its tag finds
