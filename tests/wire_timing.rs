@@ -200,6 +200,9 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
         "c=3 (3 req) TTFT error p50",
         "c=3 first request TTFT error p99",
         "c=3 connection set-up",
+        "c=3 ingest / demand",
+        "c=3 harness CPU busy",
+        "c=3 simulator CPU busy",
     ] {
         assert!(table.contains(row), "`{row}` missing:\n{table}");
     }
@@ -226,6 +229,15 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
             assert!((ratio - p99 / floor99).abs() < 1e-9, "{l}");
         }
         assert!(l["after_first"]["request_path"]["p50_ms"].as_f64().unwrap() >= 0.0);
+        // Demand is streams x the simulator's 100 tokens/s; both sides' CPU is read.
+        assert_eq!(
+            l["demand_tps"].as_f64().unwrap(),
+            l["streams"].as_f64().unwrap() * 100.0
+        );
+        for side in ["harness_cpu_pct", "sim_cpu_pct"] {
+            let pct = l[side].as_f64().unwrap();
+            assert!(pct.is_finite() && pct >= 0.0, "{side}: {l}");
+        }
     }
     assert!(streams["sim_cpus"].is_null());
 }

@@ -18,6 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
 
+/// Tokens per second the simulator decodes per stream.
+const SIM_DECODE_TPS: usize = 100;
+
 /// What the streams section runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -96,7 +99,14 @@ pub struct Level {
     pub ratio_to_floor_p99: f64,
     /// Token-bearing chunks received per second, all streams together.
     pub ingest_tps: f64,
+    /// What the simulator would send if nothing waited: streams x its decode rate.
+    pub demand_tps: f64,
     pub harness_cpu_ms_per_request: f64,
+    /// CPU the harness and the simulator used while the level ran, in % of
+    /// one core: near 100 x their cores, one of them is saturated and the
+    /// errors measure its backlog, not the harness's timestamps.
+    pub harness_cpu_pct: f64,
+    pub sim_cpu_pct: f64,
     /// Largest resident set seen while the level ran (MiB).
     pub rss_mib: f64,
 }
@@ -150,7 +160,7 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         "--prefill-tps",
         "1000000",
         "--decode-tps",
-        "100",
+        &SIM_DECODE_TPS.to_string(),
         // An ideal server: no batch slowdown, so the client is what is measured.
         "--decode-batch-slowdown",
         "0",
@@ -195,7 +205,7 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     };
     let mut levels = Vec::new();
     for &n in &opts.levels {
-        levels.push(level(&url, n, opts.per_stream(n), &body, &floor).await?);
+        levels.push(level(&url, child.id(), n, opts.per_stream(n), &body, &floor).await?);
     }
     child.kill().await.ok();
     let out = Streams {
@@ -249,7 +259,10 @@ fn rows(s: &Streams) -> Vec<Row> {
             ("first request TTFT error p99", l.first.total.p99_ms, "ms"),
             ("connection set-up", l.setup_ms, "ms"),
             ("client ingest", l.ingest_tps, "tok/s"),
+            ("ingest / demand", l.ingest_tps / l.demand_tps, "x"),
             ("harness CPU", l.harness_cpu_ms_per_request, "ms/req"),
+            ("harness CPU busy", l.harness_cpu_pct, "% core"),
+            ("simulator CPU busy", l.sim_cpu_pct, "% core"),
             ("harness RSS", l.rss_mib, "MiB"),
         ] {
             rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
@@ -282,6 +295,7 @@ fn rows(s: &Streams) -> Vec<Row> {
 
 async fn level(
     url: &str,
+    sim: Option<u32>,
     n: usize,
     per_stream: usize,
     body: &serde_json::Value,
@@ -310,7 +324,8 @@ async fn level(
         .warm_up(n)
         .await
         .with_context(|| format!("c={n}: cannot open the connections"))?;
-    let cpu0 = crate::sweep::cpu_seconds();
+    let sim_cpu = || sim.and_then(super::process_cpu_seconds);
+    let (cpu0, sim_cpu0) = (crate::sweep::cpu_seconds(), sim_cpu());
     let started = Instant::now();
     let tasks: Vec<_> = (0..n)
         .map(|i| {
@@ -357,6 +372,7 @@ async fn level(
     let cpu = cpu0
         .zip(crate::sweep::cpu_seconds())
         .map_or(f64::NAN, |(a, b)| b - a);
+    let sim_cpu = sim_cpu0.zip(sim_cpu()).map_or(f64::NAN, |(a, b)| b - a);
     sampler.abort();
     let requests = n * per_stream;
     // With one request per stream there is no "after the first": all of them are it.
@@ -376,7 +392,10 @@ async fn level(
         ratio_to_floor_p99: ratio(after_first.total.p99_ms, floor.after_first.total.p99_ms),
         after_first,
         ingest_tps: chunks as f64 / wall,
+        demand_tps: (n * SIM_DECODE_TPS) as f64,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
+        harness_cpu_pct: cpu / wall * 100.0,
+        sim_cpu_pct: sim_cpu / wall * 100.0,
         rss_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
     })
 }
