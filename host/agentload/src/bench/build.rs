@@ -7,7 +7,7 @@ use crate::config::table_json;
 use crate::engine::{request_body, BodyOptions};
 use crate::plugin::types::{GrantedFile, PluginConfig, TurnOutcome};
 use crate::plugin::{Limits, PluginEngine, WorkloadPlugin};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,10 +45,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         let mut next = Some(workload.start_session(&plan.id)?);
         let mut started = t;
         while let Some(req) = next {
-            let body = request_body(&req, &opts).map_err(anyhow::Error::msg)?;
-            let bytes = serde_json::to_vec(&body)
-                .context("serialising a request")?
-                .len();
+            let bytes = request_body(&req, &opts).map_err(anyhow::Error::msg)?.len();
             turns.push((started.elapsed().as_secs_f64() * 1e3, bytes));
             started = Instant::now();
             next = workload.next_turn(&plan.id, &TurnOutcome::Aborted)?;

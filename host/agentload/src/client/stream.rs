@@ -347,9 +347,15 @@ impl ChatClient {
 
     /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
     pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
-        let _in_flight = InFlight::new();
         let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let bytes = Bytes::from(serde_json::to_vec(body).expect("a JSON value serialises"));
+        self.send_json(bytes, stream, session_id).await
+    }
+
+    /// Sends a body already written as JSON (`stream`: whether it asks for a
+    /// streamed answer), tagged with `session_id` in `X-Session-ID`.
+    pub async fn send_json(&self, bytes: Bytes, stream: bool, session_id: &str) -> Exchange {
+        let _in_flight = InFlight::new();
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
         crate::clock::mark_first_request(timeline.issued);

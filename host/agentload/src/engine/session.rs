@@ -184,7 +184,6 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
                 if r.local_tokens.is_none() {
                     // Killed before its count was written: count it now.
                     if let Ok(body) = request_body(&req, &engine.sender.body) {
-                        let body = serde_json::to_vec(&body).expect("a JSON value serialises");
                         engine.recorder.count(logged.line, body.into(), r.answer());
                     }
                 }

@@ -49,7 +49,7 @@ impl TurnSender {
         };
         let issued = Instant::now();
         let exchange = tokio::select! {
-            exchange = self.client.send(&body, &req.session_id) => exchange,
+            exchange = self.client.send_json(body.into(), self.body.stream, &req.session_id) => exchange,
             () = stop.hardened() => {
                 record.status = TurnStatus::Interrupted;
                 record.issued_ns = Some(self.ns(issued));
