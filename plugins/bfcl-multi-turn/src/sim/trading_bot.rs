@@ -166,8 +166,11 @@ impl TradingBot {
 
 impl Simulator for TradingBot {
     fn load_scenario(&mut self, sc: Py, long_context: bool, _: &mut Globals) {
-        let def = from_json(&serde_json::from_str(DEFAULT_STATE).expect("default state"));
-        let d = |k: &str| def.get(k).cloned().unwrap_or(Py::None);
+        thread_local! {
+            // Parsed once: every entry that involves the class loads it twice.
+            static DEFAULT: Py = from_json(&serde_json::from_str(DEFAULT_STATE).expect("default state"));
+        }
+        let d = |k: &str| DEFAULT.with(|def| def.get(k).cloned().unwrap_or(Py::None));
         let orders = get_or(&sc, "orders", d("orders"));
         let orders = match orders {
             Py::Dict(items) => {
