@@ -88,6 +88,12 @@ pub fn rss_kib() -> Option<(u64, u64)> {
     Some((field("VmHWM:")?, field("VmRSS:")?))
 }
 
+/// Resets this process's peak resident set (`VmHWM`) to its current one
+/// (`/proc/self/clear_refs`, Linux 4.0+); false where that is refused.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// User + system CPU seconds a process (another one: the simulator child)
 /// has used so far, from `/proc/PID/stat`; `None` where it cannot be read.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
@@ -124,5 +130,20 @@ mod tests {
         let after = super::process_cpu_seconds(pid).unwrap();
         assert!(after - before >= 0.05, "{before} -> {after}");
         assert_eq!(super::process_cpu_seconds(u32::MAX), None);
+    }
+
+    #[test]
+    fn the_peak_resident_set_resets_to_the_current_one() {
+        let grown = vec![1u8; 64 << 20];
+        std::hint::black_box(&grown);
+        drop(grown);
+        let (peak, _) = super::rss_kib().unwrap();
+        if !super::reset_peak_rss() {
+            eprintln!("note: /proc/self/clear_refs refused: not checked");
+            return;
+        }
+        let (after, now) = super::rss_kib().unwrap();
+        assert!(after < peak, "peak {peak} KiB, after the reset {after} KiB");
+        assert!(after >= now.saturating_sub(1024), "{after} vs {now}");
     }
 }

@@ -13,7 +13,6 @@ use super::floor::{self, Sample};
 use super::{percentile, rss_kib, Row};
 use crate::client::{ChatClient, ClientOptions};
 use anyhow::{Context as _, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
@@ -107,7 +106,9 @@ pub struct Level {
     /// errors measure its backlog, not the harness's timestamps.
     pub harness_cpu_pct: f64,
     pub sim_cpu_pct: f64,
-    /// Largest resident set seen while the level ran (MiB).
+    /// Largest resident set while the level ran (MiB): the kernel's peak,
+    /// reset before the level (where it cannot be reset, the resident set
+    /// at the level's end).
     pub rss_mib: f64,
 }
 
@@ -308,18 +309,9 @@ async fn level(
         max_connections: n,
         max_response_bytes: 0,
     })?);
-    let peak = Arc::new(AtomicU64::new(0));
-    let sampler = {
-        let peak = peak.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Some((_, now)) = rss_kib() {
-                    peak.fetch_max(now, Ordering::Relaxed);
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        })
-    };
+    // The level's peak resident set, without a sampler on the runtime being
+    // measured: the kernel's high-water mark, reset before the level.
+    let peak_reset = super::reset_peak_rss();
     let setup = client
         .warm_up(n)
         .await
@@ -373,7 +365,7 @@ async fn level(
         .zip(crate::sweep::cpu_seconds())
         .map_or(f64::NAN, |(a, b)| b - a);
     let sim_cpu = sim_cpu0.zip(sim_cpu()).map_or(f64::NAN, |(a, b)| b - a);
-    sampler.abort();
+    let rss_kib = rss_kib().map_or(0, |(peak, now)| if peak_reset { peak } else { now });
     let requests = n * per_stream;
     // With one request per stream there is no "after the first": all of them are it.
     let after_first = if rest.is_empty() {
@@ -396,7 +388,7 @@ async fn level(
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
         harness_cpu_pct: cpu / wall * 100.0,
         sim_cpu_pct: sim_cpu / wall * 100.0,
-        rss_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
+        rss_mib: rss_kib as f64 / 1024.0,
     })
 }
 
