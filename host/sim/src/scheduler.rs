@@ -516,7 +516,7 @@ impl Scheduler {
                 if k == 0 {
                     frame.push_str(&sse_event(&req.meta.role_chunk()));
                 }
-                frame.push_str(&sse_event(&req.meta.delta_chunk(req.answer.delta(piece))));
+                frame.push_str(&req.meta.delta_event(&req.answer.delta(piece)));
                 let stamp = ns_since(req.received);
                 if tx.send(Out::Frame(Bytes::from(frame))).is_err() {
                     self.release(s, false);
