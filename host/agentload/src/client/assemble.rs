@@ -70,38 +70,51 @@ impl CompletionAssembler {
     /// # Errors
     /// When the payload is not JSON (nothing of it is kept).
     pub fn push_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
+        // The typed view skips the fields nobody reads without building them
+        // (no map per object). A chunk it does not fit (a field of another
+        // type, a duplicate key, or not JSON at all) takes the general path,
+        // which reads any shape as before and names a parse error.
+        match serde_json::from_str::<typed::Chunk<'_>>(data) {
+            Ok(chunk) => Ok(self.take(chunk.view())),
+            Err(_) => self.push_value_chunk(data),
+        }
+    }
+
+    /// [`push_chunk`](Self::push_chunk) through a JSON value: any shape.
+    fn push_value_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
         let chunk = serde_json::from_str::<Value>(data).map_err(|e| NotJson(e.to_string()))?;
+        Ok(self.take(ChunkView::of(&chunk)))
+    }
+
+    fn take(&mut self, chunk: ChunkView<'_>) -> bool {
         self.keep_extras(&chunk);
-        if chunk.get("choices").is_some_and(Value::is_array) {
+        if chunk.has_choices {
             self.chunks += 1;
         }
-        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
-            return Ok(false);
+        let Some(choice) = chunk.first_choice else {
+            return false;
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason {
             self.out.finish_reason = Some(reason.to_string());
         }
-        let Some(delta) = choice.get("delta") else {
-            return Ok(false);
+        let Some(delta) = choice.delta else {
+            return false;
         };
-        let content = text(delta, &["content"]);
-        let reasoning = text(delta, &["reasoning_content", "reasoning"]);
-        let calls = delta.get("tool_calls").and_then(Value::as_array);
-        let has_call = calls.is_some_and(|c| !c.is_empty());
-        let bearing = !content.is_empty() || !reasoning.is_empty() || has_call;
+        let has_call = delta.tool_calls.is_some_and(|c| !c.is_empty());
+        let bearing = !delta.content.is_empty() || !delta.reasoning.is_empty() || has_call;
         if bearing && self.out.first_chunk.is_none() {
             self.out.first_chunk = Some(FirstChunk {
-                content_bytes: content.len(),
-                reasoning_bytes: reasoning.len(),
+                content_bytes: delta.content.len(),
+                reasoning_bytes: delta.reasoning.len(),
                 tool_call: has_call,
             });
         }
-        self.out.content.push_str(content);
-        self.out.reasoning_content.push_str(reasoning);
-        for call in calls.into_iter().flatten() {
+        self.out.content.push_str(delta.content);
+        self.out.reasoning_content.push_str(delta.reasoning);
+        for call in delta.tool_calls.into_iter().flatten() {
             self.merge_call(call);
         }
-        Ok(bearing)
+        bearing
     }
 
     /// Completion chunks (JSON objects with a `choices` array) taken so far.
@@ -116,7 +129,7 @@ impl CompletionAssembler {
 
     /// Takes a whole non-streamed `chat.completion` response.
     pub fn push_response(&mut self, body: &Value) {
-        self.keep_extras(body);
+        self.keep_extras(&ChunkView::of(body));
         let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
             return;
         };
@@ -146,17 +159,18 @@ impl CompletionAssembler {
         self.out
     }
 
-    fn keep_extras(&mut self, chunk: &Value) {
-        if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.out.usage = Some(u.clone());
+    fn keep_extras(&mut self, chunk: &ChunkView<'_>) {
+        let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+        if let Some(u) = present(chunk.usage) {
+            self.out.usage = Some(u);
         }
-        if let Some(t) = chunk.get("timings").filter(|t| !t.is_null()) {
-            self.out.timings = Some(t.clone());
+        if let Some(t) = present(chunk.timings) {
+            self.out.timings = Some(t);
         }
-        if let Some(s) = chunk.get("agentload_sim").filter(|s| !s.is_null()) {
-            self.out.server_timestamps = Some(s.clone());
+        if let Some(s) = present(chunk.server_timestamps) {
+            self.out.server_timestamps = Some(s);
         }
-        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+        if let Some(e) = chunk.error.filter(|e| !e.is_null()) {
             let message = e.get("message").and_then(Value::as_str);
             self.out.stream_error = Some(message.map_or_else(|| e.to_string(), str::to_string));
         }
@@ -189,6 +203,128 @@ impl CompletionAssembler {
     }
 }
 
+/// What a chunk says, whichever way it was parsed.
+struct ChunkView<'a> {
+    /// `choices` is an array.
+    has_choices: bool,
+    first_choice: Option<ChoiceView<'a>>,
+    usage: Option<&'a Value>,
+    timings: Option<&'a Value>,
+    server_timestamps: Option<&'a Value>,
+    error: Option<&'a Value>,
+}
+
+/// The first choice: its finish reason (when a string) and delta (when present).
+struct ChoiceView<'a> {
+    finish_reason: Option<&'a str>,
+    delta: Option<DeltaView<'a>>,
+}
+
+/// A delta's text (empty when absent, empty or not a string) and tool calls
+/// (when an array).
+struct DeltaView<'a> {
+    content: &'a str,
+    reasoning: &'a str,
+    tool_calls: Option<&'a [Value]>,
+}
+
+impl<'a> ChunkView<'a> {
+    /// The view of any JSON value.
+    fn of(chunk: &'a Value) -> Self {
+        let choices = chunk.get("choices");
+        let first_choice = choices.and_then(|c| c.get(0)).map(|choice| ChoiceView {
+            finish_reason: choice.get("finish_reason").and_then(Value::as_str),
+            delta: choice.get("delta").map(|delta| DeltaView {
+                content: text(delta, &["content"]),
+                reasoning: text(delta, &["reasoning_content", "reasoning"]),
+                tool_calls: delta
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice),
+            }),
+        });
+        Self {
+            has_choices: choices.is_some_and(Value::is_array),
+            first_choice,
+            usage: chunk.get("usage"),
+            timings: chunk.get("timings"),
+            server_timestamps: chunk.get("agentload_sim"),
+            error: chunk.get("error"),
+        }
+    }
+}
+
+/// The typed view of a chunk: the fields the assembler reads, borrowed
+/// where they need no unescaping; every other field skipped unread.
+mod typed {
+    use super::{ChoiceView, ChunkView, DeltaView};
+    use serde::Deserialize;
+    use serde_json::Value;
+    use std::borrow::Cow;
+
+    #[derive(Deserialize)]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow)]
+        choices: Option<Vec<Choice<'a>>>,
+        usage: Option<Value>,
+        timings: Option<Value>,
+        agentload_sim: Option<Value>,
+        error: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct Choice<'a> {
+        #[serde(borrow)]
+        finish_reason: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        delta: Option<Delta<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Delta<'a> {
+        #[serde(borrow)]
+        content: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        reasoning_content: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        reasoning: Option<Cow<'a, str>>,
+        tool_calls: Option<Vec<Value>>,
+    }
+
+    /// A text field: `None` when absent, null or empty.
+    fn nonempty<'s>(s: &'s Option<Cow<'_, str>>) -> Option<&'s str> {
+        s.as_deref().filter(|s| !s.is_empty())
+    }
+
+    impl Chunk<'_> {
+        pub(super) fn view(&self) -> ChunkView<'_> {
+            let first_choice =
+                self.choices
+                    .as_ref()
+                    .and_then(|c| c.first())
+                    .map(|choice| ChoiceView {
+                        finish_reason: choice.finish_reason.as_deref(),
+                        // `"delta": null` reads as no delta: both views then add nothing.
+                        delta: choice.delta.as_ref().map(|d| DeltaView {
+                            content: nonempty(&d.content).unwrap_or(""),
+                            reasoning: nonempty(&d.reasoning_content)
+                                .or(nonempty(&d.reasoning))
+                                .unwrap_or(""),
+                            tool_calls: d.tool_calls.as_deref(),
+                        }),
+                    });
+            ChunkView {
+                has_choices: self.choices.is_some(),
+                first_choice,
+                usage: self.usage.as_ref(),
+                timings: self.timings.as_ref(),
+                server_timestamps: self.agentload_sim.as_ref(),
+                error: self.error.as_ref(),
+            }
+        }
+    }
+}
+
 fn text<'a>(v: &'a Value, keys: &[&str]) -> &'a str {
     keys.iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
@@ -198,6 +334,58 @@ fn text<'a>(v: &'a Value, keys: &[&str]) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed view and the general one agree chunk for chunk, on the
+    /// shapes servers send and on the odd ones the typed view refuses.
+    #[test]
+    fn both_views_assemble_the_same_answer() {
+        let chunks = [
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"He"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"l\u00e9 \"q\""}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"","reasoning":"why"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":7,"reasoning":"odd"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":{"not":"an array"}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":"text"}]}"#,
+            r#"{"choices":[{"index":0,"delta":null}]}"#,
+            r#"{"choices":[{"index":0},"second"]}"#,
+            r#"{"choices":{"0":{}}}"#,
+            r#"{"choices":null,"usage":null}"#,
+            r#"{"choices":[{"finish_reason":5,"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[{"finish_reason":"stop","index":0,"delta":{}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2},"timings":{"n":1},"agentload_sim":{"first_token_ns":1}}"#,
+            r#"{"error":{"message":"boom"}}"#,
+            r#"{"error":"plain"}"#,
+            "not json",
+        ];
+        let (mut both, mut general) = (
+            CompletionAssembler::default(),
+            CompletionAssembler::default(),
+        );
+        for c in chunks {
+            assert_eq!(both.push_chunk(c), general.push_value_chunk(c), "{c}");
+            assert_eq!(both.chunks(), general.chunks(), "{c}");
+        }
+        let json = |a: CompletionAssembler| serde_json::to_string(&a.finish()).unwrap();
+        assert_eq!(json(both), json(general));
+    }
+
+    /// What a streaming server sends fits the typed view (it is not a
+    /// path that always falls back).
+    #[test]
+    fn server_chunks_fit_the_typed_view() {
+        for c in [
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"created":1,"id":"x","model":"m","system_fingerprint":"b1","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi"}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"finish_reason":"tool_calls","index":0,"delta":{}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","timings":{"prompt_n":3}}"#,
+            r#"{"choices":[],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":2,"total_tokens":3}}"#,
+        ] {
+            assert!(serde_json::from_str::<typed::Chunk<'_>>(c).is_ok(), "{c}");
+        }
+    }
 
     #[test]
     fn role_only_and_usage_chunks_bear_no_token() {
