@@ -165,14 +165,8 @@ pub fn write_float_repr(out: &mut String, f: f64) {
         }
         out.push('e');
         out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.unsigned_abs();
-        if e < 10 {
-            out.push('0');
-        }
-        // At most 3 digits (|exp| <= 324).
-        let mut buf = Digits::default();
-        let _ = std::fmt::Write::write_fmt(&mut buf, format_args!("{e}"));
-        out.push_str(buf.as_str());
+        // Writing into a String cannot fail.
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{:02}", exp.unsigned_abs()));
     }
 }
 
@@ -285,18 +279,6 @@ impl Digits {
 
     fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..self.len]).expect("ASCII")
-    }
-}
-
-impl std::fmt::Write for Digits {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        if end > self.bytes.len() {
-            return Err(std::fmt::Error);
-        }
-        self.bytes[self.len..end].copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }
 
