@@ -192,9 +192,9 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
     let table = text(&run);
     assert!(run.status.success(), "{table}");
     for row in [
-        "floor c=1 (5 req) TTFT error p99",
-        "floor c=1 (5 req) request path p50",
-        "floor c=1 (5 req) response path p99",
+        "floor c=1 (5 req, alternated) TTFT error p99",
+        "floor c=1 (5 req, alternated) request path p50",
+        "floor c=1 (5 req, alternated) response path p99",
         "c=1 (5 req) TTFT error p99",
         "c=1 p99 error / floor p99",
         "c=3 (3 req) TTFT error p50",
@@ -210,6 +210,7 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
     let streams = &v["streams"];
     assert_eq!(streams["floor"]["after_first"]["requests"], 5, "{streams}");
     assert_eq!(streams["floor"]["first"]["requests"], 1);
+    assert_eq!(streams["floor"]["alternated"], true);
     let levels = streams["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     // c=1 sends as many as the floor (6), c=3 two each (the --requests minimum).

@@ -43,49 +43,69 @@ const TOKEN_DELTAS: [&[u8]; 3] = [
     b"\"delta\":{\"tool_calls\"",
 ];
 
-/// Sends `requests` streamed requests with `body` one after another on one connection to
-/// `addr`; the samples in order (the first one's connection was opened before it was sent).
-///
-/// # Errors
-/// A socket error, a non-200 answer, or an answer without the simulator's stamps.
-pub fn run(addr: SocketAddr, body: &[u8], requests: usize) -> std::io::Result<Vec<Sample>> {
-    let mut tcp = TcpStream::connect(addr)?;
-    tcp.set_nodelay(true)?;
-    let mut request = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    request.extend_from_slice(body);
-    let mut buf = vec![0u8; 64 << 10];
-    let mut answer = Vec::with_capacity(64 << 10);
-    let mut out = Vec::with_capacity(requests);
-    let bad = |what: &str| std::io::Error::other(format!("floor client: {what}"));
-    for _ in 0..requests {
-        answer.clear();
+/// One keep-alive connection of the floor client, with its request written out once.
+#[derive(Debug)]
+pub struct FloorClient {
+    tcp: TcpStream,
+    request: Vec<u8>,
+    buf: Vec<u8>,
+    answer: Vec<u8>,
+}
+
+impl FloorClient {
+    /// Opens the connection to `addr` (`TCP_NODELAY`) for requests with `body`.
+    ///
+    /// # Errors
+    /// When the connection cannot be opened.
+    pub fn connect(addr: SocketAddr, body: &[u8]) -> std::io::Result<Self> {
+        let tcp = TcpStream::connect(addr)?;
+        tcp.set_nodelay(true)?;
+        let mut request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(body);
+        Ok(Self {
+            tcp,
+            request,
+            buf: vec![0u8; 64 << 10],
+            answer: Vec::with_capacity(64 << 10),
+        })
+    }
+
+    /// Sends one streamed request and reads its answer to the end.
+    ///
+    /// # Errors
+    /// A socket error, a non-200 answer, or an answer without the simulator's stamps.
+    pub fn send(&mut self) -> std::io::Result<Sample> {
+        let bad = |what: &str| std::io::Error::other(format!("floor client: {what}"));
+        self.answer.clear();
         let issued = Instant::now();
-        tcp.write_all(&request)?;
+        self.tcp.write_all(&self.request)?;
         let mut first_token = None;
         loop {
-            let n = tcp.read(&mut buf)?;
+            let n = self.tcp.read(&mut self.buf)?;
             let now = Instant::now();
             if n == 0 {
                 return Err(bad("the simulator closed the connection mid-answer"));
             }
-            let from = answer.len().saturating_sub(40);
-            answer.extend_from_slice(&buf[..n]);
+            let from = self.answer.len().saturating_sub(40);
+            self.answer.extend_from_slice(&self.buf[..n]);
             if first_token.is_none()
                 && TOKEN_DELTAS
                     .iter()
-                    .any(|p| find(&answer[from..], p).is_some())
+                    .any(|p| find(&self.answer[from..], p).is_some())
             {
                 first_token = Some(now);
             }
-            if answer.ends_with(b"0\r\n\r\n") && find(&answer, b"data: [DONE]").is_some() {
+            if self.answer.ends_with(b"0\r\n\r\n") && find(&self.answer, b"data: [DONE]").is_some()
+            {
                 break;
             }
         }
+        let answer = &self.answer;
         if !answer.starts_with(b"HTTP/1.1 200") {
             return Err(bad(&format!(
                 "answer {:?}",
@@ -93,10 +113,19 @@ pub fn run(addr: SocketAddr, body: &[u8], requests: usize) -> std::io::Result<Ve
             )));
         }
         let first = first_token.ok_or_else(|| bad("no token in the answer"))?;
-        let stamps = sim_stamps(&answer).ok_or_else(|| bad("no agentload_sim stamps"))?;
-        out.push(Sample::of(issued, first, &stamps).ok_or_else(|| bad("incomplete stamps"))?);
+        let stamps = sim_stamps(answer).ok_or_else(|| bad("no agentload_sim stamps"))?;
+        Sample::of(issued, first, &stamps).ok_or_else(|| bad("incomplete stamps"))
     }
-    Ok(out)
+}
+
+/// Sends `requests` streamed requests with `body` one after another on one connection to
+/// `addr`; the samples in order (the first one's connection was opened before it was sent).
+///
+/// # Errors
+/// As [`FloorClient::connect`] and [`FloorClient::send`].
+pub fn run(addr: SocketAddr, body: &[u8], requests: usize) -> std::io::Result<Vec<Sample>> {
+    let mut client = FloorClient::connect(addr, body)?;
+    (0..requests).map(|_| client.send()).collect()
 }
 
 /// The last `"agentload_sim": {...}` object in an answer.

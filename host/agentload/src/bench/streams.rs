@@ -1,6 +1,8 @@
 //! Many concurrent streams against `agentload sim` in a child process, so the harness's own
 //! numbers (CPU, RSS) are not mixed with the server's; and in the same run the machine's floor
 //! ([`super::floor`]) against the same simulator, so agentload's error reads as a ratio to it.
+//! The floor's requests alternate one by one with agentload's c=1 level: on a noisy machine a
+//! burst of noise then lands on both clients alike, not on whichever ran at that moment.
 //!
 //! Each level warms one connection per stream first (the set-up, reported apart, like a run's
 //! `connection_setup`), then each stream sends its requests one after another. The timing
@@ -9,7 +11,7 @@
 //! first-token write to the client's read); the first request of each stream is reported apart
 //! from the rest.
 
-use super::floor::{self, Sample};
+use super::floor::{FloorClient, Sample};
 use super::{percentile, rss_kib, Row};
 use crate::client::{ChatClient, ClientOptions};
 use anyhow::{Context as _, Result};
@@ -117,6 +119,9 @@ pub struct Level {
 pub struct Floor {
     pub first: Errors,
     pub after_first: Errors,
+    /// Whether its requests alternated with agentload's c=1 level (one floor request after
+    /// each of agentload's); false: it ran alone before the levels.
+    pub alternated: bool,
 }
 
 /// The streaming section's results.
@@ -129,7 +134,8 @@ pub struct Streams {
     pub client_cpus: Option<Vec<usize>>,
 }
 
-/// Runs the floor, then every level, against one simulator child.
+/// Runs every level, and the floor beside c=1 (or first, without a c=1 level), against one
+/// simulator child.
 pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     let max = opts.levels.iter().copied().max().unwrap_or(1);
     let client_cpus = match &opts.sim_cpus {
@@ -191,22 +197,49 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    let mut floor_samples = Vec::new();
     let addr: std::net::SocketAddr = url
         .trim_start_matches("http://")
         .parse()
         .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
     let bytes = serde_json::to_vec(&body)?;
     let per_stream = opts.per_stream(1);
-    let samples = tokio::task::spawn_blocking(move || floor::run(addr, &bytes, per_stream))
+    let floor_client = tokio::task::spawn_blocking(move || FloorClient::connect(addr, &bytes))
         .await
         .context("the floor client panicked")??;
-    let floor = Floor {
-        first: Errors::of(&samples[..1]),
-        after_first: Errors::of(&samples[1.min(samples.len())..]),
+    // The floor alternates request by request with agentload's c=1 level, so that both see
+    // the same moments of the machine's noise; without a c=1 level it runs alone, first.
+    let mut floor_client = if opts.levels.contains(&1) {
+        Some(floor_client)
+    } else {
+        let samples = tokio::task::spawn_blocking(move || {
+            let mut c = floor_client;
+            (0..per_stream)
+                .map(|_| c.send())
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .await
+        .context("the floor client panicked")??;
+        floor_samples = samples;
+        None
     };
     let mut levels = Vec::new();
     for &n in &opts.levels {
-        levels.push(level(&url, child.id(), n, opts.per_stream(n), &body, &floor).await?);
+        let alongside = if n == 1 { floor_client.take() } else { None };
+        let (l, floor) = level(&url, child.id(), n, opts.per_stream(n), &body, alongside).await?;
+        if let Some(samples) = floor {
+            floor_samples = samples;
+        }
+        levels.push(l);
+    }
+    let floor = Floor {
+        first: Errors::of(&floor_samples[..1.min(floor_samples.len())]),
+        after_first: Errors::of(&floor_samples[1.min(floor_samples.len())..]),
+        alternated: opts.levels.contains(&1),
+    };
+    for l in &mut levels {
+        l.ratio_to_floor_p50 = ratio(l.after_first.total.p50_ms, floor.after_first.total.p50_ms);
+        l.ratio_to_floor_p99 = ratio(l.after_first.total.p99_ms, floor.after_first.total.p99_ms);
     }
     child.kill().await.ok();
     let out = Streams {
@@ -242,9 +275,14 @@ fn rows(s: &Streams) -> Vec<Row> {
         }
     };
     let n = s.floor.after_first.requests;
+    let how = if s.floor.alternated {
+        ", alternated"
+    } else {
+        ""
+    };
     errors(
         &mut rows,
-        &format!("floor c=1 ({n} req)"),
+        &format!("floor c=1 ({n} req{how})"),
         &s.floor.after_first,
     );
     for l in &s.levels {
@@ -294,14 +332,48 @@ fn rows(s: &Streams) -> Vec<Row> {
     rows
 }
 
+/// What the floor client did while it alternated with a level: its samples, and the wall and
+/// CPU time it took (left out of the level's rates).
+struct Alongside {
+    samples: Vec<Sample>,
+    wall: Duration,
+    cpu_s: f64,
+}
+
+/// Sends one floor request on a blocking thread; the client comes back with its sample, the
+/// wall time and the CPU time of the thread.
+async fn floor_request(mut c: FloorClient) -> Result<(FloorClient, Sample, Duration, f64)> {
+    tokio::task::spawn_blocking(move || {
+        let (t0, cpu0) = (Instant::now(), thread_cpu_seconds());
+        let sample = c.send()?;
+        let cpu = thread_cpu_seconds() - cpu0;
+        Ok((c, sample, t0.elapsed(), cpu))
+    })
+    .await
+    .context("the floor client panicked")?
+}
+
+/// CPU seconds the calling thread has used.
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to fill; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// One level of `n` streams; with `floor` (at c=1), a floor request after each of the
+/// stream's requests, whose samples come back beside the level.
 async fn level(
     url: &str,
     sim: Option<u32>,
     n: usize,
     per_stream: usize,
     body: &serde_json::Value,
-    floor: &Floor,
-) -> Result<Level> {
+    floor: Option<FloorClient>,
+) -> Result<(Level, Option<Vec<Sample>>)> {
     let client = Arc::new(ChatClient::new(&ClientOptions {
         endpoint: url.to_owned(),
         api_key: None,
@@ -319,12 +391,19 @@ async fn level(
     let sim_cpu = || sim.and_then(super::process_cpu_seconds);
     let (cpu0, sim_cpu0) = (crate::sweep::cpu_seconds(), sim_cpu());
     let started = Instant::now();
+    let mut floor = floor;
     let tasks: Vec<_> = (0..n)
         .map(|i| {
             let client = client.clone();
             let body = body.clone();
+            let mut floor = floor.take();
             tokio::spawn(async move {
                 let mut samples = Vec::with_capacity(per_stream);
+                let mut alongside = floor.as_ref().map(|_| Alongside {
+                    samples: Vec::with_capacity(per_stream),
+                    wall: Duration::ZERO,
+                    cpu_s: 0.0,
+                });
                 for r in 0..per_stream {
                     let ex = client.send(&body, &format!("bench-{i}-{r}")).await;
                     let t = &ex.timeline;
@@ -332,21 +411,26 @@ async fn level(
                         Sample::of(t.issued, t.first_token?, a.server_timestamps.as_ref()?)
                     });
                     samples.push(sample.map(|s| (s, t.token_chunks_ns.len())));
+                    if let (Some(c), Some(a)) = (floor.take(), alongside.as_mut()) {
+                        let (c, sample, wall, cpu) = floor_request(c).await?;
+                        a.samples.push(sample);
+                        a.wall += wall;
+                        a.cpu_s += cpu;
+                        floor = Some(c);
+                    }
                 }
-                samples
+                anyhow::Ok((samples, alongside))
             })
         })
         .collect();
     let (mut first, mut rest) = (Vec::new(), Vec::new());
     let mut chunks = 0usize;
     let mut failed = 0usize;
+    let mut floor_done: Option<Alongside> = None;
     for t in tasks {
-        for (r, s) in t
-            .await
-            .context("stream task panicked")?
-            .into_iter()
-            .enumerate()
-        {
+        let (samples, alongside) = t.await.context("stream task panicked")??;
+        floor_done = floor_done.or(alongside);
+        for (r, s) in samples.into_iter().enumerate() {
             match s {
                 Some((sample, c)) => {
                     if r == 0 {
@@ -360,10 +444,13 @@ async fn level(
             }
         }
     }
-    let wall = started.elapsed().as_secs_f64();
+    let (floor_wall, floor_cpu) = floor_done
+        .as_ref()
+        .map_or((0.0, 0.0), |a| (a.wall.as_secs_f64(), a.cpu_s));
+    let wall = started.elapsed().as_secs_f64() - floor_wall;
     let cpu = cpu0
         .zip(crate::sweep::cpu_seconds())
-        .map_or(f64::NAN, |(a, b)| b - a);
+        .map_or(f64::NAN, |(a, b)| b - a - floor_cpu);
     let sim_cpu = sim_cpu0.zip(sim_cpu()).map_or(f64::NAN, |(a, b)| b - a);
     let rss_kib = rss_kib().map_or(0, |(peak, now)| if peak_reset { peak } else { now });
     let requests = n * per_stream;
@@ -373,23 +460,32 @@ async fn level(
     } else {
         Errors::of(&rest)
     };
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-    Ok(Level {
+    let level = Level {
         streams: n,
         requests,
         failed,
         setup_ms: setup.ms,
         first: Errors::of(&first),
-        ratio_to_floor_p50: ratio(after_first.total.p50_ms, floor.after_first.total.p50_ms),
-        ratio_to_floor_p99: ratio(after_first.total.p99_ms, floor.after_first.total.p99_ms),
+        ratio_to_floor_p50: f64::NAN,
+        ratio_to_floor_p99: f64::NAN,
         after_first,
         ingest_tps: chunks as f64 / wall,
         demand_tps: (n * SIM_DECODE_TPS) as f64,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
         harness_cpu_pct: cpu / wall * 100.0,
-        sim_cpu_pct: sim_cpu / wall * 100.0,
+        // While the floor alternated, the simulator also served its requests.
+        sim_cpu_pct: sim_cpu / (wall + floor_wall) * 100.0,
         rss_mib: rss_kib as f64 / 1024.0,
-    })
+    };
+    Ok((level, floor_done.map(|a| a.samples)))
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
 }
 
 #[cfg(test)]
