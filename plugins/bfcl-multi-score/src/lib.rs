@@ -22,7 +22,7 @@
 
 pub mod score;
 
-use agentload_sdk::{export_scorer, Config, Error, Item, Report, Scorer, Verdict};
+use agentload_sdk::{export_scorer, Config, Detail, Error, Item, Report, Scorer, Verdict};
 use bfcl_multi_turn::data::Dataset;
 use pysem::json::{dumps_with, Format};
 
@@ -95,7 +95,7 @@ impl Scorer for BfclMultiScore {
                 item_id: v.item_id,
                 score: v.score,
                 excluded: v.excluded,
-                detail: v.detail.into(),
+                detail: Detail::from_json(v.detail),
             })
             .collect())
     }

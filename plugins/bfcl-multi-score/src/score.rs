@@ -29,7 +29,68 @@ pub struct StepVerdict {
     pub item_id: String,
     pub score: f64,
     pub excluded: Option<String>,
-    pub detail: Value,
+    /// The detail as JSON text, written straight from the verdict (no JSON tree between).
+    pub detail: String,
+}
+
+/// What one step decoded to: its calls, the decoding error, or nothing (no completion).
+type StepCalls = Option<Result<Vec<String>, String>>;
+
+/// One step's row in an entry's detail: `{"turn", "step", "calls"}`.
+struct StepRow {
+    turn: usize,
+    step: u64,
+    calls: StepCalls,
+}
+
+impl serde::Serialize for StepRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        #[derive(serde::Serialize)]
+        struct DecodeError<'a> {
+            decode_error: &'a str,
+        }
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("turn", &self.turn)?;
+        m.serialize_entry("step", &self.step)?;
+        match &self.calls {
+            Some(Ok(c)) => m.serialize_entry("calls", c)?,
+            Some(Err(e)) => m.serialize_entry("calls", &DecodeError { decode_error: e })?,
+            None => m.serialize_entry("calls", &())?,
+        }
+        m.end()
+    }
+}
+
+/// The detail of a step that is not its entry's last: its row, then whose step it is.
+#[derive(serde::Serialize)]
+struct StepDetail<'a> {
+    #[serde(flatten)]
+    row: &'a StepRow,
+    id: &'a str,
+    category: &'a str,
+    excluded: &'a str,
+}
+
+/// The detail of an entry's last step: the entry's verdict.
+#[derive(serde::Serialize)]
+struct EntryDetail<'a> {
+    id: &'a str,
+    category: &'a str,
+    valid: bool,
+    error_type: &'a Option<String>,
+    error_message: &'a Option<String>,
+    details: &'a [String],
+    not_ported: &'a [String],
+    force_quit_turn: Option<usize>,
+    requests: usize,
+    missing_requests: usize,
+    steps: &'a [StepRow],
+    trace: &'a [checker::TurnTrace],
+}
+
+fn to_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("a verdict detail serializes")
 }
 
 /// The scorer's settings.
@@ -82,7 +143,7 @@ struct EntryVerdict {
     error_message: Option<String>,
     details: Vec<String>,
     not_ported: Vec<String>,
-    trace: Value,
+    trace: Vec<checker::TurnTrace>,
 }
 
 fn fail(kind: &str, message: String) -> EntryVerdict {
@@ -92,7 +153,7 @@ fn fail(kind: &str, message: String) -> EntryVerdict {
         error_message: Some(message),
         details: Vec::new(),
         not_ported: Vec::new(),
-        trace: json!([]),
+        trace: Vec::new(),
     }
 }
 
@@ -166,15 +227,7 @@ pub fn score(settings: &Settings, d: &Dataset, steps: &[Step]) -> Result<Vec<Ste
                     }
                 }
             };
-            step_rows.push(json!({
-                "turn": turn,
-                "step": step,
-                "calls": match &calls {
-                    Some(Ok(c)) => json!(c),
-                    Some(Err(e)) => json!({"decode_error": e}),
-                    None => Value::Null,
-                },
-            }));
+            step_rows.push(StepRow { turn, step, calls });
         }
         let verdict = if missing > 0 {
             fail(
@@ -193,7 +246,7 @@ pub fn score(settings: &Settings, d: &Dataset, steps: &[Step]) -> Result<Vec<Ste
                     error_message: v.error_message,
                     details: Vec::new(),
                     not_ported: Vec::new(),
-                    trace: json!([]),
+                    trace: Vec::new(),
                 })
                 .unwrap_or_else(|| fail("multi_turn:force_terminated", String::new()))
         } else {
@@ -214,39 +267,41 @@ pub fn score(settings: &Settings, d: &Dataset, steps: &[Step]) -> Result<Vec<Ste
                 error_message: v.error_message,
                 details: v.details,
                 not_ported: v.not_ported,
-                trace: serde_json::to_value(&v.trace).unwrap_or(Value::Null),
+                trace: v.trace,
             }
         };
         let (last, rest) = idx.split_last().expect("a session has steps");
+        let excluded = format!("step of {}", q.id);
         for (k, &i) in rest.iter().enumerate() {
-            let mut detail = step_rows[k].clone();
-            detail["id"] = json!(q.id);
-            detail["category"] = json!(q.category);
-            detail["excluded"] = json!(format!("step of {}", q.id));
             out[i] = Some(StepVerdict {
                 item_id: steps[i].item_id.clone(),
                 score: 0.0,
-                excluded: Some(format!("step of {}", q.id)),
-                detail,
+                detail: to_text(&StepDetail {
+                    row: &step_rows[k],
+                    id: &q.id,
+                    category: &q.category,
+                    excluded: &excluded,
+                }),
+                excluded: Some(excluded.clone()),
             });
         }
         out[*last] = Some(StepVerdict {
             item_id: steps[*last].item_id.clone(),
             score: if verdict.valid { 1.0 } else { 0.0 },
             excluded: None,
-            detail: json!({
-                "id": q.id,
-                "category": q.category,
-                "valid": verdict.valid,
-                "error_type": verdict.error_type,
-                "error_message": verdict.error_message,
-                "details": verdict.details,
-                "not_ported": verdict.not_ported,
-                "force_quit_turn": force_quit,
-                "requests": idx.len(),
-                "missing_requests": missing,
-                "steps": step_rows,
-                "trace": verdict.trace,
+            detail: to_text(&EntryDetail {
+                id: &q.id,
+                category: &q.category,
+                valid: verdict.valid,
+                error_type: &verdict.error_type,
+                error_message: &verdict.error_message,
+                details: &verdict.details,
+                not_ported: &verdict.not_ported,
+                force_quit_turn: force_quit,
+                requests: idx.len(),
+                missing_requests: missing,
+                steps: &step_rows,
+                trace: &verdict.trace,
             }),
         });
     }
@@ -421,27 +476,36 @@ mod tests {
         steps.push(step(id1, 2, 0, 1, None));
         let v = score(&settings, &d, &steps).unwrap();
         assert_eq!(v.len(), steps.len());
+        let details: Vec<Value> = v
+            .iter()
+            .map(|x| serde_json::from_str(&x.detail).unwrap())
+            .collect();
         let by_id = |id: &str| {
-            v.iter()
-                .find(|x| x.excluded.is_none() && x.detail["id"] == id)
-                .unwrap()
+            let i = (0..v.len())
+                .find(|&i| v[i].excluded.is_none() && details[i]["id"] == id)
+                .unwrap();
+            (&v[i], &details[i])
         };
-        assert_eq!(by_id(id).score, 1.0, "{}", by_id(id).detail);
+        assert_eq!(by_id(id).0.score, 1.0, "{}", by_id(id).1);
         assert_eq!(
-            by_id(id).detail["trace"][1]["model"]
-                .as_array()
-                .unwrap()
-                .len(),
+            by_id(id).1["trace"][1]["model"].as_array().unwrap().len(),
             4
         );
         assert_eq!(
-            by_id(id0).detail["error_type"],
+            by_id(id0).1["error_type"],
             "multi_turn:empty_turn_model_response"
         );
+        assert_eq!(by_id(id1).1["error_type"], "multi_turn:inference_error");
+        // A step that is not its entry's last names the entry; a failed request has no calls.
+        let step = (0..v.len())
+            .find(|&i| v[i].excluded.is_some() && details[i]["id"] == id1)
+            .unwrap();
         assert_eq!(
-            by_id(id1).detail["error_type"],
-            "multi_turn:inference_error"
+            details[step],
+            json!({"turn": 0, "step": 0, "calls": ["ls(a=True)"], "id": id1,
+                   "category": "base", "excluded": format!("step of {id1}")})
         );
+        assert_eq!(by_id(id1).1["steps"][1]["calls"], Value::Null);
         assert_eq!(
             v.iter().filter(|x| x.excluded.is_some()).count(),
             steps.len() - 3
@@ -450,7 +514,7 @@ mod tests {
         let entries: Vec<(f64, EntrySummary)> = v
             .iter()
             .filter(|x| x.excluded.is_none())
-            .map(|x| (x.score, serde::Deserialize::deserialize(&x.detail).unwrap()))
+            .map(|x| (x.score, serde_json::from_str(&x.detail).unwrap()))
             .collect();
         let report = aggregate(&parse("{}"), &d, &entries);
         assert_eq!(
