@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentload_sim::{ResponderConfig, SimConfig};
+use agentload_sim::SimConfig;
 use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -25,13 +25,7 @@ fn edge_config() -> PathBuf {
 async fn gold_answers_pass_the_gate_except_the_unpassable_entry() {
     let sim = start_sim(SimConfig {
         time_scale: 0.0,
-        responder: ResponderConfig::Oracle {
-            dataset: None,
-            bfcl: Some(bfcl_dir()),
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
+        responder: gold_responder(None, Some(bfcl_dir())),
         ..SimConfig::default()
     })
     .await;

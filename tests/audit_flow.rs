@@ -168,13 +168,7 @@ async fn rescore_with_the_fixed_scorer_and_diff() {
     // 1. Gold answers from the oracle, recorded.
     let oracle = start_sim(SimConfig {
         time_scale: 0.0,
-        responder: ResponderConfig::Oracle {
-            dataset: None,
-            bfcl: Some(bfcl_dir()),
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
+        responder: gold_responder(None, Some(bfcl_dir())),
         ..SimConfig::default()
     })
     .await;

@@ -17,14 +17,7 @@ fn fast(responder: ResponderConfig) -> SimConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_replay_against_the_oracle_scores_one() {
-    let sim = start_sim(fast(ResponderConfig::Oracle {
-        dataset: Some(trajectories()),
-        bfcl: None,
-        error_rate: 0.0,
-        seed: 0,
-        cap_to_max_tokens: false,
-    }))
-    .await;
+    let sim = start_sim(replay_sim(trajectories())).await;
     let dir = scratch("full");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
     let out = dir.path().join("out");
@@ -273,13 +266,7 @@ async fn scripted_outputs_give_the_expected_iou_and_a_failure_aborts_the_rest() 
 async fn context_overflow_fails_the_turn_and_aborts_its_conversation() {
     let sim = start_sim(SimConfig {
         ctx_size: 6000,
-        ..fast(ResponderConfig::Oracle {
-            dataset: Some(trajectories()),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        })
+        ..replay_sim(trajectories())
     })
     .await;
     let dir = scratch("overflow");

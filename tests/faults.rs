@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentload_sim::{Fault, FaultKind, ResponderConfig, SimConfig};
+use agentload_sim::{Fault, FaultKind, SimConfig};
 use common::*;
 use serde_json::{json, Value};
 
@@ -85,13 +85,7 @@ async fn replay(faults: &[&str], endpoint: &str) -> Run {
     std::fs::write(&dataset_path, dataset()).unwrap();
     let sim = start_sim(SimConfig {
         time_scale: 0.0005,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(dataset_path),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
+        responder: gold_responder(Some(dataset_path), None),
         faults: faults.iter().map(|f| f.parse::<Fault>().unwrap()).collect(),
         ..Default::default()
     })

@@ -6,7 +6,6 @@
 
 mod common;
 
-use agentload_sim::{ResponderConfig, SimConfig};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -91,18 +90,7 @@ fn strs(args: &[String]) -> Vec<&str> {
 }
 
 async fn oracle() -> agentload_sim::SimHandle {
-    start_sim(SimConfig {
-        time_scale: 0.0005,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(trajectories()),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
-        ..Default::default()
-    })
-    .await
+    start_sim(replay_sim(trajectories())).await
 }
 
 /// The one-conversation replay config with the Qwen3.6 tokenizer and

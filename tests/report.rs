@@ -9,7 +9,7 @@
 
 mod common;
 
-use agentload_sim::{ResponderConfig, SimConfig};
+use agentload_sim::SimConfig;
 use common::*;
 use std::path::{Path, PathBuf};
 
@@ -180,13 +180,7 @@ async fn sweep_report_renders_in_chromium_and_marks_the_frontier() {
         time_scale: 0.002,
         slots: 16,
         cache_tokens: 4_000_000,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(data),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
+        responder: gold_responder(Some(data), None),
         ..SimConfig::default()
     })
     .await;

@@ -4,26 +4,12 @@
 
 mod common;
 
-use agentload_sim::{ResponderConfig, SimConfig};
+use agentload_sim::SimConfig;
 use common::*;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn oracle() -> SimConfig {
-    SimConfig {
-        time_scale: 0.0005,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(trajectories()),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
-        ..Default::default()
-    }
-}
 
 /// Starts the real binary without waiting for it.
 fn spawn(args: &[&str], cwd: &Path) -> tokio::process::Child {
@@ -109,7 +95,7 @@ fn assert_whole_run(out: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_twice_and_resumed_the_run_is_whole() {
-    let sim = start_sim(oracle()).await;
+    let sim = start_sim(replay_sim(trajectories())).await;
     let dir = scratch("kill");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
     let out = dir.path().join("out");
@@ -179,7 +165,7 @@ async fn killed_twice_and_resumed_the_run_is_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_writes_an_incomplete_report_and_resume_completes_it() {
-    let sim = start_sim(oracle()).await;
+    let sim = start_sim(replay_sim(trajectories())).await;
     let dir = scratch("sigint");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
     let out = dir.path().join("out");
@@ -226,7 +212,7 @@ async fn ctrl_c_writes_an_incomplete_report_and_resume_completes_it() {
 /// OS error; the run is never VALID and exits non-zero.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_stops_the_run_naming_the_file() {
-    let sim = start_sim(oracle()).await;
+    let sim = start_sim(replay_sim(trajectories())).await;
     let dir = scratch("full-disk");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
     let disk = dir.path().join("disk");
@@ -285,7 +271,7 @@ async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
     // Real-time speeds: an answer takes seconds.
     let slow = start_sim(SimConfig {
         time_scale: 1.0,
-        ..oracle()
+        ..replay_sim(trajectories())
     })
     .await;
     let dir = scratch("sigterm");
@@ -332,7 +318,7 @@ async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
     );
     slow.shutdown().await;
 
-    let fast = start_sim(oracle()).await;
+    let fast = start_sim(replay_sim(trajectories())).await;
     let done = agentload(&["resume", out_s, "--endpoint", &fast.url()], dir.path()).await;
     assert!(done.status.success(), "{}", text(&done));
     let records = read_jsonl(&log);

@@ -504,13 +504,7 @@ async fn the_shipped_edge_config_passes_a_submission_run_despite_a_poisoned_cach
 
     let sim = start_sim(SimConfig {
         time_scale: 0.0,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(trajectories()),
-            bfcl: Some(bfcl_dir()),
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
+        responder: gold_responder(Some(trajectories()), Some(bfcl_dir())),
         ..SimConfig::default()
     })
     .await;

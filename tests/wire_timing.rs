@@ -4,23 +4,15 @@
 
 mod common;
 
-use agentload_sim::{ResponderConfig, SimConfig};
+use agentload_sim::SimConfig;
 use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
 
 fn oracle() -> SimConfig {
     SimConfig {
-        time_scale: 0.0005,
-        responder: ResponderConfig::Oracle {
-            dataset: Some(trajectories()),
-            bfcl: None,
-            error_rate: 0.0,
-            seed: 0,
-            cap_to_max_tokens: false,
-        },
         slots: 4,
-        ..Default::default()
+        ..replay_sim(trajectories())
     }
 }
 

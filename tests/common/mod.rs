@@ -50,6 +50,30 @@ pub fn test_plugin(name: &str) -> PathBuf {
     path
 }
 
+/// The oracle responder: the recorded answers of `dataset` (trajectories) and `bfcl` (BFCL
+/// ground truth), no injected errors.
+pub fn gold_responder(
+    dataset: Option<PathBuf>,
+    bfcl: Option<PathBuf>,
+) -> agentload_sim::ResponderConfig {
+    agentload_sim::ResponderConfig::Oracle {
+        dataset,
+        bfcl,
+        error_rate: 0.0,
+        seed: 0,
+        cap_to_max_tokens: false,
+    }
+}
+
+/// A simulator replaying `dataset`'s recorded answers 2,000x faster than recorded.
+pub fn replay_sim(dataset: PathBuf) -> agentload_sim::SimConfig {
+    agentload_sim::SimConfig {
+        time_scale: 0.0005,
+        responder: gold_responder(Some(dataset), None),
+        ..Default::default()
+    }
+}
+
 /// Starts the simulator in this process.
 pub async fn start_sim(config: agentload_sim::SimConfig) -> agentload_sim::SimHandle {
     agentload_sim::start(
