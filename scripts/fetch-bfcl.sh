@@ -40,7 +40,13 @@ fi
 mkdir -p "$dir"
 wheels=${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}/pip
 whl="$wheels/bfcl_eval-$version-py3-none-any.whl"
-if ! [ -f "$whl" ] || ! echo "$wheel_sha  $whl" | sha256sum -c --quiet - 2>/dev/null; then
+if [ -f "$whl" ] && ! echo "$wheel_sha  $whl" | sha256sum -c --quiet - >/dev/null 2>&1; then
+  # A damaged or substituted cached wheel is never used, nor left for pip to
+  # reuse (pip keeps a file already in its download directory).
+  echo "note: $whl does not have sha256 $wheel_sha: removed, fetching it again"
+  rm -f "$whl"
+fi
+if ! [ -f "$whl" ]; then
   echo "fetching bfcl-eval==$version (wheel) with pip"
   mkdir -p "$wheels"
   python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheels" "bfcl-eval==$version"
