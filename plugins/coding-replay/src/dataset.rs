@@ -4,6 +4,7 @@
 //! its JSON Schema (`agentic_inference_dataset_schema.json`). Every problem is a
 //! [`Error::Data`] naming the granted file, the 1-based line and the rule broken.
 
+mod fields;
 mod row;
 #[cfg(test)]
 mod tests;
@@ -145,13 +146,13 @@ pub fn parse(file_name: &str, bytes: &[u8]) -> Result<Dataset, Error> {
     let mut first_lines: HashMap<String, u32> = HashMap::new();
     for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let Some(object) = parse_line(raw, index == 0).map_err(|m| error(line, m))? else {
+        let Some(fields) = parse_line(raw, index == 0).map_err(|m| error(line, m))? else {
             continue;
         };
-        if object.get("_type").and_then(Value::as_str) == Some("dataset_metadata") {
+        if fields.kind.as_ref().and_then(Value::as_str) == Some("dataset_metadata") {
             continue;
         }
-        let (id, row) = row::parse(&object, line).map_err(|m| error(line, m))?;
+        let (id, row) = row::parse(fields, line).map_err(|m| error(line, m))?;
         match groups.last_mut() {
             Some((last, rows)) if *last == id => rows.push(row),
             _ => {
@@ -182,8 +183,8 @@ pub fn parse(file_name: &str, bytes: &[u8]) -> Result<Dataset, Error> {
     Ok(Dataset { conversations })
 }
 
-/// Decodes one line: `None` for a blank line, else its JSON object.
-fn parse_line(raw: &[u8], first: bool) -> Result<Option<serde_json::Map<String, Value>>, String> {
+/// Decodes one line: `None` for a blank line, else its JSON object's keys.
+fn parse_line(raw: &[u8], first: bool) -> Result<Option<fields::Fields>, String> {
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
     let text = std::str::from_utf8(raw).map_err(|e| format!("line is not valid UTF-8: {e}"))?;
     let text = if first {
@@ -194,9 +195,21 @@ fn parse_line(raw: &[u8], first: bool) -> Result<Option<serde_json::Map<String, 
     if text.trim().is_empty() {
         return Ok(None);
     }
-    match serde_json::from_str(text) {
-        Ok(Value::Object(object)) => Ok(Some(object)),
-        Ok(_) => Err("each line must be a JSON object".to_owned()),
+    let not_an_object = |e: &serde_json::Error| e.classify() == serde_json::error::Category::Data;
+    // A line that is not an object stops the read at its first byte: read it again as any
+    // JSON, so that broken JSON is reported as such first.
+    let parsed = serde_json::from_str(text).map_err(|e| {
+        if not_an_object(&e) {
+            serde_json::from_str::<serde::de::IgnoredAny>(text)
+                .err()
+                .unwrap_or(e)
+        } else {
+            e
+        }
+    });
+    match parsed {
+        Ok(fields) => Ok(Some(fields)),
+        Err(e) if not_an_object(&e) => Err("each line must be a JSON object".to_owned()),
         Err(e) => {
             // serde_json appends " at line 1 column N": keep only the column.
             let full = e.to_string();

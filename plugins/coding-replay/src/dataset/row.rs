@@ -6,22 +6,27 @@
 
 use serde_json::{Map, Value};
 
+use super::fields::Fields;
 use super::{Body, Row, ToolCall, ToolResult};
 
 type Object = Map<String, Value>;
 
-/// Parses a row object found at `line`; returns its conversation id and the row.
-pub(super) fn parse(object: &Object, line: u32) -> Result<(String, Row), String> {
-    let id = conversation_id(object)?;
-    let turn = turn(object)?;
-    let body = match required(object, "role")?.as_str() {
-        Some("user") => user(object)?,
-        Some("assistant") => assistant(object)?,
-        Some("tool") => tool(object)?,
-        _ => return Err("'role' must be one of \"user\", \"assistant\", \"tool\"".to_owned()),
+/// Parses a row's keys found at `line`; returns its conversation id and the row. Rules are
+/// checked in a fixed order (id, turn, role and its payload, generation parameters, `system`,
+/// `name`): a row breaking several reports the first.
+pub(super) fn parse(f: Fields, line: u32) -> Result<(String, Row), String> {
+    let id = conversation_id(f.conversation_id.as_ref())?;
+    let turn = turn(f.turn.as_ref())?;
+    let body = match f.role.as_ref().map(Value::as_str) {
+        None => return Err("missing required key 'role'".to_owned()),
+        Some(Some("user")) => user(f.content)?,
+        Some(Some("assistant")) => assistant(f.content, f.reasoning_content, f.tool_calls)?,
+        Some(Some("tool")) => tool(f.tool_results)?,
+        Some(_) => return Err("'role' must be one of \"user\", \"assistant\", \"tool\"".to_owned()),
     };
+    let parameter = |key: &str| Fields::parameter_in(&f.parameters, key);
     for (key, check) in GENERATION_PARAMETERS {
-        if let Some(value) = present(object, key) {
+        if let Some(value) = parameter(key) {
             check.apply(key, value)?;
         }
     }
@@ -29,33 +34,36 @@ pub(super) fn parse(object: &Object, line: u32) -> Result<(String, Row), String>
         line,
         turn,
         body,
-        system: optional_string(object, "system")?,
-        name: optional_string(object, "name")?,
-        tools_json: present(object, "tools").map(Value::to_string),
-        delay_seconds: present(object, "delay_seconds").and_then(Value::as_f64),
-        max_new_tokens: token_limit(object, "max_new_tokens"),
-        max_completion_tokens: token_limit(object, "max_completion_tokens"),
+        system: optional_string(f.system, "system")?,
+        name: optional_string(f.name, "name")?,
+        tools_json: parameter("tools").map(Value::to_string),
+        delay_seconds: parameter("delay_seconds").and_then(Value::as_f64),
+        max_new_tokens: token_limit(parameter("max_new_tokens")),
+        max_completion_tokens: token_limit(parameter("max_completion_tokens")),
     };
     Ok((id, row))
 }
 
-/// The value of `key`, unless it is absent or `null`.
+/// The value of `key` in a nested object, unless it is absent or `null`.
 fn present<'a>(object: &'a Object, key: &str) -> Option<&'a Value> {
     object.get(key).filter(|value| !value.is_null())
 }
 
-fn required<'a>(object: &'a Object, key: &str) -> Result<&'a Value, String> {
-    present(object, key).ok_or_else(|| format!("missing required key '{key}'"))
+fn required<'a>(value: Option<&'a Value>, key: &str) -> Result<&'a Value, String> {
+    value.ok_or_else(|| format!("missing required key '{key}'"))
 }
 
-fn optional_string(object: &Object, key: &str) -> Result<Option<String>, String> {
-    present(object, key)
-        .map(|value| {
-            value
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("'{key}' must be a string"))
-        })
+/// A string taken out of its value (no copy).
+fn into_string(value: Value) -> Result<String, Value> {
+    match value {
+        Value::String(text) => Ok(text),
+        other => Err(other),
+    }
+}
+
+fn optional_string(value: Option<Value>, key: &str) -> Result<Option<String>, String> {
+    value
+        .map(|value| into_string(value).map_err(|_| format!("'{key}' must be a string")))
         .transpose()
 }
 
@@ -68,14 +76,12 @@ fn integer(value: &Value) -> Option<i64> {
     })
 }
 
-fn token_limit(object: &Object, key: &str) -> Option<u32> {
-    present(object, key)
-        .and_then(integer)
-        .and_then(|n| u32::try_from(n).ok())
+fn token_limit(value: Option<&Value>) -> Option<u32> {
+    value.and_then(integer).and_then(|n| u32::try_from(n).ok())
 }
 
-fn conversation_id(object: &Object) -> Result<String, String> {
-    let id = required(object, "conversation_id")?
+fn conversation_id(value: Option<&Value>) -> Result<String, String> {
+    let id = required(value, "conversation_id")?
         .as_str()
         .ok_or("'conversation_id' must be a string")?;
     if id.is_empty() {
@@ -87,27 +93,29 @@ fn conversation_id(object: &Object) -> Result<String, String> {
     Ok(id.to_owned())
 }
 
-fn turn(object: &Object) -> Result<u32, String> {
-    integer(required(object, "turn")?)
+fn turn(value: Option<&Value>) -> Result<u32, String> {
+    integer(required(value, "turn")?)
         .and_then(|n| u32::try_from(n).ok())
         .filter(|&n| n >= 1)
         .ok_or_else(|| "'turn' must be an integer >= 1".to_owned())
 }
 
-fn user(object: &Object) -> Result<Body, String> {
-    let content = present(object, "content")
-        .and_then(Value::as_str)
+fn user(content: Option<Value>) -> Result<Body, String> {
+    let content = content
+        .and_then(|value| into_string(value).ok())
         .filter(|content| !content.is_empty())
         .ok_or("user rows need a non-empty string 'content'")?;
-    Ok(Body::User {
-        content: content.to_owned(),
-    })
+    Ok(Body::User { content })
 }
 
-fn assistant(object: &Object) -> Result<Body, String> {
-    let content = optional_string(object, "content")?;
-    let reasoning_content = optional_string(object, "reasoning_content")?;
-    let (tool_calls, tool_calls_json) = match present(object, "tool_calls") {
+fn assistant(
+    content: Option<Value>,
+    reasoning_content: Option<Value>,
+    tool_calls: Option<Value>,
+) -> Result<Body, String> {
+    let content = optional_string(content, "content")?;
+    let reasoning_content = optional_string(reasoning_content, "reasoning_content")?;
+    let (tool_calls, tool_calls_json) = match &tool_calls {
         None => (Vec::new(), "[]".to_owned()),
         Some(value) => {
             let calls = value
@@ -159,8 +167,9 @@ fn tool_call(index: usize, call: &Value) -> Result<ToolCall, String> {
     })
 }
 
-fn tool(object: &Object) -> Result<Body, String> {
-    let results = present(object, "tool_results")
+fn tool(tool_results: Option<Value>) -> Result<Body, String> {
+    let results = tool_results
+        .as_ref()
         .and_then(Value::as_array)
         .filter(|results| !results.is_empty())
         .ok_or("tool rows need a non-empty 'tool_results' list")?;
@@ -193,7 +202,7 @@ fn non_empty_string(object: &Object, key: &str) -> Option<String> {
 }
 
 /// The schema's `generationParameters`, allowed on every row.
-const GENERATION_PARAMETERS: [(&str, Check); 18] = [
+pub(super) const GENERATION_PARAMETERS: [(&str, Check); 18] = [
     ("model", Check::String),
     ("max_new_tokens", Check::Integer(1, u32::MAX as i64)),
     ("max_completion_tokens", Check::Integer(1, u32::MAX as i64)),
@@ -216,7 +225,7 @@ const GENERATION_PARAMETERS: [(&str, Check); 18] = [
 
 /// A type (and range) rule for one key.
 #[derive(Clone, Copy)]
-enum Check {
+pub(super) enum Check {
     String,
     Boolean,
     Object,

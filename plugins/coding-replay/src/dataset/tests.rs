@@ -121,6 +121,10 @@ fn json_syntax_error_names_the_line() {
 #[test]
 fn line_must_be_an_object() {
     assert_eq!(error("[1, 2]\n"), at(1, "each line must be a JSON object"));
+    assert_eq!(
+        error("[1, 2,]\n"),
+        at(1, "invalid JSON at column 7: expected value")
+    );
 }
 
 #[test]
