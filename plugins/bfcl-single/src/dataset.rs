@@ -20,7 +20,7 @@ pub struct Entry {
     pub id: String,
     /// The single turn's messages.
     pub messages: Vec<Message>,
-    /// The `function` array as parsed (for the tool conversion).
+    /// The `function` array as parsed; the gate takes it to build the request's tools.
     pub functions: Vec<Value>,
     /// The `function` array's JSON text, verbatim.
     pub functions_raw: Box<RawValue>,
@@ -145,17 +145,48 @@ pub fn read(
     Ok(entries)
 }
 
-/// Number of entries (non-empty lines) in a file.
+/// Number of entries (lines that are not only whitespace) in a file, in one pass without
+/// splitting it into lines.
 pub fn count(bytes: &[u8]) -> usize {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
-        .count()
+    let (mut n, mut blank) = (0, true);
+    for &b in bytes {
+        let newline = b == b'\n';
+        n += usize::from(newline & !blank);
+        blank = newline | (blank & b.is_ascii_whitespace());
+    }
+    n + usize::from(!blank)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_are_the_lines_not_only_whitespace() {
+        let by_lines = |t: &[u8]| {
+            t.split(|&b| b == b'\n')
+                .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+                .count()
+        };
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\na\n\n",
+            " \t\r\n{}\r\n \n",
+            "x \n \x0c\n y",
+            "{\"a\": 1}\n{\"b\": 2}\n",
+            "é\n\n\u{a0}\n",
+        ] {
+            assert_eq!(
+                count(text.as_bytes()),
+                by_lines(text.as_bytes()),
+                "{text:?}"
+            );
+        }
+    }
 
     const Q: &str = concat!(
         r#"{"id": "simple_python_0", "question": [[{"role": "user", "content": "Area?"}]], "function": [{"name": "area", "parameters": {"type": "dict", "properties": {"b": {"type": "float", "description": "base"}}, "required": ["b"]}}]}"#,

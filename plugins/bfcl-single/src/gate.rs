@@ -61,14 +61,14 @@ impl Gate {
                 Some(n),
             )
             .map_err(data_error)?;
-            for entry in entries {
-                let mut functions = entry.functions.clone();
+            for mut entry in entries {
+                let mut functions = std::mem::take(&mut entry.functions);
                 let tools = if settings.language_hints {
                     tools::add_language_hints(&mut functions, subset.language)
                 } else {
                     Ok(())
                 }
-                .and_then(|()| tools::convert(&functions))
+                .and_then(|()| tools::into_tools(functions))
                 .map_err(|e| Error::data(&questions.file_name, 0, format!("{}: {e}", entry.id)))?;
                 let tools_json = (!tools.is_empty())
                     .then(|| serde_json::to_string(&tools).expect("tools serialise"));

@@ -23,14 +23,18 @@ pub type DocError = String;
 
 /// Converts an entry's function docs to the `tools` array.
 pub fn convert(functions: &[Value]) -> Result<Vec<Value>, DocError> {
-    functions.iter().map(convert_one).collect()
+    into_tools(functions.to_vec())
 }
 
-fn convert_one(doc: &Value) -> Result<Value, DocError> {
-    let mut item = doc
-        .as_object()
-        .cloned()
-        .ok_or("a function doc is not an object")?;
+/// [`convert`], taking the docs: each one becomes its tool in place, nothing is copied.
+pub fn into_tools(functions: Vec<Value>) -> Result<Vec<Value>, DocError> {
+    functions.into_iter().map(convert_one).collect()
+}
+
+fn convert_one(doc: Value) -> Result<Value, DocError> {
+    let Value::Object(mut item) = doc else {
+        return Err("a function doc is not an object".into());
+    };
     let name = item
         .get("name")
         .and_then(Value::as_str)
