@@ -11,7 +11,7 @@
 //! first-token write to the client's read); the first request of each stream is reported apart
 //! from the rest.
 
-use super::floor::{FloorClient, Sample};
+use super::floor::{self, FloorClient, Sample};
 use super::{percentile, rss_kib, Row};
 use crate::client::{ChatClient, ClientOptions};
 use anyhow::{Context as _, Result};
@@ -204,25 +204,17 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
     let bytes = serde_json::to_vec(&body)?;
     let per_stream = opts.per_stream(1);
-    let floor_client = tokio::task::spawn_blocking(move || FloorClient::connect(addr, &bytes))
-        .await
-        .context("the floor client panicked")??;
     // The floor alternates request by request with agentload's c=1 level, so that both see
     // the same moments of the machine's noise; without a c=1 level it runs alone, first.
-    let mut floor_client = if opts.levels.contains(&1) {
-        Some(floor_client)
+    let alternated = opts.levels.contains(&1);
+    let mut floor_client = None;
+    if alternated {
+        let connected = tokio::task::spawn_blocking(move || FloorClient::connect(addr, &bytes));
+        floor_client = Some(connected.await.context("the floor client panicked")??);
     } else {
-        let samples = tokio::task::spawn_blocking(move || {
-            let mut c = floor_client;
-            (0..per_stream)
-                .map(|_| c.send())
-                .collect::<std::io::Result<Vec<_>>>()
-        })
-        .await
-        .context("the floor client panicked")??;
-        floor_samples = samples;
-        None
-    };
+        let alone = tokio::task::spawn_blocking(move || floor::run(addr, &bytes, per_stream));
+        floor_samples = alone.await.context("the floor client panicked")??;
+    }
     let mut levels = Vec::new();
     for &n in &opts.levels {
         let alongside = if n == 1 { floor_client.take() } else { None };
@@ -235,7 +227,7 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     let floor = Floor {
         first: Errors::of(&floor_samples[..1.min(floor_samples.len())]),
         after_first: Errors::of(&floor_samples[1.min(floor_samples.len())..]),
-        alternated: opts.levels.contains(&1),
+        alternated,
     };
     for l in &mut levels {
         l.ratio_to_floor_p50 = ratio(l.after_first.total.p50_ms, floor.after_first.total.p50_ms);
