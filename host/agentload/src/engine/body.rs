@@ -202,6 +202,23 @@ mod tests {
     use super::*;
     use crate::plugin::types::{Sampling, ToolCall};
 
+    fn request(
+        messages: Vec<ChatMessage>,
+        tools_json: Option<String>,
+        sampling: Sampling,
+    ) -> TurnRequest {
+        TurnRequest {
+            session_id: "c".into(),
+            turn: 0,
+            item_id: "c/0".into(),
+            messages,
+            tools_json,
+            sampling,
+            delay_ms: 0,
+            expected_json: "{}".into(),
+        }
+    }
+
     fn msg(role: Role) -> ChatMessage {
         ChatMessage {
             role,
@@ -225,13 +242,10 @@ mod tests {
         let mut tool = msg(Role::Tool);
         tool.tool_call_id = Some("functions.bash:0".into());
         tool.content = Some("out".into());
-        let req = TurnRequest {
-            session_id: "c".into(),
-            turn: 3,
-            item_id: "c/4".into(),
-            messages: vec![assistant, tool],
-            tools_json: Some(r#"[{"type":"function","function":{"name":"bash"}}]"#.into()),
-            sampling: Sampling {
+        let req = request(
+            vec![assistant, tool],
+            Some(r#"[{"type":"function","function":{"name":"bash"}}]"#.into()),
+            Sampling {
                 temperature: Some(0.0),
                 top_p: None,
                 top_k: None,
@@ -239,9 +253,7 @@ mod tests {
                 max_completion_tokens: Some(1024),
                 tool_choice_json: None,
             },
-            delay_ms: 0,
-            expected_json: "{}".into(),
-        };
+        );
         let opts = BodyOptions {
             model: "m".into(),
             stream: true,
@@ -284,13 +296,10 @@ mod tests {
         let mut user = msg(Role::User);
         user.content = Some("hi \"there\"\n".into());
         user.name = Some("u".into());
-        let req = TurnRequest {
-            session_id: "c".into(),
-            turn: 0,
-            item_id: "c/0".into(),
-            messages: vec![user],
-            tools_json: None,
-            sampling: Sampling {
+        let req = request(
+            vec![user],
+            None,
+            Sampling {
                 temperature: Some(0.7),
                 top_p: Some(0.95),
                 top_k: Some(20),
@@ -298,9 +307,7 @@ mod tests {
                 max_completion_tokens: None,
                 tool_choice_json: Some(r#""auto""#.into()),
             },
-            delay_ms: 0,
-            expected_json: "{}".into(),
-        };
+        );
         let mut extra = Map::new();
         extra.insert("cache_prompt".into(), true.into());
         extra.insert("temperature".into(), 0.0.into());
