@@ -595,6 +595,7 @@ pub(crate) fn client_for(
         turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
         max_connections: concurrency,
         max_response_bytes: config.endpoint.max_response_bytes,
+        timestamps: config.endpoint.timestamps,
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),

@@ -1,20 +1,46 @@
 //! A TCP stream that calls hooks the moment a read or a write returns bytes, in the task that
 //! made the syscall, before anything parses them: the one socket wrapper both ends of the wire
 //! stamp with (the simulator's request and first-token stamps, the client's read stamps).
+//!
+//! A stream made with [`Hooked::with_arrival_stamps`] also asks the kernel to stamp every
+//! packet it receives (`SO_TIMESTAMPNS`) and reads with `recvmsg(2)`, so each read says when
+//! its bytes reached the machine, not only when the reader got to them: a reader that is busy
+//! elsewhere (a thousand streams on two cores) still stamps bytes at the wire.
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
+use std::time::Instant;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
+
+mod arrival;
+
+/// When a read that returned bytes happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadAt {
+    /// Right after the syscall returned.
+    pub returned: Instant,
+    /// When the kernel received the packet carrying the read's last bytes (never after
+    /// `returned`); `None` without kernel stamps.
+    pub arrived: Option<Instant>,
+}
 
 /// What a [`Hooked`] stream calls right after a syscall returned bytes.
 pub trait IoHooks: Unpin {
     /// A read returned at least one byte.
-    fn read_returned(&self);
+    fn read_returned(&self, at: ReadAt);
     /// A write returned at least one byte written.
     fn write_returned(&self) {}
+    /// Whether the next read is to return only the bytes that arrived first (those of the
+    /// oldest packet waiting, with any that came in the same nanosecond), so that its arrival
+    /// stamp is theirs exactly rather than the newest packet's it would also take. Asked only
+    /// with kernel stamps; it costs two or more `MSG_PEEK` reads, so ask for it only where the
+    /// moment matters (a request's first bytes, a response's first token).
+    fn split_at_arrivals(&self) -> bool {
+        false
+    }
 }
 
 /// A TCP stream whose reads and writes that move bytes call `H`.
@@ -22,16 +48,78 @@ pub trait IoHooks: Unpin {
 pub struct Hooked<H> {
     tcp: TcpStream,
     hooks: H,
+    /// Reads go through `recvmsg(2)` and carry the kernel's receive stamp.
+    arrival: bool,
 }
 
 impl<H: IoHooks> Hooked<H> {
+    /// A stream whose reads are stamped when they return.
     pub fn new(tcp: TcpStream, hooks: H) -> Self {
-        Self { tcp, hooks }
+        Self {
+            tcp,
+            hooks,
+            arrival: false,
+        }
+    }
+
+    /// A stream whose reads also carry the kernel's receive stamp of their bytes; where the
+    /// kernel refuses the socket option (not Linux), reads are stamped when they return.
+    pub fn with_arrival_stamps(tcp: TcpStream, hooks: H) -> Self {
+        let arrival = arrival::enable(&tcp).is_ok();
+        Self {
+            tcp,
+            hooks,
+            arrival,
+        }
+    }
+
+    /// Whether reads carry the kernel's receive stamps.
+    pub fn stamps_arrival(&self) -> bool {
+        self.arrival
     }
 
     fn wrote(&self, polled: &Poll<io::Result<usize>>) {
         if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
             self.hooks.write_returned();
+        }
+    }
+
+    /// A read through `recvmsg(2)` that also takes the kernel's receive stamp.
+    fn poll_read_stamped(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            ready!(self.tcp.poll_read_ready(cx))?;
+            // SAFETY: `recv` only writes into the slice, and `assume_init` below covers exactly
+            // the bytes it says it wrote.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let split = self.hooks.split_at_arrivals();
+            let read = || {
+                let len = if split {
+                    arrival::first_arrival_len(&self.tcp, unfilled)?
+                } else {
+                    unfilled.len()
+                };
+                arrival::recv(&self.tcp, &mut unfilled[..len], 0)
+            };
+            match self.tcp.try_io(Interest::READABLE, read) {
+                Ok((0, _)) => return Poll::Ready(Ok(())),
+                Ok((n, kernel)) => {
+                    let at = arrival::read_at(kernel);
+                    // SAFETY: the kernel initialised the first `n` bytes of the unfilled part.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    self.hooks.read_returned(at);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
         }
     }
 }
@@ -43,10 +131,16 @@ impl<H: IoHooks> AsyncRead for Hooked<H> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.arrival {
+            return this.poll_read_stamped(cx, buf);
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.hooks.read_returned();
+            this.hooks.read_returned(ReadAt {
+                returned: Instant::now(),
+                arrived: None,
+            });
         }
         polled
     }

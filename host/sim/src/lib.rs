@@ -65,16 +65,17 @@
 //! # Server-side timestamps
 //! Besides llama.cpp's `usage` and `timings`, the closing chunks (and the non-streaming answer)
 //! carry `"agentload_sim": {"first_token_ns", "last_token_ns", "queued_ns", "received_mono_ns",
-//! "first_token_mono_ns"}`, stamped at the syscall: a request arrives when the first `read(2)`
-//! of its bytes returns; a stream's first token is out when the first `write(2)` of its
-//! response (head and first token together) returns. `first_token_ns` is the time between the
+//! "first_token_mono_ns"}`, stamped at the wire: a request arrives when its first bytes reached
+//! the machine (the kernel's receive stamp of the first `read(2)` of them, or that read's
+//! return where the kernel stamps nothing); a stream's first token is out when the first
+//! `write(2)` of its response (head and first token together) returns. `first_token_ns` is the time between the
 //! two; `last_token_ns` the time from arrival to the moment the last token-bearing chunk was
 //! put into the response body (for a non-streamed answer both are the scheduler's, the answer
 //! being written at once); `queued_ns` the time spent waiting for a slot. The `_mono_ns` fields
 //! are the same arrival and first-token moments on the machine's monotonic clock
 //! (`CLOCK_MONOTONIC`, what `Instant` reads on Linux), so a client on the same machine, even in
 //! another process, splits its timing error by direction: request path = arrival minus its
-//! send, response path = its first-token read minus `first_token_mono_ns`.
+//! send, response path = its first-token stamp minus `first_token_mono_ns`.
 //!
 //! # Fault injection
 //! [`SimConfig::faults`] (`agentload sim --fault KIND@N`) breaks the answer to the N-th

@@ -1,8 +1,10 @@
-//! The connection's socket, stamped at the syscall: a request is received when the first read
-//! of its bytes returns, and its first token is out when the first write of its response (the
-//! head goes out with the first token) returns. These stamps, not the scheduler's, are the
-//! simulator's `agentload_sim` timestamps, so the simulator's own hops (scheduler to writer,
-//! head encoding, the write) do not count against the client it measures.
+//! The connection's socket, stamped at the wire: a request is received when its first bytes
+//! reached the machine (the kernel's receive stamp of the first read that returns them, or that
+//! read's return where the kernel gives no stamp), and its first token is out when the first
+//! write of its response (the head goes out with the first token) returns. These stamps, not
+//! the scheduler's, are the simulator's `agentload_sim` timestamps, so neither the simulator's
+//! own hops (a busy reader, scheduler to writer, head encoding, the write) count against the
+//! client it measures.
 //!
 //! One request at a time per connection (HTTP/1.1 without pipelining): the first read that
 //! returns bytes after the previous response started writing begins the next request.
@@ -13,7 +15,7 @@ use std::time::Instant;
 
 use tokio::net::TcpStream;
 
-use crate::hooked::{Hooked, IoHooks};
+use crate::hooked::{Hooked, IoHooks, ReadAt};
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, shared by every process
 /// on the machine, so a client in another process can compare its own stamps with these.
@@ -57,11 +59,11 @@ impl WireStamps {
         self.0.lock().expect("wire stamps lock")
     }
 
-    fn read_returned(&self) {
+    fn read_returned(&self, at: Instant) {
         let mut s = self.lock();
         if !s.reading {
             s.reading = true;
-            s.request_at = Some(Instant::now());
+            s.request_at = Some(at);
             s.first_write = None;
         }
     }
@@ -77,7 +79,7 @@ impl WireStamps {
         }
     }
 
-    /// When the first read of the current request's bytes returned.
+    /// When the current request's first bytes arrived.
     pub(crate) fn request_at(&self) -> Option<Instant> {
         self.lock().request_at
     }
@@ -101,22 +103,29 @@ pub(crate) type WireIo = Hooked<Arc<WireStamps>>;
 /// A connection's stream and the stamps its syscalls leave.
 pub(crate) fn wire_io(tcp: TcpStream) -> (WireIo, Arc<WireStamps>) {
     let stamps = Arc::new(WireStamps::default());
-    (Hooked::new(tcp, stamps.clone()), stamps)
+    (Hooked::with_arrival_stamps(tcp, stamps.clone()), stamps)
 }
 
 impl IoHooks for Arc<WireStamps> {
-    fn read_returned(&self) {
-        WireStamps::read_returned(self);
+    fn read_returned(&self, at: ReadAt) {
+        WireStamps::read_returned(self, at.arrived.unwrap_or(at.returned));
     }
 
     fn write_returned(&self) {
         WireStamps::write_returned(self);
+    }
+
+    /// The first read of a request returns its first packet alone: stamped with its arrival,
+    /// not a later packet's.
+    fn split_at_arrivals(&self) -> bool {
+        !self.lock().reading
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
@@ -129,7 +138,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_request_starts_at_its_first_read_and_its_answer_at_its_first_write() {
+    async fn a_request_starts_when_its_first_bytes_arrive_and_its_answer_at_its_first_write() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut client = TcpStream::connect(listener.local_addr().unwrap())
             .await
@@ -138,12 +147,32 @@ mod tests {
         let (mut io, stamps) = wire_io(tcp);
         assert!(stamps.request_at().is_none());
         let mut buf = [0u8; 4];
+        // The first socket of the machine to ask for kernel stamps turns them on through
+        // deferred work: exchanges until they flow (their reads are stamped on return).
+        for _ in 0..1000 {
+            let before = Instant::now();
+            client.write_all(b"?").await.unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+            io.read_exact(&mut buf[..1]).await.unwrap();
+            let stamped_early = stamps.request_at().unwrap() < before + Duration::from_millis(1);
+            io.write_all(b"!").await.unwrap();
+            client.read_exact(&mut buf[..1]).await.unwrap();
+            if stamped_early || !cfg!(target_os = "linux") {
+                break;
+            }
+        }
         for round in 0..2 {
             let sent = Instant::now();
             client.write_all(b"ab").await.unwrap();
+            // The simulator is busy elsewhere before it reads: its stamp says when the bytes
+            // came, not when it got to them.
+            std::thread::sleep(Duration::from_millis(30));
             io.read_exact(&mut buf[..2]).await.unwrap();
+            let read_back = Instant::now();
             let first = stamps.request_at().unwrap();
-            assert!(first >= sent, "round {round}");
+            // Not before the bytes were sent (the kernel's wall-clock stamp, turned into an
+            // instant, may err by some µs).
+            assert!(first + Duration::from_millis(1) >= sent, "round {round}");
             // More bytes of the same request do not move its stamp.
             client.write_all(b"cd").await.unwrap();
             io.read_exact(&mut buf[..2]).await.unwrap();
@@ -156,6 +185,14 @@ mod tests {
                 panic!("the write returned");
             };
             assert!(written >= first);
+            assert!(first <= read_back, "round {round}");
+            if cfg!(target_os = "linux") {
+                let waited = read_back.duration_since(first);
+                assert!(
+                    waited >= Duration::from_millis(25),
+                    "round {round}: {waited:?}"
+                );
+            }
             // Later writes of the same answer keep the first one's stamp.
             io.write_all(b"y").await.unwrap();
             assert_eq!(stamps.poll_first_write(&mut cx), Poll::Ready(written));

@@ -4,7 +4,7 @@
 //! (echo responder) on the turn engine, as a run would drive it; a scorer
 //! scores a few synthetic items.
 
-use crate::client::{ChatClient, ClientOptions};
+use crate::client::{ChatClient, ClientOptions, Timestamps};
 use crate::engine::{
     drive, BodyOptions, Console, DriveError, Engine, Next, Recorder, SessionEnd, Stop, StopReason,
     TurnHooks, TurnRecord, TurnSender, TurnStatus,
@@ -248,6 +248,7 @@ async fn run_workload(
             turn_timeout: Duration::from_secs(60),
             max_connections: 1,
             max_response_bytes: 0,
+            timestamps: Timestamps::default(),
         })?,
         body: BodyOptions {
             model: "agentload-sim".into(),

@@ -196,7 +196,7 @@ mod tests {
             .unwrap();
         assert_eq!(samples.len(), 5);
         for s in samples {
-            // The simulator's first read cannot come before the send; the client's read can
+            // The request cannot reach the simulator before it was sent; the client's read can
             // come before the simulator's write(2) returned (no bound on that: a preempted
             // writer returns late).
             assert!(s.request_ns >= 0, "{s:?}");

@@ -7,13 +7,14 @@
 //! Each level warms one connection per stream first (the set-up, reported apart, like a run's
 //! `connection_setup`), then each stream sends its requests one after another. The timing
 //! error of a request is its TTFT minus the simulator's first-token time, split by direction
-//! (request path: send to the simulator's first read; response path: the simulator's
-//! first-token write to the client's read); the first request of each stream is reported apart
-//! from the rest.
+//! (request path: send to the arrival of the request's first packet at the simulator; response
+//! path: the simulator's first-token write to the client's first-token stamp); the first
+//! request of each stream is reported apart from the rest, and so is the client's read lag
+//! (how long first tokens waited in the kernel for its read).
 
 use super::floor::{self, FloorClient, Sample};
 use super::{percentile, rss_kib, Row};
-use crate::client::{ChatClient, ClientOptions};
+use crate::client::{ChatClient, ClientOptions, Timestamps};
 use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,6 +96,10 @@ pub struct Level {
     pub first: Errors,
     /// The other requests.
     pub after_first: Errors,
+    /// Of the other requests, how long the first token's bytes waited in the kernel before
+    /// agentload read them (its read's return minus their arrival): the harness's own backlog,
+    /// which kernel stamps keep out of its timings. `None` without kernel stamps.
+    pub read_lag: Option<Spread>,
     /// `after_first` p50 / p99 over the floor client's.
     pub ratio_to_floor_p50: f64,
     pub ratio_to_floor_p99: f64,
@@ -298,6 +303,20 @@ fn rows(s: &Streams) -> Vec<Row> {
         ] {
             rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
         }
+        if let Some(lag) = l.read_lag {
+            rows.push(Row::new(
+                "streams",
+                format!("{c} first-token read lag p50"),
+                lag.p50_ms,
+                "ms",
+            ));
+            rows.push(Row::new(
+                "streams",
+                format!("{c} first-token read lag p99"),
+                lag.p99_ms,
+                "ms",
+            ));
+        }
         if l.failed > 0 {
             rows.push(Row::new(
                 "streams",
@@ -372,6 +391,7 @@ async fn level(
         turn_timeout: Duration::from_secs(120),
         max_connections: n,
         max_response_bytes: 0,
+        timestamps: Timestamps::default(),
     })?);
     // The level's peak resident set, without a sampler on the runtime being
     // measured: the kernel's high-water mark, reset before the level.
@@ -402,7 +422,11 @@ async fn level(
                     let sample = ex.result.as_ref().ok().and_then(|a| {
                         Sample::of(t.issued, t.first_token?, a.server_timestamps.as_ref()?)
                     });
-                    samples.push(sample.map(|s| (s, t.token_chunks_ns.len())));
+                    let lag = t
+                        .first_token_read
+                        .zip(t.first_token)
+                        .map(|(read, arrived)| read.duration_since(arrived).as_nanos() as i64);
+                    samples.push(sample.map(|s| (s, t.token_chunks_ns.len(), lag)));
                     if let (Some(c), Some(a)) = (floor.take(), alongside.as_mut()) {
                         let (c, sample, wall, cpu) = floor_request(c).await?;
                         a.samples.push(sample);
@@ -415,7 +439,7 @@ async fn level(
             })
         })
         .collect();
-    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    let (mut first, mut rest, mut lags) = (Vec::new(), Vec::new(), Vec::new());
     let mut chunks = 0usize;
     let mut failed = 0usize;
     let mut floor_done: Option<Alongside> = None;
@@ -424,11 +448,12 @@ async fn level(
         floor_done = floor_done.or(alongside);
         for (r, s) in samples.into_iter().enumerate() {
             match s {
-                Some((sample, c)) => {
+                Some((sample, c, lag)) => {
                     if r == 0 {
                         first.push(sample);
                     } else {
                         rest.push(sample);
+                        lags.extend(lag);
                     }
                     chunks += c;
                 }
@@ -461,6 +486,7 @@ async fn level(
         ratio_to_floor_p50: f64::NAN,
         ratio_to_floor_p99: f64::NAN,
         after_first,
+        read_lag: (!lags.is_empty()).then(|| Spread::of(lags.into_iter())),
         ingest_tps: chunks as f64 / wall,
         demand_tps: (n * SIM_DECODE_TPS) as f64,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,

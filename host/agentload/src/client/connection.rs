@@ -12,7 +12,7 @@
 //! ([`Pool::opened`]).
 
 use super::stream::TurnError;
-use super::wire::{stamped, ReadStamp, Stamped};
+use super::wire::{stamped, ReadStamp, Stamped, Timestamps};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -174,15 +174,18 @@ pub(super) struct Pool {
     idle: Mutex<Vec<Connection>>,
     max_idle: usize,
     opened: AtomicU64,
+    /// Which moment of a read stamps its bytes.
+    timestamps: Timestamps,
 }
 
 impl Pool {
-    pub(super) fn new(endpoint: Endpoint, max_idle: usize) -> Self {
+    pub(super) fn new(endpoint: Endpoint, max_idle: usize, timestamps: Timestamps) -> Self {
         Self {
             endpoint,
             idle: Mutex::new(Vec::new()),
             max_idle: max_idle.max(1),
             opened: AtomicU64::new(0),
+            timestamps,
         }
     }
 
@@ -233,7 +236,7 @@ impl Pool {
         self.opened.fetch_add(1, Ordering::SeqCst);
         tcp.set_nodelay(true)
             .map_err(|e| transport("cannot set TCP_NODELAY on the connection to", &e))?;
-        let (io, reads) = stamped(tcp);
+        let (io, reads) = stamped(tcp, self.timestamps);
         let (sender, driver) = http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| transport("HTTP handshake failed with", &e))?;

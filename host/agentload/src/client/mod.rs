@@ -18,6 +18,7 @@ pub use stream::{
     exchanges_in_flight, ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Setup,
     Timeline, TurnError,
 };
+pub use wire::Timestamps;
 
 #[cfg(test)]
 mod tests;

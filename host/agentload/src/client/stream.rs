@@ -16,6 +16,7 @@
 use super::assemble::{Assembled, CompletionAssembler};
 use super::connection::{Connection, Endpoint, EndpointError, Pool};
 use super::reader::StreamReader;
+use super::wire::Timestamps;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -51,6 +52,8 @@ pub struct ClientOptions {
     /// A response body longer than this fails its turn (`endpoint.max_response_bytes`; 0: no
     /// cap).
     pub max_response_bytes: u64,
+    /// Which moment of a read stamps the bytes it returned (`endpoint.timestamps`).
+    pub timestamps: Timestamps,
 }
 
 /// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
@@ -102,8 +105,12 @@ pub struct Timeline {
     pub issued: Instant,
     /// First byte of the response body (or headers, for errors).
     pub first_byte: Option<Instant>,
-    /// First token-bearing chunk.
+    /// First token-bearing chunk (when its bytes arrived, see [`Timestamps`]).
     pub first_token: Option<Instant>,
+    /// When the read that returned the first token-bearing chunk returned, where the kernel
+    /// stamped its arrival: after `first_token` by the time its bytes waited in the kernel
+    /// for agentload to read them.
+    pub first_token_read: Option<Instant>,
     /// Last token-bearing chunk.
     pub last_token: Option<Instant>,
     /// End of the answer (`[DONE]`, end of stream, or the failure).
@@ -125,6 +132,7 @@ impl Timeline {
             issued: now,
             first_byte: None,
             first_token: None,
+            first_token_read: None,
             last_token: None,
             complete: now,
             token_chunks_ns: Vec::new(),
@@ -252,7 +260,7 @@ impl ChatClient {
         Ok(Self {
             inner: Arc::new(Inner {
                 chat_path: endpoint.path("/v1/chat/completions"),
-                pool: Pool::new(endpoint, opts.max_connections),
+                pool: Pool::new(endpoint, opts.max_connections, opts.timestamps),
                 authorization,
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
@@ -317,7 +325,7 @@ impl ChatClient {
         let work = async {
             let build = || self.request("GET", &path, None, Bytes::new(), false);
             let mut t = Timeline::new();
-            let (mut conn, mut resp) = self.send_request(build, &mut t).await?;
+            let (mut conn, mut resp) = self.send_request(build, &mut t, false).await?;
             let status = resp.status().as_u16();
             let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
             let cap = inner.cap();
@@ -416,13 +424,17 @@ impl ChatClient {
     /// Sends the request `build` makes on a pooled connection. A reused connection that turns
     /// out closed before the request went out (the server closed it while idle) is replaced
     /// once by a new one.
+    /// `first_token_due`: the answer is a stream whose first token is to be stamped exactly
+    /// ([`super::wire::ReadStamp::first_token_due`]).
     async fn send_request(
         &self,
         build: impl Fn() -> Request<Full<Bytes>>,
         t: &mut Timeline,
+        first_token_due: bool,
     ) -> Result<(Connection, Response<Incoming>), TurnError> {
         let pool = &self.inner.pool;
         let (mut conn, reused) = pool.checkout().await?;
+        conn.reads.first_token_due(first_token_due);
         t.new_connection = !reused;
         let broken = |e: &hyper::Error| TurnError::Transport {
             message: format!(
@@ -436,6 +448,7 @@ impl ChatClient {
             Ok(resp) => Ok((conn, resp)),
             Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
                 let mut conn = pool.open().await?;
+                conn.reads.first_token_due(first_token_due);
                 t.new_connection = true;
                 let sent = conn.sender.send_request(build());
                 let resp = conn.run(sent).await.map_err(|e| broken(&e))?;
@@ -462,12 +475,12 @@ impl ChatClient {
                 stream,
             )
         };
-        let (mut conn, mut resp) = self.send_request(build, t).await.inspect_err(|_| {
+        let (mut conn, mut resp) = self.send_request(build, t, stream).await.inspect_err(|_| {
             t.complete = Instant::now();
         })?;
         let status = resp.status();
         if !status.is_success() {
-            t.first_byte = Some(conn.reads.last_or(Instant::now()));
+            t.first_byte = Some(arrival(&conn, t));
             let retry_after = header(&resp, RETRY_AFTER);
             let (bytes, ended) =
                 read_some(&mut conn, resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
@@ -499,6 +512,7 @@ impl ChatClient {
             let (bytes, ended) = read_some(&mut conn, resp.body_mut(), cap, t).await?;
             let now = t.last_byte.unwrap_or_else(Instant::now);
             t.first_token = Some(now);
+            t.first_token_read = conn.reads.read_of_arrival();
             t.last_token = Some(now);
             t.complete = now;
             if !ended {
@@ -524,7 +538,7 @@ impl ChatClient {
         let ended = loop {
             let frame = conn.run(body.frame()).await;
             // The read that delivered the frame's last bytes, not this moment.
-            let now = conn.reads.last_or(Instant::now());
+            let now = arrival(&conn, t);
             let bytes = match frame {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(bytes) => bytes,
@@ -555,6 +569,10 @@ impl ChatClient {
             reader
                 .feed(&bytes, t, now)
                 .inspect_err(|_| t.complete = now)?;
+            if t.first_token.is_some() && t.first_token_read.is_none() {
+                t.first_token_read = conn.reads.read_of_arrival();
+                conn.reads.first_token_due(false);
+            }
             if reader.done {
                 t.complete = now;
                 break drain(&mut conn, body).await;
@@ -575,6 +593,13 @@ impl Inner {
             n => n,
         }
     }
+}
+
+/// When the bytes of the connection's latest read arrived (or now, before any read), never
+/// before the request was issued: a wall-clock step between a packet's arrival and its read
+/// could otherwise move a kernel stamp ([`super::wire`]) there.
+fn arrival(conn: &Connection, t: &Timeline) -> Instant {
+    conn.reads.last_or(Instant::now()).max(t.issued)
 }
 
 /// A non-streamed answer's `error` object fails the turn.
@@ -607,7 +632,7 @@ async fn read_some(
         let Ok(bytes) = frame.into_data() else {
             continue;
         };
-        t.received(bytes.len(), conn.reads.last_or(Instant::now()));
+        t.received(bytes.len(), arrival(conn, t));
         let room = (limit as usize).saturating_sub(out.len());
         out.extend_from_slice(&bytes[..bytes.len().min(room)]);
         if t.bytes_received > limit {

@@ -120,6 +120,7 @@ fn client(url: &str, cap: u64, timeout: Duration) -> ChatClient {
         turn_timeout: timeout,
         max_connections: 1,
         max_response_bytes: cap,
+        timestamps: Timestamps::default(),
     })
     .unwrap()
 }
@@ -507,6 +508,7 @@ async fn concurrent_sessions_keep_one_connection_each() {
         turn_timeout: Duration::from_secs(10),
         max_connections: 4,
         max_response_bytes: 0,
+        timestamps: Timestamps::default(),
     })
     .unwrap();
     c.warm_up(4).await.unwrap();

@@ -151,6 +151,11 @@ pub struct EndpointConfig {
     /// cap (default 256 MiB, far above any real answer; 0: no cap).
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
+    /// What stamps a response's bytes: `arrival` (default), when the kernel received them,
+    /// so a busy harness does not add its own wait to the timings; `read`, when agentload's
+    /// read returned them, as a client without kernel stamps sees it.
+    #[serde(default)]
+    pub timestamps: crate::client::Timestamps,
 }
 
 fn default_max_response_bytes() -> u64 {
@@ -536,6 +541,24 @@ url = "http://127.0.0.1:1"
                 .to_string();
             assert!(err.contains(key), "{to}: {err}");
         }
+    }
+
+    #[test]
+    fn timestamps_default_to_arrival_and_a_typo_is_named() {
+        use crate::client::Timestamps;
+        let c = RunConfig::parse(Path::new("t.toml"), MINIMAL).unwrap();
+        assert_eq!(c.endpoint.timestamps, Timestamps::Arrival);
+        let read = MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"read\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &read).unwrap();
+        assert_eq!(c.endpoint.timestamps, Timestamps::Read);
+        let bad = MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"kernel\"");
+        let err = RunConfig::parse(Path::new("t.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("timestamps") && err.contains("arrival"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub struct TurnRecord {
     pub first_token_ns: Option<u64>,
     pub last_token_ns: Option<u64>,
     pub complete_ns: Option<u64>,
+    /// How long the first token's bytes waited in the kernel before agentload read them
+    /// (its read's return minus their arrival; absent without kernel receive stamps): the
+    /// harness's own backlog, kept out of `first_token_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_read_lag_ns: Option<u64>,
     /// Token-bearing chunks received.
     pub token_chunks: u32,
     pub completion: Option<CompletionRecord>,
@@ -113,6 +118,7 @@ impl TurnRecord {
             issued_ns: None,
             first_byte_ns: None,
             first_token_ns: None,
+            first_token_read_lag_ns: None,
             last_token_ns: None,
             complete_ns: None,
             token_chunks: 0,

@@ -70,6 +70,10 @@ impl TurnSender {
         record.issued_mono_ns = Some(agentload_sim::mono_ns(t.issued));
         record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
         record.first_token_ns = t.first_token.map(|i| self.ns(i));
+        record.first_token_read_lag_ns = t
+            .first_token_read
+            .zip(t.first_token)
+            .map(|(read, arrived)| read.saturating_duration_since(arrived).as_nanos() as u64);
         record.last_token_ns = t.last_token.map(|i| self.ns(i));
         record.complete_ns = Some(self.ns(t.complete));
         record.token_chunks = t.token_chunks_ns.len() as u32;

@@ -127,6 +127,11 @@ pub struct Extras {
     pub token_count_check: Option<TokenCheck>,
     /// Harness TTFT minus the simulator's server-side first-token time.
     pub timing_error: Option<TimingError>,
+    /// How long first tokens waited in the kernel before agentload read them (ns; turns
+    /// with kernel receive stamps, `endpoint.timestamps = "arrival"`): the harness's own
+    /// backlog, which the stamps keep out of TTFT. Large, it still delays the next requests
+    /// of closed-loop sessions (see their send lag).
+    pub first_token_read_lag_ns: Option<Series>,
     /// The harness's timings against llama.cpp's own `timings`.
     pub server_timings_check: Option<ServerTimingsCheck>,
     /// The harness's own costs, outside the measured turns.
@@ -190,13 +195,14 @@ pub struct TimingError {
     /// Harness TTFT minus server-side first-token time: the request path plus the response
     /// path.
     pub ttft_minus_server_ns: Series,
-    /// Request path: the simulator's arrival stamp (first read of the request) minus the
+    /// Request path: the simulator's arrival stamp (the request's first bytes) minus the
     /// harness's `issued` (both on the machine's monotonic clock).
     pub request_path_ns: Option<Series>,
-    /// Response path: the harness's first-token stamp (its read) minus the simulator's
-    /// first-token stamp (the write of the first token returned). Loopback delivers the bytes
-    /// inside the simulator's `write(2)`, so a client as fast as the machine's floor can read
-    /// them before that write returned: a few µs below zero then.
+    /// Response path: the harness's first-token stamp (the kernel's arrival stamp, or its
+    /// read's return) minus the simulator's first-token stamp (the write of the first token
+    /// returned). Loopback delivers the bytes inside the simulator's `write(2)`, so an
+    /// arrival stamp, or a client as fast as the machine's floor, comes before that write
+    /// returned: a few µs below zero then.
     pub response_path_ns: Option<Series>,
     /// Harness e2e minus server-side last-token time.
     pub e2e_minus_server_last_ns: Option<Series>,
@@ -407,6 +413,13 @@ pub fn summarize(
             },
             token_count_check: token_check(&done),
             timing_error,
+            first_token_read_lag_ns: Series::of(
+                &done
+                    .iter()
+                    .filter_map(|r| r.first_token_read_lag_ns)
+                    .collect::<Vec<_>>(),
+                false,
+            ),
             server_timings_check,
             harness: Harness::default(),
             n_samples_aborted: records
