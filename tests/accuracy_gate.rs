@@ -18,7 +18,7 @@ fn bfcl_dir() -> PathBuf {
 }
 
 fn edge_config() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/edge-full-run.toml")
+    common::manifest_dir().join("../../configs/edge-full-run.toml")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

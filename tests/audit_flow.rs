@@ -29,7 +29,7 @@ fn bfcl_dir() -> PathBuf {
 }
 
 fn edge_config() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/edge-full-run.toml")
+    common::manifest_dir().join("../../configs/edge-full-run.toml")
 }
 
 /// The non-official fixed scorer, built by scripts/build-plugins.sh.

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// The unsupported-contract fixture (tests/plugins/old-wit/old_wit.wat,
 /// assembled): built against `agentload:plugin@0.0.1`, which no host supports.
 fn old_wit() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/plugins/old-wit/old_wit.wasm")
+    common::manifest_dir().join("../../tests/plugins/old-wit/old_wit.wasm")
 }
 
 /// `cargo build --profile plugin --target wasm32-wasip2` in `crate_dir`,

@@ -135,7 +135,7 @@ fn write_script(path: &Path, plan: &[(&Entry, Vec<Vec<Step>>)]) {
 }
 
 fn shipped_config() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/bfcl-multi-turn.toml")
+    common::manifest_dir().join("../../configs/bfcl-multi-turn.toml")
 }
 
 /// The shipped config with the workload's and the scorer's `categories`

@@ -25,7 +25,7 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const MAX_TOKENS: u32 = 16;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    common::manifest_dir().join("../..")
 }
 
 fn script() -> PathBuf {

@@ -8,7 +8,9 @@ use serde_json::Value;
 use std::path::Path;
 
 fn metadata() -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Read when the test runs: a binary built by another checkout carries its path.
+    let root =
+        Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("../..");
     let out = std::process::Command::new(env!("CARGO"))
         .args([
             "metadata",

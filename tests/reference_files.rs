@@ -43,7 +43,7 @@ fn vocabulary() -> bool {
 fn reference_isls() -> Vec<u64> {
     let fixture: Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tokenizer/tests/fixtures/chat.json"),
+            common::manifest_dir().join("../tokenizer/tests/fixtures/chat.json"),
         )
         .unwrap(),
     )

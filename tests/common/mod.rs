@@ -8,11 +8,19 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
 
+/// `host/agentload` of the checkout under test, read when the test runs (cargo sets it):
+/// a test binary another checkout built into a shared target folder (cargo reuses it when
+/// the sources match) would otherwise carry that checkout's path.
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// The trajectory dataset's directory (CI points `AGENTLOAD_DATA_DIR` at it).
 pub fn data_dir() -> PathBuf {
     std::env::var_os("AGENTLOAD_DATA_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+        .unwrap_or_else(|| manifest_dir().join("../../../shared/data"))
 }
 
 /// The edge trajectory file; tests that need it fail loudly without it.
@@ -112,7 +120,7 @@ pub async fn agentload_env(args: &[&str], cwd: &Path, env: &[(&str, &Path)]) -> 
 
 /// The shipped edge config.
 pub fn shipped_edge_config() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/edge-full-run.toml")
+    manifest_dir().join("../../configs/edge-full-run.toml")
 }
 
 /// The BFCL v4 data folder (data directory, else the agentload cache).

@@ -24,7 +24,7 @@ const QWEN3_5_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[
 fn data_dir() -> PathBuf {
     std::env::var_os("AGENTLOAD_DATA_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+        .unwrap_or_else(|| manifest_dir().join("../../../shared/data"))
 }
 
 /// Where the vocabulary may be: the data directory, then the agentload
@@ -66,6 +66,14 @@ fn tokenizer() -> Option<&'static QwenTokenizer> {
     found.as_ref()
 }
 
+/// `host/tokenizer` of the checkout under test, read when the test runs (cargo sets it): a
+/// test binary another checkout built into a shared target folder (cargo reuses it when the
+/// sources match) would otherwise carry that checkout's path.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// Tells that a test is skipped, past the test harness's output capture.
 fn note(why: &str) {
     use std::io::Write;
@@ -73,9 +81,7 @@ fn note(why: &str) {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
+    let path = manifest_dir().join("tests/fixtures").join(name);
     let text = std::fs::read_to_string(&path).expect("fixture readable");
     serde_json::from_str(&text).expect("fixture is JSON")
 }
