@@ -73,29 +73,41 @@ pub(super) fn recv(
     Ok((n as usize, stamp(&msg)))
 }
 
+/// Bytes peeked first when looking for the oldest packet's end: more than an SSE frame or a
+/// request head, little to copy.
+const FIRST_PROBE: usize = 4096;
+
 /// How many of the bytes waiting (at most `buf.len()`) arrived with the oldest of them: the
 /// length of a read whose stamp is the oldest packet's. Peeks only (`buf` is scratch): the
-/// waiting bytes, the oldest byte's stamp, and where they differ a binary search for the last
-/// byte stamped like the oldest (a peek of `n` bytes is stamped with the packet holding the
-/// `n`-th). `WouldBlock` when nothing waits; 1 at the end of the stream (the read then
-/// returns 0).
+/// oldest byte's stamp, then growing windows until one ends in a differently stamped packet
+/// (a peek of `n` bytes is stamped with the packet holding the `n`-th), then a binary search
+/// inside it; each peek copies about the oldest packet's size, not the whole backlog. A
+/// packet merged into the oldest one between two peeks only shortens the read (whose stamp is
+/// then the merged one's: never early). `WouldBlock` when nothing waits; 1 at the end of the
+/// stream (the read then returns 0).
 pub(super) fn first_arrival_len(tcp: &TcpStream, buf: &mut [MaybeUninit<u8>]) -> io::Result<usize> {
-    let (waiting, newest) = recv(tcp, buf, libc::MSG_PEEK)?;
-    if waiting <= 1 {
-        return Ok(waiting.max(1).min(buf.len()));
+    let cap = buf.len();
+    let mut peek = |n: usize| recv(tcp, &mut buf[..n], libc::MSG_PEEK);
+    let (waiting, oldest) = peek(1)?;
+    if waiting == 0 || cap == 1 {
+        return Ok(1);
     }
-    let stamp = |n: usize, buf: &mut [MaybeUninit<u8>]| {
-        recv(tcp, &mut buf[..n], libc::MSG_PEEK).map(|(_, at)| at)
+    // peek(lo) is stamped like the oldest byte; peek(hi) is not.
+    let (mut lo, mut window) = (1, FIRST_PROBE.min(cap));
+    let mut hi = loop {
+        let (got, at) = peek(window)?;
+        if at != oldest {
+            break got;
+        }
+        if got < window || got == cap {
+            return Ok(got); // everything waiting (or all that fits) came with the oldest
+        }
+        lo = got;
+        window = (window * 4).min(cap);
     };
-    let oldest = stamp(1, buf)?;
-    if oldest == newest {
-        return Ok(waiting);
-    }
-    // stamp(lo) == oldest, stamp(hi) != oldest.
-    let (mut lo, mut hi) = (1, waiting);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if stamp(mid, buf)? == oldest {
+        if peek(mid)?.1 == oldest {
             lo = mid;
         } else {
             hi = mid;
@@ -138,4 +150,73 @@ pub(super) fn read_at(kernel: Option<Duration>) -> ReadAt {
         returned.checked_sub(age).unwrap_or(returned)
     });
     ReadAt { returned, arrived }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A connected pair whose client side asks for kernel stamps.
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        enable(&client).unwrap();
+        (client, server)
+    }
+
+    async fn waiting(client: &TcpStream, n: usize) {
+        let mut buf = vec![MaybeUninit::uninit(); n + 1];
+        for _ in 0..1000 {
+            if recv(client, &mut buf, libc::MSG_PEEK).map_or(0, |r| r.0) >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("{n} bytes never came");
+    }
+
+    #[tokio::test]
+    async fn one_arrival_is_read_whole_past_the_first_window_and_cut_at_the_buffer() {
+        let (client, mut server) = pair().await;
+        server.set_nodelay(true).unwrap();
+        server.write_all(&[7u8; 3 * FIRST_PROBE]).await.unwrap();
+        waiting(&client, 3 * FIRST_PROBE).await;
+        let mut small = vec![MaybeUninit::uninit(); 1000];
+        assert_eq!(first_arrival_len(&client, &mut small).unwrap(), 1000);
+        let mut big = vec![MaybeUninit::uninit(); 64 << 10];
+        assert_eq!(
+            first_arrival_len(&client, &mut big).unwrap(),
+            3 * FIRST_PROBE
+        );
+        // Peeks only: every byte is still there.
+        let (n, _) = recv(&client, &mut big, 0).unwrap();
+        assert_eq!(n, 3 * FIRST_PROBE);
+    }
+
+    #[tokio::test]
+    async fn nothing_waiting_would_block_and_the_end_reads_as_one_byte() {
+        let (client, server) = pair().await;
+        let mut buf = vec![MaybeUninit::uninit(); 64];
+        let err = first_arrival_len(&client, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(server);
+        for _ in 0..1000 {
+            match first_arrival_len(&client, &mut buf) {
+                Ok(n) => {
+                    assert_eq!(n, 1);
+                    assert_eq!(recv(&client, &mut buf[..n], 0).unwrap().0, 0, "end");
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(Duration::from_millis(1)).await
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("the end never came");
+    }
 }
