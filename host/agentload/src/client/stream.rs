@@ -424,6 +424,7 @@ impl ChatClient {
     /// Sends the request `build` makes on a pooled connection. A reused connection that turns
     /// out closed before the request went out (the server closed it while idle) is replaced
     /// once by a new one.
+    ///
     /// `first_token_due`: the answer is a stream whose first token is to be stamped exactly
     /// ([`super::wire::ReadStamp::first_token_due`]).
     async fn send_request(
@@ -534,6 +535,7 @@ impl ChatClient {
             return stream_error(assembler.finish());
         }
         let mut reader = StreamReader::default();
+        let mut first_token_due = true;
         let body = resp.body_mut();
         let ended = loop {
             let frame = conn.run(body.frame()).await;
@@ -569,7 +571,8 @@ impl ChatClient {
             reader
                 .feed(&bytes, t, now)
                 .inspect_err(|_| t.complete = now)?;
-            if t.first_token.is_some() && t.first_token_read.is_none() {
+            if first_token_due && t.first_token.is_some() {
+                first_token_due = false;
                 t.first_token_read = conn.reads.read_of_arrival();
                 conn.reads.first_token_due(false);
             }
