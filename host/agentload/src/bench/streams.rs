@@ -257,18 +257,7 @@ fn rows(s: &Streams) -> Vec<Row> {
             ("request path", e.request_path),
             ("response path", e.response_path),
         ] {
-            rows.push(Row::new(
-                "streams",
-                format!("{what} {name} p50"),
-                spread.p50_ms,
-                "ms",
-            ));
-            rows.push(Row::new(
-                "streams",
-                format!("{what} {name} p99"),
-                spread.p99_ms,
-                "ms",
-            ));
+            spread_rows(rows, &format!("{what} {name}"), spread);
         }
     };
     let n = s.floor.after_first.requests;
@@ -304,18 +293,7 @@ fn rows(s: &Streams) -> Vec<Row> {
             rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
         }
         if let Some(lag) = l.read_lag {
-            rows.push(Row::new(
-                "streams",
-                format!("{c} first-token read lag p50"),
-                lag.p50_ms,
-                "ms",
-            ));
-            rows.push(Row::new(
-                "streams",
-                format!("{c} first-token read lag p99"),
-                lag.p99_ms,
-                "ms",
-            ));
+            spread_rows(&mut rows, &format!("{c} first-token read lag"), lag);
         }
         if l.failed > 0 {
             rows.push(Row::new(
@@ -341,6 +319,13 @@ fn rows(s: &Streams) -> Vec<Row> {
         ));
     }
     rows
+}
+
+/// The p50 and p99 rows of `what`.
+fn spread_rows(rows: &mut Vec<Row>, what: &str, spread: Spread) {
+    for (p, ms) in [("p50", spread.p50_ms), ("p99", spread.p99_ms)] {
+        rows.push(Row::new("streams", format!("{what} {p}"), ms, "ms"));
+    }
 }
 
 /// What the floor client did while it alternated with a level: its samples, and the wall and

@@ -469,12 +469,16 @@ url = "http://127.0.0.1:1"
         assert!(err.contains("load.concurrency"), "{err}");
     }
 
+    /// Why the config `text` is refused.
+    fn refused(text: &str) -> String {
+        RunConfig::parse(Path::new("t.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn an_api_key_in_the_config_is_refused() {
-        let text = MINIMAL.replace("[endpoint]", "[endpoint]\napi_key = \"sk-secret\"");
-        let err = RunConfig::parse(Path::new("t.toml"), &text)
-            .unwrap_err()
-            .to_string();
+        let err = refused(&MINIMAL.replace("[endpoint]", "[endpoint]\napi_key = \"sk-secret\""));
         assert!(
             err.contains("endpoint.api_key") && err.contains("AGENTLOAD_API_KEY"),
             "{err}"
@@ -551,10 +555,7 @@ url = "http://127.0.0.1:1"
         let read = MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"read\"");
         let c = RunConfig::parse(Path::new("t.toml"), &read).unwrap();
         assert_eq!(c.endpoint.timestamps, Timestamps::Read);
-        let bad = MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"kernel\"");
-        let err = RunConfig::parse(Path::new("t.toml"), &bad)
-            .unwrap_err()
-            .to_string();
+        let err = refused(&MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"kernel\""));
         assert!(
             err.contains("timestamps") && err.contains("arrival"),
             "{err}"
