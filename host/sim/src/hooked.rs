@@ -27,6 +27,13 @@ pub struct ReadAt {
     pub arrived: Option<Instant>,
 }
 
+impl ReadAt {
+    /// When the bytes arrived, as far as known: the kernel's stamp, else the read's return.
+    pub fn stamp(&self) -> Instant {
+        self.arrived.unwrap_or(self.returned)
+    }
+}
+
 /// What a [`Hooked`] stream calls right after a syscall returned bytes.
 pub trait IoHooks: Unpin {
     /// A read returned at least one byte.

@@ -108,7 +108,7 @@ pub(crate) fn wire_io(tcp: TcpStream) -> (WireIo, Arc<WireStamps>) {
 
 impl IoHooks for Arc<WireStamps> {
     fn read_returned(&self, at: ReadAt) {
-        WireStamps::read_returned(self, at.arrived.unwrap_or(at.returned));
+        WireStamps::read_returned(self, at.stamp());
     }
 
     fn write_returned(&self) {

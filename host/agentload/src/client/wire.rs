@@ -95,8 +95,7 @@ impl ReadStamp {
     /// When the latest read's bytes arrived (as far as known), or `now` when nothing was read
     /// yet.
     pub(super) fn last_or(&self, now: Instant) -> Instant {
-        self.latest()
-            .map_or(now, |at| at.arrived.unwrap_or(at.returned))
+        self.latest().map_or(now, |at| at.stamp())
     }
 }
 
