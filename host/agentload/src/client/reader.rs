@@ -37,7 +37,21 @@ impl StreamReader {
     }
 
     fn take_events(&mut self, t: &mut Timeline, now: Instant) -> Result<(), TurnError> {
-        for event in std::mem::take(&mut self.events) {
+        // Taken and given back, so that its room is reused.
+        let mut events = std::mem::take(&mut self.events);
+        let taken = self.take_each(&mut events, t, now);
+        events.clear();
+        self.events = events;
+        taken
+    }
+
+    fn take_each(
+        &mut self,
+        events: &mut Vec<SseEvent>,
+        t: &mut Timeline,
+        now: Instant,
+    ) -> Result<(), TurnError> {
+        for event in events.drain(..) {
             if self.done {
                 break; // anything after [DONE] is not part of the answer
             }

@@ -22,8 +22,10 @@ impl SseEvent {
 /// Feeds bytes in, gets events out.
 #[derive(Debug, Default)]
 pub struct SseParser {
+    /// The start of a line whose end has not come yet.
     line: Vec<u8>,
-    data: Vec<String>,
+    /// The event's `data` lines so far, joined with `\n`.
+    data: String,
     has_data: bool,
     event: Option<String>,
     /// The previous byte was a `\r`: a `\n` right after it ends no new line.
@@ -32,32 +34,41 @@ pub struct SseParser {
 
 impl SseParser {
     /// Parses `bytes`, appending completed events to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        for &b in bytes {
-            match b {
-                b'\n' if self.after_cr => self.after_cr = false,
-                b'\n' | b'\r' => {
-                    self.after_cr = b == b'\r';
-                    self.end_line(out);
-                }
-                _ => {
-                    self.after_cr = false;
-                    self.line.push(b);
-                }
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        while !bytes.is_empty() {
+            if std::mem::take(&mut self.after_cr) && bytes[0] == b'\n' {
+                bytes = &bytes[1..];
+                continue;
             }
+            let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) else {
+                self.line.extend_from_slice(bytes);
+                return;
+            };
+            self.after_cr = bytes[end] == b'\r';
+            if self.line.is_empty() {
+                self.end_line(&bytes[..end], out);
+            } else {
+                // A line split across reads.
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(&bytes[..end]);
+                self.end_line(&line, out);
+                line.clear();
+                self.line = line;
+            }
+            bytes = &bytes[end + 1..];
         }
     }
 
     /// Ends the stream: an event still being built is dispatched.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.line.is_empty() {
-            self.end_line(out);
+            let line = std::mem::take(&mut self.line);
+            self.end_line(&line, out);
         }
         self.dispatch(out);
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+    fn end_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         if line.is_empty() {
             self.dispatch(out);
             return;
@@ -65,15 +76,18 @@ impl SseParser {
         if line[0] == b':' {
             return; // comment
         }
-        let (field, value) = match line.iter().position(|&c| c == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
             }
-            None => (&line[..], &[][..]),
+            None => (line, &[][..]),
         };
         if field == b"data" {
-            self.data.push(String::from_utf8_lossy(value).into_owned());
+            if self.has_data {
+                self.data.push('\n');
+            }
+            self.data.push_str(&String::from_utf8_lossy(value));
             self.has_data = true;
         } else if field == b"event" {
             self.event = Some(String::from_utf8_lossy(value).into_owned());
@@ -84,7 +98,7 @@ impl SseParser {
         let event = self.event.take();
         if self.has_data || event.as_deref() == Some("error") {
             out.push(SseEvent {
-                data: self.data.join("\n"),
+                data: std::mem::take(&mut self.data),
                 event,
             });
         }
