@@ -6,6 +6,7 @@ use crate::plugin::types::{ChatMessage, Role, ToolCall, TurnRequest};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// What the host adds to every request.
 #[derive(Debug, Clone, Default)]
@@ -21,8 +22,7 @@ pub struct BodyOptions {
 }
 
 /// The JSON body for `req`, written straight to bytes: the fields borrowed
-/// from the request, no intermediate JSON value (the body of a long coding
-/// session is ~100 KiB, built between one turn's end and the next request).
+/// from the request, no intermediate JSON value.
 ///
 /// Top-level fields in order: `model`, `messages`, `tools`, `tool_choice`,
 /// `temperature`, `top_p`, `top_k`, `seed`, `max_completion_tokens`,
@@ -33,107 +33,204 @@ pub struct BodyOptions {
 /// # Errors
 /// When `tools-json` or `tool-choice-json` is not valid JSON.
 pub fn request_body(req: &TurnRequest, opts: &BodyOptions) -> Result<Vec<u8>, String> {
-    let tools: Option<Value> = req
-        .tools_json
-        .as_deref()
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| format!("tools-json is not JSON: {e}"))?;
-    let s = &req.sampling;
-    let choice: Option<Value> = s
-        .tool_choice_json
-        .as_deref()
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| format!("tool-choice-json is not JSON: {e}"))?;
-    let mut out = Vec::with_capacity(estimate(req));
-    let mut ser = serde_json::Serializer::new(&mut out);
-    let mut map = Fields {
-        map: ser.serialize_map(None).map_err(|e| e.to_string())?,
-        extra: &opts.extra,
-        written: Vec::new(),
-    };
-    map.entry("model", &opts.model)?;
-    map.entry("messages", &Messages(&req.messages))?;
-    map.entry_if("tools", tools.as_ref())?;
-    map.entry_if("tool_choice", choice.as_ref())?;
-    map.entry_if("temperature", s.temperature.as_ref())?;
-    map.entry_if("top_p", s.top_p.as_ref())?;
-    map.entry_if("top_k", s.top_k.as_ref())?;
-    map.entry_if("seed", s.seed.as_ref())?;
-    map.entry_if("max_completion_tokens", s.max_completion_tokens.as_ref())?;
-    map.entry("stream", &opts.stream)?;
-    let usage = serde_json::json!({"include_usage": true});
-    map.entry_if(
-        "stream_options",
-        (opts.stream && opts.include_usage).then_some(&usage),
-    )?;
-    map.end()?;
-    Ok(out)
+    SessionBodies::default().write(req, None, opts)
 }
 
-/// The body's top-level object as it is written: a field the run config's
-/// extra fields also name gets the extra value in its place; the other
-/// extra fields follow.
-struct Fields<'a, M> {
-    map: M,
+/// Writes one session's request bodies. A session's history grows by a few
+/// messages a turn (the body of a long coding session is ~100 KiB, built
+/// between one turn's end and the next request), so the messages the
+/// previous request also had, equal field for field, are not written again:
+/// their bytes are reused. The output is byte for byte [`request_body`]'s.
+#[derive(Default)]
+pub struct SessionBodies {
+    /// The last body's `messages` array, without its closing `]`.
+    messages: Vec<u8>,
+    /// Where each of its messages ends in `messages`.
+    ends: Vec<usize>,
+    /// The last body's `tools` value, as written.
+    tools: Option<Vec<u8>>,
+    /// The request the last body was written for (what `messages` and
+    /// `tools` hold).
+    last: Option<Arc<TurnRequest>>,
+    /// The one before it, kept until [`SessionBodies::release`].
+    retired: Option<Arc<TurnRequest>>,
+}
+
+impl SessionBodies {
+    /// The body for `req` (see [`request_body`]); `req` is kept as the base
+    /// of the next body.
+    ///
+    /// # Errors
+    /// When `tools-json` or `tool-choice-json` is not valid JSON.
+    pub fn body(&mut self, req: &Arc<TurnRequest>, opts: &BodyOptions) -> Result<Vec<u8>, String> {
+        let last = self.last.take();
+        let body = self.write(req, last.as_deref(), opts);
+        if body.is_ok() {
+            self.last = Some(Arc::clone(req));
+        }
+        self.retired = last;
+        body
+    }
+
+    /// Writes the body for `req`, reusing what was written for `last` (the
+    /// request the bytes held now were written for).
+    fn write(
+        &mut self,
+        req: &TurnRequest,
+        last: Option<&TurnRequest>,
+        opts: &BodyOptions,
+    ) -> Result<Vec<u8>, String> {
+        let same_tools = last.is_some_and(|l| l.tools_json == req.tools_json);
+        if !same_tools {
+            self.tools = req
+                .tools_json
+                .as_deref()
+                .map(|json| {
+                    let value: Value = serde_json::from_str(json)
+                        .map_err(|e| format!("tools-json is not JSON: {e}"))?;
+                    Ok::<_, String>(serde_json::to_vec(&value).expect("a JSON value serialises"))
+                })
+                .transpose()
+                .inspect_err(|_| self.forget())?;
+        }
+        let s = &req.sampling;
+        let choice: Option<Value> = s
+            .tool_choice_json
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| format!("tool-choice-json is not JSON: {e}"))
+            .inspect_err(|_| self.forget())?;
+        let kept = last.map_or(0, |l| shared_prefix(&l.messages, &req.messages));
+        self.write_messages(&req.messages, kept);
+
+        let mut out = Vec::with_capacity(self.messages.len() + estimate_rest(req));
+        let mut map = Object {
+            out: &mut out,
+            extra: &opts.extra,
+            written: Vec::new(),
+        };
+        map.entry("model", &opts.model);
+        map.entry_raw("messages", &[&self.messages, b"]"]);
+        if let Some(tools) = &self.tools {
+            map.entry_raw("tools", &[tools]);
+        }
+        map.entry_if("tool_choice", choice.as_ref());
+        map.entry_if("temperature", s.temperature.as_ref());
+        map.entry_if("top_p", s.top_p.as_ref());
+        map.entry_if("top_k", s.top_k.as_ref());
+        map.entry_if("seed", s.seed.as_ref());
+        map.entry_if("max_completion_tokens", s.max_completion_tokens.as_ref());
+        map.entry("stream", &opts.stream);
+        let usage = serde_json::json!({"include_usage": true});
+        map.entry_if(
+            "stream_options",
+            (opts.stream && opts.include_usage).then_some(&usage),
+        );
+        map.end();
+        Ok(out)
+    }
+
+    /// Drops the request before the last one. Freeing a long history takes
+    /// tens of microseconds: a session calls this once its next request is
+    /// out, not between an answer and that request.
+    pub fn release(&mut self) {
+        self.retired = None;
+    }
+
+    /// Nothing written is reused: the next body is written whole.
+    fn forget(&mut self) {
+        self.messages.clear();
+        self.ends.clear();
+        self.tools = None;
+    }
+
+    /// Keeps the first `kept` messages' bytes and writes the rest of `messages`.
+    fn write_messages(&mut self, messages: &[ChatMessage], kept: usize) {
+        let end = match kept {
+            0 => 0,
+            n => self.ends[n - 1],
+        };
+        self.messages.truncate(end);
+        self.ends.truncate(kept);
+        if kept == 0 {
+            self.messages.push(b'[');
+        }
+        for (i, m) in messages.iter().enumerate().skip(kept) {
+            if i > 0 {
+                self.messages.push(b',');
+            }
+            serde_json::to_writer(&mut self.messages, &Message(m)).expect("a message serialises");
+            self.ends.push(self.messages.len());
+        }
+    }
+}
+
+/// How many leading messages `a` and `b` share, field for field.
+fn shared_prefix(a: &[ChatMessage], b: &[ChatMessage]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The body's top-level object as it is written (as serde_json's compact
+/// writer writes a map): a field the run config's extra fields also name
+/// gets the extra value in its place; the other extra fields follow.
+struct Object<'a> {
+    out: &'a mut Vec<u8>,
     extra: &'a Map<String, Value>,
     written: Vec<&'static str>,
 }
 
-impl<M: SerializeMap<Error = serde_json::Error>> Fields<'_, M> {
-    fn entry(&mut self, key: &'static str, value: &impl Serialize) -> Result<(), String> {
+impl Object<'_> {
+    fn key(&mut self, key: &str) {
+        self.out.push(if self.out.is_empty() { b'{' } else { b',' });
+        serde_json::to_writer(&mut *self.out, key).expect("a key serialises");
+        self.out.push(b':');
+    }
+
+    fn value(&mut self, value: &impl Serialize) {
+        serde_json::to_writer(&mut *self.out, value).expect("a JSON value serialises");
+    }
+
+    /// Writes `key` with `value`, or with the extra field of that name.
+    fn entry(&mut self, key: &'static str, value: &impl Serialize) {
         self.written.push(key);
+        self.key(key);
         match self.extra.get(key) {
-            Some(extra) => self.map.serialize_entry(key, extra),
-            None => self.map.serialize_entry(key, value),
+            Some(extra) => self.value(extra),
+            None => self.value(value),
         }
-        .map_err(|e| e.to_string())
     }
 
-    fn entry_if(
-        &mut self,
-        key: &'static str,
-        value: Option<&impl Serialize>,
-    ) -> Result<(), String> {
-        value.map_or(Ok(()), |v| self.entry(key, v))
+    /// [`Object::entry`] for a value already written as JSON (in parts).
+    fn entry_raw(&mut self, key: &'static str, parts: &[&[u8]]) {
+        self.written.push(key);
+        self.key(key);
+        match self.extra.get(key) {
+            Some(extra) => self.value(extra),
+            None => parts.iter().for_each(|p| self.out.extend_from_slice(p)),
+        }
     }
 
-    fn end(mut self) -> Result<(), String> {
+    fn entry_if(&mut self, key: &'static str, value: Option<&impl Serialize>) {
+        if let Some(v) = value {
+            self.entry(key, v);
+        }
+    }
+
+    fn end(mut self) {
         for (key, value) in self.extra {
             if !self.written.contains(&key.as_str()) {
-                self.map
-                    .serialize_entry(key, value)
-                    .map_err(|e| e.to_string())?;
+                self.key(key);
+                self.value(value);
             }
         }
-        self.map.end().map(drop).map_err(|e| e.to_string())
+        self.out.push(b'}');
     }
 }
 
-/// Room for the body: its strings plus the JSON around them.
-fn estimate(req: &TurnRequest) -> usize {
-    let text = |m: &ChatMessage| {
-        m.content.as_ref().map_or(0, String::len)
-            + m.reasoning_content.as_ref().map_or(0, String::len)
-            + m.tool_calls
-                .iter()
-                .map(|c| c.arguments.len() + 64)
-                .sum::<usize>()
-            + 64
-    };
-    req.messages.iter().map(text).sum::<usize>()
-        + req.tools_json.as_ref().map_or(0, String::len)
-        + 256
-}
-
-/// The `messages` array, each message in OpenAI form.
-struct Messages<'a>(&'a [ChatMessage]);
-
-impl Serialize for Messages<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Message))
-    }
+/// Room for the body beside its messages.
+fn estimate_rest(req: &TurnRequest) -> usize {
+    req.tools_json.as_ref().map_or(0, String::len) + 256
 }
 
 /// One message in OpenAI form: absent fields are left out.
@@ -333,5 +430,98 @@ mod tests {
         };
         let e = request_body(&broken, &opts).unwrap_err();
         assert!(e.starts_with("tools-json is not JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_session_body_is_byte_for_byte_the_whole_one_however_its_history_changes() {
+        let text = |role, t: &str| ChatMessage {
+            content: Some(t.into()),
+            ..msg(role)
+        };
+        let mut call = msg(Role::Assistant);
+        call.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+        });
+        let mut result = text(Role::Tool, "a\nb \"quoted\"");
+        result.tool_call_id = Some("c1".into());
+        let history = [
+            text(Role::System, "sys"),
+            text(Role::User, "fix it"),
+            call.clone(),
+            result,
+            text(Role::Assistant, "done"),
+            text(Role::User, "again"),
+        ];
+        let tools = Some(r#"[ {"type": "function", "function": {"name": "bash"}} ]"#.to_string());
+        let sampling = Sampling {
+            temperature: Some(0.0),
+            top_p: None,
+            top_k: None,
+            seed: Some(7),
+            max_completion_tokens: Some(64),
+            tool_choice_json: None,
+        };
+        let at = |n: usize| request(history[..n].to_vec(), tools.clone(), sampling.clone());
+        let mut edited = at(5);
+        edited.messages[2].tool_calls[0].arguments = r#"{"command":"pwd"}"#.into();
+        let mut renamed = at(5);
+        renamed.messages[1].name = Some("u".into());
+        let steps = [
+            at(2),
+            at(3),
+            at(5),
+            at(6),
+            // The same history again, then one with other tools.
+            at(6),
+            TurnRequest {
+                tools_json: None,
+                ..at(6)
+            },
+            at(6),
+            // An earlier message edited, or given a field: written again from there.
+            edited,
+            renamed,
+            // A shorter history, none, and a longer one again.
+            at(3),
+            at(0),
+            at(6),
+        ];
+        let mut extra = Map::new();
+        extra.insert("cache_prompt".into(), true.into());
+        let plain = BodyOptions {
+            model: "m".into(),
+            stream: true,
+            include_usage: true,
+            extra,
+        };
+        let mut replaced = plain.clone();
+        replaced
+            .extra
+            .insert("messages".into(), Value::Array(vec![]));
+        for opts in [plain, replaced] {
+            let mut bodies = SessionBodies::default();
+            for (i, req) in steps.iter().enumerate() {
+                let req = Arc::new(req.clone());
+                let got = String::from_utf8(bodies.body(&req, &opts).unwrap()).unwrap();
+                let whole = String::from_utf8(request_body(&req, &opts).unwrap()).unwrap();
+                assert_eq!(got, whole, "step {i}");
+                if i % 2 == 0 {
+                    bodies.release();
+                }
+            }
+            // A request that cannot be written leaves the next one whole.
+            let broken = Arc::new(TurnRequest {
+                tools_json: Some("[oops".into()),
+                ..at(6)
+            });
+            assert!(bodies.body(&broken, &opts).is_err());
+            let next = Arc::new(at(4));
+            assert_eq!(
+                bodies.body(&next, &opts).unwrap(),
+                request_body(&next, &opts).unwrap()
+            );
+        }
     }
 }

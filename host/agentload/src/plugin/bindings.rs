@@ -11,6 +11,9 @@ pub mod workload {
     wasmtime::component::bindgen!({
         path: "../../wit/agentload-plugin@0.1.0",
         world: "workload-plugin",
+        // Messages are compared field for field (a session's next body
+        // reuses what its previous one wrote for the same messages).
+        additional_derives: [PartialEq],
     });
 }
 
