@@ -38,8 +38,10 @@ impl ReadAt {
 pub trait IoHooks: Unpin {
     /// A read returned at least one byte.
     fn read_returned(&self, at: ReadAt);
-    /// A write returned at least one byte written.
-    fn write_returned(&self) {}
+    /// A write returned, `bytes` (at least one) written.
+    fn write_returned(&self, _bytes: usize) {}
+    /// A write found the socket's send buffer full (it returned nothing; the writer waits).
+    fn write_blocked(&self) {}
     /// Whether the next read is to return only the bytes that arrived first (those of the
     /// oldest packet waiting, with any that came in the same nanosecond), so that its arrival
     /// stamp is theirs exactly rather than the newest packet's it would also take. Asked only
@@ -86,8 +88,10 @@ impl<H: IoHooks> Hooked<H> {
     }
 
     fn wrote(&self, polled: &Poll<io::Result<usize>>) {
-        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
-            self.hooks.write_returned();
+        match polled {
+            Poll::Ready(Ok(n)) if *n > 0 => self.hooks.write_returned(*n),
+            Poll::Pending => self.hooks.write_blocked(),
+            Poll::Ready(_) => {}
         }
     }
 

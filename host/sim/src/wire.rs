@@ -111,7 +111,7 @@ impl IoHooks for Arc<WireStamps> {
         WireStamps::read_returned(self, at.stamp());
     }
 
-    fn write_returned(&self) {
+    fn write_returned(&self, _bytes: usize) {
         WireStamps::write_returned(self);
     }
 

@@ -58,6 +58,32 @@ impl Connection {
         .await
     }
 
+    /// [`Connection::run`] for `send`, a request whose body is `body_len` bytes long; `then`
+    /// runs (once, taken) as soon as the request is written whole to the socket (hyper wrote
+    /// it, the head before the body, and no write waits for room), while `send` still awaits
+    /// the answer's head.
+    pub(super) async fn run_sending<F: Future>(
+        &mut self,
+        send: F,
+        body_len: usize,
+        then: &mut Option<impl FnOnce()>,
+    ) -> F::Output {
+        let before = self.reads.written();
+        let mut send = pin!(send);
+        let (driver, reads) = (&mut self.driver, &self.reads);
+        poll_fn(|cx| {
+            poll_driver(driver, cx);
+            let polled = send.as_mut().poll(cx);
+            if polled.is_pending() && reads.sent_since(before, body_len) {
+                if let Some(then) = then.take() {
+                    then();
+                }
+            }
+            polled
+        })
+        .await
+    }
+
     /// Whether the connection can take a request (false: the server closed it).
     async fn ready(&mut self) -> bool {
         let (driver, sender) = (&mut self.driver, &mut self.sender);
@@ -179,6 +205,11 @@ pub(super) struct Pool {
 }
 
 impl Pool {
+    /// Which moment of a read stamps its bytes on this pool's connections.
+    pub(super) fn timestamps(&self) -> Timestamps {
+        self.timestamps
+    }
+
     pub(super) fn new(endpoint: Endpoint, max_idle: usize, timestamps: Timestamps) -> Self {
         Self {
             endpoint,

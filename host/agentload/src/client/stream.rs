@@ -325,7 +325,9 @@ impl ChatClient {
         let work = async {
             let build = || self.request("GET", &path, None, Bytes::new(), false);
             let mut t = Timeline::new();
-            let (mut conn, mut resp) = self.send_request(build, &mut t, false).await?;
+            let (mut conn, mut resp) = self
+                .send_request(build, &mut t, false, 0, &mut None::<fn()>)
+                .await?;
             let status = resp.status().as_u16();
             let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
             let cap = inner.cap();
@@ -363,6 +365,31 @@ impl ChatClient {
     /// Sends a body already written as JSON (`stream`: whether it asks for a
     /// streamed answer), tagged with `session_id` in `X-Session-ID`.
     pub async fn send_json(&self, bytes: Bytes, stream: bool, session_id: &str) -> Exchange {
+        self.send_json_then(bytes, stream, session_id, || {}).await
+    }
+
+    /// [`ChatClient::send_json`], doing `once_sent` as soon as the request is written whole
+    /// to the socket, while the server works on it (or, at the latest, once the answer's head
+    /// came): work that need not come before the request is done then, not between the
+    /// previous answer and this request. The answer's bytes are stamped by the kernel on
+    /// arrival ([`Timestamps::Arrival`]), so the work shifts no timestamp; with read-return
+    /// stamps ([`Timestamps::Read`]) it would, if the answer came during it, so there the work
+    /// is done before the request. A turn cut before its request went out drops `once_sent`
+    /// undone.
+    pub async fn send_json_then(
+        &self,
+        bytes: Bytes,
+        stream: bool,
+        session_id: &str,
+        once_sent: impl FnOnce(),
+    ) -> Exchange {
+        let once_sent = match self.inner.pool.timestamps() {
+            Timestamps::Arrival => Some(once_sent),
+            Timestamps::Read => {
+                once_sent();
+                None
+            }
+        };
         let _in_flight = InFlight::new();
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
@@ -370,7 +397,7 @@ impl ChatClient {
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(bytes.clone(), session_id, stream, &mut timeline),
+            self.exchange(bytes.clone(), session_id, stream, &mut timeline, once_sent),
         )
         .await;
         let result = match outcome {
@@ -426,12 +453,15 @@ impl ChatClient {
     /// once by a new one.
     ///
     /// `first_token_due`: the answer is a stream whose first token is to be stamped exactly
-    /// ([`super::wire::ReadStamp::first_token_due`]).
+    /// ([`super::wire::ReadStamp::first_token_due`]). `once_sent` runs (taken) once the request,
+    /// of a body `body_len` bytes long, is written whole ([`Connection::run_sending`]).
     async fn send_request(
         &self,
         build: impl Fn() -> Request<Full<Bytes>>,
         t: &mut Timeline,
         first_token_due: bool,
+        body_len: usize,
+        once_sent: &mut Option<impl FnOnce()>,
     ) -> Result<(Connection, Response<Incoming>), TurnError> {
         let pool = &self.inner.pool;
         let (mut conn, reused) = pool.checkout().await?;
@@ -445,14 +475,17 @@ impl ChatClient {
             ),
         };
         let sent = conn.sender.try_send_request(build());
-        match conn.run(sent).await {
+        match conn.run_sending(sent, body_len, once_sent).await {
             Ok(resp) => Ok((conn, resp)),
             Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
                 let mut conn = pool.open().await?;
                 conn.reads.first_token_due(first_token_due);
                 t.new_connection = true;
                 let sent = conn.sender.send_request(build());
-                let resp = conn.run(sent).await.map_err(|e| broken(&e))?;
+                let resp = conn
+                    .run_sending(sent, body_len, once_sent)
+                    .await
+                    .map_err(|e| broken(&e))?;
                 Ok((conn, resp))
             }
             Err(e) => Err(broken(e.error())),
@@ -465,8 +498,10 @@ impl ChatClient {
         session_id: &str,
         stream: bool,
         t: &mut Timeline,
+        mut once_sent: Option<impl FnOnce()>,
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
+        let body_len = body.len();
         let build = || {
             self.request(
                 "POST",
@@ -476,9 +511,16 @@ impl ChatClient {
                 stream,
             )
         };
-        let (mut conn, mut resp) = self.send_request(build, t, stream).await.inspect_err(|_| {
-            t.complete = Instant::now();
-        })?;
+        let (mut conn, mut resp) = self
+            .send_request(build, t, stream, body_len, &mut once_sent)
+            .await
+            .inspect_err(|_| {
+                t.complete = Instant::now();
+            })?;
+        // The answer's head came before the work could be done: the request is out.
+        if let Some(work) = once_sent.take() {
+            work();
+        }
         let status = resp.status();
         if !status.is_success() {
             t.first_byte = Some(arrival(&conn, t));

@@ -552,3 +552,59 @@ async fn an_exchange_counts_in_flight_until_it_ends() {
     let ex = send.await.unwrap();
     assert!(ex.result.is_err());
 }
+
+/// `send_json_then`'s work runs once the whole request is in the kernel, and before the
+/// answer. The work blocks the client's task for a while: the request's bytes that are in
+/// the kernel by then still reach the server meanwhile, those hyper had not written yet do
+/// not. The body is larger than the socket buffers, so hyper's writes wait for room (a work
+/// run at the first pause would be caught), and the server holds its answer until the work
+/// ran (a work run only after the answer's head would hang the turn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_work_after_a_request_waits_for_its_last_byte_not_for_the_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (ran, mut work_ran) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let content = "x".repeat(8 << 20);
+    let request = json!({"messages": [{"role": "user", "content": content}], "stream": true});
+    let body = bytes::Bytes::from(serde_json::to_vec(&request).unwrap());
+    let length = body.len();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut read = async |buf: &mut Vec<u8>| {
+            let n = socket.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        // Read as the bytes come, until the work runs.
+        loop {
+            tokio::select! {
+                () = read(&mut buf) => {}
+                _ = work_ran.recv() => break,
+            }
+        }
+        // The work blocks the client for 1 s: what the kernel holds comes in well within.
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            loop {
+                read(&mut buf).await;
+            }
+        })
+        .await;
+        let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let had = buf.len() - head_end;
+        socket.write_all(&sse(&good())).await.unwrap();
+        had
+    });
+    let c = client(&url, 0, Duration::from_secs(20));
+    let work = || {
+        ran.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let ex = c.send_json_then(body, true, "s", work).await;
+    ex.result.unwrap();
+    let had = server.await.unwrap();
+    assert_eq!(
+        had, length,
+        "the whole body was in the kernel when the work ran"
+    );
+}

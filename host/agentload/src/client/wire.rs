@@ -52,7 +52,8 @@ impl AtomicInstant {
     }
 }
 
-/// The connection's latest read that returned bytes (shared by the socket and the exchange).
+/// The connection's latest read that returned bytes, and how its writes went (shared by the
+/// socket and the exchange).
 #[derive(Debug, Clone, Default)]
 pub(super) struct ReadStamp(Arc<Reads>);
 
@@ -63,6 +64,10 @@ struct Reads {
     /// A streamed answer's first token is awaited: reads stop at packet boundaries, so the
     /// token's stamp is its own packet's.
     first_token_due: AtomicBool,
+    /// Bytes written to the socket so far.
+    written: AtomicU64,
+    /// The latest write found the send buffer full (bytes wait to be written).
+    write_blocked: AtomicBool,
 }
 
 impl ReadStamp {
@@ -83,6 +88,20 @@ impl ReadStamp {
     /// cleared when the token came): until then, each read returns one packet's bytes.
     pub(super) fn first_token_due(&self, due: bool) {
         self.0.first_token_due.store(due, Ordering::Relaxed);
+    }
+
+    /// Whether the socket has taken everything written to it since it had taken `before`
+    /// bytes, `at_least` more: they are all in the kernel, and the latest write did not find
+    /// the send buffer full (so nothing waits to be written).
+    pub(super) fn sent_since(&self, before: u64, at_least: usize) -> bool {
+        let written = self.written();
+        written.saturating_sub(before) >= at_least as u64
+            && !self.0.write_blocked.load(Ordering::Acquire)
+    }
+
+    /// Bytes written to the socket so far.
+    pub(super) fn written(&self) -> u64 {
+        self.0.written.load(Ordering::Acquire)
     }
 
     /// When the latest read returned, if the kernel stamped its bytes' arrival.
@@ -121,6 +140,15 @@ impl IoHooks for ReadStamp {
 
     fn split_at_arrivals(&self) -> bool {
         self.0.first_token_due.load(Ordering::Relaxed)
+    }
+
+    fn write_returned(&self, bytes: usize) {
+        self.0.written.fetch_add(bytes as u64, Ordering::AcqRel);
+        self.0.write_blocked.store(false, Ordering::Release);
+    }
+
+    fn write_blocked(&self) {
+        self.0.write_blocked.store(true, Ordering::Release);
     }
 }
 

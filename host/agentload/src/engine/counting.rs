@@ -3,10 +3,13 @@
 //! queued as the phase runs, and counted when it ends, when nothing streams any more, on all
 //! cores. The queued request bodies (up to ~100 KiB each) wait in a scratch file beside the
 //! side file (`turns.tokens.jsonl.queue`, one `write(2)` each, removed once counted), so
-//! memory stays flat however long the phase. Their counts go to `turns.tokens.jsonl` (the turn log itself is never rewritten); a
-//! process killed before its phase ended leaves its turns uncounted, and `agentload resume`
-//! counts them ([`super::session`]). The vocabulary loads then too, not at start-up
-//! ([`LocalCounter`] is lazy).
+//! memory stays flat however long the phase; a body is queued in memory and written there by
+//! [`CountWorker::spill_held`], which a session calls once its next request is out (the
+//! write is not between an answer and the next request). Their counts go to
+//! `turns.tokens.jsonl` (the turn log itself is never rewritten); a process killed before
+//! its phase ended leaves its turns uncounted, and `agentload resume` counts them
+//! ([`super::session`]). The vocabulary loads then too, not at start-up ([`LocalCounter`] is
+//! lazy).
 //!
 //! Every count checks that no exchange is in flight in the process
 //! ([`crate::client::exchanges_in_flight`]); [`CountingStats::during_streams`] says how many
@@ -30,8 +33,16 @@ use std::time::Instant;
 enum Body {
     /// In the scratch file at `offset`, `len` bytes.
     Spilled { offset: u64, len: usize },
-    /// In memory (the scratch file could not take it).
+    /// In memory (not spilled yet, or the scratch file could not take it).
     Held(Bytes),
+}
+
+/// The queued turns, in queue order.
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// Jobs from here on have not been offered to the scratch file yet.
+    unspilled: usize,
 }
 
 struct Job {
@@ -65,7 +76,7 @@ pub struct CountingStats {
 pub struct CountWorker {
     counter: Arc<LocalCounter>,
     journal: Journal<TokenLine>,
-    jobs: Mutex<Vec<Job>>,
+    queue: Mutex<Queue>,
     spill: Mutex<Spill>,
     /// Exchanges in flight now ([`exchanges_in_flight`]; a test's own counter in tests).
     streaming: fn() -> usize,
@@ -93,7 +104,7 @@ impl CountWorker {
         Ok(Self {
             counter,
             journal,
-            jobs: Mutex::default(),
+            queue: Mutex::default(),
             spill: Mutex::new(Spill {
                 path,
                 file,
@@ -104,20 +115,48 @@ impl CountWorker {
         })
     }
 
-    /// Queues the turn recorded at `line` (`body`: its request's JSON) for counting.
+    /// Queues the turn recorded at `line` (`body`: its request's JSON, shared, not copied)
+    /// for counting. The body is held in memory until [`CountWorker::spill_held`].
     pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
-        let body = self.spill.lock().expect("count queue lock").put(body);
-        self.jobs
-            .lock()
-            .expect("count queue lock")
-            .push(Job { line, body, answer });
+        self.queue.lock().expect("count queue lock").jobs.push(Job {
+            line,
+            body: Body::Held(body),
+            answer,
+        });
+    }
+
+    /// Writes the bodies queued since the last call to the scratch file (those it cannot
+    /// take stay in memory). The queue is not locked while they are written.
+    pub fn spill_held(&self) {
+        let held: Vec<(usize, Bytes)> = {
+            let mut queue = self.queue.lock().expect("count queue lock");
+            let queued = queue.jobs.len();
+            let from = std::mem::replace(&mut queue.unspilled, queued);
+            let held = queue.jobs[from..].iter().enumerate();
+            held.filter_map(|(i, job)| match &job.body {
+                Body::Held(bytes) => Some((from + i, bytes.clone())),
+                Body::Spilled { .. } => None,
+            })
+            .collect()
+        };
+        if held.is_empty() {
+            return;
+        }
+        let placed: Vec<(usize, Body)> = {
+            let mut spill = self.spill.lock().expect("count queue lock");
+            held.into_iter().map(|(i, b)| (i, spill.put(b))).collect()
+        };
+        let mut queue = self.queue.lock().expect("count queue lock");
+        for (i, body) in placed {
+            queue.jobs[i].body = body;
+        }
     }
 
     /// Counts the queue (the phase is over), writes the counts in log order; the counts by
     /// record line. A vocabulary that does not load leaves the turns uncounted (and says so).
     pub fn finish(mut self) -> Result<(HashMap<u64, LocalTokens>, CountingStats), WriteError> {
         let started = Instant::now();
-        let mut jobs = self.jobs.into_inner().expect("count queue lock");
+        let mut jobs = self.queue.into_inner().expect("count queue lock").jobs;
         jobs.sort_by_key(|j| j.line);
         let mut stats = CountingStats::default();
         if jobs.is_empty() {
@@ -275,20 +314,34 @@ mod tests {
             content: "done".into(),
             ..Assembled::default()
         };
-        for line in [3, 1, 2] {
+        let text = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let queue = dir.path().join("turns.tokens.jsonl.queue");
+        for line in [3, 1] {
             worker.count(line, Bytes::from_static(BODY), answer.clone());
         }
+        assert_eq!(text(&queue), "", "queued bodies are held until spilled");
+        worker.spill_held();
+        worker.count(2, Bytes::from_static(BODY), answer.clone());
+        worker.spill_held();
+        worker.spill_held();
         // A body the scratch file could not take is held in memory instead.
         worker.spill.lock().unwrap().writable = false;
         worker.count(4, Bytes::from_static(BODY), answer);
-        let text = |p: &Path| std::fs::read_to_string(p).unwrap();
+        worker.spill_held();
         assert_eq!(text(&out), "", "nothing counted yet");
-        let queue = dir.path().join("turns.tokens.jsonl.queue");
         assert_eq!(
             text(&queue).as_bytes(),
             BODY.repeat(3),
-            "bodies wait on disk"
+            "bodies wait on disk, each once"
         );
+        let queued = worker.queue.lock().unwrap();
+        let held: Vec<bool> = queued
+            .jobs
+            .iter()
+            .map(|j| matches!(j.body, Body::Held(_)))
+            .collect();
+        assert_eq!(held, [false, false, false, true]);
+        drop(queued);
         STREAMS.store(usize::from(busy), Ordering::SeqCst);
         let (counts, stats) = worker.finish().unwrap();
         STREAMS.store(0, Ordering::SeqCst);

@@ -97,6 +97,14 @@ impl Recorder {
         Ok(())
     }
 
+    /// Moves the bodies queued for counting from memory to the scratch file (see
+    /// [`CountWorker::spill_held`]).
+    pub fn spill_held(&self) {
+        if let Some(counting) = &self.counting {
+            counting.spill_held();
+        }
+    }
+
     /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
     /// request's JSON).
     pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {

@@ -9,7 +9,7 @@
 //! workloads are deterministic (no clock, no entropy), so this rebuilds the
 //! exact state the session had, and it continues with its next turn.
 
-use super::body::request_body;
+use super::body::{request_body, SessionBodies};
 use super::log::{LoggedTurn, WriteError};
 use super::record::{TurnRecord, TurnStatus};
 use super::recorder::Recorder;
@@ -18,7 +18,7 @@ use super::turn::{completion_for_plugin, TurnSender};
 use crate::plugin::types::{TurnOutcome, TurnRequest};
 use crate::plugin::{PluginFailure, SessionPlan, WorkloadPlugin};
 use serde::{Deserialize, Serialize};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// What a schedule adds to the turn; the defaults are the edge run's.
@@ -214,6 +214,8 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
         }
     }
     let sender = &engine.sender;
+    let mut bodies = SessionBodies::default();
+    let mut req = Arc::new(req);
     let mut ready = Instant::now();
     loop {
         if req.session_id != plan.id {
@@ -239,17 +241,23 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
             out.aborted += 1;
             let next = engine.workload().next_turn(&plan.id, &TurnOutcome::Aborted);
             match next {
-                Ok(Some(n)) => req = n,
+                Ok(Some(n)) => req = Arc::new(n),
                 Ok(None) => return end(engine, out, SessionEnd::Failed, None),
                 Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
             }
             continue;
         }
-        let due = ready + engine.hooks.shape(&mut req);
+        // Not shared (the bodies hold only requests already sent): no copy.
+        let due = ready + engine.hooks.shape(Arc::make_mut(&mut req));
         if !engine.stop.wait_until(due).await {
             return stopped(engine, out);
         }
-        let sent = sender.send(&req, due, &engine.stop).await;
+        // The previous answer's body goes to the counting queue's scratch
+        // file once this request is out.
+        let spill = || engine.recorder.spill_held();
+        let sent = sender
+            .send(&req, &mut bodies, due, &engine.stop, spill)
+            .await;
         let mut record = sent.record;
         record.agent = agent;
         engine.hooks.answered(&req, &record);
@@ -274,7 +282,7 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
         match next {
             Ok(Some(n)) => {
                 engine.hooks.then(Next::Turn);
-                req = n;
+                req = Arc::new(n);
             }
             Ok(None) => {
                 engine.hooks.then(Next::Over);

@@ -1,12 +1,13 @@
 //! One turn: the request body, the exchange, the record.
 
-use super::body::{request_body, BodyOptions};
+use super::body::{BodyOptions, SessionBodies};
 use super::record::{CompletionRecord, TurnRecord, TurnStatus};
 use super::stop::Stop;
 use crate::client::{Assembled, ChatClient, Exchange};
 use crate::plugin::types::{Completion, ToolCall, TurnRequest, Usage};
 use bytes::Bytes;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Sends turns and builds their records; times are relative to `origin`.
@@ -28,15 +29,24 @@ pub struct Sent {
 }
 
 impl TurnSender {
-    /// Sends `req`, due at `due`. A hard stop cuts the exchange: the turn is
-    /// recorded as interrupted.
-    pub async fn send(&self, req: &TurnRequest, due: Instant, stop: &Stop) -> Sent {
+    /// Sends `req`, due at `due`, its body written by the session's `bodies`.
+    /// Once the request is out, `meanwhile` runs (work that need not come
+    /// before it), and the request before this one is released. A hard stop
+    /// cuts the exchange: the turn is recorded as interrupted.
+    pub async fn send(
+        &self,
+        req: &Arc<TurnRequest>,
+        bodies: &mut SessionBodies,
+        due: Instant,
+        stop: &Stop,
+        meanwhile: impl FnOnce(),
+    ) -> Sent {
         let mut record =
             TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
         record.error = None;
         record.segment = self.segment;
         record.scheduled_ns = Some(self.ns(due));
-        let body = match request_body(req, &self.body) {
+        let body = match bodies.body(req, &self.body) {
             Ok(body) => body,
             Err(e) => {
                 record.status = TurnStatus::Failed;
@@ -48,8 +58,14 @@ impl TurnSender {
             }
         };
         let issued = Instant::now();
+        let exchange =
+            self.client
+                .send_json_then(body.into(), self.body.stream, &req.session_id, || {
+                    bodies.release();
+                    meanwhile();
+                });
         let exchange = tokio::select! {
-            exchange = self.client.send_json(body.into(), self.body.stream, &req.session_id) => exchange,
+            exchange = exchange => exchange,
             () = stop.hardened() => {
                 record.status = TurnStatus::Interrupted;
                 record.issued_ns = Some(self.ns(issued));
