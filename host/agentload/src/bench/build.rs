@@ -1,10 +1,12 @@
-//! Host + plugin time to produce each request of the edge replay (the
-//! workload's `next-turn` call and the request body's JSON), per turn and
-//! at the dataset's peak input length; and component load times.
+//! Host + plugin time to produce each request of the edge replay: the
+//! workload's `next-turn` call, and the request body's JSON written whole
+//! ([`request_body`]) and from the session's previous body
+//! ([`SessionBodies`], what the engine sends), side by side in one pass; at
+//! the dataset's peak input length too. And component load times.
 
 use super::Row;
 use crate::config::table_json;
-use crate::engine::{request_body, BodyOptions};
+use crate::engine::{request_body, BodyOptions, SessionBodies};
 use crate::plugin::types::{GrantedFile, PluginConfig, TurnOutcome};
 use crate::plugin::{Limits, PluginEngine, WorkloadPlugin};
 use anyhow::Result;
@@ -12,7 +14,24 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Times every turn of every conversation of the edge dataset.
+/// One turn's times, ms, and its body's size.
+struct Turn {
+    next_turn: f64,
+    whole: f64,
+    session: f64,
+    bytes: usize,
+}
+
+/// `f`'s result and how long it took, ms.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let out = f();
+    (out, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Times every turn of every conversation of the edge dataset. The two body
+/// writers take turns going first (so neither always finds the other's
+/// caches warm), and their bodies must be byte for byte the same.
 pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
     let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
     let path = crate::plugins::resolve("coding-replay", None).map_err(anyhow::Error::msg)?;
@@ -38,42 +57,78 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         include_usage: true,
         extra: Default::default(),
     };
-    // (ms to produce the request, body bytes) per turn.
-    let mut turns: Vec<(f64, usize)> = Vec::new();
+    let mut turns: Vec<Turn> = Vec::new();
     for plan in &plans {
-        let t = Instant::now();
-        let mut next = Some(workload.start_session(&plan.id)?);
-        let mut started = t;
+        let mut bodies = SessionBodies::default();
+        let (first, mut next_turn) = timed(|| workload.start_session(&plan.id));
+        let mut next = Some(first?);
         while let Some(req) = next {
-            let bytes = request_body(&req, &opts).map_err(anyhow::Error::msg)?.len();
-            turns.push((started.elapsed().as_secs_f64() * 1e3, bytes));
-            started = Instant::now();
-            next = workload.next_turn(&plan.id, &TurnOutcome::Aborted)?;
+            let req = Arc::new(req);
+            let ((whole, whole_ms), (session, session_ms)) = if turns.len().is_multiple_of(2) {
+                let whole = timed(|| request_body(&req, &opts));
+                (whole, timed(|| bodies.body(&req, &opts)))
+            } else {
+                let session = timed(|| bodies.body(&req, &opts));
+                (timed(|| request_body(&req, &opts)), session)
+            };
+            bodies.release();
+            let whole = whole.map_err(anyhow::Error::msg)?;
+            anyhow::ensure!(
+                session.map_err(anyhow::Error::msg)? == whole,
+                "session {} turn {}: the session's body differs from the whole one",
+                plan.id,
+                req.turn
+            );
+            turns.push(Turn {
+                next_turn,
+                whole: whole_ms,
+                session: session_ms,
+                bytes: whole.len(),
+            });
+            let (n, ms) = timed(|| workload.next_turn(&plan.id, &TurnOutcome::Aborted));
+            (next, next_turn) = (n?, ms);
         }
     }
-    let (peak_ms, peak_bytes) = turns
-        .iter()
-        .copied()
-        .max_by_key(|&(_, bytes)| bytes)
-        .unwrap_or_default();
-    let mean = turns.iter().map(|t| t.0).sum::<f64>() / turns.len().max(1) as f64;
-    let mut all: Vec<f64> = turns.iter().map(|t| t.0).collect();
-    Ok(vec![
-        Row::new("build", "request, mean over 1,007 turns", mean, "ms"),
+    let n = turns.len();
+    let mut rows = Vec::new();
+    let mut series = |what: &str, of: fn(&Turn) -> f64| {
+        let mut v: Vec<f64> = turns.iter().map(of).collect();
+        let mean = v.iter().sum::<f64>() / n.max(1) as f64;
+        rows.push(Row::new(
+            "build",
+            format!("{what}, mean over {n} turns"),
+            mean,
+            "ms",
+        ));
+        let p99 = super::percentile(&mut v, 99.0);
+        rows.push(Row::new("build", format!("{what}, p99"), p99, "ms"));
+        mean
+    };
+    series("workload next-turn", |t| t.next_turn);
+    let whole = series("body written whole", |t| t.whole);
+    let session = series("body from the session's last one", |t| t.session);
+    let peak = turns.iter().max_by_key(|t| t.bytes);
+    rows.extend([
         Row::new(
             "build",
-            "request, p99",
-            super::percentile(&mut all, 99.0),
+            "session body / whole body, mean",
+            session / whole,
+            "x",
+        ),
+        Row::new(
+            "build",
+            "request at the peak input (next-turn + session body)",
+            peak.map_or(0.0, |t| t.next_turn + t.session),
             "ms",
         ),
-        Row::new("build", "request at the peak input", peak_ms, "ms"),
         Row::new(
             "build",
             "peak request body",
-            peak_bytes as f64 / 1024.0,
+            peak.map_or(0, |t| t.bytes) as f64 / 1024.0,
             "KiB",
         ),
-    ])
+    ]);
+    Ok(rows)
 }
 
 /// Component load time: compiling (empty cache) vs from the cache.

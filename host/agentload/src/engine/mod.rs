@@ -32,7 +32,7 @@ mod session;
 mod stop;
 mod turn;
 
-pub use body::{request_body, BodyOptions};
+pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;
 pub use counting::CountingStats;
 pub use log::{read_records, Durability, WriteError};
