@@ -61,18 +61,17 @@ impl Connection {
     /// [`Connection::run`] for `send`, a request whose body is `body_len` bytes long; `then`
     /// runs (once, taken) as soon as the request is written whole to the socket (hyper wrote
     /// it, the head before the body, and no write waits for room), while `send` still awaits
-    /// the answer's head.
+    /// the answer's head. The check follows each poll of the driver, which does the writes.
     pub(super) async fn run_sending<F: Future>(
         &mut self,
         send: F,
         body_len: usize,
         then: &mut Option<impl FnOnce()>,
     ) -> F::Output {
-        let before = self.reads.written();
+        let reads = self.reads.clone();
+        let before = reads.written();
         let mut send = pin!(send);
-        let (driver, reads) = (&mut self.driver, &self.reads);
-        poll_fn(|cx| {
-            poll_driver(driver, cx);
+        let watched = poll_fn(|cx| {
             let polled = send.as_mut().poll(cx);
             if polled.is_pending() && reads.sent_since(before, body_len) {
                 if let Some(then) = then.take() {
@@ -80,8 +79,8 @@ impl Connection {
                 }
             }
             polled
-        })
-        .await
+        });
+        self.run(watched).await
     }
 
     /// Whether the connection can take a request (false: the server closed it).

@@ -608,3 +608,60 @@ async fn the_work_after_a_request_waits_for_its_last_byte_not_for_the_answer() {
         "the whole body was in the kernel when the work ran"
     );
 }
+
+/// With read-return stamps ([`Timestamps::Read`]) the work would be timed into an answer that
+/// came during it, so it runs before the request: when it runs, no byte of the request has
+/// reached the server's socket (it peeks).
+#[tokio::test]
+async fn with_read_stamps_the_work_runs_before_the_request() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(Mutex::new(None::<std::net::TcpStream>));
+    let shared = accepted.clone();
+    let server = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        *shared.lock().unwrap() = Some(socket.try_clone().unwrap());
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // The body is one JSON object: the request ends with its `}`.
+        while buf.last() != Some(&b'}') {
+            let n = socket.read(&mut chunk).unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        socket.write_all(&sse(&good())).unwrap();
+    });
+    let c = ChatClient::new(&ClientOptions {
+        endpoint: url,
+        api_key: None,
+        turn_timeout: Duration::from_secs(10),
+        max_connections: 1,
+        max_response_bytes: 0,
+        timestamps: Timestamps::Read,
+    })
+    .unwrap();
+    c.warm_up(1).await.unwrap();
+    while accepted.lock().unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let nothing_yet = std::sync::atomic::AtomicBool::new(false);
+    let work = || {
+        let guard = accepted.lock().unwrap();
+        let socket = guard.as_ref().unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let peeked = socket.peek(&mut [0u8; 1]);
+        socket.set_nonblocking(false).unwrap();
+        let empty = matches!(&peeked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        nothing_yet.store(empty, Ordering::SeqCst);
+    };
+    let bytes = bytes::Bytes::from(serde_json::to_vec(&body()).unwrap());
+    c.send_json_then(bytes, true, "s", work)
+        .await
+        .result
+        .unwrap();
+    server.join().unwrap();
+    assert!(
+        nothing_yet.load(Ordering::SeqCst),
+        "the work was done before the request went out"
+    );
+}

@@ -90,9 +90,9 @@ impl ReadStamp {
         self.0.first_token_due.store(due, Ordering::Relaxed);
     }
 
-    /// Whether the socket has taken everything written to it since it had taken `before`
-    /// bytes, `at_least` more: they are all in the kernel, and the latest write did not find
-    /// the send buffer full (so nothing waits to be written).
+    /// Whether at least `at_least` bytes were written since the count stood at `before`, and
+    /// the latest write did not find the send buffer full: what the writer had is all in the
+    /// kernel, nothing waits to be written.
     pub(super) fn sent_since(&self, before: u64, at_least: usize) -> bool {
         let written = self.written();
         written.saturating_sub(before) >= at_least as u64
