@@ -77,6 +77,16 @@ async fn full_replay_against_the_oracle_scores_one() {
         .iter()
         .map(|r| r["complete_ns"].as_u64().unwrap() - r["issued_ns"].as_u64().unwrap())
         .collect();
+    // The send lag's series covers every issued turn: issued minus due, from the turn log.
+    let lags: Vec<u64> = read_jsonl(&out.join("turns.jsonl"))
+        .iter()
+        .map(|r| r["issued_ns"].as_u64().unwrap() - r["scheduled_ns"].as_u64().unwrap())
+        .collect();
+    let lag = &summary["agentload"]["send_lag_ns"];
+    assert_eq!(lag["max"], *lags.iter().max().unwrap(), "{lag}");
+    assert_eq!(lag["total"], lags.iter().sum::<u64>(), "{lag}");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("send lag (due -> issued"), "{report}");
     let mut sorted = latencies.clone();
     sorted.sort_unstable();
     let es = &summary["latency"]["early_stopping_percentiles"];

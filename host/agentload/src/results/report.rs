@@ -132,6 +132,15 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
             us("99.0")
         );
     }
+    if let Some(lag) = &summary.agentload.send_lag_ns {
+        let us = |p: &str| lag.percentile(p).unwrap_or(0.0) / 1000.0;
+        let _ = writeln!(
+            out,
+            "send lag (due -> issued: answer's end to the next request, delays excluded): p50 {:.0} us  p99 {:.0} us",
+            us("50.0"),
+            us("99.0")
+        );
+    }
     let harness = &summary.agentload.harness;
     if let Some(setup) = &harness.connection_setup {
         let _ = writeln!(

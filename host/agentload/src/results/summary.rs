@@ -132,6 +132,10 @@ pub struct Extras {
     /// backlog, which the stamps keep out of TTFT. Large, it still delays the next requests
     /// of closed-loop sessions (see their send lag).
     pub first_token_read_lag_ns: Option<Series>,
+    /// Send lag, issued minus due (ns, every issued turn): for a session's later turns, the
+    /// harness's own time between an answer's end (its last packet's arrival) and the next
+    /// request, the recorded delay excluded. Large, the harness throttled the load.
+    pub send_lag_ns: Option<Series>,
     /// The harness's timings against llama.cpp's own `timings`.
     pub server_timings_check: Option<ServerTimingsCheck>,
     /// The harness's own costs, outside the measured turns.
@@ -417,6 +421,13 @@ pub fn summarize(
                 &done
                     .iter()
                     .filter_map(|r| r.first_token_read_lag_ns)
+                    .collect::<Vec<_>>(),
+                false,
+            ),
+            send_lag_ns: Series::of(
+                &issued
+                    .iter()
+                    .filter_map(|r| r.send_lag_ns())
                     .collect::<Vec<_>>(),
                 false,
             ),
