@@ -665,3 +665,29 @@ async fn with_read_stamps_the_work_runs_before_the_request() {
         "the work was done before the request went out"
     );
 }
+
+/// A reused connection that the server closes after reading the request, without answering,
+/// is replaced and the request sent again on a new one; the work after the request ran once,
+/// when the request was first written, and is not done again for the resend.
+#[tokio::test]
+async fn a_request_resent_after_its_connection_broke_does_its_work_once() {
+    let server = canned(vec![sse(&good()), CLOSE.to_vec(), sse(&good())]).await;
+    let c = client(&server.url, 0, Duration::from_secs(10));
+    c.send(&body(), "s").await.result.unwrap();
+    let runs = AtomicU64::new(0);
+    let bytes = bytes::Bytes::from(serde_json::to_vec(&body()).unwrap());
+    let ex = c
+        .send_json_then(bytes, true, "s", || {
+            runs.fetch_add(1, Ordering::SeqCst);
+        })
+        .await;
+    assert_eq!(ex.result.unwrap().content, "Hi");
+    assert!(ex.timeline.new_connection, "resent on a new connection");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the work ran once");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        3,
+        "the request was resent"
+    );
+    assert_eq!(c.connections_opened(), 2);
+}
