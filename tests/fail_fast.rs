@@ -153,6 +153,33 @@ async fn a_scorer_setting_typo_stops_the_run_before_any_request() {
     sim.shutdown().await;
 }
 
+/// The scorer is prepared beside the workload's `configure`: when both are misconfigured,
+/// the workload's error is the one reported, as when they were prepared one after the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_both_plugins_misconfigured_the_workloads_error_comes_first() {
+    let sim = start_sim(echo()).await;
+    let dir = scratch("typos");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_isue = 2", "");
+    let text_cfg = std::fs::read_to_string(&config).unwrap()
+        + "[performance.scorer_settings]\nalias_tabel = true\n";
+    std::fs::write(&config, text_cfg).unwrap();
+    for _ in 0..3 {
+        let run = agentload(
+            &["run", config.to_str().unwrap(), "--out", "out"],
+            dir.path(),
+        )
+        .await;
+        let out = text(&run);
+        assert_eq!(run.status.code(), Some(1), "{out}");
+        assert!(
+            out.contains("num_trajectories_to_isue") && !out.contains("alias_tabel"),
+            "{out}"
+        );
+    }
+    assert_eq!(sim.requests_served(), 0, "nothing was sent");
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phase_in_which_every_turn_failed_exits_non_zero() {
     // A 16-token context: every turn overflows it.

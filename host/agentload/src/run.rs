@@ -498,9 +498,8 @@ fn prepare(
     let limits = config.plugins.limits;
     let scorer_instances = config.plugins.scorer_instances.unwrap_or(0);
     let submission = policy.submission;
-    let mut seals = Vec::new();
     // Read, check the seal, then compile: a refused plugin is never compiled.
-    let mut load = |spec: &str| -> Result<(LoadedComponent, String, Seal)> {
+    let load = |spec: &str| -> Result<(LoadedComponent, String, PluginSeal)> {
         let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
         let bytes = crate::plugin::read_component(&path, Limits::bytes(limits.component_mib))?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
@@ -512,12 +511,12 @@ fn prepare(
         } else {
             crate::seal::check(&file, &digest)
         };
-        seals.push(PluginSeal {
+        let sealed = PluginSeal {
             file: file.clone(),
             digest,
-            seal: seal.clone(),
-        });
-        Ok((engine.load_bytes(&path, &bytes)?, file, seal))
+            seal,
+        };
+        Ok((engine.load_bytes(&path, &bytes)?, file, sealed))
     };
     // In a submission run a locked plugin must also describe itself by its
     // locked name.
@@ -527,9 +526,9 @@ fn prepare(
         }
         Ok(())
     };
-    let (component, file, seal) = load(&phase.workload)?;
+    let (component, file, workload_seal) = load(&phase.workload)?;
     let mut workload = WorkloadPlugin::new(engine.clone(), &component, limits)?;
-    described(&file, &seal, &workload.identity().name)?;
+    described(&file, &workload_seal.seal, &workload.identity().name)?;
     let mut explicit = BTreeMap::new();
     for g in policy.explicit.iter().filter(|g| g.phase == policy.phase) {
         if !phase.data.contains_key(&g.name) && !phase.scorer_data.contains_key(&g.name) {
@@ -552,21 +551,39 @@ fn prepare(
     let (files, mut datasets) = grant_files(&phase.data, &how)?;
     let (scorer_files, scorer_datasets) = grant_files(&phase.scorer_data, &how)?;
     datasets.extend(scorer_datasets);
-    let sessions = workload.configure(PluginConfig {
-        settings_json: table_json(&phase.settings),
-        files: files.clone(),
-    })?;
-    let scorer = match &phase.scorer {
-        Some(spec) => {
-            let (component, file, seal) = load(spec)?;
-            let scorer = ScorerPlugin::new(engine.clone(), &component, limits)?
-                .with_instances(scorer_instances);
-            described(&file, &seal, &scorer.identity().name)?;
-            // Its settings and grants are checked now, not after the run.
-            scorer.check(&PluginConfig {
-                settings_json: table_json(&phase.scorer_settings),
-                files: scorer_files.clone(),
-            })?;
+    // The scorer loads and checks its settings and grants (now, not after the run) on a
+    // second thread, beside the workload's `configure`; the workload's error comes first.
+    let load_scorer = |spec: &str| -> Result<(ScorerPlugin, PluginSeal)> {
+        let (component, file, sealed) = load(spec)?;
+        let scorer =
+            ScorerPlugin::new(engine.clone(), &component, limits)?.with_instances(scorer_instances);
+        described(&file, &sealed.seal, &scorer.identity().name)?;
+        scorer.check(&PluginConfig {
+            settings_json: table_json(&phase.scorer_settings),
+            files: scorer_files.clone(),
+        })?;
+        Ok((scorer, sealed))
+    };
+    let (sessions, scorer) = std::thread::scope(|scope| {
+        let scorer = phase
+            .scorer
+            .as_deref()
+            .map(|spec| scope.spawn(|| load_scorer(spec)));
+        let sessions = workload.configure(PluginConfig {
+            settings_json: table_json(&phase.settings),
+            files: files.clone(),
+        });
+        let scorer = scorer.map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (sessions, scorer)
+    });
+    let sessions = sessions?;
+    let mut seals = vec![workload_seal];
+    let scorer = match scorer.transpose()? {
+        Some((scorer, sealed)) => {
+            seals.push(sealed);
             Some(scorer)
         }
         None => None,
