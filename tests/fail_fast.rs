@@ -130,14 +130,20 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+/// An edge config with these workload settings and a misspelt scorer setting (`alias_tabel`).
+fn with_scorer_typo(dir: &Path, url: &str, settings: &str) -> std::path::PathBuf {
+    let config = edge_config(dir, url, settings, "");
+    let text = std::fs::read_to_string(&config).unwrap()
+        + "[performance.scorer_settings]\nalias_tabel = true\n";
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scorer_setting_typo_stops_the_run_before_any_request() {
     let sim = start_sim(echo()).await;
     let dir = scratch("typo");
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
-    let text_cfg = std::fs::read_to_string(&config).unwrap()
-        + "[performance.scorer_settings]\nalias_tabel = true\n";
-    std::fs::write(&config, text_cfg).unwrap();
+    let config = with_scorer_typo(dir.path(), &sim.url(), "num_trajectories_to_issue = 2");
     let run = agentload(
         &["run", config.to_str().unwrap(), "--out", "out"],
         dir.path(),
@@ -159,10 +165,7 @@ async fn a_scorer_setting_typo_stops_the_run_before_any_request() {
 async fn with_both_plugins_misconfigured_the_workloads_error_comes_first() {
     let sim = start_sim(echo()).await;
     let dir = scratch("typos");
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_isue = 2", "");
-    let text_cfg = std::fs::read_to_string(&config).unwrap()
-        + "[performance.scorer_settings]\nalias_tabel = true\n";
-    std::fs::write(&config, text_cfg).unwrap();
+    let config = with_scorer_typo(dir.path(), &sim.url(), "num_trajectories_to_isue = 2");
     for _ in 0..3 {
         let run = agentload(
             &["run", config.to_str().unwrap(), "--out", "out"],

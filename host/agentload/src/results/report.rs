@@ -123,23 +123,26 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
             );
         }
     }
-    if let Some(lag) = &summary.agentload.first_token_read_lag_ns {
-        let us = |p: &str| lag.percentile(p).unwrap_or(0.0) / 1000.0;
-        let _ = writeln!(
-            out,
-            "first-token read lag (kernel arrival -> harness read, not in TTFT): p50 {:.0} us  p99 {:.0} us",
-            us("50.0"),
-            us("99.0")
-        );
-    }
-    if let Some(lag) = &summary.agentload.send_lag_ns {
-        let us = |p: &str| lag.percentile(p).unwrap_or(0.0) / 1000.0;
-        let _ = writeln!(
-            out,
-            "send lag (due -> issued: answer's end to the next request, delays excluded): p50 {:.0} us  p99 {:.0} us",
-            us("50.0"),
-            us("99.0")
-        );
+    let spreads = [
+        (
+            "first-token read lag (kernel arrival -> harness read, not in TTFT)",
+            &summary.agentload.first_token_read_lag_ns,
+        ),
+        (
+            "send lag (due -> issued: answer's end to the next request, delays excluded)",
+            &summary.agentload.send_lag_ns,
+        ),
+    ];
+    for (what, series) in spreads {
+        if let Some(s) = series {
+            let us = |p: &str| s.percentile(p).unwrap_or(0.0) / 1000.0;
+            let _ = writeln!(
+                out,
+                "{what}: p50 {:.0} us  p99 {:.0} us",
+                us("50.0"),
+                us("99.0")
+            );
+        }
     }
     let harness = &summary.agentload.harness;
     if let Some(setup) = &harness.connection_setup {
