@@ -55,15 +55,15 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
     };
     // `configure` (parsing the dataset, on start-up's path) in fresh instances; the last
     // one serves the requests.
-    let mut configures = Vec::new();
-    let (mut workload, plans) = loop {
+    let mut configures = Vec::with_capacity(CONFIGURES);
+    let mut configured = None;
+    for _ in 0..CONFIGURES {
         let mut workload = WorkloadPlugin::new(engine.clone(), &component, Limits::default())?;
         let (plans, ms) = timed(|| workload.configure(config.clone()));
         configures.push(ms);
-        if configures.len() == CONFIGURES {
-            break (workload, plans?);
-        }
-    };
+        configured = Some((workload, plans?));
+    }
+    let (mut workload, plans) = configured.expect("CONFIGURES is at least 1");
     let opts = BodyOptions {
         model: "bench".into(),
         stream: true,
