@@ -23,7 +23,7 @@ command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
 command -v python3 >/dev/null || need+=(python3 python3-pip)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
-# tests/report.rs renders the HTML reports in a real headless Chromium (and
+# tests/all/report.rs renders the HTML reports in a real headless Chromium (and
 # its text needs a font).
 command -v chromium-headless-shell >/dev/null || need+=(chromium-headless-shell)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)

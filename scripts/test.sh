@@ -46,7 +46,7 @@ export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bf
 export BFCL_MULTI_PARITY_DIR="$cache/bfcl-multi-parity"
 # A real llama.cpp llama-server (PyPI sdist llama-cpp-python, pinned) and its
 # model, cached under the agentload cache; the first build takes ~11-17 min on
-# 2 cores, later runs reuse it (tests/llama_server.rs runs agentload against it).
+# 2 cores, later runs reuse it (tests/all/llama_server.rs runs agentload against it).
 scripts/llama-server.sh prepare
 scripts/build-plugins.sh --check-lock
 cargo fmt --all -- --check

@@ -2,10 +2,15 @@
 //! limit it hit, and the run goes on with its other sessions; its output
 //! (log lines, requests) is bounded, and its memory is counted as a whole.
 
+// Its own binary, not a module of tests/all: the memory cap test measures a
+// child's peak RSS with wait4, and the kernel counts in it the RSS of the
+// process that spawned it (at exec), which in the one big test binary is
+// hundreds of MiB.
+#[path = "all/common/mod.rs"]
 mod common;
 
+use crate::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
-use common::*;
 
 async fn run_misbehaving(behaviour: &str, when: &str) -> (std::process::Output, tempfile::TempDir) {
     run_misbehaving_with(behaviour, when, "memory_mib = 64\ncall_timeout_ms = 500").await
@@ -172,6 +177,7 @@ fn peak_rss(args: &[&str], cwd: &std::path::Path) -> (i64, bool, String) {
         .spawn()
         .unwrap();
     let mut status = 0;
+    // SAFETY: rusage is plain integers; all zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: waits for our own child, once; `usage` is a valid out-pointer.
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };

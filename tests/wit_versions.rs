@@ -10,6 +10,7 @@
 //! it refuses a completed outcome without content, so a run that completes
 //! every turn shows records crossing the version boundary both ways.
 
+#[path = "all/common/mod.rs"]
 mod common;
 
 use agentload_sim::{ResponderConfig, SimConfig};

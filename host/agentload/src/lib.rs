@@ -1,41 +1,36 @@
 //! agentload: a benchmark harness for agentic LLM inference.
 //!
 //! The host owns time and I/O; workloads and scorers are sandboxed
-//! WebAssembly components behind the WIT contract in `wit/`.
+//! WebAssembly components behind the WIT contract in `wit/`. This crate is
+//! the command line and what it orchestrates; the pipeline lives in crates
+//! of its own, each depending only on those below it:
 //!
-//! - [`client`]: the HTTP/SSE client; **every timestamp is taken there**.
-//! - [`engine`]: the one turn engine: sessions, schedules, records, resume.
-//! - [`plugin`]: the wasmtime plugin host and its sandbox.
-//! - [`metrics`]: latency and length statistics as the reference reports them.
-//! - [`results`]: result files.
-//! - [`run`]: one configured run, end to end; [`scoring`]: scoring recorded turns
-//!   (shared with `agentload rescore`).
-//! - [`seal`], [`rules`], [`data`]: what a submission run accepts (the locked
-//!   plugins and data files, the benchmark's rules, confined data grants);
-//!   the threat model is `SECURITY.md`.
+//! | crate | owns |
+//! |---|---|
+//! | `agentload-wire` | the stamped socket and the clocks |
+//! | `agentload-console` | stderr lines above the progress bar, stdout |
+//! | `agentload-client` | the HTTP/SSE client: **every timestamp is taken there** |
+//! | `agentload-sim` | the embedded simulated endpoint |
+//! | `agentload-config` | the run config, rules, seal and data grants |
+//! | `agentload-plugin-host` | wasmtime, the sandbox, limits, compile cache, WIT bindings |
+//! | `agentload-results` | records, metrics, result files, exit codes |
+//! | `agentload-engine` | sessions, schedules, journals, resume, token counting |
+//! | `agentload-report` | report.html, diff and CSV export, from result files |
+//!
+//! Here: [`cli`] (the command line: `Opts` and `run`, as `main` calls them),
+//! [`run`] (one configured run, end to end), [`run_state`] and [`resume`], [`rescore`]
+//! and [`scoring`] (scoring recorded turns), [`sweep`] (concurrency sweeps),
+//! [`bench`] and [`authoring`] (`plugin new` / `plugin check`). The threat
+//! model is `SECURITY.md`.
 
 pub mod authoring;
 pub mod bench;
-pub mod client;
-pub mod clock;
-pub mod config;
-pub mod data;
-pub mod diff;
-pub mod engine;
-pub mod exit;
-pub mod export;
-pub mod log;
-pub mod metrics;
-pub mod plugin;
-pub mod plugins;
-pub mod progress;
-pub mod report;
+pub mod cli;
+pub mod endpoint;
+pub mod grants;
 pub mod rescore;
-pub mod results;
 pub mod resume;
-pub mod rules;
 pub mod run;
+pub mod run_state;
 pub mod scoring;
-pub mod seal;
 pub mod sweep;
-pub mod tokens;

@@ -3,9 +3,9 @@
 //! An auditor swaps a scorer version this way; with the run's own scorer the
 //! report files come out byte for byte as the run wrote them.
 
-use crate::config::{PhaseConfig, RunConfig};
-use crate::plugin::{Limits, PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
 use crate::scoring;
+use agentload_config::{PhaseConfig, RunConfig};
+use agentload_plugin_host::{Limits, PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.display()
         )
     })?;
-    let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
+    let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
     let phases: [(&'static str, Option<&PhaseConfig>, PathBuf); 2] = [
         (
             "performance",
@@ -86,7 +86,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         let Some(spec) = opts.scorer.as_ref().or(phase.scorer.as_ref()) else {
             continue;
         };
-        let path = crate::plugins::resolve(spec, config.plugins.dir.as_deref())
+        let path = agentload_config::plugin_path::resolve(spec, config.plugins.dir.as_deref())
             .map_err(anyhow::Error::msg)?;
         let scorer = ScorerPlugin::new(
             engine.clone(),
@@ -106,11 +106,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
                     .join(format!("{}@{}", identity.name, identity.version))
             })
             .clone();
-        let records = crate::engine::read_records(&log).map_err(anyhow::Error::msg)?;
-        let data_dir = crate::data::data_dir(config.data_dir.as_deref());
-        let (files, _) = crate::run::grant_files(
+        let records = agentload_engine::read_records(&log).map_err(anyhow::Error::msg)?;
+        let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
+        let (files, _) = crate::grants::grant_files(
             &phase.scorer_data,
-            &crate::run::Grants {
+            &crate::grants::Grants {
                 data_dir: &data_dir,
                 explicit: &Default::default(),
                 max_bytes: Limits::bytes(config.plugins.limits.granted_file_mib),
@@ -145,15 +145,15 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.display()
         )
     })?;
-    crate::results::write_accuracy_results(&out, &entries)?;
-    let partial = crate::resume::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);
+    agentload_results::write_accuracy_results(&out, &entries)?;
+    let partial = crate::run_state::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);
     let result = RescoreResult {
         source_run: opts.run_dir.clone(),
         out: out.clone(),
         partial,
         phases: done,
     };
-    crate::results::write_json(&out.join("rescore_manifest.json"), &result)?;
+    agentload_results::write_json(&out.join("rescore_manifest.json"), &result)?;
     Ok(result)
 }
 

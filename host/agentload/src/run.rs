@@ -7,21 +7,24 @@
 //! the endpoint. Then the phases run on the turn engine; a signal stops
 //! issuing and every summary is still written, marked INCOMPLETE.
 
-use crate::client::{ChatClient, ClientOptions};
-use crate::config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
-use crate::engine::{
-    missing_turns, run_pool, BodyOptions, Console, Engine, LogFiles, Prior, Recorder,
-    SessionOutcome, Stop, StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
+use crate::endpoint::client_for;
+use crate::grants::{grant_files, Grants};
+pub use crate::run_state::Mode;
+use crate::run_state::{PhaseState, RunState};
+use crate::scoring;
+use agentload_client::ChatClient;
+use agentload_config::seal::Seal;
+use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
+use agentload_engine::tokens::{find_qwen, LocalCounter};
+use agentload_engine::{
+    missing_turns, run_pool, Console, Engine, LogFiles, Prior, Recorder, SessionOutcome, Stop,
+    StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
 };
-use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::{
+use agentload_plugin_host::types::{GrantedFile, PluginConfig};
+use agentload_plugin_host::{
     Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
 };
-use crate::results::{self, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
-use crate::resume::{PhaseState, RunState};
-use crate::scoring;
-use crate::seal::Seal;
-use crate::tokens::{find_qwen, LocalCounter};
+use agentload_results::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
@@ -30,18 +33,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Which phases of a config to run.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// The performance phase only.
-    Performance,
-    /// The accuracy phase only, at concurrency 1 (the reference's `--accuracy-only`).
-    Accuracy,
-    /// Every phase the config has: performance, then accuracy, against the same server.
-    #[default]
-    Both,
-}
 
 /// What the caller may override on the command line.
 #[derive(Debug, Default, Clone)]
@@ -53,7 +44,7 @@ pub struct Overrides {
     /// Accept only the plugins in `plugins/official.lock` (as `mode = "submission"`).
     pub submission: bool,
     /// Data files named on the command line (`--grant PHASE.NAME=PATH`).
-    pub grants: Vec<crate::data::ExplicitGrant>,
+    pub grants: Vec<agentload_config::data::ExplicitGrant>,
     /// An already loaded Qwen3.6 vocabulary for local token counts (else
     /// loaded from the data directory or cache when the config asks for it).
     pub tokenizer: Option<Arc<QwenTokenizer>>,
@@ -162,7 +153,7 @@ struct Executed {
     scorer: Option<ScorerPlugin>,
     phase: PhaseConfig,
     /// What the harness spent outside the turns.
-    harness: results::Harness,
+    harness: agentload_results::Harness,
 }
 
 impl Context<'_> {
@@ -173,11 +164,11 @@ impl Context<'_> {
         phase: &PhaseConfig,
         kind: scoring::PhaseKind,
         files: &[GrantedFile],
-        records: &[crate::engine::TurnRecord],
-    ) -> Result<(crate::plugin::Scored, serde_json::Value)> {
+        records: &[agentload_engine::TurnRecord],
+    ) -> Result<(agentload_plugin_host::Scored, serde_json::Value)> {
         let mut entries = Vec::new();
         let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
-        results::write_accuracy_results(&self.out, &entries)?;
+        agentload_results::write_accuracy_results(&self.out, &entries)?;
         Ok(scored)
     }
 }
@@ -210,16 +201,16 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let submission = overrides.submission || config.mode == RunKind::Submission;
     // The benchmark's rules, before anything is compiled, read or sent.
     let config_toml = toml::to_string(&config)?;
-    let compliance = crate::rules::check(
+    let compliance = agentload_config::rules::check(
         &config,
         &config_toml,
-        crate::rules::Phases {
+        agentload_config::rules::Phases {
             performance: want_perf,
             accuracy: want_acc,
         },
     );
     if submission {
-        crate::rules::require(&compliance)?;
+        agentload_config::rules::require(&compliance)?;
     }
     if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
@@ -235,8 +226,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     };
     let segment = state.begin_segment(&config.endpoint.url);
 
-    let data_dir = crate::data::data_dir(config.data_dir.as_deref());
-    let cache_dir = PluginEngine::default_cache_dir();
+    let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
+    let cache_dir = agentload_config::cache_dir();
     let engine = Arc::new(if submission {
         PluginEngine::sealed(cache_dir)?
     } else {
@@ -295,10 +286,10 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             1
         };
         let (client, _) = client_for(&config, concurrency)?;
-        let models = crate::client::preflight(&client, Duration::from_secs(15)).await?;
+        let models = agentload_client::preflight(&client, Duration::from_secs(15)).await?;
         checked = Some(client);
         if !overrides.quiet && !models.is_empty() && !models.contains(&config.model.name) {
-            crate::log::line(&format!(
+            agentload_console::line(&format!(
                 "note: the endpoint lists models {models:?}, not `{}` (sent as `model`)",
                 config.model.name
             ));
@@ -327,12 +318,16 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     } else {
         std::fs::write(out.join("config.toml"), &config_toml)
             .context("cannot write config.toml")?;
-        results::write_json(&out.join("run_manifest.json"), &manifest)?;
+        agentload_results::write_json(&out.join("run_manifest.json"), &manifest)?;
     }
     state.save(&out)?;
-    let reference =
-        results::reference_config(&config, overrides.mode == Mode::Accuracy, &data_dir, &out);
-    results::write_reference_config(&out.join("config.yaml"), &reference)
+    let reference = agentload_results::reference_config(
+        &config,
+        overrides.mode == Mode::Accuracy,
+        &data_dir,
+        &out,
+    );
+    agentload_results::write_reference_config(&out.join("config.yaml"), &reference)
         .context("cannot write config.yaml")?;
     let stop = overrides.stop.clone().unwrap_or_default();
     if overrides.handle_signals {
@@ -362,7 +357,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             None
         }
         (Some(p), None) => {
-            let run_config = results::run_config(&reference);
+            let run_config = agentload_results::run_config(&reference);
             let r = run_performance(&cx, p, manifest.clone(), run_config, &mut text).await?;
             if r.issued > 0 && r.completed == 0 {
                 all_failed.push("performance");
@@ -412,24 +407,18 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         state.save(&result.out)?;
     }
     if !overrides.quiet {
-        crate::log::out(&text);
+        agentload_console::out(&text);
     }
     // The page reads the result files just written; a failure to draw it
     // loses nothing measured, so it is reported, not fatal.
-    match crate::report::write_for_run(&result.out) {
-        Ok(path) if !overrides.quiet => crate::log::out(&format!("report: {}\n", path.display())),
+    match agentload_report::write_for_run(&result.out) {
+        Ok(path) if !overrides.quiet => {
+            agentload_console::out(&format!("report: {}\n", path.display()))
+        }
         Ok(_) => {}
-        Err(e) => crate::log::line(&format!("error: report.html not written: {e:#}")),
+        Err(e) => agentload_console::line(&format!("error: report.html not written: {e:#}")),
     }
     Ok(result)
-}
-
-/// The API key, from the environment only (never from a file, never
-/// written into the results).
-fn api_key_from_env() -> Option<String> {
-    ["AGENTLOAD_API_KEY", "OPENAI_API_KEY"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
 }
 
 /// A fresh output directory: an empty or new one, or with `force` an
@@ -482,7 +471,7 @@ struct Policy<'a> {
     /// `performance` or `accuracy` (for `--grant PHASE.NAME=PATH`).
     phase: &'static str,
     data_dir: &'a Path,
-    explicit: &'a [crate::data::ExplicitGrant],
+    explicit: &'a [agentload_config::data::ExplicitGrant],
     /// Only locked plugins (by name and digest) and locked data files.
     submission: bool,
 }
@@ -500,16 +489,18 @@ fn prepare(
     let submission = policy.submission;
     // Read, check the seal, then compile: a refused plugin is never compiled.
     let load = |spec: &str| -> Result<(LoadedComponent, String, PluginSeal)> {
-        let path = crate::plugins::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
-        let bytes = crate::plugin::read_component(&path, Limits::bytes(limits.component_mib))?;
+        let path =
+            agentload_config::plugin_path::resolve(spec, plugin_dir).map_err(anyhow::Error::msg)?;
+        let bytes =
+            agentload_plugin_host::read_component(&path, Limits::bytes(limits.component_mib))?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
         let file = path
             .file_name()
             .map_or_else(|| spec.to_owned(), |f| f.to_string_lossy().into_owned());
         let seal = if submission {
-            crate::seal::require(&file, &digest)?
+            agentload_config::seal::require(&file, &digest)?
         } else {
-            crate::seal::check(&file, &digest)
+            agentload_config::seal::check(&file, &digest)
         };
         let sealed = PluginSeal {
             file: file.clone(),
@@ -522,7 +513,7 @@ fn prepare(
     // locked name.
     let described = |file: &str, seal: &Seal, name: &str| -> Result<()> {
         if submission {
-            crate::seal::require_described(file, seal, name)?;
+            agentload_config::seal::require_described(file, seal, name)?;
         }
         Ok(())
     };
@@ -600,32 +591,6 @@ fn prepare(
     })
 }
 
-/// The client (one connection per concurrent session) and the request-body
-/// options of a run's endpoint.
-pub(crate) fn client_for(
-    config: &RunConfig,
-    concurrency: usize,
-) -> Result<(ChatClient, BodyOptions)> {
-    let client = ChatClient::new(&ClientOptions {
-        endpoint: base_url(&config.endpoint.url).map_err(anyhow::Error::msg)?,
-        api_key: api_key_from_env(),
-        turn_timeout: Duration::from_secs_f64(config.load.turn_timeout_s),
-        max_connections: concurrency,
-        max_response_bytes: config.endpoint.max_response_bytes,
-        timestamps: config.endpoint.timestamps,
-    })?;
-    let body = BodyOptions {
-        model: config.model.name.clone(),
-        stream: config.endpoint.stream,
-        include_usage: config.endpoint.include_usage,
-        extra: serde_json::to_value(&config.endpoint.extra_body)?
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    };
-    Ok((client, body))
-}
-
 /// Sends every session of a prepared phase (on a resume, what an earlier
 /// process left undone); the turn log goes to `log_path`.
 async fn execute(
@@ -663,7 +628,7 @@ async fn execute(
         } else {
             String::new()
         };
-        crate::log::line(&format!(
+        agentload_console::line(&format!(
             "running {} sessions ({expected} turns) of {} against {} at concurrency {concurrency}{resumed}",
             plans.len(),
             prepared.workload.identity().name,
@@ -679,7 +644,7 @@ async fn execute(
     let setup = match client.warm_up(concurrency).await {
         Ok(setup) => Some(setup),
         Err(e) => {
-            crate::log::line(&format!("warning: {e}"));
+            agentload_console::line(&format!("warning: {e}"));
             None
         }
     };
@@ -737,8 +702,8 @@ async fn execute(
         plans,
         scorer: prepared.scorer,
         phase: prepared.config,
-        harness: results::Harness {
-            startup_ms: crate::clock::startup().map(|d| d.as_secs_f64() * 1e3),
+        harness: agentload_results::Harness {
+            startup_ms: agentload_wire::clock::startup().map(|d| d.as_secs_f64() * 1e3),
             connection_setup: setup,
             token_counting: counting,
         },
@@ -783,19 +748,19 @@ async fn run_performance(
         &cx.out.join("turns.jsonl"),
     )
     .await?;
-    results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
-    let mut summary = results::summarize(
+    agentload_results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
+    let mut summary = agentload_results::summarize(
         &ex.records,
         window_ns(&ex.records),
         run_config,
         manifest,
-        &results::TokenSetup {
+        &agentload_results::TokenSetup {
             source: cx.config.model.token_source(),
             chat_template_sha256: cx.counter.as_ref().map(|c| c.template_sha256().to_owned()),
         },
     );
     summary.agentload.harness = ex.harness;
-    results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
+    agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
     let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
@@ -819,7 +784,10 @@ async fn run_performance(
             ex.phase.report_file
         ));
     }
-    text.push_str(&results::write_report(&summary, score_line.as_deref()));
+    text.push_str(&agentload_results::write_report(
+        &summary,
+        score_line.as_deref(),
+    ));
     text.push_str(&format!(
         "performance: {missing} of {expected} expected turns missing\n"
     ));
@@ -897,7 +865,7 @@ async fn run_accuracy(
     std::fs::create_dir_all(&dir)?;
     let scorer_files = prepared.scorer_files.clone();
     let ex = execute(cx, "accuracy", prepared, 1, &dir.join("turns.jsonl")).await?;
-    results::write_json(&dir.join("sessions.json"), &ex.sessions)?;
+    agentload_results::write_json(&dir.join("sessions.json"), &ex.sessions)?;
     let issued = ex.records.iter().filter(|r| r.issued_ns.is_some()).count() as u64;
     let completed = ex
         .records
@@ -942,50 +910,6 @@ async fn run_accuracy(
     Ok((result, issued, completed))
 }
 
-/// How a phase's data files are granted.
-pub(crate) struct Grants<'a> {
-    pub data_dir: &'a Path,
-    /// Files named on the command line, by grant name (not confined).
-    pub explicit: &'a BTreeMap<String, PathBuf>,
-    /// The largest file granted.
-    pub max_bytes: u64,
-    /// Only files the data locks know by name (a submission run).
-    pub locked_only: bool,
-}
-
-/// Reads the phase's data files (confined to the data directory and the
-/// cache, unless named on the command line) and checks their digests.
-pub(crate) fn grant_files(
-    grants: &BTreeMap<String, String>,
-    how: &Grants<'_>,
-) -> Result<(Vec<GrantedFile>, Vec<DatasetIdentity>)> {
-    let mut files = Vec::new();
-    let mut ids = Vec::new();
-    for (name, file) in grants {
-        let data = match how.explicit.get(name) {
-            Some(path) => crate::data::read_explicit(path, how.max_bytes)?,
-            None => crate::data::read(how.data_dir, file, how.max_bytes)?,
-        };
-        if how.locked_only {
-            crate::seal::require_data(name, &data)?;
-        }
-        ids.push(DatasetIdentity {
-            name: name.clone(),
-            path: data.path.clone(),
-            digest: data.digest.clone(),
-        });
-        files.push(GrantedFile {
-            name: name.clone(),
-            file_name: data
-                .path
-                .file_name()
-                .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned()),
-            bytes: data.bytes,
-        });
-    }
-    Ok((files, ids))
-}
-
 /// The local counter: the vocabulary with the model's chat template. A
 /// missing vocabulary turns local counts off (the server's are used, and
 /// the results say so); a configured template that does not load is an
@@ -1002,7 +926,7 @@ fn load_counter(
         .model
         .chat_template
         .as_deref()
-        .map(|path| crate::tokens::load_template(path, data_dir))
+        .map(|path| agentload_engine::tokens::load_template(path, data_dir))
         .transpose()
         .map_err(anyhow::Error::msg)?;
     let with_template =
@@ -1022,7 +946,7 @@ fn load_counter(
     let path = match find_qwen(data_dir) {
         Ok(path) => path,
         Err(e) => {
-            crate::log::line(&format!("note: local token counts off: {e}"));
+            agentload_console::line(&format!("note: local token counts off: {e}"));
             return Ok(None);
         }
     };

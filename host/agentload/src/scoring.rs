@@ -2,11 +2,11 @@
 //! `rescore`: scorer items from turn records, the report file, the
 //! per-sample rows, the gate line.
 
-use crate::config::{table_json, PhaseConfig};
-use crate::engine::{TurnRecord, TurnStatus};
-use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::{Scored, ScoredItem, ScorerPlugin};
-use crate::results;
+use agentload_config::{table_json, PhaseConfig};
+use agentload_engine::{TurnRecord, TurnStatus};
+use agentload_plugin_host::types::{GrantedFile, PluginConfig};
+use agentload_plugin_host::{Scored, ScoredItem, ScorerPlugin};
+
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -23,7 +23,7 @@ pub enum PhaseKind {
 /// scorer's report to `out/<report_file>`, except the reference's
 /// `accuracy/accuracy_results.json`: a report shaped as the reference's
 /// entry goes into `entries` for the wrapper
-/// ([`results::write_accuracy_results`]), as does the performance phase's
+/// ([`agentload_results::write_accuracy_results`]), as does the performance phase's
 /// inline entry. Any other report is written byte for byte as the scorer
 /// returned it, once it is known to be JSON. Returns the verdicts and the
 /// report.
@@ -52,10 +52,13 @@ pub fn score(
         )
     })?;
     if kind == PhaseKind::Performance {
-        entries.push(results::performance_entry(scored.report.score, records));
+        entries.push(agentload_results::performance_entry(
+            scored.report.score,
+            records,
+        ));
     }
-    let entry = (phase.report_file == results::ACCURACY_RESULTS)
-        .then(|| results::accuracy_entry(&report, records))
+    let entry = (phase.report_file == agentload_results::ACCURACY_RESULTS)
+        .then(|| agentload_results::accuracy_entry(&report, records))
         .flatten();
     match entry {
         Some(entry) => entries.push(entry),
@@ -133,7 +136,7 @@ pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
             expected_json: r.expected_json.clone(),
             completion: match (&r.status, &r.completion) {
                 (TurnStatus::Completed, Some(c)) => {
-                    Some(crate::engine::completion_for_plugin(c, r.usage.as_ref()))
+                    Some(agentload_engine::completion_for_plugin(c, r.usage.as_ref()))
                 }
                 _ => None,
             },

@@ -81,7 +81,7 @@ impl Body for SimBody {
                             let s = &mut closing.stamps;
                             let arrived = s.received_mono_ns;
                             s.first_token_ns =
-                                crate::wire::mono_ns(written).saturating_sub(arrived);
+                                agentload_wire::clock::mono_ns(written).saturating_sub(arrived);
                             // A one-token answer's last token is its first.
                             s.last_token_ns = s.last_token_ns.max(s.first_token_ns);
                         }

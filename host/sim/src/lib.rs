@@ -104,7 +104,7 @@ mod cache;
 mod config;
 mod error;
 mod fault;
-pub mod hooked;
+
 mod prompt;
 mod responder;
 mod rng;
@@ -120,4 +120,3 @@ pub use error::SimError;
 pub use fault::{Fault, FaultKind, FaultParseError, FAULT_HELP, OVERSIZE_BYTES};
 pub use server::{start, SimHandle};
 pub use tokens::{ApproxTokenCounter, TokenCounter};
-pub use wire::mono_ns;

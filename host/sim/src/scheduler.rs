@@ -575,7 +575,7 @@ impl Scheduler {
             seq.stamps.last_token_ns = seq.stamps.first_token_ns;
         }
         seq.stamps.queued_ns = u64::try_from(seq.queued.as_nanos()).unwrap_or(u64::MAX);
-        seq.stamps.received_mono_ns = crate::wire::mono_ns(seq.req.received.into_std());
+        seq.stamps.received_mono_ns = agentload_wire::clock::mono_ns(seq.req.received.into_std());
         let finish_reason = if gen.truncated {
             "length".to_owned()
         } else if let Some(reason) = &seq.req.answer.finish_reason {

@@ -9,36 +9,13 @@
 //! One request at a time per connection (HTTP/1.1 without pipelining): the first read that
 //! returns bytes after the previous response started writing begins the next request.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use tokio::net::TcpStream;
 
-use crate::hooked::{Hooked, IoHooks, ReadAt};
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, shared by every process
-/// on the machine, so a client in another process can compare its own stamps with these.
-fn clock_monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// `at` on the machine-wide monotonic clock (`CLOCK_MONOTONIC`), nanoseconds: comparable
-/// across the processes of one machine (the simulator's `*_mono_ns` stamps are on it).
-pub fn mono_ns(at: Instant) -> u64 {
-    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
-    let (instant, mono) = *ANCHOR.get_or_init(|| (Instant::now(), clock_monotonic_ns()));
-    match at.checked_duration_since(instant) {
-        Some(d) => mono + d.as_nanos() as u64,
-        None => mono.saturating_sub(instant.duration_since(at).as_nanos() as u64),
-    }
-}
+use agentload_wire::hooked::{Hooked, IoHooks, ReadAt};
 
 #[derive(Debug, Default)]
 struct State {
@@ -106,7 +83,7 @@ pub(crate) fn wire_io(tcp: TcpStream) -> (WireIo, Arc<WireStamps>) {
     (Hooked::with_arrival_stamps(tcp, stamps.clone()), stamps)
 }
 
-impl IoHooks for Arc<WireStamps> {
+impl IoHooks for WireStamps {
     fn read_returned(&self, at: ReadAt) {
         WireStamps::read_returned(self, at.stamp());
     }
@@ -127,15 +104,6 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    #[test]
-    fn monotonic_ns_follows_instants() {
-        let a = Instant::now();
-        let b = a + std::time::Duration::from_micros(1500);
-        assert_eq!(mono_ns(b) - mono_ns(a), 1_500_000);
-        let now = clock_monotonic_ns();
-        assert!(mono_ns(Instant::now()).abs_diff(now) < 5_000_000);
-    }
 
     #[tokio::test]
     async fn a_request_starts_when_its_first_bytes_arrive_and_its_answer_at_its_first_write() {

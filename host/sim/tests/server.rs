@@ -583,7 +583,7 @@ async fn other_endpoints_and_shutdown() {
 
 /// `agentload_sim`'s stamps of one streamed answer, and the client's send and end around it.
 async fn stamped(sim: &SimHandle, max_tokens: u32) -> (Value, u64, u64) {
-    let sent = agentload_sim::mono_ns(Instant::now());
+    let sent = agentload_wire::clock::mono_ns(Instant::now());
     let response = post(
         sim,
         None,
@@ -592,7 +592,7 @@ async fn stamped(sim: &SimHandle, max_tokens: u32) -> (Value, u64, u64) {
     )
     .await;
     let body = response.text().await.unwrap();
-    let ended = agentload_sim::mono_ns(Instant::now());
+    let ended = agentload_wire::clock::mono_ns(Instant::now());
     let events = events(&body);
     let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
     let mut stamps = usage["agentload_sim"].clone();

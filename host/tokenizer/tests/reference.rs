@@ -57,11 +57,7 @@ fn tokenizer() -> Option<&'static QwenTokenizer> {
             "no vocabulary at {:?} (run host/tokenizer/fetch-qwen-tokenizer.sh DIR)",
             vocab_candidates()
         );
-        assert!(
-            std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
-            "{why}"
-        );
-        note(&why);
+        bfcl_test_data::skip_without(&why);
     }
     found.as_ref()
 }
@@ -75,11 +71,6 @@ fn manifest_dir() -> PathBuf {
 }
 
 /// Tells that a test is skipped, past the test harness's output capture.
-fn note(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "note: test skipped: {why}");
-}
-
 fn fixture(name: &str) -> Value {
     let path = manifest_dir().join("tests/fixtures").join(name);
     let text = std::fs::read_to_string(&path).expect("fixture readable");
@@ -251,7 +242,7 @@ fn dataset() -> Option<String> {
     let path = data_dir().join(DATASET);
     let text = std::fs::read_to_string(&path).ok();
     if text.is_none() {
-        note(&format!("{} not found", path.display()));
+        bfcl_test_data::skip_without(&format!("{} not found", path.display()));
     }
     text
 }

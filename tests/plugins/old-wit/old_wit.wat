@@ -4,7 +4,7 @@
 ;; function), as a plugin compiled with an old SDK would.
 ;;
 ;; The host must refuse it before instantiating it, naming the plugin, the
-;; version it was built against and the supported ones (tests/authoring.rs).
+;; version it was built against and the supported ones (tests/all/authoring.rs).
 ;; old_wit.wasm is this file assembled:
 ;;   wasm-tools parse old_wit.wat -o old_wit.wasm
 (component

@@ -4,13 +4,15 @@
 //! (echo responder) on the turn engine, as a run would drive it; a scorer
 //! scores a few synthetic items.
 
-use crate::client::{ChatClient, ClientOptions, Timestamps};
-use crate::engine::{
+use agentload_client::{ChatClient, ClientOptions, Timestamps};
+use agentload_engine::{
     drive, BodyOptions, Console, DriveError, Engine, Next, Recorder, SessionEnd, Stop, StopReason,
     TurnHooks, TurnRecord, TurnSender, TurnStatus,
 };
-use crate::plugin::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnRequest};
-use crate::plugin::{
+use agentload_plugin_host::types::{
+    Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnRequest,
+};
+use agentload_plugin_host::{
     ComponentApi, Limits, PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin, World,
 };
 use anyhow::{Context as _, Result};
@@ -123,9 +125,9 @@ pub async fn check(opts: &CheckOptions) -> Result<CheckReport> {
         wit_versions: api
             .versions
             .iter()
-            .map(|v| format!("{}@{v}", crate::plugin::api::PACKAGE))
+            .map(|v| format!("{}@{v}", agentload_plugin_host::api::PACKAGE))
             .collect(),
-        supported_versions: crate::plugin::api::supported_list(
+        supported_versions: agentload_plugin_host::api::supported_list(
             api.world.unwrap_or(World::Workload),
         ),
         imports: api.imports.clone(),
@@ -203,7 +205,7 @@ fn plugin_config(opts: &CheckOptions) -> Result<PluginConfig> {
 
 async fn run_workload(
     engine: &Arc<PluginEngine>,
-    loaded: &crate::plugin::LoadedComponent,
+    loaded: &agentload_plugin_host::LoadedComponent,
     opts: &CheckOptions,
     config: PluginConfig,
     report: &mut CheckReport,
@@ -325,7 +327,7 @@ impl TurnHooks for Budget {
 
 async fn drive_budget(
     workload: WorkloadPlugin,
-    sessions: &[crate::plugin::SessionPlan],
+    sessions: &[agentload_plugin_host::SessionPlan],
     sender: TurnSender,
     budget: usize,
     check: &mut WorkloadCheck,
@@ -348,7 +350,7 @@ async fn drive_budget(
         if stop.stopped() || budget == 0 {
             break;
         }
-        let task = crate::engine::SessionTask {
+        let task = agentload_engine::SessionTask {
             plan: plan.clone(),
             agent: None,
             history: Vec::new(),
@@ -397,7 +399,7 @@ fn tool_names(tools_json: Option<&str>) -> Vec<String> {
     }
 }
 
-fn sampling_json(s: &crate::plugin::types::Sampling) -> serde_json::Value {
+fn sampling_json(s: &agentload_plugin_host::types::Sampling) -> serde_json::Value {
     let mut m = serde_json::Map::new();
     let mut put = |k: &str, v: Option<serde_json::Value>| {
         if let Some(v) = v {
@@ -423,7 +425,7 @@ fn sampling_json(s: &crate::plugin::types::Sampling) -> serde_json::Value {
 
 fn run_scorer(
     engine: &Arc<PluginEngine>,
-    loaded: &crate::plugin::LoadedComponent,
+    loaded: &agentload_plugin_host::LoadedComponent,
     opts: &CheckOptions,
     config: PluginConfig,
     report: &mut CheckReport,
@@ -499,7 +501,7 @@ fn run_scorer(
             );
         }
         // A typed refusal of made-up items is not a broken scorer.
-        Err(e @ crate::plugin::PluginFailure::Reported { call, .. }) if call != "configure" => {
+        Err(e @ agentload_plugin_host::PluginFailure::Reported { call, .. }) if call != "configure" => {
             report.warnings.push(format!(
                 "the synthetic items were refused (pass their expected data with --expected JSON): {e}"
             ))

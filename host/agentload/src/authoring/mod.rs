@@ -64,7 +64,7 @@ pub async fn run(command: PluginCommand) -> Result<()> {
                 dir,
                 sdk,
             })?;
-            crate::log::out(&scaffold::next_steps(&done, &name));
+            agentload_console::out(&scaffold::next_steps(&done, &name));
             Ok(())
         }
         PluginCommand::Check {
@@ -81,20 +81,20 @@ pub async fn run(command: PluginCommand) -> Result<()> {
                 settings,
                 data,
                 expected,
-                limits: crate::plugin::Limits::default(),
+                limits: agentload_plugin_host::Limits::default(),
             };
             let print = |report: &check::CheckReport| -> Result<()> {
                 if json {
-                    crate::log::out(&(serde_json::to_string_pretty(report)? + "\n"));
+                    agentload_console::out(&(serde_json::to_string_pretty(report)? + "\n"));
                 } else {
-                    crate::log::out(&check::render(report));
+                    agentload_console::out(&check::render(report));
                 }
                 Ok(())
             };
             match check::check(&opts).await {
                 Ok(report) => {
                     print(&report)?;
-                    crate::log::out("check passed\n");
+                    agentload_console::out("check passed\n");
                     Ok(())
                 }
                 Err(e) => match e.downcast::<check::CheckFailed>() {

@@ -71,8 +71,8 @@ pub fn pin_process(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: as in `allowed_cpus`.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
-        // SAFETY: `parse_cpus` keeps CPUs below CPU_SETSIZE; larger ones are skipped.
         if c < libc::CPU_SETSIZE as usize {
+            // SAFETY: `c` is below CPU_SETSIZE (larger ones are skipped), inside `set`.
             unsafe { libc::CPU_SET(c, &mut set) };
         }
     }

@@ -5,10 +5,10 @@
 //! the dataset's peak input length too. And component load times.
 
 use super::Row;
-use crate::config::table_json;
-use crate::engine::{request_body, BodyOptions, SessionBodies};
-use crate::plugin::types::{GrantedFile, PluginConfig, TurnOutcome};
-use crate::plugin::{Limits, PluginEngine, WorkloadPlugin};
+use agentload_config::table_json;
+use agentload_engine::{request_body, BodyOptions, SessionBodies};
+use agentload_plugin_host::types::{GrantedFile, PluginConfig, TurnOutcome};
+use agentload_plugin_host::{Limits, PluginEngine, WorkloadPlugin};
 use anyhow::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,11 +36,12 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 /// writers take turns going first (so neither always finds the other's
 /// caches warm), and their bodies must be byte for byte the same.
 pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
-    let engine = Arc::new(PluginEngine::new(PluginEngine::default_cache_dir())?);
-    let path = crate::plugins::resolve("coding-replay", None).map_err(anyhow::Error::msg)?;
+    let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
+    let path = agentload_config::plugin_path::resolve("coding-replay", None)
+        .map_err(anyhow::Error::msg)?;
     let max = Limits::bytes(Limits::default().component_mib);
     let component = engine.load(&path, max)?;
-    let data = crate::data::read(
+    let data = agentload_config::data::read(
         data_dir,
         "agentic_coding_2.5h.jsonl",
         Limits::bytes(Limits::default().granted_file_mib),
@@ -162,7 +163,8 @@ pub fn loads() -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     let max = Limits::bytes(Limits::default().component_mib);
     for name in ["coding-replay", "shell-iou", "bfcl-single", "bfcl-ast"] {
-        let path = crate::plugins::resolve(name, None).map_err(anyhow::Error::msg)?;
+        let path =
+            agentload_config::plugin_path::resolve(name, None).map_err(anyhow::Error::msg)?;
         let cache = std::env::temp_dir().join(format!(
             "agentload-bench-cache-{}-{name}",
             std::process::id()

@@ -25,8 +25,8 @@ impl Sample {
     /// object; `None` when the simulator's stamps are missing.
     pub fn of(issued: Instant, first_token: Instant, sim: &serde_json::Value) -> Option<Self> {
         let get = |k: &str| sim.get(k)?.as_u64().map(|v| v as i64);
-        let issued_mono = agentload_sim::mono_ns(issued) as i64;
-        let first_mono = agentload_sim::mono_ns(first_token) as i64;
+        let issued_mono = agentload_wire::clock::mono_ns(issued) as i64;
+        let first_mono = agentload_wire::clock::mono_ns(first_token) as i64;
         let ttft = first_mono - issued_mono;
         Some(Self {
             total_ns: ttft - get("first_token_ns")?,
@@ -152,7 +152,7 @@ mod tests {
     fn samples_split_by_direction_and_add_up() {
         let issued = Instant::now();
         let first = issued + std::time::Duration::from_micros(900);
-        let received = agentload_sim::mono_ns(issued) + 100_000;
+        let received = agentload_wire::clock::mono_ns(issued) + 100_000;
         let sim = json!({
             "first_token_ns": 700_000,
             "received_mono_ns": received,
@@ -161,7 +161,20 @@ mod tests {
         let s = Sample::of(issued, first, &sim).unwrap();
         assert_eq!(s.request_ns, 100_000);
         assert_eq!(s.response_ns, 100_000);
-        assert_eq!(s.total_ns, s.request_ns + s.response_ns);
+        assert_eq!(s.total_ns, 200_000);
+        // The total is the client's TTFT minus the simulator's own first-token time, not the
+        // sum of the two paths: with a first-token time that disagrees with its mono stamps,
+        // the paths stay and the total follows the TTFT.
+        let skewed = json!({
+            "first_token_ns": 600_000,
+            "received_mono_ns": received,
+            "first_token_mono_ns": received + 700_000,
+        });
+        let s = Sample::of(issued, first, &skewed).unwrap();
+        assert_eq!(
+            (s.request_ns, s.response_ns, s.total_ns),
+            (100_000, 100_000, 300_000)
+        );
         assert!(Sample::of(issued, first, &json!({"first_token_ns": 1})).is_none());
     }
 
@@ -200,7 +213,6 @@ mod tests {
             // come before the simulator's write(2) returned (no bound on that: a preempted
             // writer returns late).
             assert!(s.request_ns >= 0, "{s:?}");
-            assert_eq!(s.total_ns, s.request_ns + s.response_ns);
         }
         assert_eq!(sim.connections_accepted(), 1);
         sim.shutdown().await;

@@ -20,7 +20,9 @@ pub mod edge;
 pub mod floor;
 pub mod streams;
 
+use anyhow::Result;
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
@@ -114,6 +116,46 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     }
     values.sort_by(f64::total_cmp);
     values[((p / 100.0) * (values.len() - 1) as f64).floor() as usize]
+}
+
+/// Runs the named bench `sections` and prints their table (and writes it
+/// as JSON to `out`).
+pub async fn sections(
+    sections: &[String],
+    streams_options: &streams::Options,
+    out: Option<PathBuf>,
+) -> Result<()> {
+    let data_dir = agentload_config::data::data_dir(None);
+    let mut rows = Vec::new();
+    let mut streams = None;
+    for section in sections {
+        eprintln!("bench: {section}");
+        match section.as_str() {
+            "streams" => {
+                let (measured, r) = streams::run(streams_options).await?;
+                streams = Some(measured);
+                rows.extend(r);
+            }
+            "build" => rows.extend(tokio::task::block_in_place(|| build::requests(&data_dir))?),
+            "load" => rows.extend(tokio::task::block_in_place(build::loads)?),
+            "edge" => {
+                let dir = std::env::temp_dir()
+                    .join(format!("agentload-bench-edge-{}", std::process::id()));
+                let r = tokio::task::block_in_place(|| edge::run(&dir, 5));
+                std::fs::remove_dir_all(&dir).ok();
+                rows.extend(r?);
+            }
+            other => anyhow::bail!("unknown bench section `{other}` (streams, build, load, edge)"),
+        }
+    }
+    agentload_console::out(&table(&rows));
+    if let Some(path) = out {
+        agentload_results::write_json(
+            &path,
+            &serde_json::json!({"rows": rows, "streams": streams}),
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

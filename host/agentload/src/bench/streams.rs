@@ -14,7 +14,7 @@
 
 use super::floor::{self, FloorClient, Sample};
 use super::{percentile, rss_kib, Row};
-use crate::client::{ChatClient, ClientOptions, Timestamps};
+use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,13 +5,13 @@
 //! drawn delays) and its end rules.
 
 use super::{delays, salt};
-use crate::config::{SweepConfig, ToolDelayMode};
-use crate::engine::{
+use agentload_config::{SweepConfig, ToolDelayMode};
+use agentload_engine::{
     drive_or_restart, Engine, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop, StopReason,
     TurnHooks, TurnRecord, TurnSender, WriteError,
 };
-use crate::plugin::types::TurnRequest;
-use crate::plugin::{SessionPlan, WorkloadPlugin};
+use agentload_plugin_host::types::TurnRequest;
+use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

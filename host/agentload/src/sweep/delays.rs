@@ -2,8 +2,8 @@
 //! by the tool called, seeded by (seed, phase, session, turn) so a phase
 //! replays the same delays every time.
 
-use crate::config::{DelayDistribution, SweepConfig};
-use crate::plugin::types::{Role, TurnRequest};
+use agentload_config::{DelayDistribution, SweepConfig};
+use agentload_plugin_host::types::{Role, TurnRequest};
 use sha2::{Digest, Sha256};
 
 /// z of the 90th percentile of the standard normal.
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn draws_are_deterministic_and_stratified_by_tool() {
-        use crate::plugin::types::{ChatMessage, Sampling, ToolCall};
+        use agentload_plugin_host::types::{ChatMessage, Sampling, ToolCall};
         let msg = |role, id: Option<&str>, calls: Vec<ToolCall>| ChatMessage {
             role,
             content: Some(String::new()),

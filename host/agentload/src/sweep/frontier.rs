@@ -2,7 +2,7 @@
 //! throughput vs per-request output speed, throughput normalized per
 //! accelerator / MW / rental dollar, and the most agents meeting each SLO.
 
-use crate::config::{Normalize, SloTier};
+use agentload_config::{Normalize, SloTier};
 use serde::{Deserialize, Serialize};
 
 /// One (configuration, concurrency) point.

@@ -3,8 +3,8 @@
 //! end rules held. Ramp-up (and anything after the stop) is counted apart.
 
 use super::agents::PhaseRun;
-use crate::engine::{TurnRecord, TurnStatus};
-use crate::metrics::Spread;
+use agentload_engine::{TurnRecord, TurnStatus};
+use agentload_results::metrics::Spread;
 use serde::Serialize;
 
 /// Server throughput over the window, from the server's `usage`.

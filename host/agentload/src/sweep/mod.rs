@@ -18,14 +18,14 @@ pub mod metrics;
 pub mod power;
 pub mod salt;
 
-pub use crate::config::SweepConfig;
+pub use agentload_config::SweepConfig;
 
-use crate::config::ToolDelayMode;
-use crate::config::{table_json, PhaseConfig, RunConfig};
-use crate::engine::{Console, LogFiles, Recorder, Stop, TurnSender};
-use crate::plugin::types::{GrantedFile, PluginConfig};
-use crate::plugin::WorkloadPlugin;
-use crate::tokens::LocalCounter;
+use agentload_config::ToolDelayMode;
+use agentload_config::{table_json, PhaseConfig, RunConfig};
+use agentload_engine::tokens::LocalCounter;
+use agentload_engine::{Console, LogFiles, Recorder, Stop, TurnSender};
+use agentload_plugin_host::types::{GrantedFile, PluginConfig};
+use agentload_plugin_host::WorkloadPlugin;
 use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
 use metrics::PhaseMetrics;
@@ -137,12 +137,12 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             counter.clone(),
             Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
         )?;
-        let (client, body) = crate::run::client_for(config, level)?;
+        let (client, body) = crate::endpoint::client_for(config, level)?;
         if let Err(e) = client.warm_up(level).await {
-            crate::log::line(&format!("warning: {e}"));
+            agentload_console::line(&format!("warning: {e}"));
         }
         if !quiet {
-            crate::log::line(&format!(
+            agentload_console::line(&format!(
                 "sweep phase {index}: {level} agents against {}",
                 config.endpoint.url
             ));
@@ -201,9 +201,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             turns: format!("{folder}/turns.jsonl"),
         };
         if !quiet {
-            crate::log::line(&phase_line(&summary));
+            agentload_console::line(&phase_line(&summary));
         }
-        crate::results::write_json(&dir.join(&folder).join("summary.json"), &summary)?;
+        agentload_results::write_json(&dir.join(&folder).join("summary.json"), &summary)?;
         phases.push(summary);
     }
     let levels: Vec<LevelResult> = phases
@@ -222,9 +222,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         slo: frontier::max_agents(&levels, &sweep.slo),
         phases,
     };
-    crate::results::write_json(&dir.join("summary.json"), &summary)?;
+    agentload_results::write_json(&dir.join("summary.json"), &summary)?;
     let points = points_of(&summary);
-    crate::results::write_json(
+    agentload_results::write_json(
         &dir.join("pareto.json"),
         &ParetoFile {
             frontier: frontier::pareto(&points),

@@ -1,7 +1,7 @@
 //! Power sampling during a phase: a configured shell command (its output's
 //! numbers summed, in watts) or file, read at a fixed interval.
 
-use crate::config::Normalize;
+use agentload_config::Normalize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! within it still works) and different in every phase (so no prefix cache
 //! carries over between phases).
 
-use crate::plugin::types::{ChatMessage, Role, TurnRequest};
+use agentload_plugin_host::types::{ChatMessage, Role, TurnRequest};
 use sha2::{Digest, Sha256};
 
 /// The salt of trajectory `session` in phase `phase`.

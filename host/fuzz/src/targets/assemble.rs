@@ -5,7 +5,7 @@
 //! response of any shape never panics either.
 
 use crate::{drive, json, Budget, Failure, Report, Target};
-use agentload::client::CompletionAssembler;
+use agentload_client::CompletionAssembler;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

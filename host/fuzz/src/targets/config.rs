@@ -5,7 +5,7 @@
 //! and written back as `config.toml` and loaded again unchanged.
 
 use crate::{drive, json, mutate, Budget, Failure, Report, Target};
-use agentload::config::RunConfig;
+use agentload_config::RunConfig;
 use proptest::prelude::*;
 use std::path::Path;
 use std::time::Duration;
@@ -119,11 +119,11 @@ fn run(budget: Budget, seed: u64) -> Result<Report, Failure> {
                     "{key} = {secs} loads but is not a duration"
                 );
             }
-            let phases = agentload::rules::Phases {
+            let phases = agentload_config::rules::Phases {
                 performance: true,
                 accuracy: true,
             };
-            let _ = agentload::rules::check(&config, &text, phases);
+            let _ = agentload_config::rules::check(&config, &text, phases);
             let written = toml::to_string(&config)
                 .map_err(|e| TestCaseError::fail(format!("cannot write config.toml: {e}")))?;
             let again = RunConfig::parse(Path::new("config.toml"), &written).map_err(|e| {

@@ -4,7 +4,7 @@
 //! pieces, without a panic.
 
 use crate::{drive, Budget, Failure, Report, Target};
-use agentload::client::SseParser;
+use agentload_client::SseParser;
 use proptest::prelude::*;
 
 /// Structured streams against the parsing rules.

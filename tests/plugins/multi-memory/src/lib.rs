@@ -8,7 +8,7 @@
 //! A per-memory cap lets every instance through (each memory is under it);
 //! only a cap on all memories of the store together stops the component.
 //!
-//! Used by `tests/plugin_sandbox.rs`, which wraps the built `misbehave`
+//! Used by `tests/all/plugin_sandbox.rs`, which wraps the built `misbehave`
 //! fixture at test time ([`wrap`]).
 
 /// The component header (`\0asm`, version 0x0d, layer 1).

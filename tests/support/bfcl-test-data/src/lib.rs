@@ -1,4 +1,5 @@
-//! Test support: where tests find the BFCL v4 data `scripts/fetch-bfcl.sh` fetched:
+//! Test support: the one data-gated skip every test uses ([`skip_without`]),
+//! and where tests find the BFCL v4 data `scripts/fetch-bfcl.sh` fetched:
 //! `$AGENTLOAD_BFCL_DIR`, else `~/.cache/agentload/data/bfcl_v4` (where
 //! `scripts/test.sh` puts it).
 
@@ -16,11 +17,20 @@ pub fn bfcl_dir(probe: &str) -> Option<PathBuf> {
     if dir.join(probe).is_file() {
         return Some(dir);
     }
-    assert!(
-        std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+    skip_without(&format!(
         "BFCL data missing at {} (no {probe}): run scripts/fetch-bfcl.sh DIR",
         dir.display()
-    );
-    println!("note: BFCL data not found; test skipped");
+    ));
     None
+}
+
+/// A test is about to skip because `missing` (data, a tool) is not there:
+/// with `AGENTLOAD_REQUIRE_DATA` set (the test script and CI set it) the test
+/// fails instead, naming what is missing; otherwise it prints a note.
+pub fn skip_without(missing: &str) {
+    assert!(
+        std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_none(),
+        "{missing} (AGENTLOAD_REQUIRE_DATA is set: data-gated tests must run)"
+    );
+    eprintln!("note: test skipped: {missing}");
 }

@@ -1,0 +1,317 @@
+//! The command line's shape: every subcommand and flag (clap derive).
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "agentload",
+    version,
+    about = "Benchmark harness for agentic LLM inference",
+    after_help = "Exit codes: 0 success; 1 an error stopped the command (its cause is printed); \
+2 usage error; 3 --require-valid and the run is not VALID; 4 a phase issued turns and every one \
+failed; 130 interrupted by SIGINT/SIGTERM (results written, marked INCOMPLETE; `agentload resume DIR` \
+continues)."
+)]
+pub struct Opts {
+    /// Show plugin debug logs.
+    #[arg(short, long, global = true)]
+    pub(super) verbose: bool,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// Run a benchmark config against an endpoint.
+    Run {
+        /// The run config (TOML).
+        config: PathBuf,
+        /// Base URL of the server (overrides `endpoint.url`).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Output directory (overrides `report_dir`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Which phases to run (`both`: every phase the config has).
+        #[arg(long, value_enum, default_value_t = Mode::Both)]
+        mode: Mode,
+        /// Accept only the official plugins of plugins/official.lock, checked
+        /// before they are compiled (as `mode = "submission"` in the config).
+        #[arg(long)]
+        submission: bool,
+        /// The accuracy gate alone, at concurrency 1 (same as `--mode accuracy`).
+        #[arg(long, conflicts_with = "mode")]
+        accuracy_only: bool,
+        /// Exit non-zero (3) unless the run is valid: no expected
+        /// performance turn missing and the accuracy gate passed.
+        #[arg(long)]
+        require_valid: bool,
+        /// Replace the results of an earlier run in the output directory
+        /// (without it, a non-empty output directory is refused).
+        #[arg(long)]
+        force: bool,
+        /// Grant a file outside the data directory: PHASE.NAME=PATH
+        /// replaces the file of grant NAME of PHASE (performance or
+        /// accuracy); repeatable. Config grants stay inside the data
+        /// directory and the cache.
+        #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
+        grants: Vec<agentload_config::data::ExplicitGrant>,
+    },
+    /// Continue an interrupted or killed run from its own files: completed
+    /// turns are kept, sessions cut short continue after their last
+    /// recorded turn, then every summary and report is written anew.
+    Resume {
+        /// The run's output directory.
+        dir: PathBuf,
+        /// Base URL of the server, when it moved (default: the run's own).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Exit non-zero (3) unless the finished run is valid.
+        #[arg(long)]
+        require_valid: bool,
+        /// As for `run`: the files the run was granted outside the data
+        /// directory (they are not recorded, so they are given again).
+        #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
+        grants: Vec<agentload_config::data::ExplicitGrant>,
+    },
+    /// Score a finished run's recorded completions again (no endpoint).
+    Rescore {
+        /// The run's output directory.
+        run_dir: PathBuf,
+        /// Scorer to use instead of each phase's own: a name or a `.wasm` path.
+        #[arg(long)]
+        scorer: Option<String>,
+        /// Output directory (default RUN_DIR/rescore/<scorer>@<version>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The most scorer instances scoring side by side (default: the
+        /// run config's plugins.scorer_instances, else one per core).
+        #[arg(long)]
+        instances: Option<usize>,
+    },
+    /// Show the per-sample verdicts and aggregates that differ between two
+    /// results (e.g. a run and its re-score with another scorer version).
+    Diff {
+        /// The first result directory.
+        a: PathBuf,
+        /// The second result directory.
+        b: PathBuf,
+        /// Print JSON instead of text (always complete).
+        #[arg(long)]
+        json: bool,
+        /// List every number and every changed sample (the text form
+        /// otherwise shows changed numbers and the first changes).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write one self-contained HTML page for a run, a sweep, or several
+    /// result directories compared (the first is the baseline).
+    Report {
+        /// Result directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output file (default DIR/report.html for one directory,
+        /// ./report.html for several).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A label per directory, in order (default: each run's name).
+        #[arg(long)]
+        label: Vec<String>,
+    },
+    /// Export a result directory's turns, sessions and phases as tables.
+    Export {
+        /// The result directory.
+        dir: PathBuf,
+        /// CSV (the one format so far): turns.csv, sessions.csv, phases.csv.
+        #[arg(long, required = true)]
+        csv: bool,
+        /// Output directory (default DIR/export).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Lay out finished runs as an MLPerf endpoints submission tree, as the
+    /// reference's publish_submission.py does, checking the fields the
+    /// submission checker reads.
+    Submission {
+        /// A combined run (performance and accuracy in one directory).
+        #[arg(long, conflicts_with_all = ["performance_run", "accuracy_run"])]
+        run: Option<PathBuf>,
+        /// The performance run's directory.
+        #[arg(long)]
+        performance_run: Option<PathBuf>,
+        /// The accuracy run's directory.
+        #[arg(long)]
+        accuracy_run: Option<PathBuf>,
+        /// Where the tree goes.
+        #[arg(long, default_value = "submission")]
+        output: PathBuf,
+        /// closed, open or network.
+        #[arg(long, default_value = "closed")]
+        division: String,
+        #[arg(long)]
+        submitter: String,
+        /// System name (e.g. AGX_Thor).
+        #[arg(long)]
+        system: String,
+        /// MLPerf benchmark name (e.g. qwen3.6-27b).
+        #[arg(long)]
+        benchmark: String,
+        #[arg(long, default_value = "SingleStream")]
+        scenario: String,
+        /// Also write measurements.json and systems/SYSTEM.json templates.
+        #[arg(long)]
+        scaffold: bool,
+        /// Overwrite existing templates.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The Pareto frontier (total throughput vs P25 output speed) across
+    /// several sweeps: run directories or their `sweep/pareto.json` files.
+    Pareto {
+        /// Sweep results to combine.
+        #[arg(required = true)]
+        sweeps: Vec<PathBuf>,
+        /// Write the combined frontier here (JSON) instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A label per sweep, in order, replacing its run name (two runs of
+        /// one config otherwise carry the same).
+        #[arg(long)]
+        label: Vec<String>,
+    },
+    /// Measure the harness's own costs and print a table.
+    Bench {
+        /// Sections to run: streams, build, load, edge.
+        #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
+        sections: Vec<String>,
+        /// Concurrent streams per level (streams section).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,2,4,8,16,32,64,128,256,512,1000"
+        )]
+        levels: Vec<usize>,
+        /// Requests each stream sends at least, one after another.
+        #[arg(long, default_value_t = 5)]
+        requests: usize,
+        /// Requests per level at least (low levels send more per stream, for a stable p99;
+        /// the floor client sends as many as c=1).
+        #[arg(long, default_value_t = 500)]
+        samples: usize,
+        /// Tokens in each streamed answer (the simulator decodes 100 tokens/s per stream).
+        #[arg(long, default_value_t = 16)]
+        answer_tokens: usize,
+        /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
+        #[arg(long, value_name = "LIST")]
+        sim_cpus: Option<crate::bench::affinity::CpuList>,
+        /// Write the rows (and the streams levels) as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Serve the simulated OpenAI-compatible endpoint until stopped.
+    Sim(SimArgs),
+    /// Run the edge config (performance, then the BFCL accuracy gate when
+    /// its data is there) against the in-process simulator.
+    Demo {
+        /// Output directory.
+        #[arg(long, default_value = "results/demo")]
+        out: PathBuf,
+        /// Simulated time scale (1.0 = real llama.cpp-like speeds).
+        #[arg(long, default_value_t = 0.001)]
+        time_scale: f64,
+    },
+    /// Plugin authoring: scaffold a plugin crate, check a built component.
+    Plugin {
+        #[command(subcommand)]
+        command: crate::authoring::PluginCommand,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Mode {
+    Perf,
+    Accuracy,
+    Both,
+}
+
+#[derive(clap::Args)]
+pub(super) struct SimArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    pub(super) port: u16,
+    /// Run on these CPUs only (e.g. `1`, `2-3`): keeps the simulator off the client's cores.
+    #[arg(long, value_name = "LIST")]
+    pub(super) cpus: Option<crate::bench::affinity::CpuList>,
+    /// What the assistant answers.
+    #[arg(long, value_enum, default_value_t = ResponderKind::Echo)]
+    pub(super) responder: ResponderKind,
+    /// Trajectory dataset for `oracle`.
+    #[arg(long)]
+    pub(super) dataset: Option<PathBuf>,
+    /// BFCL v4 data folder (`bfcl_v4`) for `oracle`: BFCL entry ids as
+    /// session ids get the gold calls.
+    #[arg(long)]
+    pub(super) bfcl: Option<PathBuf>,
+    /// Canned completions for `script`.
+    #[arg(long)]
+    pub(super) script: Option<PathBuf>,
+    /// Probability that `oracle` perturbs a turn's tool calls.
+    #[arg(long, default_value_t = 0.0)]
+    pub(super) error_rate: f64,
+    /// Seed of the perturbation draws.
+    #[arg(long, default_value_t = 0)]
+    pub(super) seed: u64,
+    /// Make `oracle` cut answers at the request's `max_tokens` as llama.cpp
+    /// would (by default it replays each recorded turn whole).
+    #[arg(long)]
+    pub(super) oracle_cap: bool,
+    /// Prefill rate, tokens per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub(super) prefill_tps: f64,
+    /// Decode rate, tokens per second.
+    #[arg(long, default_value_t = 50.0)]
+    pub(super) decode_tps: f64,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 32768)]
+    pub(super) ctx_size: u32,
+    /// Multiplies every simulated duration.
+    #[arg(long, default_value_t = 1.0)]
+    pub(super) time_scale: f64,
+    /// Sequences decoded at once (continuous batching); more requests queue.
+    #[arg(long, default_value_t = 1)]
+    pub(super) slots: u32,
+    /// Decode step growth per extra active sequence: a step takes
+    /// (1 + s·(n−1)) / decode-tps.
+    #[arg(long, default_value_t = 0.1)]
+    pub(super) decode_batch_slowdown: f64,
+    /// Prompt tokens prefilled per batch iteration (chunked prefill).
+    #[arg(long, default_value_t = 512)]
+    pub(super) prefill_chunk_tokens: u32,
+    /// Capacity of a prefix cache shared by all slots, in tokens (0: each
+    /// slot reuses only its own previous prompt, as llama.cpp).
+    #[arg(long, default_value_t = 0)]
+    pub(super) cache_tokens: u64,
+    /// How the simulator counts and cuts tokens: `qwen` (the Qwen3.6 BPE,
+    /// found in the data directory or cache) or `approx` (about 4 bytes a
+    /// token, needs no data).
+    #[arg(long, value_enum, default_value_t = SimTokenizer::Qwen)]
+    pub(super) tokenizer: SimTokenizer,
+    /// Inject a fault into the N-th chat-completions request (repeatable;
+    /// `--help` lists the kinds).
+    #[arg(long = "fault", value_name = "KIND@N", long_help = agentload_sim::FAULT_HELP)]
+    pub(super) faults: Vec<agentload_sim::Fault>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum SimTokenizer {
+    Qwen,
+    Approx,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ResponderKind {
+    Echo,
+    Oracle,
+    Script,
+}

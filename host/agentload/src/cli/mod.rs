@@ -1,0 +1,264 @@
+//! The `agentload` command line as a library: [`Opts`] (the parsed
+//! arguments) and [`run`] (one command to its exit code), as `main` calls
+//! them; [`execute`] runs a command on a caller's runtime (the tests do).
+//! Exit codes are `agentload_results::exit`.
+
+mod args;
+mod demo;
+mod sim;
+
+pub use args::Opts;
+
+use crate::run::{Mode as RunMode, Overrides, RunResult};
+use agentload_config::RunConfig;
+use agentload_results::exit;
+use anyhow::Result;
+use args::{Command, Mode, SimArgs};
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Parses the process's arguments and runs the command (`main` is this).
+pub fn main() -> ExitCode {
+    agentload_wire::clock::mark_process_start();
+    run(Opts::parse())
+}
+
+/// Runs one parsed command line to its exit code (errors printed).
+pub fn run(cli: Opts) -> ExitCode {
+    if let Command::Sim(SimArgs {
+        cpus: Some(cpus), ..
+    }) = &cli.command
+    {
+        // Before the runtime starts: its threads inherit the pinning.
+        if let Err(e) = crate::bench::affinity::pin_process(&cpus.0) {
+            return fail(&anyhow::Error::new(e).context("--cpus"));
+        }
+    }
+    agentload_console::set_verbose(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
+}
+
+/// A user error: its cause chain on one line, never a backtrace.
+fn fail(e: &anyhow::Error) -> ExitCode {
+    agentload_console::line(&format!("error: {e:#}"));
+    ExitCode::from(exit::FAILURE)
+}
+
+/// The exit code of a finished (or interrupted) run.
+pub(super) fn run_exit(result: &RunResult, require_valid: bool) -> u8 {
+    agentload_console::out(&format!("results in {}\n", result.out.display()));
+    if result.interrupted.is_some() {
+        return exit::INTERRUPTED;
+    }
+    if !result.all_failed.is_empty() {
+        agentload_console::line(&format!(
+            "error: every issued turn failed in the {} phase (causes in report.txt and turns.jsonl)",
+            result.all_failed.join(" and ")
+        ));
+        return exit::ALL_FAILED;
+    }
+    if require_valid && !result.valid() {
+        agentload_console::line(&format!(
+            "error: run invalid (see report.txt in {})",
+            result.out.display()
+        ));
+        return exit::INVALID;
+    }
+    exit::SUCCESS
+}
+
+/// Runs one parsed command line on the current runtime (a multi-threaded
+/// one) and returns its exit code; errors are returned, not printed. Tests
+/// drive commands in process through it.
+pub async fn execute(cli: Opts) -> Result<u8> {
+    match cli.command {
+        Command::Run {
+            config,
+            endpoint,
+            out,
+            mode,
+            accuracy_only,
+            submission,
+            require_valid,
+            force,
+            grants,
+        } => {
+            let mode = match (mode, accuracy_only) {
+                (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
+                (Mode::Perf, _) => RunMode::Performance,
+                (Mode::Both, _) => RunMode::Both,
+            };
+            let cfg = RunConfig::load(&config)?;
+            let result = crate::run::run(
+                cfg,
+                &Overrides {
+                    endpoint,
+                    out,
+                    mode,
+                    submission,
+                    force,
+                    handle_signals: true,
+                    grants,
+                    ..Overrides::default()
+                },
+            )
+            .await?;
+            Ok(run_exit(&result, require_valid))
+        }
+        Command::Resume {
+            dir,
+            endpoint,
+            require_valid,
+            grants,
+        } => {
+            let result = crate::resume::resume(&crate::resume::ResumeOptions {
+                dir,
+                endpoint,
+                grants,
+                quiet: false,
+            })
+            .await?;
+            Ok(run_exit(&result, require_valid))
+        }
+        Command::Rescore {
+            run_dir,
+            scorer,
+            out,
+            instances,
+        } => {
+            let result = tokio::task::block_in_place(|| {
+                crate::rescore::rescore(&crate::rescore::RescoreOptions {
+                    run_dir,
+                    scorer,
+                    out,
+                    instances,
+                })
+            })?;
+            agentload_console::out(&crate::rescore::summary(&result));
+            Ok(exit::SUCCESS)
+        }
+        Command::Diff { a, b, json, all } => {
+            let diffs = agentload_report::diff::diff(&a, &b)?;
+            if json {
+                agentload_console::out(&(serde_json::to_string_pretty(&diffs)? + "\n"));
+            } else {
+                agentload_console::out(&agentload_report::diff::render(&diffs, all));
+            }
+            Ok(exit::SUCCESS)
+        }
+        Command::Submission {
+            run,
+            performance_run,
+            accuracy_run,
+            output,
+            division,
+            submitter,
+            system,
+            benchmark,
+            scenario,
+            scaffold,
+            force,
+        } => {
+            use agentload_results::submission::{publish, SubmissionOptions};
+            let published = publish(&SubmissionOptions {
+                performance_run: performance_run.or_else(|| run.clone()),
+                accuracy_run: accuracy_run.or(run),
+                output,
+                division,
+                submitter,
+                system,
+                benchmark,
+                scenario,
+                scaffold,
+                force,
+            })?;
+            let mut text = String::new();
+            for line in &published.findings {
+                text.push_str(&format!("{line}\n"));
+            }
+            text.push_str(&format!(
+                "submission tree in {}\n",
+                published.results_root.display()
+            ));
+            agentload_console::out(&text);
+            Ok(exit::SUCCESS)
+        }
+        Command::Report { dirs, out, label } => {
+            let out = out.unwrap_or_else(|| match dirs.as_slice() {
+                [one] => one.join("report.html"),
+                _ => PathBuf::from("report.html"),
+            });
+            let started = std::time::Instant::now();
+            tokio::task::block_in_place(|| agentload_report::write(&dirs, &label, &out))?;
+            let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+            agentload_console::out(&format!(
+                "{} ({bytes} bytes, {:.2} s)\n",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            ));
+            Ok(exit::SUCCESS)
+        }
+        Command::Export { dir, out, csv: _ } => {
+            let mut text = String::new();
+            for path in agentload_report::export::csv(&dir, out.as_deref())? {
+                text.push_str(&format!("{}\n", path.display()));
+            }
+            agentload_console::out(&text);
+            Ok(exit::SUCCESS)
+        }
+        Command::Pareto { sweeps, out, label } => {
+            let combined = crate::sweep::pareto_of(&sweeps, &label)?;
+            match out {
+                Some(path) => agentload_results::write_json(&path, &combined)?,
+                None => {
+                    let mut text = format!(
+                        "{:<24} {:>6} {:>12} {:>14}\n",
+                        "run", "agents", "total tok/s", "P25 tok/s"
+                    );
+                    for p in &combined.frontier {
+                        text.push_str(&format!(
+                            "{:<24} {:>6} {:>12.1} {:>14.1}\n",
+                            p.run, p.level, p.total_tps, p.speed_p25_tps
+                        ));
+                    }
+                    agentload_console::out(&text);
+                }
+            }
+            Ok(exit::SUCCESS)
+        }
+        Command::Bench {
+            sections,
+            levels,
+            requests,
+            samples,
+            answer_tokens,
+            sim_cpus,
+            out,
+        } => {
+            let streams = crate::bench::streams::Options {
+                levels,
+                requests_per_stream: requests,
+                samples,
+                answer_tokens,
+                sim_cpus: sim_cpus.map(|c| c.0),
+            };
+            crate::bench::sections(&sections, &streams, out)
+                .await
+                .map(|()| exit::SUCCESS)
+        }
+        Command::Sim(args) => sim::serve_sim(args).await.map(|()| exit::SUCCESS),
+        Command::Demo { out, time_scale } => demo::demo(out, time_scale).await,
+        Command::Plugin { command } => crate::authoring::run(command).await.map(|()| exit::SUCCESS),
+    }
+}

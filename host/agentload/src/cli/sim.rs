@@ -1,0 +1,62 @@
+//! `agentload sim`: the embedded simulator as a server of its own.
+
+use super::args::{ResponderKind, SimArgs, SimTokenizer};
+use anyhow::{Context, Result};
+use std::sync::Arc;
+
+fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
+    use agentload_sim::ResponderConfig;
+    let responder = match args.responder {
+        ResponderKind::Echo => ResponderConfig::Echo,
+        ResponderKind::Oracle => ResponderConfig::Oracle {
+            dataset: args.dataset.clone(),
+            bfcl: args.bfcl.clone(),
+            error_rate: args.error_rate,
+            seed: args.seed,
+            cap_to_max_tokens: args.oracle_cap,
+        },
+        ResponderKind::Script => ResponderConfig::Script {
+            path: args
+                .script
+                .clone()
+                .context("--responder script needs --script FILE")?,
+        },
+    };
+    Ok(agentload_sim::SimConfig {
+        prefill_tokens_per_s: args.prefill_tps,
+        decode_tokens_per_s: args.decode_tps,
+        ctx_size: args.ctx_size,
+        time_scale: args.time_scale,
+        slots: args.slots,
+        decode_batch_slowdown: args.decode_batch_slowdown,
+        prefill_chunk_tokens: args.prefill_chunk_tokens,
+        cache_tokens: args.cache_tokens,
+        responder,
+        faults: args.faults.clone(),
+        ..Default::default()
+    })
+}
+
+pub(super) async fn serve_sim(args: SimArgs) -> Result<()> {
+    let config = sim_config(&args)?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
+    let counter: Arc<dyn agentload_sim::TokenCounter> = match args.tokenizer {
+        SimTokenizer::Approx => Arc::new(agentload_sim::ApproxTokenCounter),
+        SimTokenizer::Qwen => {
+            let data_dir = agentload_config::data::data_dir(None);
+            Arc::new(agentload_engine::tokens::load_qwen(&data_dir).map_err(anyhow::Error::msg)?)
+        }
+    };
+    let sim = agentload_sim::start(config, counter, addr).await?;
+    agentload_console::out(&format!("{}\n", sim.url()));
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    eprintln!(
+        "connections accepted: {}, chat requests received: {}",
+        sim.connections_accepted(),
+        sim.chat_requests_received()
+    );
+    sim.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! `run_state.json`: which processes worked on a run (its segments, each
+//! with its endpoint), which phases are complete, and the phases a run
+//! selected ([`Mode`]). The only file agentload ever replaces.
+
+use agentload_results::RunManifest;
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Which phases of a config to run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The performance phase only.
+    Performance,
+    /// The accuracy phase only, at concurrency 1 (the reference's `--accuracy-only`).
+    Accuracy,
+    /// Every phase the config has: performance, then accuracy, against the same server.
+    #[default]
+    Both,
+}
+
+/// Where a phase stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseState {
+    Incomplete,
+    Complete,
+}
+
+/// One process that worked on the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Segment {
+    pub started_at: String,
+    pub endpoint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// Why it stopped early (a signal), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+/// `run_state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunState {
+    /// When the run (its first segment) started.
+    pub started_at: String,
+    /// `performance`, `accuracy` or `both`.
+    pub mode: String,
+    pub submission: bool,
+    /// The phases that ran to their end.
+    pub phases: BTreeMap<String, PhaseState>,
+    pub segments: Vec<Segment>,
+    /// Every selected phase is complete.
+    pub complete: bool,
+}
+
+const FILE: &str = "run_state.json";
+
+impl RunState {
+    /// The state of a new run.
+    pub fn new(mode: Mode, submission: bool) -> Self {
+        Self {
+            started_at: agentload_wire::clock::utc_now_rfc3339(),
+            mode: match mode {
+                Mode::Performance => "performance",
+                Mode::Accuracy => "accuracy",
+                Mode::Both => "both",
+            }
+            .into(),
+            submission,
+            phases: BTreeMap::new(),
+            segments: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// Reads `DIR/run_state.json`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join(FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "{} is not an agentload run that can be resumed (no {FILE})",
+                dir.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))
+    }
+
+    /// Writes it through a temporary file renamed over it (it is state,
+    /// not a result: the only file agentload ever replaces).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(FILE);
+        let tmp = dir.join(format!("{FILE}.tmp"));
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Starts this process's segment; returns its number.
+    pub fn begin_segment(&mut self, endpoint: &str) -> u32 {
+        self.segments.push(Segment {
+            started_at: agentload_wire::clock::utc_now_rfc3339(),
+            endpoint: endpoint.to_string(),
+            ended_at: None,
+            interrupted: None,
+        });
+        self.segments.len() as u32 - 1
+    }
+
+    /// Ends this process's segment.
+    pub fn end_segment(&mut self, interrupted: Option<String>) {
+        self.complete = interrupted.is_none();
+        if let Some(s) = self.segments.last_mut() {
+            s.ended_at = Some(agentload_wire::clock::utc_now_rfc3339());
+            s.interrupted = interrupted;
+        }
+    }
+
+    /// Where `phase` stands.
+    pub fn phase(&self, phase: &str) -> PhaseState {
+        self.phases
+            .get(phase)
+            .copied()
+            .unwrap_or(PhaseState::Incomplete)
+    }
+
+    /// Records where `phase` stands.
+    pub fn set_phase(&mut self, phase: &str, state: PhaseState) {
+        self.phases.insert(phase.to_string(), state);
+    }
+
+    /// The run's mode.
+    pub fn run_mode(&self) -> Result<Mode> {
+        Ok(match self.mode.as_str() {
+            "performance" => Mode::Performance,
+            "accuracy" => Mode::Accuracy,
+            "both" => Mode::Both,
+            other => anyhow::bail!("{FILE}: unknown mode `{other}`"),
+        })
+    }
+
+    /// Refuses a resume whose plugins are not the run's own, byte for byte.
+    pub fn check_same_plugins(&self, dir: &Path, now: &RunManifest) -> Result<()> {
+        let path = dir.join("run_manifest.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let then: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is damaged", path.display()))?;
+        let digests = |plugins: Vec<(String, String)>| {
+            let mut v = plugins;
+            v.sort();
+            v
+        };
+        let before = digests(
+            then["plugins"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    (
+                        p["name"].as_str().unwrap_or_default().to_string(),
+                        p["digest"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect(),
+        );
+        let after = digests(
+            now.plugins
+                .iter()
+                .map(|p| (p.name.clone(), p.digest.clone()))
+                .collect(),
+        );
+        if before != after {
+            anyhow::bail!(
+                "cannot resume {}: its plugins were {before:?}, now they are {after:?}; \
+                 a run is finished with the plugins it started with",
+                dir.display()
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,755 @@
+//! Sends one Chat Completions request and timestamps its answer.
+//!
+//! `issued` is taken after the body is serialised, before a connection is taken (so a
+//! connection that has to be opened, because the previous one broke, is inside the turn's
+//! measured time); each network read is timestamped when the `read(2)` returns, in the task
+//! that made it and before any parsing ([`super::wire`], [`super::connection`]), so neither
+//! parsing nor scheduling shifts a timestamp.
+//!
+//! An answer that is not a real answer fails the turn, with a cause naming what was wrong: an
+//! HTTP error status; a streamed request answered with another content type than
+//! `text/event-stream`; an SSE `event: error`; a `data:` payload that is neither JSON nor
+//! `[DONE]`; an error object in the stream; a stream with no completion chunk; a stream that
+//! ends without a `finish_reason` or without `[DONE]`; a body over the response-size cap; a
+//! broken connection; the turn timeout.
+
+use super::assemble::{Assembled, CompletionAssembler};
+use super::connection::{Connection, Endpoint, EndpointError, Pool};
+use super::reader::StreamReader;
+use super::wire::Timestamps;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
+};
+use hyper::{Request, Response};
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes of an error answer's body kept (and read: a longer one closes the connection).
+const ERROR_BODY_BYTES: usize = 64 << 10;
+/// Bytes of an unexpected answer quoted in its error.
+const QUOTE_BYTES: usize = 160;
+/// How long the rest of a body is awaited after `[DONE]` (normally its terminating chunk,
+/// already on its way), so that the connection can be reused.
+pub(super) const DRAIN_AFTER_DONE: Duration = Duration::from_millis(200);
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Base URL, e.g. `http://127.0.0.1:8080` (`/v1/chat/completions` is appended; a base
+    /// URL ending in `/v1` gets `/chat/completions`).
+    pub endpoint: String,
+    /// Sent as `Authorization: Bearer ...` when set.
+    pub api_key: Option<String>,
+    /// A turn still unanswered after this long fails.
+    pub turn_timeout: Duration,
+    /// Connections kept open (one per concurrent session).
+    pub max_connections: usize,
+    /// A response body longer than this fails its turn (`endpoint.max_response_bytes`; 0: no
+    /// cap).
+    pub max_response_bytes: u64,
+    /// Which moment of a read stamps the bytes it returned (`endpoint.timestamps`).
+    pub timestamps: Timestamps,
+}
+
+/// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnError {
+    /// The server answered with a non-2xx status.
+    #[error("HTTP {status}{}: {body}", retry_after.as_ref().map(|r| format!(" (Retry-After: {r})")).unwrap_or_default())]
+    Http {
+        status: u16,
+        body: String,
+        /// The `Retry-After` header, verbatim.
+        retry_after: Option<String>,
+    },
+    /// The request could not be sent or the connection broke.
+    #[error("transport error: {message}")]
+    Transport { message: String },
+    /// No complete answer within the turn timeout.
+    #[error("turn timed out after {after_s} s ({detail})")]
+    Timeout { after_s: f64, detail: String },
+    /// A streamed request got an answer that is not an event stream.
+    #[error("a stream was asked for but the answer is `{content_type}`, not text/event-stream; it starts {head}")]
+    ContentType { content_type: String, head: String },
+    /// The body passed `endpoint.max_response_bytes`.
+    #[error(
+        "answer exceeded endpoint.max_response_bytes = {cap} bytes (cut after {received} bytes)"
+    )]
+    TooLarge { cap: u64, received: u64 },
+    /// The stream ended badly or carried an error.
+    #[error("stream error: {message}")]
+    Stream { message: String },
+}
+
+impl TurnError {
+    pub(super) fn stream(message: impl Into<String>) -> Self {
+        Self::Stream {
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a client cannot be made.
+pub type ClientError = EndpointError;
+
+/// Monotonic timestamps of one exchange.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    /// Just before a connection was taken for the request.
+    pub issued: Instant,
+    /// First byte of the response body (or headers, for errors).
+    pub first_byte: Option<Instant>,
+    /// First token-bearing chunk (when its bytes arrived, see [`Timestamps`]).
+    pub first_token: Option<Instant>,
+    /// When the read that returned the first token-bearing chunk returned, where the kernel
+    /// stamped its arrival: after `first_token` by the time its bytes waited in the kernel
+    /// for agentload to read them.
+    pub first_token_read: Option<Instant>,
+    /// Last token-bearing chunk.
+    pub last_token: Option<Instant>,
+    /// End of the answer (`[DONE]`, end of stream, or the failure).
+    pub complete: Instant,
+    /// Arrival of every token-bearing chunk, in ns after `issued`.
+    pub token_chunks_ns: Vec<u64>,
+    /// Response body bytes received.
+    pub bytes_received: u64,
+    /// Arrival of the last body bytes.
+    pub last_byte: Option<Instant>,
+    /// The request had to open a connection (none was idle, or the idle one was closed).
+    pub new_connection: bool,
+}
+
+impl Timeline {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            issued: now,
+            first_byte: None,
+            first_token: None,
+            first_token_read: None,
+            last_token: None,
+            complete: now,
+            token_chunks_ns: Vec::new(),
+            bytes_received: 0,
+            last_byte: None,
+            new_connection: false,
+        }
+    }
+
+    /// Counts `n` body bytes arrived at `now`.
+    pub(super) fn received(&mut self, n: usize, now: Instant) {
+        self.first_byte.get_or_insert(now);
+        self.last_byte = Some(now);
+        self.bytes_received += n as u64;
+    }
+
+    /// What had arrived when the turn timed out.
+    fn stall_detail(&self, now: Instant) -> String {
+        match self.last_byte {
+            None if self.first_byte.is_some() => "no body byte after the response head".into(),
+            None => "no response".into(),
+            Some(last) => format!(
+                "stalled: {} bytes received, none in the last {:.1} s",
+                self.bytes_received,
+                now.duration_since(last).as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// Exchanges in flight in this process, for [`exchanges_in_flight`].
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Chat-completions exchanges in flight in this process now (local token counting checks it
+/// never runs beside one).
+pub fn exchanges_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::SeqCst)
+}
+
+/// Counts an exchange in flight while it lives (a cut exchange is dropped, and uncounted).
+struct InFlight;
+
+impl InFlight {
+    fn new() -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The connections opened before a phase ([`ChatClient::warm_up`]), apart from the measured
+/// turns.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Setup {
+    /// Connections idle and ready when the phase started.
+    pub connections: u64,
+    /// Of them, opened by the warm-up (the rest were open already, e.g. by the endpoint
+    /// check).
+    pub opened: u64,
+    /// Wall time to open them, ms.
+    pub ms: f64,
+}
+
+/// One request and what came back.
+#[derive(Debug)]
+pub struct Exchange {
+    pub timeline: Timeline,
+    pub result: Result<Assembled, TurnError>,
+    /// The request body as sent (shared, not copied).
+    pub body: Bytes,
+}
+
+/// An answer to a plain request ([`ChatClient::get`]).
+#[derive(Debug, Clone)]
+pub struct HttpAnswer {
+    pub status: u16,
+    /// The `Content-Type` header ("" when absent).
+    pub content_type: String,
+    pub body: Bytes,
+}
+
+/// A client for one endpoint with one keep-alive HTTP/1.1 connection per concurrent request
+/// (see [`super::connection`]). Cloning shares the connections.
+#[derive(Clone)]
+pub struct ChatClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    chat_path: String,
+    authorization: Option<HeaderValue>,
+    turn_timeout: Duration,
+    max_response_bytes: u64,
+    /// The latest warm-up.
+    setup: Mutex<Option<Setup>>,
+}
+
+impl ChatClient {
+    /// A client for `opts.endpoint`; connects lazily (or on [`ChatClient::warm_up`]).
+    ///
+    /// # Errors
+    /// When the base URL is not `http://host[:port][/prefix]` or the API key is not a valid
+    /// header value.
+    pub fn new(opts: &ClientOptions) -> Result<Self, ClientError> {
+        let endpoint = Endpoint::parse(&opts.endpoint)?;
+        let authorization = opts
+            .api_key
+            .as_ref()
+            .map(|key| {
+                let mut v =
+                    HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| EndpointError {
+                        url: opts.endpoint.clone(),
+                        reason: "the API key is not a valid header value".into(),
+                    })?;
+                v.set_sensitive(true);
+                Ok::<_, ClientError>(v)
+            })
+            .transpose()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                chat_path: endpoint.path("/v1/chat/completions"),
+                pool: Pool::new(endpoint, opts.max_connections, opts.timestamps),
+                authorization,
+                turn_timeout: opts.turn_timeout,
+                max_response_bytes: opts.max_response_bytes,
+                setup: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// TCP connections this client opened so far.
+    pub fn connections_opened(&self) -> u64 {
+        self.inner.pool.opened()
+    }
+
+    /// Opens connections until `n` are idle, so that no turn of the phase has to open one
+    /// (unless one breaks), and says how many it opened and how long that took (also kept:
+    /// [`ChatClient::setup`]). Each connect is bounded by the turn timeout.
+    ///
+    /// # Errors
+    /// When a connection cannot be opened (the cause names the address).
+    pub async fn warm_up(&self, n: usize) -> Result<Setup, TurnError> {
+        let pool = &self.inner.pool;
+        let (started, opened) = (Instant::now(), pool.opened());
+        let setup = |pool: &Pool| Setup {
+            connections: pool.idle() as u64,
+            opened: pool.opened() - opened,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+        };
+        while pool.idle() < n {
+            let conn = tokio::time::timeout(self.inner.turn_timeout, pool.open())
+                .await
+                .map_err(|_| TurnError::Timeout {
+                    after_s: self.inner.turn_timeout.as_secs_f64(),
+                    detail: format!("connecting to {}", pool.endpoint.address()),
+                })??;
+            pool.checkin(conn);
+        }
+        let done = setup(pool);
+        *self.inner.setup.lock().expect("setup lock") = Some(done);
+        Ok(done)
+    }
+
+    /// The latest warm-up's connections and time ([`ChatClient::warm_up`]).
+    pub fn setup(&self) -> Option<Setup> {
+        *self.inner.setup.lock().expect("setup lock")
+    }
+
+    /// The full URL of `route` (e.g. `/v1/models`), for messages.
+    pub fn url(&self, route: &str) -> String {
+        let endpoint = &self.inner.pool.endpoint;
+        format!("http://{}{}", endpoint.authority, endpoint.path(route))
+    }
+
+    /// `GET route` (e.g. `/v1/models`) on the pooled connections (so an endpoint check opens
+    /// the connection the first turn then uses), body read whole (up to the response cap),
+    /// within `timeout`.
+    ///
+    /// # Errors
+    /// A transport failure, the timeout, or a body over the cap; any status is an answer.
+    pub async fn get(&self, route: &str, timeout: Duration) -> Result<HttpAnswer, TurnError> {
+        let inner = &*self.inner;
+        let path = inner.pool.endpoint.path(route);
+        let work = async {
+            let build = || self.request("GET", &path, None, Bytes::new(), false);
+            let mut t = Timeline::new();
+            let (mut conn, mut resp) = self
+                .send_request(build, &mut t, false, 0, &mut None::<fn()>)
+                .await?;
+            let status = resp.status().as_u16();
+            let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
+            let cap = inner.cap();
+            let (body, ended) = read_some(&mut conn, resp.body_mut(), cap, &mut t).await?;
+            if !ended {
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
+                });
+            }
+            inner.pool.checkin(conn);
+            Ok(HttpAnswer {
+                status,
+                content_type,
+                body,
+            })
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(TurnError::Timeout {
+                    after_s: timeout.as_secs_f64(),
+                    detail: format!("GET {path}"),
+                })
+            })
+    }
+
+    /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
+    pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let bytes = Bytes::from(serde_json::to_vec(body).expect("a JSON value serialises"));
+        self.send_json(bytes, stream, session_id).await
+    }
+
+    /// Sends a body already written as JSON (`stream`: whether it asks for a
+    /// streamed answer), tagged with `session_id` in `X-Session-ID`.
+    pub async fn send_json(&self, bytes: Bytes, stream: bool, session_id: &str) -> Exchange {
+        self.send_json_then(bytes, stream, session_id, || {}).await
+    }
+
+    /// [`ChatClient::send_json`], doing `once_sent` as soon as the request is written whole
+    /// to the socket, while the server works on it (or, at the latest, once the answer's head
+    /// came): work that need not come before the request is done then, not between the
+    /// previous answer and this request. The answer's bytes are stamped by the kernel on
+    /// arrival ([`Timestamps::Arrival`]), so the work shifts no timestamp; with read-return
+    /// stamps ([`Timestamps::Read`]) it would, if the answer came during it, so there the work
+    /// is done before the request. A turn cut before its request went out drops `once_sent`
+    /// undone.
+    pub async fn send_json_then(
+        &self,
+        bytes: Bytes,
+        stream: bool,
+        session_id: &str,
+        once_sent: impl FnOnce(),
+    ) -> Exchange {
+        let once_sent = match self.inner.pool.timestamps() {
+            Timestamps::Arrival => Some(once_sent),
+            Timestamps::Read => {
+                once_sent();
+                None
+            }
+        };
+        let _in_flight = InFlight::new();
+        let mut timeline = Timeline::new();
+        timeline.issued = Instant::now();
+        agentload_wire::clock::mark_first_request(timeline.issued);
+        let limit = self.inner.turn_timeout;
+        let outcome = tokio::time::timeout(
+            limit,
+            self.exchange(bytes.clone(), session_id, stream, &mut timeline, once_sent),
+        )
+        .await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(_) => {
+                let now = Instant::now();
+                timeline.complete = now;
+                Err(TurnError::Timeout {
+                    after_s: limit.as_secs_f64(),
+                    detail: timeline.stall_detail(now),
+                })
+            }
+        };
+        Exchange {
+            timeline,
+            result,
+            body: bytes,
+        }
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        session_id: Option<&str>,
+        body: Bytes,
+        stream: bool,
+    ) -> Request<Full<Bytes>> {
+        let inner = &*self.inner;
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, &inner.pool.endpoint.authority)
+            .header(USER_AGENT, concat!("agentload/", env!("CARGO_PKG_VERSION")));
+        if method == "POST" {
+            req = req.header(CONTENT_TYPE, "application/json");
+        }
+        if stream {
+            req = req.header(ACCEPT, "text/event-stream");
+        }
+        if let Some(id) = session_id {
+            req = req.header("X-Session-ID", id);
+        }
+        if let Some(auth) = &inner.authorization {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        req.body(Full::new(body))
+            .expect("the request's parts were checked when the client was made")
+    }
+
+    /// Sends the request `build` makes on a pooled connection. A reused connection that turns
+    /// out closed before the request went out (the server closed it while idle) is replaced
+    /// once by a new one.
+    ///
+    /// `first_token_due`: the answer is a stream whose first token is to be stamped exactly
+    /// ([`super::wire::ReadStamp::first_token_due`]). `once_sent` runs (taken) once the request,
+    /// of a body `body_len` bytes long, is written whole ([`Connection::run_sending`]).
+    async fn send_request(
+        &self,
+        build: impl Fn() -> Request<Full<Bytes>>,
+        t: &mut Timeline,
+        first_token_due: bool,
+        body_len: usize,
+        once_sent: &mut Option<impl FnOnce()>,
+    ) -> Result<(Connection, Response<Incoming>), TurnError> {
+        let pool = &self.inner.pool;
+        let (mut conn, reused) = pool.checkout().await?;
+        conn.reads.first_token_due(first_token_due);
+        t.new_connection = !reused;
+        let broken = |e: &hyper::Error| TurnError::Transport {
+            message: format!(
+                "request to {} failed: {}",
+                pool.endpoint.address(),
+                error_chain(e)
+            ),
+        };
+        let sent = conn.sender.try_send_request(build());
+        match conn.run_sending(sent, body_len, once_sent).await {
+            Ok(resp) => Ok((conn, resp)),
+            Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
+                let mut conn = pool.open().await?;
+                conn.reads.first_token_due(first_token_due);
+                t.new_connection = true;
+                let sent = conn.sender.send_request(build());
+                let resp = conn
+                    .run_sending(sent, body_len, once_sent)
+                    .await
+                    .map_err(|e| broken(&e))?;
+                Ok((conn, resp))
+            }
+            Err(e) => Err(broken(e.error())),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        body: Bytes,
+        session_id: &str,
+        stream: bool,
+        t: &mut Timeline,
+        mut once_sent: Option<impl FnOnce()>,
+    ) -> Result<Assembled, TurnError> {
+        let inner = &*self.inner;
+        let body_len = body.len();
+        let build = || {
+            self.request(
+                "POST",
+                &inner.chat_path,
+                Some(session_id),
+                body.clone(),
+                stream,
+            )
+        };
+        let (mut conn, mut resp) = self
+            .send_request(build, t, stream, body_len, &mut once_sent)
+            .await
+            .inspect_err(|_| {
+                t.complete = Instant::now();
+            })?;
+        // The answer's head came before the work could be done: the request is out.
+        if let Some(work) = once_sent.take() {
+            work();
+        }
+        let status = resp.status();
+        if !status.is_success() {
+            t.first_byte = Some(arrival(&conn, t));
+            let retry_after = header(&resp, RETRY_AFTER);
+            let (bytes, ended) =
+                read_some(&mut conn, resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
+            t.complete = Instant::now();
+            if ended {
+                inner.pool.checkin(conn);
+            }
+            return Err(TurnError::Http {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&bytes).chars().take(2000).collect(),
+                retry_after,
+            });
+        }
+        let content_type = header(&resp, CONTENT_TYPE);
+        if stream
+            && !content_type
+                .as_deref()
+                .is_some_and(|c| mime_is(c, "text/event-stream"))
+        {
+            let (head, _) = read_some(&mut conn, resp.body_mut(), QUOTE_BYTES as u64, t).await?;
+            t.complete = Instant::now();
+            return Err(TurnError::ContentType {
+                content_type: content_type.unwrap_or_else(|| "(no Content-Type)".into()),
+                head: quote(&head),
+            });
+        }
+        let cap = inner.cap();
+        if !stream {
+            let (bytes, ended) = read_some(&mut conn, resp.body_mut(), cap, t).await?;
+            let now = t.last_byte.unwrap_or_else(Instant::now);
+            t.first_token = Some(now);
+            t.first_token_read = conn.reads.read_of_arrival();
+            t.last_token = Some(now);
+            t.complete = now;
+            if !ended {
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
+                });
+            }
+            inner.pool.checkin(conn);
+            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                TurnError::stream(format!(
+                    "response is not JSON ({e}; content type {}); it starts {}",
+                    content_type.as_deref().unwrap_or("absent"),
+                    quote(&bytes)
+                ))
+            })?;
+            let mut assembler = CompletionAssembler::default();
+            assembler.push_response(&value);
+            return stream_error(assembler.finish());
+        }
+        let mut reader = StreamReader::default();
+        let mut first_token_due = true;
+        let body = resp.body_mut();
+        let ended = loop {
+            let frame = conn.run(body.frame()).await;
+            // The read that delivered the frame's last bytes, not this moment.
+            let now = arrival(&conn, t);
+            let bytes = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(bytes) => bytes,
+                    Err(_) => continue, // trailers
+                },
+                Some(Err(e)) => {
+                    t.complete = now;
+                    return Err(TurnError::stream(format!(
+                        "connection broke mid-stream after {} bytes: {}",
+                        t.bytes_received,
+                        error_chain(&e)
+                    )));
+                }
+                None => {
+                    reader.finish(t, now)?;
+                    t.complete = now;
+                    break true;
+                }
+            };
+            t.received(bytes.len(), now);
+            if cap > 0 && t.bytes_received > cap {
+                t.complete = now;
+                return Err(TurnError::TooLarge {
+                    cap,
+                    received: t.bytes_received,
+                });
+            }
+            reader
+                .feed(&bytes, t, now)
+                .inspect_err(|_| t.complete = now)?;
+            if first_token_due && t.first_token.is_some() {
+                first_token_due = false;
+                t.first_token_read = conn.reads.read_of_arrival();
+                conn.reads.first_token_due(false);
+            }
+            if reader.done {
+                t.complete = now;
+                break drain(&mut conn, body).await;
+            }
+        };
+        if ended {
+            inner.pool.checkin(conn);
+        }
+        reader.end()
+    }
+}
+
+impl Inner {
+    /// The response cap in bytes (`u64::MAX`: none).
+    fn cap(&self) -> u64 {
+        match self.max_response_bytes {
+            0 => u64::MAX,
+            n => n,
+        }
+    }
+}
+
+/// When the bytes of the connection's latest read arrived (or now, before any read), never
+/// before the request was issued: a wall-clock step between a packet's arrival and its read
+/// could otherwise move a kernel stamp ([`super::wire`]) there.
+fn arrival(conn: &Connection, t: &Timeline) -> Instant {
+    conn.reads.last_or(Instant::now()).max(t.issued)
+}
+
+/// A non-streamed answer's `error` object fails the turn.
+fn stream_error(out: Assembled) -> Result<Assembled, TurnError> {
+    match &out.stream_error {
+        Some(message) => Err(TurnError::stream(format!(
+            "the server sent an error in the answer: {message}"
+        ))),
+        None => Ok(out),
+    }
+}
+
+/// Reads `body` until its end or until more than `limit` bytes came; returns the bytes (at most
+/// `limit`) and whether the body ended.
+async fn read_some(
+    conn: &mut Connection,
+    body: &mut Incoming,
+    limit: u64,
+    t: &mut Timeline,
+) -> Result<(Bytes, bool), TurnError> {
+    let mut out = Vec::new();
+    while let Some(frame) = conn.run(body.frame()).await {
+        let frame = frame.map_err(|e| TurnError::Transport {
+            message: format!(
+                "connection broke while reading the body after {} bytes: {}",
+                t.bytes_received,
+                error_chain(&e)
+            ),
+        })?;
+        let Ok(bytes) = frame.into_data() else {
+            continue;
+        };
+        t.received(bytes.len(), arrival(conn, t));
+        let room = (limit as usize).saturating_sub(out.len());
+        out.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if t.bytes_received > limit {
+            return Ok((out.into(), false));
+        }
+    }
+    Ok((out.into(), true))
+}
+
+/// Reads what follows `[DONE]` (normally nothing: the body's end) for a short while; whether
+/// the body ended, so that its connection can be reused.
+async fn drain(conn: &mut Connection, body: &mut Incoming) -> bool {
+    let rest = async {
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(DRAIN_AFTER_DONE, conn.run(rest))
+        .await
+        .unwrap_or(false)
+}
+
+fn header(resp: &Response<Incoming>, name: hyper::header::HeaderName) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// Whether a `Content-Type` value is `mime` (parameters and case aside).
+fn mime_is(value: &str, mime: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(mime))
+}
+
+/// The first bytes of `bytes` as text in backticks, line ends and other control characters
+/// escaped; `(nothing)` when empty.
+pub(super) fn quote(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "(nothing)".into();
+    }
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTE_BYTES)]);
+    let mut out = String::from("`");
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if bytes.len() > QUOTE_BYTES {
+        out.push('…');
+    }
+    out.push('`');
+    out
+}
+
+/// An error and its sources, `: `-joined.
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}

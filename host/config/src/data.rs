@@ -1,0 +1,482 @@
+//! The data directory: where dataset files are found, the digests they
+//! must have (the workloads' data locks, `workloads/*/data.lock`), and the
+//! confinement of data grants.
+//!
+//! A file missing from the data directory is looked up in the agentload
+//! cache's `data/` folder (`$AGENTLOAD_CACHE_DIR/data`, else
+//! `~/.cache/agentload/data`), where the fetch scripts can put data when the
+//! data directory is read-only.
+//!
+//! A grant in a config names a file relative to those two folders and
+//! stays inside them: an absolute path or a `..` is refused, and a path
+//! that resolves (symlinks followed) outside the folder it was found in is
+//! refused, before anything is read. A user who means a file elsewhere
+//! passes it on the command line (`agentload run --grant PHASE.NAME=PATH`,
+//! [`read_explicit`]).
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The workloads' data locks, compiled in (file, text).
+const DATA_LOCKS: [(&str, &str); 2] = [
+    (
+        "workloads/edge-agentic-coding/data.lock",
+        include_str!("../../../workloads/edge-agentic-coding/data.lock"),
+    ),
+    (
+        "workloads/bfcl-v4/data.lock",
+        include_str!("../../../workloads/bfcl-v4/data.lock"),
+    ),
+];
+
+/// One workload's data lock (`workloads/README.md` describes the format);
+/// the host needs only each file's name and digest.
+#[derive(Debug, Deserialize)]
+struct DataLock {
+    files: Vec<LockedFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LockedFile {
+    name: String,
+    sha256: String,
+}
+
+/// Every locked file's sha256 by its name, from all the locks.
+fn locked() -> &'static HashMap<String, String> {
+    static LOCKED: OnceLock<HashMap<String, String>> = OnceLock::new();
+    LOCKED.get_or_init(|| {
+        let mut by_name = HashMap::new();
+        for (file, text) in DATA_LOCKS {
+            // Compiled in and parsed by a unit test: a broken lock never ships.
+            let lock: DataLock =
+                toml::from_str(text).unwrap_or_else(|e| panic!("{file} does not parse: {e}"));
+            for f in lock.files {
+                let previous = by_name.insert(f.name.clone(), f.sha256);
+                assert!(previous.is_none(), "{} is locked twice ({file})", f.name);
+            }
+        }
+        by_name
+    })
+}
+
+/// Problems finding or checking a data file.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("data file {} not found (data directory {}{}); run `scripts/fetch-data.sh {}` or set AGENTLOAD_DATA_DIR", path.display(), dir.display(), fallback.as_ref().map(|f| format!(", nor in {}", f.display())).unwrap_or_default(), dir.display())]
+    Missing {
+        path: PathBuf,
+        dir: PathBuf,
+        fallback: Option<PathBuf>,
+    },
+    #[error("cannot read data file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("data file {} has sha256 {actual}, expected {expected} (workloads/*/data.lock)", path.display())]
+    Digest {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    /// A config grant that leaves the data directory and the cache.
+    #[error(
+        "data grant `{file}` refused before reading: {reason}; grants stay inside the data \
+         directory {} and the cache's data folder (a file elsewhere is passed explicitly: \
+         agentload run --grant PHASE.NAME=PATH)",
+        dir.display()
+    )]
+    Outside {
+        file: String,
+        dir: PathBuf,
+        reason: String,
+    },
+    /// A file over the size a plugin may be granted.
+    #[error(
+        "data file {} is {bytes} bytes, over plugins.limits.granted_file_mib = {limit_mib} MiB",
+        path.display()
+    )]
+    TooLarge {
+        path: PathBuf,
+        bytes: u64,
+        limit_mib: u64,
+    },
+}
+
+/// A data file the user names on the command line for one grant of one
+/// phase (`--grant PHASE.NAME=PATH`), outside the data directory if need be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplicitGrant {
+    /// `performance` or `accuracy`.
+    pub phase: String,
+    /// The grant's name in `[PHASE.data]` or `[PHASE.scorer_data]`.
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for ExplicitGrant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || {
+            format!(
+                "`{s}`: a grant is PHASE.NAME=PATH, e.g. performance.trajectories=/data/t.jsonl"
+            )
+        };
+        let (key, path) = s.split_once('=').ok_or_else(usage)?;
+        let (phase, name) = key.split_once('.').ok_or_else(usage)?;
+        if !matches!(phase, "performance" | "accuracy") || name.is_empty() || path.is_empty() {
+            return Err(usage());
+        }
+        Ok(Self {
+            phase: phase.into(),
+            name: name.into(),
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+/// A data file read and checked.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// The name the lock knows it by, when it does (its digest matched).
+    pub locked_name: Option<String>,
+}
+
+/// The data directory: the config's `data_dir`, else `$AGENTLOAD_DATA_DIR`,
+/// else `./data`.
+pub fn data_dir(configured: Option<&Path>) -> PathBuf {
+    if let Some(dir) = configured {
+        return dir.to_path_buf();
+    }
+    std::env::var_os("AGENTLOAD_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("data"))
+}
+
+/// The expected sha256 of a known file name.
+pub fn locked_digest(file_name: &str) -> Option<&'static str> {
+    locked().get(file_name).map(String::as_str)
+}
+
+/// The name the locks know a data path by: `bfcl_v4/<path>` for a file
+/// under a `bfcl_v4` folder, else its file name.
+pub fn lock_name(file: &str) -> Option<String> {
+    let normalized = file.replace('\\', "/");
+    let parts: Vec<&str> = normalized.split('/').collect();
+    if let Some(at) = parts.iter().rposition(|p| *p == "bfcl_v4") {
+        if at + 1 < parts.len() {
+            return Some(format!("bfcl_v4/{}", parts[at + 1..].join("/")));
+        }
+    }
+    parts
+        .last()
+        .filter(|n| !n.is_empty())
+        .map(|n| n.to_string())
+}
+
+/// The expected sha256 of a data path, by the name the locks know it by
+/// ([`lock_name`]).
+pub fn expected_digest(file: &str) -> Option<&'static str> {
+    locked_digest(&lock_name(file)?)
+}
+
+/// The cache's data folder, the fallback for files missing from the data
+/// directory.
+pub fn cache_data_dir() -> Option<PathBuf> {
+    crate::cache_dir().map(|d| d.join("data"))
+}
+
+/// The folder `file` is under (the data directory, else the cache's data
+/// folder) and its path there.
+fn find(dir: &Path, file: &str) -> Option<(PathBuf, PathBuf)> {
+    std::iter::once(dir.to_path_buf())
+        .chain(cache_data_dir())
+        .map(|d| {
+            let p = d.join(file);
+            (d, p)
+        })
+        .find(|(_, p)| p.exists())
+}
+
+/// Where `file` is: under `dir`, else under the cache's data folder.
+pub fn locate(dir: &Path, file: &str) -> Option<PathBuf> {
+    find(dir, file).map(|(_, p)| p)
+}
+
+/// Why `file` may not be a config grant, if it may not: an absolute path,
+/// or one with `..` (or any other non-plain part).
+fn unconfined(file: &str) -> Option<String> {
+    if file.is_empty() {
+        return Some("the path is empty".into());
+    }
+    for part in Path::new(file).components() {
+        match part {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Some("`..` leaves the data directory".into()),
+            Component::RootDir | Component::Prefix(_) => {
+                return Some("an absolute path is not inside the data directory".into())
+            }
+        }
+    }
+    None
+}
+
+/// Reads a config grant `file` of at most `max_bytes`, relative to `dir`
+/// (else the cache's data folder) and confined to it, and checks its
+/// digest when the lock or manifest knows it.
+pub fn read(dir: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataError> {
+    let outside = |reason: String| DataError::Outside {
+        file: file.to_string(),
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    if let Some(reason) = unconfined(file) {
+        return Err(outside(reason));
+    }
+    let Some((base, path)) = find(dir, file) else {
+        return Err(DataError::Missing {
+            path: dir.join(file),
+            dir: dir.to_path_buf(),
+            fallback: cache_data_dir(),
+        });
+    };
+    let io = |source| DataError::Read {
+        path: path.clone(),
+        source,
+    };
+    let real = path.canonicalize().map_err(io)?;
+    let real_base = base.canonicalize().map_err(io)?;
+    if !real.starts_with(&real_base) {
+        return Err(outside(format!(
+            "it resolves to {}, outside {}",
+            real.display(),
+            real_base.display()
+        )));
+    }
+    checked(&real, file, max_bytes).map(|f| DataFile { path, ..f })
+}
+
+/// Reads a file the user named on the command line (`--grant`): any path,
+/// at most `max_bytes`, its digest checked when the lock knows its name.
+pub fn read_explicit(path: &Path, max_bytes: u64) -> Result<DataFile, DataError> {
+    checked(path, &path.to_string_lossy(), max_bytes)
+}
+
+/// Reads `path` (size-checked before reading and while reading) and checks
+/// its digest against what the locks expect of `file`.
+fn checked(path: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataError> {
+    let io = |source| DataError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let too_large = |bytes| DataError::TooLarge {
+        path: path.to_path_buf(),
+        bytes,
+        limit_mib: max_bytes >> 20,
+    };
+    let handle = std::fs::File::open(path).map_err(io)?;
+    let len = handle.metadata().map_err(io)?.len();
+    if len > max_bytes {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    handle
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    let actual = hex::encode(Sha256::digest(&bytes));
+    let expected = expected_digest(file);
+    if let Some(expected) = expected {
+        if expected != actual {
+            return Err(DataError::Digest {
+                path: path.to_path_buf(),
+                expected: expected.to_string(),
+                actual,
+            });
+        }
+    }
+    Ok(DataFile {
+        path: path.to_path_buf(),
+        bytes,
+        digest: format!("sha256:{actual}"),
+        locked_name: expected.and_then(|_| lock_name(file)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_lock_parses_with_one_digest_per_name() {
+        let locked = locked();
+        // 1 trajectory file, 71 BFCL v4 files, long_context.json.
+        assert_eq!(locked.len(), 73);
+        for (name, sha) in locked {
+            assert!(
+                sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{name}: {sha}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_workload_folder_has_its_lock_compiled_in() {
+        let workloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&workloads)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .map(|p| {
+                assert!(
+                    p.join("data.lock").is_file(),
+                    "{} has no data.lock",
+                    p.display()
+                );
+                assert!(
+                    p.join("README.md").is_file(),
+                    "{} has no README.md",
+                    p.display()
+                );
+                format!(
+                    "workloads/{}/data.lock",
+                    p.file_name().unwrap().to_string_lossy()
+                )
+            })
+            .collect();
+        on_disk.sort();
+        let mut compiled: Vec<String> = DATA_LOCKS.iter().map(|(f, _)| f.to_string()).collect();
+        compiled.sort();
+        assert_eq!(on_disk, compiled, "add the new lock to DATA_LOCKS");
+    }
+
+    #[test]
+    fn lock_names_the_edge_dataset() {
+        assert_eq!(
+            locked_digest("agentic_coding_2.5h.jsonl"),
+            Some("b7da8c4ffbe1cabd79c4d8169e5201541e006364b4bfc016d01d893e20ee6f70")
+        );
+        assert_eq!(locked_digest("nope.jsonl"), None);
+        assert_eq!(
+            expected_digest("bfcl_v4/possible_answer/BFCL_v4_simple_java.json").map(|d| &d[..8]),
+            Some("78f25616")
+        );
+        assert_eq!(expected_digest("bfcl_v4/nope.json"), None);
+        // Written by scripts/fetch-bfcl.sh from the pinned wheel.
+        assert_eq!(
+            expected_digest("bfcl_v4_extra/long_context.json").map(|d| &d[..8]),
+            Some("2ef89ec1")
+        );
+        assert_eq!(
+            expected_digest("sub/agentic_coding_2.5h.jsonl"),
+            locked_digest("agentic_coding_2.5h.jsonl")
+        );
+    }
+
+    #[test]
+    fn digest_mismatch_names_both() {
+        let dir = std::env::temp_dir().join(format!("agentload-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("agentic_coding_2.5h.jsonl"), b"tampered").unwrap();
+        let err = read(&dir, "agentic_coding_2.5h.jsonl", 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected b7da8c4f"), "{err}");
+        let missing = read(&dir, "absent.jsonl", 1 << 20).unwrap_err().to_string();
+        assert!(missing.contains("fetch-data.sh"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn grants_outside_the_data_directory_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, b"outside").unwrap();
+        for file in [
+            "../secret.txt",
+            "sub/../../secret.txt",
+            secret.to_str().unwrap(),
+            "",
+        ] {
+            let err = read(&data, file, 1 << 20).unwrap_err();
+            assert!(matches!(err, DataError::Outside { .. }), "{file}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(&format!("`{file}`")), "{text}");
+            assert!(text.contains("--grant PHASE.NAME=PATH"), "{text}");
+        }
+        // A symlink inside that points outside is resolved, then refused.
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&secret, data.join("link.txt")).unwrap();
+            let err = read(&data, "link.txt", 1 << 20).unwrap_err().to_string();
+            assert!(
+                err.contains("resolves to") && err.contains("secret.txt"),
+                "{err}"
+            );
+            // One that stays inside is fine.
+            std::fs::write(data.join("real.txt"), b"inside").unwrap();
+            std::os::unix::fs::symlink(data.join("real.txt"), data.join("ok.txt")).unwrap();
+            assert_eq!(read(&data, "ok.txt", 1 << 20).unwrap().bytes, b"inside");
+        }
+        // The same file passed explicitly is read.
+        let explicit = read_explicit(&secret, 1 << 20).unwrap();
+        assert_eq!(explicit.bytes, b"outside");
+        assert_eq!(explicit.locked_name, None);
+    }
+
+    #[test]
+    fn oversized_files_are_refused_naming_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big.bin"), vec![0u8; 3 << 20]).unwrap();
+        let err = read(dir.path(), "big.bin", 2 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3145728 bytes") && err.contains("granted_file_mib = 2 MiB"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn explicit_grants_parse_or_say_how() {
+        let g: ExplicitGrant = "performance.trajectories=/d/t.jsonl".parse().unwrap();
+        assert_eq!(
+            (g.phase.as_str(), g.name.as_str(), g.path.to_str()),
+            ("performance", "trajectories", Some("/d/t.jsonl"))
+        );
+        for bad in [
+            "trajectories=/x",
+            "perf.t=/x",
+            "performance.t=",
+            "performance.=x",
+        ] {
+            let err = bad.parse::<ExplicitGrant>().unwrap_err();
+            assert!(err.contains("PHASE.NAME=PATH"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn lock_names_follow_the_bfcl_folder_or_the_file_name() {
+        assert_eq!(
+            lock_name("/x/y/bfcl_v4/possible_answer/a.json").as_deref(),
+            Some("bfcl_v4/possible_answer/a.json")
+        );
+        assert_eq!(lock_name("a/b/c.jsonl").as_deref(), Some("c.jsonl"));
+        assert_eq!(lock_name("a/"), None);
+    }
+}

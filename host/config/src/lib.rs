@@ -1,0 +1,630 @@
+//! What a run is and what it is allowed: the run configuration (TOML;
+//! unknown keys are errors that name the key), the benchmark [`rules`] a
+//! submission must follow, the [`seal`] (the official plugins' and data
+//! files' digests), confined [`data`] grants, and where plugins and caches
+//! are found ([`plugin_path`], [`cache_dir`]).
+//!
+//! It knows nothing of HTTP, wasmtime or results: every crate above it may
+//! read a config.
+#![forbid(unsafe_code)]
+
+pub mod data;
+mod limits;
+pub mod plugin_path;
+pub mod rules;
+pub mod seal;
+mod sweep;
+
+pub use limits::Limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+pub use sweep::{DelayDistribution, Normalize, SloTier, SweepConfig, ToolDelayMode};
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Run name, used in reports.
+    pub name: String,
+    /// Config version string.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// Data directory (overrides `AGENTLOAD_DATA_DIR`).
+    #[serde(default)]
+    pub data_dir: Option<PathBuf>,
+    /// `development` (any plugin; results marked unsealed when a plugin is
+    /// not official) or `submission` (only the plugins in
+    /// `plugins/official.lock`).
+    #[serde(default)]
+    pub mode: RunKind,
+    /// The benchmark rules the run is checked against (`mlperf-edge-v0.1`);
+    /// a submission run must name them (see [`crate::rules`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
+    /// Where results go unless `--out` says otherwise.
+    #[serde(default = "default_report_dir")]
+    pub report_dir: PathBuf,
+    pub model: ModelConfig,
+    pub endpoint: EndpointConfig,
+    #[serde(default)]
+    pub load: LoadConfig,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub output: OutputConfig,
+    /// The performance phase.
+    pub performance: Option<PhaseConfig>,
+    /// The accuracy phase (run after the performance phase, at concurrency 1).
+    pub accuracy: Option<PhaseConfig>,
+    /// Run the performance phase as a concurrency sweep instead of one pass.
+    pub sweep: Option<SweepConfig>,
+}
+
+/// Development or submission run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    #[default]
+    Development,
+    Submission,
+}
+
+/// The served model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Sent as `model`.
+    pub name: String,
+    /// Tokenizer for local counts (`qwen3.6`, or `none`).
+    #[serde(default = "default_tokenizer")]
+    pub tokenizer: String,
+    /// The model's Jinja chat template for local counts (a file; relative
+    /// paths are looked up in the working directory, then in the data
+    /// directory). Default: the tokenizer's own model template (Qwen3.6's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<PathBuf>,
+    /// Where ISL, OSL, TPOT and `tps` in `result_summary.json` come from:
+    /// `local` (the tokenizer and chat template, as the reference counts;
+    /// the default) or `server` (the server's `usage`, as AA-AgentPerf
+    /// prefers). The other source is reported beside them. Default: `local`
+    /// with a tokenizer, `server` with `tokenizer = "none"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_counts: Option<TokenSource>,
+}
+
+impl ModelConfig {
+    /// The configured source of the reference-shaped token counts.
+    pub fn token_source(&self) -> TokenSource {
+        self.token_counts.unwrap_or(if self.tokenizer == "none" {
+            TokenSource::Server
+        } else {
+            TokenSource::Local
+        })
+    }
+}
+
+/// The source of token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// agentload's own count: the tokenizer over the chat template's render.
+    #[default]
+    Local,
+    /// The server's `usage` (`prompt_tokens`, `completion_tokens`).
+    Server,
+}
+
+impl TokenSource {
+    /// `local` or `server`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Local => "local",
+            TokenSource::Server => "server",
+        }
+    }
+
+    /// The other source.
+    pub fn other(self) -> Self {
+        match self {
+            TokenSource::Local => TokenSource::Server,
+            TokenSource::Server => TokenSource::Local,
+        }
+    }
+}
+
+/// The server under test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Base URL (`http://host:port`; a trailing `/v1` is accepted);
+    /// `--endpoint` overrides it.
+    pub url: String,
+    /// Refused: a key in a config file would be copied into the results.
+    /// The key comes from `AGENTLOAD_API_KEY` (or `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing)]
+    pub api_key: Option<String>,
+    /// Check the endpoint (`GET /v1/models`) before the first measured
+    /// request, so a wrong URL stops the run at once.
+    #[serde(default = "yes")]
+    pub preflight: bool,
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Ask for `usage` in the stream (`stream_options.include_usage`).
+    #[serde(default = "yes")]
+    pub include_usage: bool,
+    /// Extra top-level request fields, e.g. `cache_prompt = false`.
+    #[serde(default)]
+    pub extra_body: toml::Table,
+    /// A response body longer than this many bytes fails its turn, naming the
+    /// cap (default 256 MiB, far above any real answer; 0: no cap).
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
+    /// What stamps a response's bytes: `arrival` (default), when the kernel received them,
+    /// so a busy harness does not add its own wait to the timings; `read`, when agentload's
+    /// read returned them, as a client without kernel stamps sees it.
+    #[serde(default)]
+    pub timestamps: agentload_wire::Timestamps,
+}
+
+fn default_max_response_bytes() -> u64 {
+    256 << 20
+}
+
+/// How requests are scheduled.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadConfig {
+    /// Sessions in flight at once.
+    pub concurrency: usize,
+    /// A turn unanswered after this many seconds fails.
+    pub turn_timeout_s: f64,
+    /// The performance phase stops issuing after this long.
+    pub max_duration_ms: u64,
+    /// After SIGINT/SIGTERM, in-flight turns may finish for this long
+    /// before they are cut and recorded as interrupted (a second signal
+    /// cuts them at once).
+    pub interrupt_grace_s: f64,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 1,
+            turn_timeout_s: 600.0,
+            max_duration_ms: 14_400_000,
+            interrupt_grace_s: 30.0,
+        }
+    }
+}
+
+/// How result files are written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// `write` (each turn record reaches the kernel before the session's
+    /// next request; survives a crash or `kill -9`) or `sync` (each record
+    /// is also `fdatasync`ed; survives a power cut). See the README.
+    pub durability: Durability,
+}
+
+/// Where plugins are found and how they are limited.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// Directory of `<name>.wasm` components (overrides the default search).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    #[serde(default)]
+    pub limits: Limits,
+    /// The most scorer instances one scoring pass runs side by side, each
+    /// given whole sessions (absent or 0: one per core the host may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_instances: Option<usize>,
+}
+
+/// One phase: a workload plugin, its data, and the scorer of its turns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseConfig {
+    /// Workload plugin: a name (`coding-replay`) or a path to a `.wasm`.
+    pub workload: String,
+    /// Scorer plugin, name or path.
+    pub scorer: Option<String>,
+    /// File the scorer's report is written to, in the output directory.
+    #[serde(default = "default_report_file")]
+    pub report_file: String,
+    /// Files granted to the workload: logical name -> file in the data dir.
+    #[serde(default)]
+    pub data: BTreeMap<String, String>,
+    /// The workload's own settings, passed to it as JSON.
+    #[serde(default)]
+    pub settings: toml::Table,
+    /// The scorer's settings.
+    #[serde(default)]
+    pub scorer_settings: toml::Table,
+    /// Files granted to the scorer: logical name -> file in the data dir
+    /// (a scorer that re-executes recorded calls needs the dataset too).
+    #[serde(default)]
+    pub scorer_data: BTreeMap<String, String>,
+}
+
+fn default_version() -> String {
+    "1.0".into()
+}
+fn default_report_dir() -> PathBuf {
+    PathBuf::from("results")
+}
+fn default_tokenizer() -> String {
+    "qwen3.6".into()
+}
+fn default_report_file() -> String {
+    "scores.json".into()
+}
+fn yes() -> bool {
+    true
+}
+
+/// A config that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("config {}: `{key}`: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl RunConfig {
+    /// Reads and checks a config file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses config text; `path` is used in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        config.check(path)?;
+        Ok(config)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: &str| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: key.to_string(),
+            message: message.to_string(),
+        };
+        if self.load.concurrency == 0 {
+            return Err(invalid("load.concurrency", "must be at least 1"));
+        }
+        // The client turns it into a `Duration` (found by the config fuzz
+        // target: `inf` loaded, then panicked there).
+        let timeout = self.load.turn_timeout_s;
+        if !(timeout > 0.0 && std::time::Duration::try_from_secs_f64(timeout).is_ok()) {
+            return Err(invalid(
+                "load.turn_timeout_s",
+                "must be a positive, finite number of seconds",
+            ));
+        }
+        if let Some((key, _)) = self
+            .plugins
+            .limits
+            .entries()
+            .into_iter()
+            .find(|(_, v)| *v == 0)
+        {
+            return Err(invalid(
+                &format!("plugins.limits.{key}"),
+                "must be positive",
+            ));
+        }
+        if self.load.interrupt_grace_s.is_nan() || self.load.interrupt_grace_s < 0.0 {
+            return Err(invalid("load.interrupt_grace_s", "must be 0 or more"));
+        }
+        if self.endpoint.api_key.is_some() {
+            return Err(invalid(
+                "endpoint.api_key",
+                "an API key does not belong in a config file (it would be copied into the \
+                 results); set AGENTLOAD_API_KEY (or OPENAI_API_KEY) instead",
+            ));
+        }
+        if let Err(e) = base_url(&self.endpoint.url) {
+            return Err(invalid("endpoint.url", &e));
+        }
+        if let Some(rules) = &self.rules {
+            if crate::rules::find(rules).is_none() {
+                return Err(invalid(
+                    "rules",
+                    &format!(
+                        "unknown ruleset `{rules}` (known: {})",
+                        crate::rules::known()
+                    ),
+                ));
+            }
+        }
+        if let Some(sweep) = &self.sweep {
+            sweep
+                .check()
+                .map_err(|(key, message)| ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    key,
+                    message,
+                })?;
+            if self.performance.is_none() {
+                return Err(invalid("sweep", "needs a [performance] phase to sweep"));
+            }
+        }
+        if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
+            return Err(invalid(
+                "model.tokenizer",
+                "must be \"qwen3.6\" or \"none\"",
+            ));
+        }
+        if self.model.tokenizer == "none" {
+            if self.model.token_counts == Some(TokenSource::Local) {
+                return Err(invalid(
+                    "model.token_counts",
+                    "\"local\" needs a tokenizer (model.tokenizer = \"none\"); set token_counts = \"server\"",
+                ));
+            }
+            if self.model.chat_template.is_some() {
+                return Err(invalid(
+                    "model.chat_template",
+                    "a chat template needs a tokenizer (model.tokenizer = \"none\")",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How hard each result line is pushed towards the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Each line is handed to the kernel in one `write(2)` before the next
+    /// request of its session: it survives the process dying (`kill -9`,
+    /// a crash). Files are `fdatasync`ed when the phase ends.
+    #[default]
+    Write,
+    /// As `write`, and each line is `fdatasync`ed: it survives the machine
+    /// losing power. Costs a disk flush per turn.
+    Sync,
+}
+
+/// The endpoint's base URL as requests use it: `http(s)://host[:port][/path]`
+/// without a trailing `/` or `/v1` (both are accepted in the config).
+///
+/// # Errors
+/// When it is not an absolute http(s) URL with a host, naming what is wrong.
+pub fn base_url(url: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(url.trim())
+        .map_err(|e| format!("`{url}` is not a URL ({e}); expected e.g. http://127.0.0.1:8080"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}`: the scheme must be http or https, not `{}`",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{url}` has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!("`{url}`: a base URL has no query or fragment"));
+    }
+    let mut base = parsed.as_str().trim_end_matches('/').to_string();
+    if let Some(stripped) = base.strip_suffix("/v1") {
+        base = stripped.to_string();
+    }
+    Ok(base)
+}
+
+/// A TOML table as a JSON object (for plugin settings).
+pub fn table_json(table: &toml::Table) -> String {
+    serde_json::to_string(table).expect("a TOML table serialises to JSON")
+}
+
+/// The default cache directory: `$AGENTLOAD_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/agentload`, else `~/.cache/agentload`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("AGENTLOAD_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("agentload"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("agentload"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "t"
+[model]
+name = "m"
+[endpoint]
+url = "http://127.0.0.1:1"
+"#;
+
+    #[test]
+    fn minimal_config_gets_reference_defaults() {
+        let c = RunConfig::parse(Path::new("t.toml"), MINIMAL).unwrap();
+        assert_eq!(c.load.concurrency, 1);
+        assert_eq!(c.load.turn_timeout_s, 600.0);
+        assert!(c.endpoint.stream);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let text = format!("{MINIMAL}\n[load]\nconcurency = 2\n");
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("concurency"), "{err}");
+        assert!(err.contains("t.toml"), "{err}");
+    }
+
+    #[test]
+    fn invalid_value_names_the_key() {
+        let text = format!("{MINIMAL}\n[load]\nconcurrency = 0\n");
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("load.concurrency"), "{err}");
+    }
+
+    /// Why the config `text` is refused.
+    fn refused(text: &str) -> String {
+        RunConfig::parse(Path::new("t.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn an_api_key_in_the_config_is_refused() {
+        let err = refused(&MINIMAL.replace("[endpoint]", "[endpoint]\napi_key = \"sk-secret\""));
+        assert!(
+            err.contains("endpoint.api_key") && err.contains("AGENTLOAD_API_KEY"),
+            "{err}"
+        );
+        assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_url_names_the_key() {
+        let text = MINIMAL.replace("http://127.0.0.1:1", "htp:/127.0.0.1:1");
+        let err = RunConfig::parse(Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("endpoint.url"), "{err}");
+    }
+
+    #[test]
+    fn base_urls_lose_a_trailing_v1() {
+        for (given, want) in [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+            ("https://host/proxy/v1", "https://host/proxy"),
+        ] {
+            assert_eq!(base_url(given).unwrap(), want, "{given}");
+        }
+        for bad in [
+            "127.0.0.1:8080",
+            "ftp://h",
+            "http://",
+            "http://h:99999",
+            "http://h/?a=1",
+        ] {
+            assert!(base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_turn_timeout_that_is_no_duration_is_refused() {
+        for bad in ["inf", "nan", "-1.0", "0.0", "1e300"] {
+            let text = format!("{MINIMAL}\n[load]\nturn_timeout_s = {bad}\n");
+            let err = RunConfig::parse(Path::new("t.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("load.turn_timeout_s"), "{bad}: {err}");
+        }
+        let sweep = include_str!("../../../configs/agentperf-sweep-demo.toml");
+        for (from, to, key) in [
+            (
+                "steady_state_s = 5.0",
+                "steady_state_s = 1e300",
+                "sweep.steady_state_s",
+            ),
+            (
+                "# power_interval_s = 1.0",
+                "power_interval_s = inf",
+                "sweep.normalize.power_interval_s",
+            ),
+        ] {
+            let text = sweep.replacen(from, to, 1);
+            let err = RunConfig::parse(Path::new("s.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{to}: {err}");
+        }
+    }
+
+    #[test]
+    fn timestamps_default_to_arrival_and_a_typo_is_named() {
+        use agentload_wire::Timestamps;
+        let c = RunConfig::parse(Path::new("t.toml"), MINIMAL).unwrap();
+        assert_eq!(c.endpoint.timestamps, Timestamps::Arrival);
+        let read = MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"read\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &read).unwrap();
+        assert_eq!(c.endpoint.timestamps, Timestamps::Read);
+        let err = refused(&MINIMAL.replace("[endpoint]", "[endpoint]\ntimestamps = \"kernel\""));
+        assert!(
+            err.contains("timestamps") && err.contains("arrival"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn token_count_source_is_checked() {
+        let c = RunConfig::parse(Path::new("t.toml"), MINIMAL).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Local);
+        assert!(c.model.chat_template.is_none());
+        let text = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntoken_counts = \"server\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &text).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Server);
+        let bad = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntoken_counts = \"usage\"");
+        let err = RunConfig::parse(Path::new("t.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("usage") && err.contains("t.toml"), "{err}");
+        let none = MINIMAL.replace("name = \"m\"", "name = \"m\"\ntokenizer = \"none\"");
+        let c = RunConfig::parse(Path::new("t.toml"), &none).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Server);
+        let none = none.replace(
+            "tokenizer = \"none\"",
+            "tokenizer = \"none\"\ntoken_counts = \"local\"",
+        );
+        let err = RunConfig::parse(Path::new("t.toml"), &none)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model.token_counts"), "{err}");
+        let template = MINIMAL.replace(
+            "name = \"m\"",
+            "name = \"m\"\ntokenizer = \"none\"\ntoken_counts = \"server\"\nchat_template = \"t.jinja\"",
+        );
+        let err = RunConfig::parse(Path::new("t.toml"), &template)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model.chat_template"), "{err}");
+    }
+
+    #[test]
+    fn shipped_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                RunConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}

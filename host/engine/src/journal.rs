@@ -1,0 +1,327 @@
+//! A phase's append-only files, and reading them back.
+//!
+//! - `turns.jsonl`: one [`TurnRecord`] per line, written with a single
+//!   `write(2)` before the session's next request goes out (so a `kill -9`
+//!   never loses a finished turn); with [`Durability::Sync`] each line is
+//!   also `fdatasync`ed (it then survives a power cut too).
+//! - `turns.tokens.jsonl`: local token counts, keyed by the record's line in
+//!   `turns.jsonl`; counted after the turn, off the request path.
+//! - `sessions.jsonl`: one [`SessionOutcome`](super::SessionOutcome) per
+//!   session that ended.
+//! - `turns.superseded.jsonl`: lines of sessions that `agentload resume`
+//!   restarted whole (their records are kept, but not counted).
+//!
+//! Nothing is ever rewritten: summaries are separate files derived from these.
+
+use crate::{LocalTokens, TurnRecord, TurnStatus};
+pub use agentload_config::Durability;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+/// A line that could not be written: the run stops on it.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {cause}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    /// The OS error, named in the message (not a source: a cause chain would print it twice).
+    pub cause: std::io::Error,
+}
+
+/// An append-only JSON-lines file.
+pub struct Journal<T> {
+    path: PathBuf,
+    file: File,
+    lines: u64,
+    /// The file's length after its last whole line.
+    bytes: u64,
+    durability: Durability,
+    _rows: PhantomData<fn(&T)>,
+}
+
+impl<T: Serialize> Journal<T> {
+    /// Creates the file; it must not exist yet (a run never overwrites results).
+    pub fn create(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|cause| WriteError {
+                path: path.to_path_buf(),
+                cause,
+            })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            lines: 0,
+            bytes: 0,
+            durability,
+            _rows: PhantomData,
+        })
+    }
+
+    /// Opens an existing file (or creates it) to append to. A last line
+    /// without its newline (the process was killed mid-write) is cut off:
+    /// every complete line stays byte for byte.
+    pub fn append(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        let err = |cause| WriteError {
+            path: path.to_path_buf(),
+            cause,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(err)?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(err)?;
+        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if keep < text.len() {
+            file.set_len(keep as u64).map_err(err)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(err)?;
+        let lines = text[..keep].iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            lines,
+            bytes: keep as u64,
+            durability,
+            _rows: PhantomData,
+        })
+    }
+
+    /// Appends one row in a single `write(2)`; returns its 1-based line.
+    /// A write that fails half-way (a full disk) is cut back off, so the
+    /// file only ever holds whole lines.
+    pub fn write(&mut self, row: &T) -> Result<u64, WriteError> {
+        let mut line = serde_json::to_vec(row).map_err(|e| WriteError {
+            path: self.path.clone(),
+            cause: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        let err = |cause| WriteError {
+            path: self.path.clone(),
+            cause,
+        };
+        if let Err(e) = self.file.write_all(&line) {
+            // Best effort: shrinking needs no space.
+            if self.file.set_len(self.bytes).is_ok() {
+                let _ = self.file.seek(SeekFrom::End(0));
+            }
+            return Err(err(e));
+        }
+        if self.durability == Durability::Sync {
+            self.file.sync_data().map_err(err)?;
+        }
+        self.lines += 1;
+        self.bytes += line.len() as u64;
+        Ok(self.lines)
+    }
+
+    /// `fdatasync`: everything written so far reaches the disk.
+    pub fn sync(&self) -> Result<(), WriteError> {
+        self.file.sync_data().map_err(|cause| WriteError {
+            path: self.path.clone(),
+            cause,
+        })
+    }
+
+    /// Lines in the file.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// How hard lines are pushed to disk.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads a JSON-lines file; a missing file is empty. A last line without its
+/// newline (a write cut short by a kill) is ignored; any other bad line is an
+/// error naming file and line.
+pub fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
+    complete
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// A line of `turns.tokens.jsonl`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct TokenLine {
+    /// The record's 1-based line in `turns.jsonl`.
+    pub line: u64,
+    #[serde(flatten)]
+    pub tokens: LocalTokens,
+}
+
+/// A line of `turns.superseded.jsonl`: a record line not to count.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct SupersededLine {
+    pub line: u64,
+}
+
+/// The side files of the turn log at `turns`.
+pub fn side_file(turns: &Path, kind: &str) -> PathBuf {
+    let name = turns
+        .file_stem()
+        .map_or_else(|| "turns".into(), |s| s.to_string_lossy().into_owned());
+    turns.with_file_name(format!("{name}.{kind}.jsonl"))
+}
+
+/// The session journal beside a turn log.
+pub fn sessions_file(turns: &Path) -> PathBuf {
+    turns.with_file_name("sessions.jsonl")
+}
+
+/// One record as read back, with its line in `turns.jsonl`.
+#[derive(Debug, Clone)]
+pub struct LoggedTurn {
+    pub line: u64,
+    pub record: TurnRecord,
+}
+
+/// Reads a phase's turn log with its local counts merged in, leaving out
+/// superseded lines. Interrupted records are kept (callers decide: they are
+/// never counted or scored).
+pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
+    let records: Vec<TurnRecord> = read_lines(turns)?;
+    let counts: HashMap<u64, LocalTokens> = read_lines::<TokenLine>(&side_file(turns, "tokens"))?
+        .into_iter()
+        .map(|t| (t.line, t.tokens))
+        .collect();
+    let superseded: HashSet<u64> = read_lines::<SupersededLine>(&side_file(turns, "superseded"))?
+        .into_iter()
+        .map(|s| s.line)
+        .collect();
+    Ok(records
+        .into_iter()
+        .enumerate()
+        .map(|(i, record)| (i as u64 + 1, record))
+        .filter(|(line, _)| !superseded.contains(line))
+        .map(|(line, mut record)| {
+            if let Some(tokens) = counts.get(&line) {
+                record.local_tokens = Some(*tokens);
+            }
+            LoggedTurn { line, record }
+        })
+        .collect())
+}
+
+/// The records that count (for metrics and scoring): every record but the
+/// superseded and the interrupted ones, in log order.
+pub fn read_records(turns: &Path) -> Result<Vec<TurnRecord>, String> {
+    Ok(read_turns(turns)?
+        .into_iter()
+        .map(|t| t.record)
+        .filter(|r| r.status != TurnStatus::Interrupted)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(turn: u32) -> TurnRecord {
+        let mut r = TurnRecord::aborted("s", turn, &format!("s/{turn}"), "{}");
+        r.status = TurnStatus::Completed;
+        r
+    }
+
+    #[test]
+    fn create_refuses_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("turns.jsonl");
+        std::fs::write(&path, "old\n").unwrap();
+        let err = Journal::<TurnRecord>::create(&path, Durability::Write)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("turns.jsonl"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    }
+
+    #[test]
+    fn append_cuts_only_a_partial_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("turns.jsonl");
+        let mut log = Journal::create(&path, Durability::Sync).unwrap();
+        log.write(&record(1)).unwrap();
+        log.write(&record(2)).unwrap();
+        drop(log);
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, [&whole[..], b"{\"session_id\":\"s\",\"tu"].concat()).unwrap();
+        let mut log = Journal::<TurnRecord>::append(&path, Durability::Write).unwrap();
+        assert_eq!(log.lines(), 2);
+        assert_eq!(log.write(&record(3)).unwrap(), 3);
+        let after = std::fs::read(&path).unwrap();
+        assert_eq!(&after[..whole.len()], &whole[..], "earlier lines unchanged");
+        assert_eq!(read_records(&path).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn counts_merge_by_line_and_superseded_lines_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("turns.jsonl");
+        let mut log = Journal::create(&path, Durability::Write).unwrap();
+        for t in 1..=3 {
+            log.write(&record(t)).unwrap();
+        }
+        let mut interrupted = record(4);
+        interrupted.status = TurnStatus::Interrupted;
+        log.write(&interrupted).unwrap();
+        let mut tokens = Journal::create(&side_file(&path, "tokens"), Durability::Write).unwrap();
+        let t = LocalTokens {
+            isl: 10,
+            osl: 5,
+            osl_after_first: 4,
+            osl_count_ns: 0,
+        };
+        tokens.write(&TokenLine { line: 3, tokens: t }).unwrap();
+        let mut gone = Journal::create(&side_file(&path, "superseded"), Durability::Write).unwrap();
+        gone.write(&SupersededLine { line: 1 }).unwrap();
+        let all = read_turns(&path).unwrap();
+        assert_eq!(
+            all.iter().map(|t| t.line).collect::<Vec<_>>(),
+            vec![2, 3, 4]
+        );
+        let counted = read_records(&path).unwrap();
+        assert_eq!(counted.len(), 2);
+        assert_eq!(counted[1].local_tokens.unwrap().isl, 10);
+        assert!(counted[0].local_tokens.is_none());
+        // Counts never appear in the log itself.
+        assert!(!std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("local_tokens"));
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("turns.jsonl");
+        std::fs::write(&path, "{}\n").unwrap();
+        let err = read_records(&path).unwrap_err();
+        assert!(err.contains("turns.jsonl:1"), "{err}");
+    }
+}

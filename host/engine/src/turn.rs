@@ -1,0 +1,152 @@
+//! One turn: the request body, the exchange, the record.
+
+use super::body::{BodyOptions, SessionBodies};
+use super::stop::Stop;
+use crate::{CompletionRecord, TurnRecord, TurnStatus};
+use agentload_client::{Assembled, ChatClient, Exchange};
+use agentload_plugin_host::types::{Completion, ToolCall, TurnRequest, Usage};
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Sends turns and builds their records; times are relative to `origin`.
+pub struct TurnSender {
+    pub client: ChatClient,
+    pub body: BodyOptions,
+    /// The time origin of this process's records.
+    pub origin: Instant,
+    /// Which process this is (0: the run, n: its n-th resume).
+    pub segment: u32,
+}
+
+/// A sent turn: its record, and for an answered turn what local token
+/// counting needs.
+pub struct Sent {
+    pub record: TurnRecord,
+    /// The request body as sent, and the answer.
+    pub answered: Option<(Bytes, Assembled)>,
+}
+
+impl TurnSender {
+    /// Sends `req`, due at `due`, its body written by the session's `bodies`.
+    /// Once the request is out, `meanwhile` runs (work that need not come
+    /// before it), and the request before this one is released. A hard stop
+    /// cuts the exchange: the turn is recorded as interrupted.
+    pub async fn send(
+        &self,
+        req: &Arc<TurnRequest>,
+        bodies: &mut SessionBodies,
+        due: Instant,
+        stop: &Stop,
+        meanwhile: impl FnOnce(),
+    ) -> Sent {
+        let mut record =
+            TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
+        record.error = None;
+        record.segment = self.segment;
+        record.scheduled_ns = Some(self.ns(due));
+        let body = match bodies.body(req, &self.body) {
+            Ok(body) => body,
+            Err(e) => {
+                record.status = TurnStatus::Failed;
+                record.error = Some(format!("cannot build request: {e}"));
+                return Sent {
+                    record,
+                    answered: None,
+                };
+            }
+        };
+        let issued = Instant::now();
+        let exchange =
+            self.client
+                .send_json_then(body.into(), self.body.stream, &req.session_id, || {
+                    bodies.release();
+                    meanwhile();
+                });
+        let exchange = tokio::select! {
+            exchange = exchange => exchange,
+            () = stop.hardened() => {
+                record.status = TurnStatus::Interrupted;
+                record.issued_ns = Some(self.ns(issued));
+                record.complete_ns = Some(self.ns(Instant::now()));
+                record.error = Some(format!(
+                    "interrupted before the answer ended ({})",
+                    stop.reason().map_or_else(|| "stopped".into(), |(r, _)| r.to_string())
+                ));
+                return Sent { record, answered: None };
+            }
+        };
+        let Exchange {
+            timeline: t,
+            result,
+            body: sent,
+        } = exchange;
+        record.issued_ns = Some(self.ns(t.issued));
+        record.issued_mono_ns = Some(agentload_wire::clock::mono_ns(t.issued));
+        record.first_byte_ns = t.first_byte.map(|i| self.ns(i));
+        record.first_token_ns = t.first_token.map(|i| self.ns(i));
+        record.first_token_read_lag_ns = t
+            .first_token_read
+            .zip(t.first_token)
+            .map(|(read, arrived)| read.saturating_duration_since(arrived).as_nanos() as u64);
+        record.last_token_ns = t.last_token.map(|i| self.ns(i));
+        record.complete_ns = Some(self.ns(t.complete));
+        record.token_chunks = t.token_chunks_ns.len() as u32;
+        match result {
+            Ok(answer) => {
+                record.status = TurnStatus::Completed;
+                record.set_answer(answer.clone());
+                Sent {
+                    record,
+                    answered: Some((sent, answer)),
+                }
+            }
+            Err(e) => {
+                record.status = TurnStatus::Failed;
+                record.error = Some(e.to_string());
+                Sent {
+                    record,
+                    answered: None,
+                }
+            }
+        }
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+}
+
+/// The completion in WIT form, for the workload.
+pub fn completion_for_plugin(c: &CompletionRecord, usage: Option<&Value>) -> Completion {
+    Completion {
+        content: c.content.clone(),
+        reasoning_content: c.reasoning_content.clone(),
+        tool_calls: c
+            .tool_calls
+            .iter()
+            .map(|t| ToolCall {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                arguments: t.arguments.clone(),
+            })
+            .collect(),
+        finish_reason: c.finish_reason.clone(),
+        usage: usage.and_then(usage_for_plugin),
+    }
+}
+
+/// Server usage in WIT form.
+pub(crate) fn usage_for_plugin(u: &Value) -> Option<Usage> {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).map(|v| v as u32);
+    Some(Usage {
+        prompt_tokens: n("prompt_tokens")?,
+        completion_tokens: n("completion_tokens")?,
+        cached_tokens: u
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64)
+            .map(|v| v as u32),
+    })
+}

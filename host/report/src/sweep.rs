@@ -1,0 +1,376 @@
+//! The sections of a concurrency sweep: the Pareto frontier with the SLO
+//! tiers, TTFT and output speed by concurrency, cached-token share, phase
+//! windows, the phase table.
+
+use super::charts::{color, rgb, Axis, Layer, Mark, Plot, Shape};
+use super::headline::number;
+use super::page::{figure, Block, Cell, Section, Table, Tile};
+use super::read::{RunDir, Sweep, Turn};
+use serde_json::Value;
+
+fn f(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+/// (level, value) for every phase that has the value.
+pub fn by_level(sw: &Sweep, pick: impl Fn(&Value) -> Option<f64>) -> Vec<(f64, f64)> {
+    sw.phases()
+        .iter()
+        .filter_map(|p| Some((p["level"].as_f64()?, pick(p)?)))
+        .collect()
+}
+
+/// (total tok/s, P25 speed, level) of each phase.
+pub type Points = Vec<(f64, f64, u64)>;
+
+/// Throughput vs P25 speed points and the frontier of one sweep.
+pub fn points(sw: &Sweep) -> (Points, Vec<(f64, f64)>) {
+    let pts: Vec<(f64, f64, u64)> = sw
+        .phases()
+        .iter()
+        .filter_map(|p| {
+            Some((
+                f(&p["throughput"]["total_tps"])?,
+                f(&p["output_speed_tps"]["p25"])?,
+                p["level"].as_u64()?,
+            ))
+        })
+        .collect();
+    let frontier: Vec<(f64, f64)> = sw
+        .pareto
+        .as_ref()
+        .and_then(|p| p["frontier"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((f(&p["total_tps"])?, f(&p["speed_p25_tps"])?)))
+        .collect();
+    (pts, frontier)
+}
+
+/// The SLO tiers' speed floors, as marks.
+fn tier_marks(sw: &Sweep) -> Vec<Mark> {
+    sw.summary["slo"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let speed = f(&t["speed_p25_tps"])?;
+            Some(Mark::Y(
+                speed,
+                format!(
+                    "SLO {}: P25 ≥ {} tok/s, TTFT p90 ≤ {} ms",
+                    t["tier"].as_str().unwrap_or("?"),
+                    number(speed),
+                    number(f(&t["ttft_p90_ms"]).unwrap_or(f64::NAN))
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// The sweep section; none when the run is no sweep.
+pub fn section(run: &RunDir) -> Option<Section> {
+    let sw = run.sweep.as_ref()?;
+    let mut s = Section::new("sweep", "Concurrency sweep");
+    let phases = sw.phases();
+    let frontier_levels = sw.frontier_levels();
+    let mut tiles = vec![Tile::new("phases", phases.len().to_string())];
+    if let Some(best) = phases
+        .iter()
+        .filter_map(|p| f(&p["throughput"]["total_tps"]))
+        .reduce(f64::max)
+    {
+        tiles.push(Tile::new("peak total tok/s", number(best)));
+    }
+    for t in sw.summary["slo"].as_array().into_iter().flatten() {
+        let n = t["max_agents"].as_u64();
+        tiles.push(
+            Tile::new(
+                format!("SLO {}: max agents", t["tier"].as_str().unwrap_or("?")),
+                n.map_or("none".into(), |n| n.to_string()),
+            )
+            .tone(n.is_some()),
+        );
+    }
+    s.push(Block::Tiles { items: tiles });
+
+    let (pts, frontier) = points(sw);
+    let mut pareto = Plot::new(
+        Axis::linear("total server throughput (tok/s, prompt + completion)"),
+        Axis::linear("P25 output speed per request (tok/s)"),
+    )
+    .size(1400, 440)
+    .layer(Layer::new(
+        "phases",
+        color(0),
+        Shape::Dots(pts.iter().map(|p| (p.0, p.1)).collect(), 5),
+    ))
+    .layer(Layer::new(
+        "Pareto frontier",
+        color(3),
+        Shape::Line(frontier),
+    ))
+    .layer(Layer::unnamed(
+        rgb(40, 40, 40),
+        Shape::Labels(
+            pts.iter()
+                .map(|p| (p.0, p.1, format!(" c{}", p.2)))
+                .collect(),
+        ),
+    ));
+    for m in tier_marks(sw) {
+        pareto = pareto.mark(m);
+    }
+    let lv = |pick: &dyn Fn(&Value) -> Option<f64>| by_level(sw, pick);
+    let levels: Vec<f64> = phases.iter().filter_map(|p| p["level"].as_f64()).collect();
+    let agents = || Axis::log("concurrent agents (log scale)").ticks(levels.clone());
+    let ttft = Plot::new(agents(), Axis::log("TTFT (ms, log scale)"))
+        .layer(Layer::new(
+            "p50",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p50"]))),
+        ))
+        .layer(Layer::new(
+            "p90",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p90"]))),
+        ))
+        .layer(Layer::new(
+            "p99",
+            color(3),
+            Shape::Dashed(lv(&|p| f(&p["ttft_ms"]["p99"]))),
+        ));
+    let speed = Plot::new(agents(), Axis::linear("output speed per request (tok/s)"))
+        .layer(Layer::new(
+            "P25",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p25"]))),
+        ))
+        .layer(Layer::new(
+            "P50",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p50"]))),
+        ))
+        .layer(Layer::new(
+            "P90",
+            color(2),
+            Shape::Dashed(lv(&|p| f(&p["output_speed_tps"]["p90"]))),
+        ));
+    let throughput = Plot::new(agents(), Axis::linear("server throughput (tok/s)"))
+        .layer(Layer::new(
+            "total",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["throughput"]["total_tps"]))),
+        ))
+        .layer(Layer::new(
+            "input",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["throughput"]["input_tps"]))),
+        ))
+        .layer(Layer::new(
+            "output",
+            color(2),
+            Shape::Line(lv(&|p| f(&p["throughput"]["output_tps"]))),
+        ));
+    let cached = lv(&|p| f(&p["throughput"]["cached_fraction"]).map(|c| c * 100.0));
+    let cached_plot = Plot::new(
+        agents(),
+        Axis::linear("cached prompt tokens (%)").range(0.0, 101.0),
+    )
+    .layer(Layer::new(
+        "cached share",
+        color(4),
+        Shape::Line(cached.clone()),
+    ))
+    .layer(Layer::unnamed(color(4), Shape::Dots(cached.clone(), 4)));
+    let lag = Plot::new(agents(), Axis::log("send lag (ms, log scale)"))
+        .layer(Layer::new(
+            "p50",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p50"]).map(|v| v.max(1e-3)))),
+        ))
+        .layer(Layer::new(
+            "p99",
+            color(3),
+            Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p99"]).map(|v| v.max(1e-3)))),
+        ));
+    s.figures(vec![
+        figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: concurrent agents); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
+        figure("ttft-by-level", "TTFT by concurrency", "Over each phase's steady-state window.", &ttft),
+        figure("speed-by-level", "Output speed by concurrency", "Per request, tokens/s after the first token.", &speed),
+        figure("throughput-by-level", "Server throughput by concurrency", "From the server's usage counts over the window.", &throughput),
+        if cached.is_empty() { None } else { figure("cached-by-level", "Cached-token share by concurrency", "Cached prompt tokens / prompt tokens, from usage.prompt_tokens_details.", &cached_plot) },
+        phase_cdf(sw, "ttft-per-phase", "TTFT per phase", "TTFT (ms, log scale)", |t| t.ttft_ns().map(super::run_page::ms)),
+        phase_cdf(sw, "speed-per-phase", "Output speed per phase", "output speed per request (tok/s, log scale)", Turn::output_speed_tps),
+        figure("send-lag-by-level", "Send lag by concurrency", "Issued minus due (coordinated omission); values under 1 µs drawn at 1 µs.", &lag),
+        phase_windows(sw),
+    ]);
+    if cached.is_empty() {
+        s.note("Cached-token share: the server reported no cached prompt tokens (usage.prompt_tokens_details.cached_tokens).");
+    }
+    let mut t = Table::new(
+        "Phases (★ = on the Pareto frontier)",
+        &[
+            "",
+            "agents",
+            "requests",
+            "measured",
+            "window (s)",
+            "total tok/s",
+            "P25 speed",
+            "TTFT p90 (ms)",
+            "cached %",
+            "failed",
+            "send lag p99 (ms)",
+            "end",
+        ],
+    );
+    for p in phases {
+        let level = p["level"].as_u64().unwrap_or(0);
+        let on = frontier_levels.contains(&level);
+        let n = |v: &Value| v.as_f64().map_or("-".into(), number);
+        t.rows.push(vec![
+            Cell::text(if on { "★" } else { "" }),
+            Cell::num(level.to_string()),
+            Cell::num(n(&p["requests"])),
+            Cell::num(n(&p["window"]["measured"])),
+            Cell::num(n(&p["window"]["seconds"])),
+            Cell::num(n(&p["throughput"]["total_tps"])),
+            Cell::num(n(&p["output_speed_tps"]["p25"])),
+            Cell::num(n(&p["ttft_ms"]["p90"])),
+            Cell::num(
+                f(&p["throughput"]["cached_fraction"])
+                    .map_or("-".into(), |c| format!("{:.1}", c * 100.0)),
+            ),
+            Cell::num(n(&p["errors"]["failed_turns"])),
+            Cell::num(n(&p["send_lag_ms"]["p99"])),
+            Cell::text(p["end_reason"].as_str().unwrap_or_default()).class("wrap"),
+        ]);
+    }
+    s.push(Block::Table(t));
+    let mut slo = Table::new(
+        "SLO tiers",
+        &[
+            "tier",
+            "TTFT p90 ≤ (ms)",
+            "P25 speed ≥ (tok/s)",
+            "max agents",
+        ],
+    );
+    for tier in sw.summary["slo"].as_array().into_iter().flatten() {
+        let n = tier["max_agents"].as_u64();
+        slo.rows.push(vec![
+            Cell::text(tier["tier"].as_str().unwrap_or("?")),
+            Cell::num(tier["ttft_p90_ms"].to_string()),
+            Cell::num(tier["speed_p25_tps"].to_string()),
+            match n {
+                Some(n) => Cell::num(n.to_string()).class("good"),
+                None => Cell::verdict("none", false),
+            },
+        ]);
+    }
+    if !slo.rows.is_empty() {
+        s.push(Block::Table(slo));
+    }
+    Some(s)
+}
+
+/// One CDF per phase (every completed request of the phase, ramp-up and
+/// drain included), by concurrency.
+fn phase_cdf(
+    sw: &Sweep,
+    id: &str,
+    title: &str,
+    x_label: &str,
+    pick: impl Fn(&Turn) -> Option<f64>,
+) -> Option<super::page::Figure> {
+    let mut plot = Plot::new(
+        Axis::log(x_label),
+        Axis::linear("requests at or below (%)").range(0.0, 101.0),
+    );
+    for (i, (p, turns)) in sw.phases().iter().zip(&sw.phase_turns).enumerate() {
+        let values: Vec<f64> = turns
+            .iter()
+            .filter_map(&pick)
+            .filter(|v| *v > 0.0)
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let name = format!("c{}", p["level"].as_u64().unwrap_or(0));
+        let curve = super::run_page::cdf(values);
+        let shape = if i % 2 == 1 {
+            Shape::Dashed(curve)
+        } else {
+            Shape::Line(curve)
+        };
+        plot = plot.layer(Layer::new(name, color(i), shape));
+    }
+    figure(
+        id,
+        title,
+        "Every completed request of each phase (ramp-up and drain included).",
+        &plot,
+    )
+}
+
+/// Each phase's parts on its own clock: ramp-up, warm-up, the measured
+/// window, the drain after the stop.
+fn phase_windows(sw: &Sweep) -> Option<super::page::Figure> {
+    let phases = sw.phases();
+    let names: Vec<String> = phases
+        .iter()
+        .map(|p| format!("c{}", p["level"].as_u64().unwrap_or(0)))
+        .collect();
+    let mut parts: [Vec<[f64; 4]>; 4] = Default::default();
+    for (i, p) in phases.iter().enumerate() {
+        let y = super::charts::row(phases.len(), i);
+        let (y0, y1) = (y + 0.15, y + 0.85);
+        let active = f(&p["all_active_s"]);
+        let start = f(&p["window"]["start_ns"]).map(|n| n / 1e9);
+        let end = f(&p["window"]["end_ns"]).map(|n| n / 1e9);
+        let stopped = f(&p["stopped_s"]).unwrap_or(0.0);
+        let wall = f(&p["wall_s"]).unwrap_or(stopped);
+        if let Some(a) = active {
+            parts[0].push([0.0, y0, a, y1]);
+            if let Some(st) = start {
+                parts[1].push([a, y0, st, y1]);
+            }
+        }
+        if let (Some(a), Some(b)) = (start, end) {
+            parts[2].push([a, y0, b, y1]);
+        }
+        parts[3].push([stopped, y0, wall.max(stopped), y1]);
+    }
+    let height = (names.len() as u32 * 28 + 110).max(220);
+    let mut plot = Plot::new(
+        Axis::linear("time since the phase started (s)"),
+        Axis::linear("").range(0.0, names.len() as f64),
+    )
+    .size(1400, height);
+    plot.y_categories = names;
+    for (i, (rects, name)) in parts
+        .into_iter()
+        .zip([
+            "ramp-up (agents starting)",
+            "warm-up",
+            "measured window",
+            "drain (after the stop)",
+        ])
+        .enumerate()
+    {
+        let c = [
+            rgb(200, 200, 200),
+            rgb(255, 187, 120),
+            color(0),
+            rgb(150, 150, 150),
+        ][i];
+        plot = plot.layer(Layer::new(name, c, Shape::Rects(rects)));
+    }
+    figure(
+        "phase-windows",
+        "Phase windows",
+        "Only requests issued inside the measured window count.",
+        &plot,
+    )
+}

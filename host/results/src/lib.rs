@@ -1,0 +1,45 @@
+//! What a run produces: the per-turn [`record`], the [`metrics`] computed
+//! from records as the reference computes them, and the result files with
+//! the reference's names, shapes and keys where it has them
+//! (`performance/result_summary.json`, `scores.json`,
+//! `accuracy/accuracy_results.json`, `config.yaml`, plus agentload's
+//! `turns.jsonl` records, `run_manifest.json` and `report.txt`); the
+//! submission layout built from them (`agentload submission`); and the
+//! command's [`exit`] codes.
+//!
+//! It depends on the client only for the shape of an answer, and on the
+//! config for what a run was asked: no plugin host, no engine.
+#![forbid(unsafe_code)]
+
+mod accuracy;
+pub mod exit;
+mod manifest;
+pub mod metrics;
+pub mod record;
+mod reference_config;
+mod report_txt;
+pub mod submission;
+mod summary;
+pub mod yaml;
+
+pub use accuracy::{
+    accuracy_entry, accuracy_results, find_breakdown_entry, performance_entry,
+    write_accuracy_results, ACCURACY_RESULTS,
+};
+pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+pub use record::{CompletionRecord, CountingStats, LocalTokens, TurnRecord, TurnStatus};
+pub use reference_config::{reference_config, run_config, write_reference_config};
+pub use report_txt::write_report;
+pub use summary::{summarize, Harness, PerformanceSummary, TimingError, TokenSetup};
+
+use std::path::Path;
+
+/// Writes `value` as pretty JSON to `path`, creating parent directories.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    text.push('\n');
+    std::fs::write(path, text)
+}

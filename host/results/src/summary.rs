@@ -1,0 +1,716 @@
+//! `performance/result_summary.json` from the turn records: the reference's
+//! keys, shapes and value types (all times in ns), computed as the
+//! reference computes them, plus agentload's own additions under the
+//! separate `agentload` key.
+
+use super::manifest::RunManifest;
+use crate::metrics::{Series, Spread};
+use crate::record::{TurnRecord, TurnStatus};
+use agentload_config::TokenSource;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The summary file.
+#[derive(Debug, Serialize)]
+pub struct PerformanceSummary {
+    pub version: &'static str,
+    pub git_sha: Option<String>,
+    /// The reference writes 0 here (its session start is not surfaced);
+    /// agentload's wall-clock start is `agentload.test_started_at`.
+    pub test_started_at: u64,
+    pub n_samples_issued: u64,
+    pub n_samples_completed: u64,
+    pub n_samples_failed: u64,
+    /// First request issued to last completion; null when nothing completed.
+    pub duration_ns: Option<u64>,
+    pub state: &'static str,
+    /// The report has every metric it will get (no count left pending).
+    pub complete: bool,
+    pub ttft: Reported,
+    /// The reference's TPOT: (complete - first token) / tokens after the
+    /// first chunk.
+    pub tpot: Reported,
+    pub latency: Reported,
+    pub output_sequence_lengths: Reported,
+    pub input_sequence_lengths: Reported,
+    /// The legacy LoadGen window applies to Poisson load only: null here.
+    pub legacy_loadgen_window_duration_ns: Option<u64>,
+    /// Completed turns per second of `duration_ns`.
+    pub qps: Option<f64>,
+    /// Output tokens (`output_sequence_lengths.total`) per second.
+    pub tps: Option<f64>,
+    pub finish_reason_counts: FinishReasonCounts,
+    /// `load_pattern`, `warmup` and both seeds, as in `config.yaml`.
+    pub run_config: Value,
+    /// agentload's additions (not in the reference's schema).
+    pub agentload: Extras,
+}
+
+/// A series, or what the reference writes for an empty one: `{}`, or for a
+/// latency series its early-stopping map with every estimate null.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub series: Option<Series>,
+    early_stopping: bool,
+}
+
+impl Reported {
+    fn new(series: Option<Series>, early_stopping: bool) -> Self {
+        Self {
+            series,
+            early_stopping,
+        }
+    }
+}
+
+impl Serialize for Reported {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.series {
+            Some(series) => series.serialize(serializer),
+            None => {
+                let mut empty = Map::new();
+                if self.early_stopping {
+                    let nulls = crate::metrics::PERCENTILE_GRID
+                        .iter()
+                        .filter(|&&p| (50.0..100.0).contains(&p))
+                        .map(|&p| (format!("{p:.1}"), Value::Null))
+                        .collect();
+                    empty.insert("early_stopping_percentiles".into(), Value::Object(nulls));
+                }
+                empty.serialize(serializer)
+            }
+        }
+    }
+}
+
+/// Completed turns by `finish_reason`: all six of the reference's keys, in
+/// its order; a turn without a finish reason is not counted.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct FinishReasonCounts {
+    pub stop: u64,
+    pub length: u64,
+    pub tool_calls: u64,
+    pub content_filter: u64,
+    pub function_call: u64,
+    pub other: u64,
+}
+
+impl FinishReasonCounts {
+    fn count(&mut self, reason: &str) {
+        *match reason {
+            "stop" => &mut self.stop,
+            "length" => &mut self.length,
+            "tool_calls" => &mut self.tool_calls,
+            "content_filter" => &mut self.content_filter,
+            "function_call" => &mut self.function_call,
+            _ => &mut self.other,
+        } += 1;
+    }
+}
+
+/// Metrics agentload reports beyond the reference's.
+#[derive(Debug, Serialize)]
+pub struct Extras {
+    /// The run's start, UTC (RFC 3339).
+    pub test_started_at: String,
+    /// (e2e - ttft) / (osl - 1): the vLLM/SGLang TPOT, osl from the same
+    /// source as the reference-shaped fields.
+    pub tpot_decode: Option<Series>,
+    /// Time to the first byte of the response.
+    pub ttfb: Option<Series>,
+    /// Where the reference-shaped token counts came from: `local`, `server`
+    /// or `mixed` (some turns lacked the configured source's count).
+    pub token_count_source: &'static str,
+    /// The configured source, the other source's series, and the check.
+    pub token_counts: TokenCounts,
+    /// Turns whose server and local counts differ, and by how much.
+    pub token_count_check: Option<TokenCheck>,
+    /// Harness TTFT minus the simulator's server-side first-token time.
+    pub timing_error: Option<TimingError>,
+    /// How long first tokens waited in the kernel before agentload read them (ns; turns
+    /// with kernel receive stamps, `endpoint.timestamps = "arrival"`): the harness's own
+    /// backlog, which the stamps keep out of TTFT. Large, it still delays the next requests
+    /// of closed-loop sessions (see their send lag).
+    pub first_token_read_lag_ns: Option<Series>,
+    /// Send lag, issued minus due (ns, every issued turn): for a session's later turns, the
+    /// harness's own time between an answer's end (its last packet's arrival) and the next
+    /// request, the recorded delay excluded. Large, the harness throttled the load.
+    pub send_lag_ns: Option<Series>,
+    /// The harness's timings against llama.cpp's own `timings`.
+    pub server_timings_check: Option<ServerTimingsCheck>,
+    /// The harness's own costs, outside the measured turns.
+    pub harness: Harness,
+    /// Turns not sent because an earlier turn of their session failed.
+    pub n_samples_aborted: u64,
+    pub manifest: RunManifest,
+}
+
+/// What the harness spent outside the measured turns.
+#[derive(Debug, Default, Serialize)]
+pub struct Harness {
+    /// Process start (`main`) to the process's first chat request, ms.
+    pub startup_ms: Option<f64>,
+    /// The connections opened before the phase's first turn (one per concurrent session), and
+    /// how long that took: not inside any turn's timings.
+    pub connection_setup: Option<agentload_client::Setup>,
+    /// Local token counting, run when the phase ended.
+    pub token_counting: Option<crate::record::CountingStats>,
+}
+
+/// How the reference-shaped counts were made, and the other source's view.
+#[derive(Debug, Serialize)]
+pub struct TokenCounts {
+    /// `model.token_counts`: `local` or `server`.
+    pub configured: TokenSource,
+    /// sha256 of the chat template local counts render with, when counted.
+    pub chat_template_sha256: Option<String>,
+    /// Completed turns counted from each source.
+    pub turns_local: u64,
+    pub turns_server: u64,
+    /// ISL, OSL, TPOT and `tps` from the other source, over the turns it
+    /// counted (the server's when local is configured, and vice versa).
+    pub other: Option<OtherCounts>,
+}
+
+/// The reference-shaped token series from the source not configured.
+#[derive(Debug, Serialize)]
+pub struct OtherCounts {
+    pub source: TokenSource,
+    pub input_sequence_lengths: Option<Series>,
+    pub output_sequence_lengths: Option<Series>,
+    pub tpot: Option<Series>,
+    pub tps: Option<f64>,
+}
+
+/// Server vs local token counts.
+#[derive(Debug, Serialize)]
+pub struct TokenCheck {
+    pub turns_compared: u64,
+    pub isl_mismatches: u64,
+    pub osl_mismatches: u64,
+    /// Mean of (local - server) prompt tokens.
+    pub isl_mean_diff: f64,
+    pub osl_mean_diff: f64,
+}
+
+/// Distribution of the client's timestamp error, in ns.
+#[derive(Debug, Serialize)]
+pub struct TimingError {
+    /// Harness TTFT minus server-side first-token time: the request path plus the response
+    /// path.
+    pub ttft_minus_server_ns: Series,
+    /// Request path: the simulator's arrival stamp (the request's first bytes) minus the
+    /// harness's `issued` (both on the machine's monotonic clock).
+    pub request_path_ns: Option<Series>,
+    /// Response path: the harness's first-token stamp (the kernel's arrival stamp, or its
+    /// read's return) minus the simulator's first-token stamp (the write of the first token
+    /// returned). Loopback delivers the bytes inside the simulator's `write(2)`, so an
+    /// arrival stamp, or a client as fast as the machine's floor, comes before that write
+    /// returned: a few µs below zero then.
+    pub response_path_ns: Option<Series>,
+    /// Harness e2e minus server-side last-token time.
+    pub e2e_minus_server_last_ns: Option<Series>,
+}
+
+/// The harness's view against what llama.cpp reports in `timings`.
+#[derive(Debug, Serialize)]
+pub struct ServerTimingsCheck {
+    /// Harness TTFT minus `timings.prompt_ms` (ms): request transfer,
+    /// queueing, and the first token's decode step.
+    pub ttft_minus_prompt_ms: Spread,
+    /// Turns whose stream carried one token per chunk (`token_chunks ==
+    /// predicted_n`), the only ones where a client-side decode rate means
+    /// the server's.
+    pub one_token_per_chunk: usize,
+    /// Client decode rate ((chunks − 1) / (last − first token)) over
+    /// `timings.predicted_per_second`, on those turns.
+    pub decode_rate_ratio: Option<Spread>,
+}
+
+/// What the token counts are made from.
+#[derive(Debug, Clone)]
+pub struct TokenSetup {
+    /// The configured source (`model.token_counts`).
+    pub source: TokenSource,
+    /// sha256 of the chat template of local counts, when a counter ran.
+    pub chat_template_sha256: Option<String>,
+}
+
+/// One turn's counts from one source.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    isl: u64,
+    osl: u64,
+    /// Output tokens after the first token-bearing chunk.
+    after_first: u64,
+}
+
+fn counts(r: &TurnRecord, source: TokenSource) -> Option<Counts> {
+    match source {
+        TokenSource::Local => r.local_tokens.map(|l| Counts {
+            isl: u64::from(l.isl),
+            osl: u64::from(l.osl),
+            after_first: u64::from(l.osl_after_first),
+        }),
+        // The server tells the output's total only; the first chunk is
+        // taken as one token.
+        TokenSource::Server => Some(Counts {
+            isl: r.server_isl()?,
+            osl: r.server_osl()?,
+            after_first: r.server_osl()?.saturating_sub(1),
+        }),
+    }
+}
+
+fn span(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    b?.checked_sub(a?)
+}
+
+/// ISL, OSL and TPOT series of `turns` with their chosen counts, and `tps`
+/// over `secs`.
+fn token_series(
+    turns: &[(&TurnRecord, Counts)],
+    secs: Option<f64>,
+) -> (Option<Series>, Option<Series>, Option<Series>, Option<f64>) {
+    let isl: Vec<u64> = turns.iter().map(|(_, c)| c.isl).collect();
+    // Empty outputs are not counted (the reference's OSL rule).
+    let osl: Vec<u64> = turns
+        .iter()
+        .map(|(_, c)| c.osl)
+        .filter(|&n| n > 0)
+        .collect();
+    let tpot: Vec<f64> = turns
+        .iter()
+        .filter(|(_, c)| c.after_first > 0)
+        .filter_map(|(r, c)| {
+            let decode = span(r.first_token_ns, r.complete_ns)?;
+            Some(decode as f64 / c.after_first as f64)
+        })
+        .collect();
+    let osl = Series::of(&osl, false);
+    let tps = osl.as_ref().zip(secs).map(|(s, secs)| s.total_f64() / secs);
+    (
+        Series::of(&isl, false),
+        osl,
+        Series::of_floats(&tpot, true),
+        tps,
+    )
+}
+
+/// Builds the summary from the phase's records (in completion order).
+pub fn summarize(
+    records: &[TurnRecord],
+    window_ns: Option<(u64, u64)>,
+    run_config: Value,
+    manifest: RunManifest,
+    tokens: &TokenSetup,
+) -> PerformanceSummary {
+    let issued: Vec<&TurnRecord> = records.iter().filter(|r| r.issued_ns.is_some()).collect();
+    let done: Vec<&TurnRecord> = issued
+        .iter()
+        .copied()
+        .filter(|r| r.status == TurnStatus::Completed)
+        .collect();
+    let collect = |f: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
+        done.iter().filter_map(|r| f(r)).collect()
+    };
+    let duration_ns = window_ns
+        .map(|(a, b)| b.saturating_sub(a))
+        .filter(|&d| d > 0);
+    let secs = duration_ns.map(|d| d as f64 / 1e9);
+
+    // Each turn's counts from the configured source, else the other one.
+    let configured = tokens.source;
+    let mut chosen = Vec::new();
+    let (mut turns_local, mut turns_server) = (0, 0);
+    for r in &done {
+        let pick = counts(r, configured)
+            .map(|c| (configured, c))
+            .or_else(|| counts(r, configured.other()).map(|c| (configured.other(), c)));
+        if let Some((source, c)) = pick {
+            match source {
+                TokenSource::Local => turns_local += 1,
+                TokenSource::Server => turns_server += 1,
+            }
+            chosen.push((*r, c));
+        }
+    }
+    let (isls, osls, tpot, tps) = token_series(&chosen, secs);
+    let other_turns: Vec<(&TurnRecord, Counts)> = done
+        .iter()
+        .filter_map(|r| counts(r, configured.other()).map(|c| (*r, c)))
+        .collect();
+    let other = (!other_turns.is_empty()).then(|| {
+        let (isl, osl, tpot, tps) = token_series(&other_turns, secs);
+        OtherCounts {
+            source: configured.other(),
+            input_sequence_lengths: isl,
+            output_sequence_lengths: osl,
+            tpot,
+            tps,
+        }
+    });
+    let token_count_source = match (turns_local, turns_server) {
+        (_, 0) if turns_local > 0 => "local",
+        (0, _) if turns_server > 0 => "server",
+        (0, 0) => "none",
+        _ => "mixed",
+    };
+    let tpot_decode: Vec<f64> = chosen
+        .iter()
+        .filter(|(_, c)| c.osl > 1)
+        .filter_map(|(r, c)| {
+            let decode = span(r.first_token_ns, r.complete_ns)?;
+            Some(decode as f64 / (c.osl - 1) as f64)
+        })
+        .collect();
+
+    let mut finish_reason_counts = FinishReasonCounts::default();
+    for r in &done {
+        if let Some(reason) = r
+            .completion
+            .as_ref()
+            .and_then(|c| c.finish_reason.as_deref())
+        {
+            finish_reason_counts.count(reason);
+        }
+    }
+    let timing_error = timing_error(&done);
+    let server_timings_check = server_timings_check(&done);
+    PerformanceSummary {
+        version: env!("CARGO_PKG_VERSION"),
+        git_sha: option_env!("AGENTLOAD_GIT_SHA").map(str::to_string),
+        test_started_at: 0,
+        n_samples_issued: issued.len() as u64,
+        n_samples_completed: done.len() as u64,
+        n_samples_failed: (issued.len() - done.len()) as u64,
+        duration_ns,
+        state: "complete",
+        complete: true,
+        ttft: Reported::new(
+            Series::of(&collect(&|r| span(r.issued_ns, r.first_token_ns)), true),
+            true,
+        ),
+        tpot: Reported::new(tpot, true),
+        latency: Reported::new(
+            Series::of(&collect(&|r| span(r.issued_ns, r.complete_ns)), true),
+            true,
+        ),
+        output_sequence_lengths: Reported::new(osls, false),
+        input_sequence_lengths: Reported::new(isls, false),
+        legacy_loadgen_window_duration_ns: None,
+        qps: secs.map(|s| done.len() as f64 / s),
+        tps,
+        finish_reason_counts,
+        run_config,
+        agentload: Extras {
+            test_started_at: manifest.test_started_at.clone(),
+            tpot_decode: Series::of_floats(&tpot_decode, true),
+            ttfb: Series::of(&collect(&|r| span(r.issued_ns, r.first_byte_ns)), false),
+            token_count_source,
+            token_counts: TokenCounts {
+                configured,
+                chat_template_sha256: tokens.chat_template_sha256.clone(),
+                turns_local,
+                turns_server,
+                other,
+            },
+            token_count_check: token_check(&done),
+            timing_error,
+            first_token_read_lag_ns: Series::of(
+                &done
+                    .iter()
+                    .filter_map(|r| r.first_token_read_lag_ns)
+                    .collect::<Vec<_>>(),
+                false,
+            ),
+            send_lag_ns: Series::of(
+                &issued
+                    .iter()
+                    .filter_map(|r| r.send_lag_ns())
+                    .collect::<Vec<_>>(),
+                false,
+            ),
+            server_timings_check,
+            harness: Harness::default(),
+            n_samples_aborted: records
+                .iter()
+                .filter(|r| r.status == TurnStatus::Aborted)
+                .count() as u64,
+            manifest,
+        },
+    }
+}
+
+fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
+    let pairs: Vec<(i64, i64)> = done
+        .iter()
+        .filter_map(|r| {
+            let l = r.local_tokens?;
+            Some((
+                i64::from(l.isl) - r.server_isl()? as i64,
+                i64::from(l.osl) - r.server_osl()? as i64,
+            ))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    Some(TokenCheck {
+        turns_compared: pairs.len() as u64,
+        isl_mismatches: pairs.iter().filter(|p| p.0 != 0).count() as u64,
+        osl_mismatches: pairs.iter().filter(|p| p.1 != 0).count() as u64,
+        isl_mean_diff: pairs.iter().map(|p| p.0 as f64).sum::<f64>() / n,
+        osl_mean_diff: pairs.iter().map(|p| p.1 as f64).sum::<f64>() / n,
+    })
+}
+
+fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
+    let server = |r: &TurnRecord, key: &str| r.server_timestamps.as_ref()?.get(key)?.as_u64();
+    let diffs = |key: &str, end: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
+        done.iter()
+            .filter_map(|r| {
+                let harness = end(r)?.checked_sub(r.issued_ns?)?;
+                Some(harness.saturating_sub(server(r, key)?))
+            })
+            .collect()
+    };
+    let ttft = diffs("first_token_ns", &|r| r.first_token_ns);
+    let (request, response): (Vec<f64>, Vec<f64>) = done
+        .iter()
+        .filter_map(|r| {
+            let issued = r.issued_mono_ns? as i64;
+            let first = issued + r.first_token_ns?.checked_sub(r.issued_ns?)? as i64;
+            Some((
+                (server(r, "received_mono_ns")? as i64 - issued) as f64,
+                (first - server(r, "first_token_mono_ns")? as i64) as f64,
+            ))
+        })
+        .unzip();
+    Some(TimingError {
+        ttft_minus_server_ns: Series::of(&ttft, false)?,
+        request_path_ns: Series::of_floats(&request, false),
+        response_path_ns: Series::of_floats(&response, false),
+        e2e_minus_server_last_ns: Series::of(&diffs("last_token_ns", &|r| r.last_token_ns), false),
+    })
+}
+
+fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
+    let timing = |r: &TurnRecord, key: &str| r.timings.as_ref()?.get(key)?.as_f64();
+    let ttft = Spread::of(
+        done.iter()
+            .filter_map(|r| {
+                let ttft_ms = (r.first_token_ns? - r.issued_ns?) as f64 / 1e6;
+                Some(ttft_ms - timing(r, "prompt_ms")?)
+            })
+            .collect(),
+    )?;
+    let clean: Vec<f64> = done
+        .iter()
+        .filter(|r| {
+            timing(r, "predicted_n") == Some(f64::from(r.token_chunks)) && r.token_chunks >= 2
+        })
+        .filter_map(|r| {
+            let span_s = r.last_token_ns?.checked_sub(r.first_token_ns?)? as f64 / 1e9;
+            let server = timing(r, "predicted_per_second")?;
+            (span_s > 0.0 && server > 0.0).then(|| f64::from(r.token_chunks - 1) / span_s / server)
+        })
+        .collect();
+    Some(ServerTimingsCheck {
+        ttft_minus_prompt_ms: ttft,
+        one_token_per_chunk: clean.len(),
+        decode_rate_ratio: Spread::of(clean),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{CompletionRecord, LocalTokens};
+    use crate::SealRecord;
+    use agentload_config::RunKind;
+    use serde_json::json;
+
+    fn manifest() -> RunManifest {
+        RunManifest {
+            agentload_version: "0",
+            plugins: vec![],
+            datasets: vec![],
+            endpoint: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            test_started_at: "2026-01-01T00:00:00Z".into(),
+            seal: SealRecord {
+                mode: RunKind::Development,
+                sealed: true,
+                plugins: vec![],
+            },
+            compliance: agentload_config::rules::Compliance {
+                rules: None,
+                rules_version: None,
+                rules_source: None,
+                config_digest: String::new(),
+                compliant: false,
+                deviations: vec![],
+            },
+        }
+    }
+
+    /// A completed turn issued at `at` ms, first token 10 ms later, done
+    /// 40 ms after that; local counts (isl 100, osl 31, 30 after the first
+    /// chunk) and server usage (prompt 102, completion 31).
+    fn turn(at: u64, reason: Option<&str>) -> TurnRecord {
+        let ms = 1_000_000;
+        let mut r = TurnRecord::aborted("s", 1, "s:1", "{}");
+        r.status = TurnStatus::Completed;
+        r.error = None;
+        r.issued_ns = Some(at * ms);
+        r.first_token_ns = Some((at + 10) * ms);
+        r.complete_ns = Some((at + 50) * ms);
+        r.completion = Some(CompletionRecord {
+            finish_reason: reason.map(str::to_string),
+            ..Default::default()
+        });
+        r.usage = Some(json!({"prompt_tokens": 102, "completion_tokens": 31}));
+        r.local_tokens = Some(LocalTokens {
+            isl: 100,
+            osl: 31,
+            osl_after_first: 30,
+            osl_count_ns: 0,
+        });
+        r
+    }
+
+    fn setup(source: TokenSource) -> TokenSetup {
+        TokenSetup {
+            source,
+            chat_template_sha256: Some("abc".into()),
+        }
+    }
+
+    #[test]
+    fn reference_keys_shapes_and_types() {
+        let records = vec![turn(0, Some("tool_calls")), turn(100, None)];
+        let s = summarize(
+            &records,
+            Some((0, 150_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Local),
+        );
+        let v = serde_json::to_value(&s).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "version",
+                "git_sha",
+                "test_started_at",
+                "n_samples_issued",
+                "n_samples_completed",
+                "n_samples_failed",
+                "duration_ns",
+                "state",
+                "complete",
+                "ttft",
+                "tpot",
+                "latency",
+                "output_sequence_lengths",
+                "input_sequence_lengths",
+                "legacy_loadgen_window_duration_ns",
+                "qps",
+                "tps",
+                "finish_reason_counts",
+                "run_config",
+                "agentload"
+            ]
+        );
+        assert_eq!(v["test_started_at"], 0);
+        assert_eq!(v["legacy_loadgen_window_duration_ns"], Value::Null);
+        assert_eq!(v["duration_ns"], 150_000_000);
+        assert_eq!(
+            v["finish_reason_counts"],
+            json!({"stop": 0, "length": 0, "tool_calls": 1, "content_filter": 0, "function_call": 0, "other": 0})
+        );
+        // Local counts by default: ISL 100, TPOT = 40 ms / 30 tokens.
+        assert_eq!(v["input_sequence_lengths"]["max"], 100);
+        let tpot = v["tpot"]["percentiles"]["50.0"].as_f64().unwrap();
+        assert!((tpot - 40e6 / 30.0).abs() < 1e-6, "{tpot}");
+        assert!(v["tpot"]["total"].is_f64());
+        assert!(v["ttft"]["total"].is_u64() && v["ttft"]["median"].is_f64());
+        assert_eq!(
+            v["ttft"]["histogram"]["buckets"].as_array().unwrap().len(),
+            30
+        );
+        assert_eq!(
+            v["ttft"]["histogram"]["buckets"][0]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        // Two samples: every estimate is null.
+        assert!(v["latency"]["early_stopping_percentiles"]["50.0"].is_null());
+        assert_eq!(v["tps"], 62.0 / 0.15);
+        assert_eq!(v["qps"], 2.0 / 0.15);
+        let extra = &v["agentload"];
+        assert_eq!(extra["token_count_source"], "local");
+        assert_eq!(extra["token_counts"]["configured"], "local");
+        assert_eq!(extra["token_counts"]["other"]["source"], "server");
+        assert_eq!(
+            extra["token_counts"]["other"]["input_sequence_lengths"]["max"],
+            102
+        );
+        assert_eq!(extra["token_count_check"]["isl_mismatches"], 2);
+        assert_eq!(extra["token_count_check"]["isl_mean_diff"], -2.0);
+        assert_eq!(extra["test_started_at"], "2026-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn server_source_and_fallback_per_turn() {
+        let mut records = vec![turn(0, Some("stop")), turn(100, Some("weird"))];
+        let s = summarize(
+            &records,
+            Some((0, 150_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Server),
+        );
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["input_sequence_lengths"]["max"], 102);
+        assert_eq!(v["agentload"]["token_counts"]["other"]["source"], "local");
+        assert_eq!(v["finish_reason_counts"]["other"], 1);
+        // A turn without usage falls back to its local count: mixed.
+        records[1].usage = None;
+        let s = summarize(
+            &records,
+            Some((0, 150_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Server),
+        );
+        assert_eq!(s.agentload.token_count_source, "mixed");
+        assert_eq!(
+            (
+                s.agentload.token_counts.turns_server,
+                s.agentload.token_counts.turns_local
+            ),
+            (1, 1)
+        );
+    }
+
+    #[test]
+    fn empty_phase_writes_the_reference_empty_series() {
+        let s = summarize(&[], None, json!({}), manifest(), &setup(TokenSource::Local));
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["input_sequence_lengths"], json!({}));
+        let es = v["ttft"]["early_stopping_percentiles"].as_object().unwrap();
+        assert_eq!(es.len(), 8);
+        assert!(es.values().all(Value::is_null));
+        assert_eq!(
+            (&v["qps"], &v["tps"], &v["duration_ns"]),
+            (&Value::Null, &Value::Null, &Value::Null)
+        );
+        assert_eq!(v["agentload"]["token_count_source"], "none");
+    }
+}

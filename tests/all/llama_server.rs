@@ -1,0 +1,520 @@
+//! agentload end to end against a real llama.cpp `llama-server` (CPU,
+//! SmolLM2-135M Q4_1), built from registry packages by
+//! `scripts/llama-server.sh`.
+//!
+//! Each test starts its own server through the script (one at a time: the
+//! tests hold a lock so that timings are not disturbed by a neighbour), or
+//! uses the server at `AGENTLOAD_LLAMA_URL` when that is set. Without the
+//! cached binary and model the tests fail and say how to get them, unless
+//! `AGENTLOAD_SKIP_LLAMA=1`.
+//!
+//! The assertions are about structure and semantics (streaming, usage and
+//! timings recorded, failures and aborts accounted), never about what the
+//! 135M model answers.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// One llama.cpp server at a time in this test binary.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Completion tokens per turn: enough to see a stream, short enough for CI.
+const MAX_TOKENS: u32 = 16;
+
+fn root() -> PathBuf {
+    crate::common::manifest_dir().join("../..")
+}
+
+fn script() -> PathBuf {
+    root().join("scripts/llama-server.sh")
+}
+
+fn skip() -> bool {
+    if std::env::var("AGENTLOAD_SKIP_LLAMA").as_deref() == Ok("1") {
+        eprintln!("AGENTLOAD_SKIP_LLAMA=1: skipping the llama-server test");
+        true
+    } else {
+        false
+    }
+}
+
+/// A server for one test: ours (stopped on drop) or the one in `AGENTLOAD_LLAMA_URL`.
+struct Server {
+    url: String,
+    /// The port when this test started the server.
+    port: Option<u16>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(port) = self.port {
+            let _ = std::process::Command::new("bash")
+                .arg(script())
+                .args(["stop", &port.to_string()])
+                .status();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts llama-server with `--ctx-size ctx` (or reuses `AGENTLOAD_LLAMA_URL`).
+async fn server(ctx: u32) -> Server {
+    if let Ok(url) = std::env::var("AGENTLOAD_LLAMA_URL") {
+        return Server {
+            url: url.trim_end_matches('/').to_string(),
+            port: None,
+        };
+    }
+    let check = tokio::process::Command::new("bash")
+        .arg(script())
+        .arg("check")
+        .output()
+        .await
+        .expect("bash runs scripts/llama-server.sh");
+    assert!(
+        check.status.success(),
+        "the llama-server binary or its model is not cached:\n{}\n\
+         run `scripts/llama-server.sh build && scripts/llama-server.sh model` \
+         (the first build takes ~15-17 minutes on 2 cores), or point \
+         AGENTLOAD_LLAMA_URL at a running server, or set AGENTLOAD_SKIP_LLAMA=1 to skip",
+        text(&check)
+    );
+    let port = free_port();
+    let started = std::time::Instant::now();
+    let out = tokio::process::Command::new("bash")
+        .arg(script())
+        .args(["start", &port.to_string(), "--ctx-size", &ctx.to_string()])
+        .env("LLAMA_NO_BUILD", "1")
+        .output()
+        .await
+        .expect("bash runs scripts/llama-server.sh");
+    assert!(
+        out.status.success(),
+        "scripts/llama-server.sh start failed:\n{}",
+        text(&out)
+    );
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(url, format!("http://127.0.0.1:{port}"));
+    eprintln!(
+        "llama-server (ctx {ctx}) healthy at {url} after {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    Server {
+        url,
+        port: Some(port),
+    }
+}
+
+/// The server's context size per slot, from `/props`.
+async fn n_ctx(url: &str) -> u64 {
+    let props: Value = reqwest::get(format!("{url}/props"))
+        .await
+        .expect("GET /props")
+        .json()
+        .await
+        .expect("/props is JSON");
+    props["default_generation_settings"]["n_ctx"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no n_ctx in /props: {props}"))
+}
+
+/// Writes a run config over `data` (holding `file`) and returns its path.
+fn config(dir: &Path, url: &str, data: &Path, file: &str, settings: &str) -> PathBuf {
+    let text = format!(
+        r#"name = "llama-server"
+data_dir = "{data}"
+[model]
+name = "SmolLM2-135M-Instruct.Q4_1"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+stream = true
+include_usage = true
+[load]
+concurrency = 1
+turn_timeout_s = 120.0
+[performance]
+workload = "coding-replay"
+scorer = "shell-iou"
+[performance.data]
+trajectories = "{file}"
+[performance.settings]
+inject_tool_delay = false
+temperature = 0.0
+seed = 42
+max_completion_tokens = {MAX_TOKENS}
+{settings}
+"#,
+        data = data.display()
+    );
+    let path = dir.join("run.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn records(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("turns.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn ns(record: &Value, key: &str) -> u64 {
+    record[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing: {record}"))
+}
+
+fn num(value: &Value, key: &str) -> f64 {
+    value[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing: {value}"))
+}
+
+/// agentload's client-side view of a turn beside llama.cpp's own timings.
+struct Fidelity {
+    /// first token-bearing chunk - issued
+    ttft_ms: f64,
+    prompt_ms: f64,
+    /// last - first token-bearing chunk
+    stream_ms: f64,
+    predicted_ms: f64,
+    chunks: u64,
+    completion_tokens: u64,
+    /// (chunks - 1) / stream time
+    decode_tps: Option<f64>,
+    predicted_per_second: f64,
+}
+
+/// Checks one completed, streamed turn against llama.cpp's own accounting.
+fn check_completed(r: &Value) -> Fidelity {
+    assert_eq!(r["status"], "completed", "{r}");
+    let issued = ns(r, "issued_ns");
+    let first_byte = ns(r, "first_byte_ns");
+    let first = ns(r, "first_token_ns");
+    let last = ns(r, "last_token_ns");
+    let complete = ns(r, "complete_ns");
+    assert!(
+        issued <= first_byte && first_byte <= first && first <= last && last <= complete,
+        "timestamps out of order: {r}"
+    );
+    let usage = &r["usage"];
+    let timings = &r["timings"];
+    assert!(usage.is_object(), "server usage recorded: {r}");
+    assert!(timings.is_object(), "llama.cpp timings recorded: {r}");
+    let prompt_tokens = usage["prompt_tokens"].as_u64().unwrap();
+    let completion_tokens = usage["completion_tokens"].as_u64().unwrap();
+    assert!(prompt_tokens > 0, "{usage}");
+    assert!(
+        (1..=u64::from(MAX_TOKENS)).contains(&completion_tokens),
+        "max_completion_tokens = {MAX_TOKENS} is honoured: {usage}"
+    );
+    // llama.cpp's timings describe the same request as its usage.
+    assert_eq!(
+        timings["predicted_n"].as_u64(),
+        Some(completion_tokens),
+        "{timings} vs {usage}"
+    );
+    let prompt_n = timings["prompt_n"].as_u64().unwrap();
+    let cache_n = timings["cache_n"].as_u64().unwrap_or(0);
+    assert!(prompt_n >= 1, "{timings}");
+    assert_eq!(prompt_n + cache_n, prompt_tokens, "{timings} vs {usage}");
+    // Streamed: one token-bearing chunk per generated token (llama.cpp sends
+    // each token as it is sampled), so several chunks for a multi-token answer.
+    let chunks = r["token_chunks"].as_u64().unwrap();
+    assert!(chunks >= 1 && chunks <= completion_tokens, "{r}");
+    if completion_tokens >= 4 {
+        assert!(chunks >= 2, "the answer arrived as a stream: {r}");
+    }
+    let completion = &r["completion"];
+    let reason = completion["finish_reason"].as_str().unwrap();
+    assert!(["stop", "length", "tool_calls"].contains(&reason), "{r}");
+    if reason == "length" {
+        assert_eq!(completion_tokens, u64::from(MAX_TOKENS), "{r}");
+    }
+    Fidelity {
+        ttft_ms: (first - issued) as f64 / 1e6,
+        prompt_ms: num(timings, "prompt_ms"),
+        stream_ms: (last - first) as f64 / 1e6,
+        predicted_ms: num(timings, "predicted_ms"),
+        chunks,
+        completion_tokens,
+        decode_tps: (chunks >= 2).then(|| (chunks - 1) as f64 / ((last - first) as f64 / 1e9)),
+        predicted_per_second: num(timings, "predicted_per_second"),
+    }
+}
+
+/// (a) A shortened edge performance run: two short trajectories, every turn
+/// streamed and accounted, llama.cpp's usage and timings kept per turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_edge_run_streams_and_records_llama_timings() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let server = server(2048).await;
+    let ctx = n_ctx(&server.url).await;
+    assert!(
+        ctx >= 1024,
+        "the fixture needs ~400 tokens of context, server has {ctx}"
+    );
+
+    let dir = scratch("llama-edge");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(
+        root().join("tests/fixtures/llama/smoke.jsonl"),
+        data.join("smoke.jsonl"),
+    )
+    .unwrap();
+    let config = config(
+        dir.path(),
+        &server.url,
+        &data,
+        "smoke.jsonl",
+        "num_trajectories_to_issue = 2",
+    );
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mode",
+            "perf",
+            "--require-valid",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(run.status.success(), "{}", text(&run));
+    eprintln!(
+        "agentload run took {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Two trajectories of two assistant turns each.
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "{records:?}");
+    let sessions: std::collections::BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+
+    let mut fidelity = Vec::new();
+    for r in &records {
+        fidelity.push(check_completed(r));
+    }
+    // Later turns of a conversation reuse the cached prefix (the server keeps
+    // the conversation's KV cache between turns).
+    assert!(
+        records
+            .iter()
+            .any(|r| r["timings"]["cache_n"].as_u64().unwrap_or(0) > 0),
+        "no turn reused the prompt cache"
+    );
+
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(summary["n_samples_issued"], 4);
+    assert_eq!(summary["n_samples_completed"], summary["n_samples_issued"]);
+    assert_eq!(summary["n_samples_failed"], 0);
+    assert_eq!(summary["agentload"]["token_count_source"], "server");
+    // The harness's timings against llama.cpp's own: every turn compared,
+    // and TTFT covers the server's prompt processing.
+    let check = &summary["agentload"]["server_timings_check"];
+    assert_eq!(check["ttft_minus_prompt_ms"]["n"], 4, "{check}");
+    assert!(
+        check["ttft_minus_prompt_ms"]["p50"].as_f64().unwrap() >= 0.0,
+        "{check}"
+    );
+    for key in [
+        "ttft",
+        "tpot",
+        "latency",
+        "output_sequence_lengths",
+        "input_sequence_lengths",
+    ] {
+        assert!(
+            summary[key]["percentiles"]["99.0"].is_f64(),
+            "{key}: {}",
+            summary[key]
+        );
+    }
+    let osl_sum: u64 = records
+        .iter()
+        .map(|r| r["usage"]["completion_tokens"].as_u64().unwrap())
+        .sum();
+    assert!(osl_sum > 0);
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("VALID") && !report.contains("INVALID"),
+        "{report}"
+    );
+    let scores = json(&out.join("scores.json"));
+    assert_eq!(scores["turns"]["missing"], 0, "{}", scores["turns"]);
+
+    // Fidelity: agentload's client-side view against llama.cpp's own timings.
+    // (When the model starts something llama.cpp's tool-call parser might
+    // complete, e.g. `<tool_response>`, the server holds tokens back and sends
+    // them merged: chunks < tokens, and TTFT includes the held-back tokens.)
+    eprintln!(
+        "item          chunks/tok  TTFT ms  prompt_ms   diff | stream ms  predicted_ms | tok/s  predicted_per_second"
+    );
+    for (r, f) in records.iter().zip(&fidelity) {
+        eprintln!(
+            "{:<14} {:>4}/{:<4} {:>8.1} {:>10.1} {:>6.1} | {:>9.1} {:>13.1} | {:>5} {:>21.1}",
+            r["item_id"].as_str().unwrap(),
+            f.chunks,
+            f.completion_tokens,
+            f.ttft_ms,
+            f.prompt_ms,
+            f.ttft_ms - f.prompt_ms,
+            f.stream_ms,
+            f.predicted_ms,
+            f.decode_tps.map_or("-".into(), |d| format!("{d:.1}")),
+            f.predicted_per_second,
+        );
+        // TTFT covers prefill plus the transport, so it is never shorter than
+        // the server's prefill time.
+        assert!(
+            f.ttft_ms + 1.0 >= f.prompt_ms,
+            "TTFT {} ms < prompt_ms {}",
+            f.ttft_ms,
+            f.prompt_ms
+        );
+    }
+}
+
+/// A tool-calling assistant turn (`bash` with `command`).
+fn bash_call(conversation: &str, turn: u32, command: &str) -> Value {
+    json!({"conversation_id": conversation, "turn": turn, "role": "assistant",
+           "tool_calls": [{"id": format!("functions.bash:{turn}"), "type": "function",
+                           "function": {"name": "bash",
+                                        "arguments": json!({"command": command}).to_string()}}]})
+}
+
+fn tool_result(conversation: &str, turn: u32, call_turn: u32, content: &str) -> Value {
+    json!({"conversation_id": conversation, "turn": turn, "role": "tool",
+           "tool_results": [{"tool_call_id": format!("functions.bash:{call_turn}"), "content": content}]})
+}
+
+/// (b) A turn over the served context fails with llama.cpp's error, the rest
+/// of its conversation is aborted (missing), other conversations go on, and
+/// the run is INVALID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_overflow_fails_the_turn_aborts_the_rest_and_invalidates_the_run() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let server = server(512).await;
+    let ctx = n_ctx(&server.url).await;
+
+    let tools = json!([{"type": "function", "function": {"name": "bash",
+        "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                       "required": ["command"]}}}]);
+    // A tool result of ~2 tokens per word, well over the context.
+    let huge: String = (0..ctx).map(|i| format!("line{i} ")).collect::<String>();
+    let o = "overflow";
+    let rows = [
+        json!({"_type": "dataset_metadata", "version": 1}),
+        json!({"conversation_id": o, "turn": 1, "role": "user", "content": "Show the README.",
+               "system": "You are a coding agent.", "tools": tools}),
+        bash_call(o, 2, "cat README.md"),
+        tool_result(o, 3, 2, &huge),
+        bash_call(o, 4, "wc -l README.md"),
+        tool_result(o, 5, 4, "12 README.md"),
+        bash_call(o, 6, "ls"),
+        tool_result(o, 7, 6, "README.md"),
+        json!({"conversation_id": o, "turn": 8, "role": "assistant", "content": "done"}),
+        json!({"conversation_id": "after", "turn": 1, "role": "user", "content": "List the files.",
+               "system": "You are a coding agent.", "tools": tools}),
+        bash_call("after", 2, "ls"),
+    ];
+    let dir = scratch("llama-overflow");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
+    std::fs::write(data.join("overflow.jsonl"), lines.join("\n") + "\n").unwrap();
+    let config = config(dir.path(), &server.url, &data, "overflow.jsonl", "");
+    let out = dir.path().join("out");
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mode",
+            "perf",
+            "--require-valid",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(
+        !run.status.success(),
+        "an invalid run fails --require-valid: {}",
+        text(&run)
+    );
+    assert!(out.join("turns.jsonl").is_file(), "{}", text(&run));
+
+    let records = records(&out);
+    // A record's item is `<conversation>/<assistant turn>`.
+    let of = |conv: &str, turn: u32| {
+        let item = format!("{conv}/{turn}");
+        records
+            .iter()
+            .find(|r| r["item_id"] == item.as_str())
+            .unwrap_or_else(|| panic!("no record for {item}: {records:?}"))
+    };
+    // The first turn fits and is answered.
+    check_completed(of(o, 2));
+    // The turn after the huge tool result is refused by llama.cpp.
+    let failed = of(o, 4);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("HTTP 400") && error.contains("exceeds the available context size"),
+        "llama.cpp's own message is recorded: {error}"
+    );
+    assert!(
+        failed["usage"].is_null() && failed["completion"].is_null(),
+        "{failed}"
+    );
+    // The rest of that conversation is never sent.
+    for turn in [6, 8] {
+        let r = of(o, turn);
+        assert_eq!(r["status"], "aborted", "{r}");
+        assert!(r["issued_ns"].is_null(), "{r}");
+    }
+    // Another conversation is not affected.
+    check_completed(of("after", 2));
+
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(summary["n_samples_issued"], 3, "{summary}");
+    assert_eq!(summary["n_samples_completed"], 2);
+    assert_eq!(summary["n_samples_failed"], 1);
+    assert_eq!(summary["agentload"]["n_samples_aborted"], 2);
+    let scores = json(&out.join("scores.json"));
+    let missing = scores["turns"]["missing"].as_u64().unwrap();
+    assert!(
+        missing >= 2,
+        "the failed and aborted calls are missing: {}",
+        scores["turns"]
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("INVALID"), "{report}");
+}

@@ -1,0 +1,32 @@
+//! agentload's integration tests, in one binary (as wasmtime's `tests/all`):
+//! one link of wasmtime instead of one per file, and one process whose
+//! tests cargo runs in parallel. Each module drives the real `agentload`
+//! binary (or the host crates in process) against the embedded simulator,
+//! and a real `llama-server` where one is named.
+//!
+//! Two other integration test binaries, each for a reason: `tests/wit_versions.rs`
+//! needs the `test-wit-0-0-9` feature, which the shipped binary must not
+//! have; `tests/plugin_sandbox.rs` measures a child's peak RSS, which the
+//! kernel inflates by the spawning process's own RSS (small only in a small
+//! binary).
+
+mod common;
+
+mod accuracy_gate;
+mod audit_flow;
+mod authoring;
+mod bfcl_multi_turn;
+mod data_grants;
+mod edge_run;
+mod fail_fast;
+mod faults;
+mod fetch_scripts;
+mod layers;
+mod llama_server;
+mod plugin_crates;
+mod reference_files;
+mod report;
+mod resume;
+mod sealing;
+mod sweep;
+mod wire_timing;

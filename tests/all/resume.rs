@@ -1,0 +1,349 @@
+//! Runs that are killed, interrupted or starved of disk: nothing measured is
+//! lost, nothing broken is counted, and `agentload resume` finishes the run
+//! as an uninterrupted one would have.
+
+use crate::common::*;
+use agentload_sim::SimConfig;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Starts the real binary without waiting for it.
+fn spawn(args: &[&str], cwd: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
+        .args(args)
+        .current_dir(cwd)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("agentload starts")
+}
+
+/// Complete lines in `path` (0 when it does not exist yet).
+fn lines(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+/// Waits until `path` has at least `n` complete lines.
+async fn wait_for_lines(path: &Path, n: usize, child: &mut tokio::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while lines(path) < n {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "agentload ended ({status}) before {n} lines in {}",
+                path.display()
+            );
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {n} lines");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The complete lines of the file, as bytes.
+fn complete_prefix(path: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes[..end].to_vec()
+}
+
+/// Every expected turn completed exactly once, the replay scored 1.0, the
+/// run VALID: what an uninterrupted run gives.
+fn assert_whole_run(out: &Path) {
+    let records = read_jsonl(&out.join("turns.jsonl"));
+    let mut completed: HashMap<(String, u64), usize> = HashMap::new();
+    for r in &records {
+        if r["status"] == "completed" {
+            let key = (
+                r["session_id"].as_str().unwrap().to_string(),
+                r["turn"].as_u64().unwrap(),
+            );
+            *completed.entry(key).or_default() += 1;
+        }
+        assert!(
+            matches!(r["status"].as_str(), Some("completed" | "interrupted")),
+            "no turn failed: {r}"
+        );
+    }
+    assert_eq!(completed.len(), 1007, "distinct completed turns");
+    assert!(completed.values().all(|&n| n == 1), "each completed once");
+    let scores = json(&out.join("scores.json"));
+    assert_eq!(scores["score"], 1.0);
+    assert_eq!(scores["turns"]["missing"], 0);
+    assert_eq!(scores["turns"]["expected"], 1006);
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(summary["n_samples_completed"], 1007);
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    assert!(!report.contains("INCOMPLETE"), "{report}");
+    let state = json(&out.join("run_state.json"));
+    assert_eq!(state["complete"], true);
+    // Every record's due time and send lag is there.
+    for r in records.iter().filter(|r| r["status"] == "completed") {
+        assert!(
+            r["scheduled_ns"].as_u64().unwrap() <= r["issued_ns"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_twice_and_resumed_the_run_is_whole() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("kill");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
+    let out = dir.path().join("out");
+    let log = out.join("turns.jsonl");
+    let out_s = out.to_str().unwrap();
+
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    );
+    wait_for_lines(&log, 150, &mut run).await;
+    run.start_kill().unwrap(); // SIGKILL
+    run.wait().await.unwrap();
+    let first = complete_prefix(&log);
+    assert!(lines(&log) < 1007, "killed before the end");
+
+    let mut resumed = spawn(&["resume", out_s], dir.path());
+    wait_for_lines(
+        &log,
+        first.iter().filter(|&&b| b == b'\n').count() + 300,
+        &mut resumed,
+    )
+    .await;
+    resumed.start_kill().unwrap();
+    resumed.wait().await.unwrap();
+    let second = complete_prefix(&log);
+    assert_eq!(
+        &second[..first.len()],
+        &first[..],
+        "lines before the first kill unchanged"
+    );
+
+    let done = agentload(&["resume", out_s, "--require-valid"], dir.path()).await;
+    assert!(done.status.success(), "{}", text(&done));
+    let last = std::fs::read(&log).unwrap();
+    assert_eq!(
+        &last[..second.len()],
+        &second[..],
+        "lines before the second kill unchanged"
+    );
+    assert_whole_run(&out);
+    let state = json(&out.join("run_state.json"));
+    assert_eq!(state["segments"].as_array().unwrap().len(), 3);
+
+    // A complete run has nothing to resume; a non-empty --out is refused.
+    let again = agentload(&["resume", out_s], dir.path()).await;
+    assert!(!again.status.success());
+    assert!(
+        text(&again).contains("nothing to resume"),
+        "{}",
+        text(&again)
+    );
+    let over = agentload(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(over.status.code(), Some(1));
+    assert!(text(&over).contains("--force"), "{}", text(&over));
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        last,
+        "a refused run touches nothing"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_writes_an_incomplete_report_and_resume_completes_it() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("sigint");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
+    let out = dir.path().join("out");
+    let log = out.join("turns.jsonl");
+    let out_s = out.to_str().unwrap();
+
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    );
+    wait_for_lines(&log, 200, &mut run).await;
+    let pid = run.id().unwrap() as i32;
+    // SAFETY: sending SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(60), run.wait())
+        .await
+        .expect("exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "exit code of an interrupted run");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.starts_with("INCOMPLETE: interrupted (SIGINT)"),
+        "{report}"
+    );
+    assert!(report.contains("run INCOMPLETE"), "{report}");
+    let summary = json(&out.join("performance/result_summary.json"));
+    let n = summary["n_samples_completed"].as_u64().unwrap();
+    assert!((200..1007).contains(&n), "{n}");
+    assert_eq!(json(&out.join("run_state.json"))["complete"], false);
+    // Rescoring a partial run works and says what it covers.
+    let rescore = agentload(&["rescore", out_s], dir.path()).await;
+    assert!(rescore.status.success(), "{}", text(&rescore));
+    assert!(text(&rescore).contains("partial run"), "{}", text(&rescore));
+
+    let before = complete_prefix(&log);
+    let done = agentload(&["resume", out_s, "--require-valid"], dir.path()).await;
+    assert!(done.status.success(), "{}", text(&done));
+    assert_eq!(&std::fs::read(&log).unwrap()[..before.len()], &before[..]);
+    assert_whole_run(&out);
+    sim.shutdown().await;
+}
+
+/// A turn log that cannot be written stops the run with the file and the
+/// OS error; the run is never VALID and exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_stops_the_run_naming_the_file() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("full-disk");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .expect("mount runs");
+    assert!(
+        mounted.success(),
+        "this test mounts a 256 KiB tmpfs as a full disk (needs root, as CI has)"
+    );
+    let out = disk.join("out");
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let output = text(&run);
+    let records = std::fs::read_to_string(out.join("turns.jsonl"));
+    let report = std::fs::read_to_string(out.join("report.txt"));
+    std::process::Command::new("umount")
+        .arg(&disk)
+        .status()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{output}");
+    assert!(output.contains("turns.jsonl"), "{output}");
+    assert!(output.contains("No space left on device"), "{output}");
+    // The disk may have had no room for the report either; one that was written is INVALID.
+    match report {
+        Ok(report) => assert!(report.contains("run INVALID"), "{report}"),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "report.txt: {e}"),
+    }
+    let records = records.expect("the turns written before the disk filled are kept");
+    let written: Vec<_> = records.lines().collect();
+    assert!(
+        !written.is_empty() && written.len() < 1007,
+        "{}",
+        written.len()
+    );
+    for line in written {
+        serde_json::from_str::<serde_json::Value>(line).expect("every line on disk is whole");
+    }
+    sim.shutdown().await;
+}
+
+/// SIGTERM, then SIGINT while a turn streams: the second signal cuts it; it
+/// is recorded as interrupted, never counted, and sent again on resume
+/// (here against another server, as after a move).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
+    // Real-time speeds: an answer takes seconds.
+    let slow = start_sim(SimConfig {
+        time_scale: 1.0,
+        ..replay_sim(trajectories())
+    })
+    .await;
+    let dir = scratch("sigterm");
+    let config = edge_config(dir.path(), &slow.url(), "num_trajectories_to_issue = 1", "");
+    let out = dir.path().join("out");
+    let log = out.join("turns.jsonl");
+    let out_s = out.to_str().unwrap();
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    );
+    wait_for_lines(&log, 1, &mut run).await;
+    let pid = run.id().unwrap() as i32;
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        std::thread::sleep(Duration::from_millis(200));
+        libc::kill(pid, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), run.wait())
+        .await
+        .expect("exits after the second signal")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let records = read_jsonl(&log);
+    let cut: Vec<_> = records
+        .iter()
+        .filter(|r| r["status"] == "interrupted")
+        .collect();
+    assert_eq!(
+        cut.len(),
+        1,
+        "the turn in flight is recorded as interrupted"
+    );
+    assert!(
+        cut[0]["error"].as_str().unwrap().contains("SIGTERM"),
+        "{}",
+        cut[0]
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.starts_with("INCOMPLETE: interrupted (SIGTERM)"),
+        "{report}"
+    );
+    slow.shutdown().await;
+
+    let fast = start_sim(replay_sim(trajectories())).await;
+    let done = agentload(&["resume", out_s, "--endpoint", &fast.url()], dir.path()).await;
+    assert!(done.status.success(), "{}", text(&done));
+    let records = read_jsonl(&log);
+    let (turn, session) = (cut[0]["turn"].clone(), cut[0]["session_id"].clone());
+    let again: Vec<_> = records
+        .iter()
+        .filter(|r| r["turn"] == turn && r["session_id"] == session)
+        .collect();
+    assert_eq!(again.len(), 2, "the cut turn and its resend");
+    assert_eq!(again[1]["status"], "completed");
+    assert_eq!(again[1]["segment"], 1);
+    let scores = json(&out.join("scores.json"));
+    assert_eq!(scores["turns"]["missing"], 0);
+    assert_eq!(scores["score"], 1.0);
+    let summary = json(&out.join("performance/result_summary.json"));
+    let completed = records
+        .iter()
+        .filter(|r| r["status"] == "completed")
+        .count();
+    assert_eq!(summary["n_samples_completed"], completed as u64);
+    assert_eq!(
+        summary["n_samples_issued"], completed as u64,
+        "the cut turn is not counted"
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    fast.shutdown().await;
+}

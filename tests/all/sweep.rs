@@ -1,0 +1,271 @@
+//! The concurrency sweep end to end: the real binary, coding-replay, the
+//! embedded simulator. Shortened windows so the phases take a second or so.
+
+use crate::common::*;
+use agentload_sim::{ResponderConfig, SimConfig};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn sweep_config(dir: &Path, url: &str, levels: &str, extra: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"name = "sweep-test"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+[performance]
+workload = "coding-replay"
+[performance.data]
+trajectories = "agentic_coding_2.5h.jsonl"
+[sweep]
+levels = {levels}
+min_trajectories = 3
+min_per_agent = 1
+steady_state_s = 0.3
+warmup_s = 0.1
+max_tokens = 64
+tool_delay = "none"
+max_trajectories_per_agent = 20
+{extra}
+"#
+    );
+    let path = dir.join("sweep.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn records(out: &Path, phase: &Value) -> Vec<Value> {
+    let path = out.join("sweep").join(phase["turns"].as_str().unwrap());
+    read_jsonl(&path)
+}
+
+/// Agent -> its trajectories (session ids) in order.
+fn assignment(records: &[Value]) -> BTreeMap<u64, Vec<String>> {
+    let mut by_agent: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for r in records {
+        let list = by_agent.entry(r["agent"].as_u64().unwrap()).or_default();
+        let s = r["session_id"].as_str().unwrap().to_owned();
+        if list.last() != Some(&s) {
+            list.push(s);
+        }
+    }
+    by_agent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministically() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sweep");
+    let config = sweep_config(dir.path(), &sim.url(), "[1, 2, 4]", "");
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phases = summary["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 3);
+    let pareto = json(&out.join("sweep/pareto.json"));
+    assert_eq!(pareto["points"].as_array().unwrap().len(), 3);
+    assert!(!pareto["frontier"].as_array().unwrap().is_empty());
+
+    for (phase, level) in phases.iter().zip([1u64, 2, 4]) {
+        assert_eq!(phase["level"], level);
+        // The end rules held: 3 trajectories, 1 per agent, 0.3 s of steady state.
+        assert_eq!(phase["end_reason"], "end rules met", "{phase}");
+        assert!(phase["trajectories_completed"].as_u64().unwrap() >= 3);
+        assert!(phase["min_trajectories_per_agent"].as_u64().unwrap() >= 1);
+        let window = &phase["window"];
+        let (start, end) = (
+            window["start_ns"].as_u64().unwrap(),
+            window["end_ns"].as_u64().unwrap(),
+        );
+        assert!(end - start >= 300_000_000, "{window}");
+        let all_active = (phase["all_active_s"].as_f64().unwrap() * 1e9) as u64;
+        assert!(
+            start >= all_active + 100_000_000 - 1_000,
+            "warm-up excluded"
+        );
+
+        // Steady-state exclusion: exactly the requests issued inside the window count.
+        let recs = records(&out, phase);
+        let inside = recs
+            .iter()
+            .filter(|r| {
+                let t = r["issued_ns"].as_u64().unwrap();
+                t >= start && t <= end
+            })
+            .count();
+        let before = recs
+            .iter()
+            .filter(|r| r["issued_ns"].as_u64().unwrap() < start)
+            .count();
+        assert_eq!(window["measured"].as_u64().unwrap() as usize, inside);
+        assert_eq!(window["ramp_up"].as_u64().unwrap() as usize, before);
+        assert!(before > 0 && inside > 0);
+        assert_eq!(phase["ttft_ms"]["n"].as_u64().unwrap() as usize, inside);
+        assert!(phase["throughput"]["total_tps"].as_f64().unwrap() > 0.0);
+
+        // Deterministic assignment: agent i's j-th trajectory is plan[i + j * level];
+        // the plan is the 20 conversations in file order, then their repeats.
+        let by_agent = assignment(&recs);
+        assert_eq!(by_agent.len() as u64, level);
+        let first_pass: Vec<String> = records(&out, &phases[0])
+            .iter()
+            .map(|r| r["session_id"].as_str().unwrap().to_owned())
+            .fold(Vec::new(), |mut v, s| {
+                if v.last() != Some(&s) {
+                    v.push(s);
+                }
+                v
+            });
+        for (agent, sessions) in &by_agent {
+            for (j, s) in sessions.iter().enumerate() {
+                let k = *agent as usize + j * level as usize;
+                if k < first_pass.len() {
+                    assert_eq!(s, &first_pass[k], "agent {agent} trajectory {j}");
+                }
+            }
+        }
+    }
+
+    // The same sweep again assigns the same trajectories to the same agents.
+    let again = dir.path().join("again");
+    run_ok(&config, &again, &[], dir.path()).await;
+    let again_phases = json(&again.join("sweep/summary.json"))["phases"].clone();
+    for (a, b) in phases.iter().zip(again_phases.as_array().unwrap()) {
+        let (ra, rb) = (
+            assignment(&records(&out, a)),
+            assignment(&records(&again, b)),
+        );
+        for (agent, list) in &ra {
+            let other = &rb[agent];
+            let n = list.len().min(other.len());
+            assert_eq!(list[..n], other[..n], "agent {agent}");
+        }
+    }
+    sim.shutdown().await;
+}
+
+/// Phase 2's first request (trajectory 0, turn 1) right after phase 1 ended
+/// on trajectory 0's last turn: (cached tokens, prompt tokens), and the
+/// cached counts of phase 1's later turns.
+async fn second_phase_reuse(url: &str, salt: bool) -> ((u64, u64), Vec<u64>) {
+    let dir = scratch("salt");
+    let extra = format!("salt = {salt}");
+    let config = sweep_config(dir.path(), url, "[1, 1]", &extra);
+    let text_cfg = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("min_trajectories = 3\n", "min_trajectories = 1\n")
+        .replace(
+            "steady_state_s = 0.3\nwarmup_s = 0.1\n",
+            "steady_state_s = 0.0\nwarmup_s = 0.0\n",
+        );
+    std::fs::write(&config, text_cfg).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phases = summary["phases"].as_array().unwrap();
+    let usage = |r: &Value, k: &str| r["usage"][k].as_u64().unwrap();
+    let cached = |r: &Value| {
+        r["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap()
+    };
+    let first = records(&out, &phases[0]);
+    let second = records(&out, &phases[1]);
+    // Phase 1 ran exactly trajectory 0 and stopped; phase 2 starts it again.
+    assert!(first
+        .iter()
+        .all(|r| r["session_id"] == first[0]["session_id"]));
+    assert_eq!(first[0]["session_id"], second[0]["session_id"]);
+    (
+        (cached(&second[0]), usage(&second[0], "prompt_tokens")),
+        first.iter().skip(1).map(cached).collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn salts_change_the_prefix_per_phase_but_not_within_a_trajectory() {
+    // The simulator's prefix reuse shows what a server could cache.
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let ((plain_cached, prompt), _) = second_phase_reuse(&sim.url(), false).await;
+    // Without salts phase 2's first prompt is a prefix of what the server just saw.
+    assert!(
+        plain_cached * 10 >= prompt * 9,
+        "{plain_cached} of {prompt}"
+    );
+    let ((salted_cached, prompt), within) = second_phase_reuse(&sim.url(), true).await;
+    // With salts only the few tokens before the salt match.
+    assert!(salted_cached * 10 < prompt, "{salted_cached} of {prompt}");
+    // Within a trajectory the salt is the same on every turn: each turn
+    // reuses the previous prompt.
+    assert!(within.iter().all(|&c| c > prompt / 2), "{within:?}");
+    sim.shutdown().await;
+}
+
+/// A level whose turns fail (the context overflows): its failed turns abort
+/// the rest of their trajectory (recorded, never sent), every issued turn
+/// has its due time, and the sweep's files are still written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_level_records_aborted_turns_and_still_writes_the_pareto_file() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ctx_size: 3000,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sweep-fail");
+    let config = sweep_config(dir.path(), &sim.url(), "[1, 2]", "");
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phases = summary["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    assert!(out.join("sweep/pareto.json").is_file());
+    let mut aborted = 0;
+    for phase in phases {
+        assert!(
+            phase["trajectories_failed"].as_u64().unwrap() > 0,
+            "{phase}"
+        );
+        let recs = records(&out, phase);
+        for (i, r) in recs.iter().enumerate() {
+            match r["status"].as_str().unwrap() {
+                "failed" => {
+                    assert!(r["error"].as_str().unwrap().contains("context"), "{r}");
+                    // The next record of the same trajectory, if any, is aborted.
+                    if let Some(next) = recs[i + 1..]
+                        .iter()
+                        .find(|n| n["session_id"] == r["session_id"] && n["agent"] == r["agent"])
+                    {
+                        assert_eq!(next["status"], "aborted", "{next}");
+                    }
+                }
+                "aborted" => {
+                    aborted += 1;
+                    assert!(r["issued_ns"].is_null(), "never sent: {r}");
+                }
+                _ => {}
+            }
+            if !r["issued_ns"].is_null() {
+                assert!(r["scheduled_ns"].as_u64().unwrap() <= r["issued_ns"].as_u64().unwrap());
+            }
+        }
+    }
+    assert!(
+        aborted > 0,
+        "the failed trajectories' later turns are recorded as aborted"
+    );
+    sim.shutdown().await;
+}
