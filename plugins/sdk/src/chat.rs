@@ -1,15 +1,76 @@
-//! Chat messages, tools and sampling parameters.
+//! Chat messages, completions, tools and sampling parameters: the SDK's own
+//! types, converted to and from the WIT records at the export edge.
 
-use crate::wit::agentload::plugin::types::{
-    ChatMessage, Completion, Role, Sampling, ToolCall, TurnOutcome,
-};
 use crate::Error;
 use serde_json::{json, Value};
 
-/// One OpenAI Chat Completions message.
-pub type Message = ChatMessage;
+/// Author of a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
 
-impl ChatMessage {
+/// One OpenAI Chat Completions message. The host serialises it: `None`
+/// fields are left out of the JSON (an assistant message with tool calls
+/// and no `content` is sent without a `content` key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Option<String>,
+    pub reasoning_content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// For `tool` messages: the call they answer.
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// One function call made by (or recorded for) the assistant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    /// Call id, e.g. `functions.bash:0`; may be empty.
+    pub id: String,
+    /// Function name.
+    pub name: String,
+    /// Arguments exactly as the model produced them (normally a JSON object text).
+    pub arguments: String,
+}
+
+/// What the model answered to one turn, assembled by the host from the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub content: String,
+    pub reasoning_content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+/// Token usage as the server reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    /// `prompt_tokens_details.cached_tokens`, when the server sends it.
+    pub cached_tokens: Option<u32>,
+}
+
+/// Per-request sampling parameters; `None` ones are not sent (the default:
+/// the server's defaults).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sampling {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u32>,
+    pub seed: Option<i64>,
+    pub max_completion_tokens: Option<u32>,
+    /// `tool_choice` as JSON text (e.g. `"auto"`).
+    pub tool_choice_json: Option<String>,
+}
+
+impl Message {
     fn of(role: Role, content: Option<String>) -> Self {
         Self {
             role,
@@ -99,30 +160,6 @@ impl Completion {
             tool_calls: Vec::new(),
             finish_reason: Some("stop".into()),
             usage: None,
-        }
-    }
-}
-
-impl TurnOutcome {
-    /// The completion, when the turn completed.
-    pub fn completion(&self) -> Option<&Completion> {
-        match self {
-            Self::Completed(c) => Some(c),
-            _ => None,
-        }
-    }
-}
-
-impl Default for Sampling {
-    /// Nothing set: the server's defaults.
-    fn default() -> Self {
-        Self {
-            temperature: None,
-            top_p: None,
-            top_k: None,
-            seed: None,
-            max_completion_tokens: None,
-            tool_choice_json: None,
         }
     }
 }

@@ -1,12 +1,30 @@
 //! Settings and granted files: the chores of `configure`.
 
-use crate::wit::agentload::plugin::types::{GrantedFile, PluginConfig};
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-impl PluginConfig {
+/// Configuration handed to a plugin once, before any other call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The plugin's table from the run config, as a JSON object text.
+    pub settings_json: String,
+    /// The data files the run config grants to this plugin.
+    pub files: Vec<GrantedFile>,
+}
+
+/// A file the host granted to the plugin, passed as bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantedFile {
+    /// Logical name from the run config (e.g. `trajectories`), not a host path.
+    pub name: String,
+    /// Base name of the file on the host, for error messages.
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Config {
     /// A config with these settings (a JSON object text) and no files, for tests.
     pub fn with_settings(settings_json: impl Into<String>) -> Self {
         Self {
@@ -71,6 +89,20 @@ impl PluginConfig {
         merged.extend(self.table()?);
         serde_json::from_value(Value::Object(merged))
             .map_err(|e| Error::config(format!("settings: {e}")))
+    }
+
+    /// Refuses every setting: for plugins that take none. No settings, or an
+    /// empty table, pass. A key is an [`Error::Config`] naming it, as
+    /// [`settings`](Self::settings) names an unknown key ("settings: unknown
+    /// field \`mode\`, this plugin takes no settings"); so is anything but a
+    /// table.
+    pub fn no_settings(&self) -> Result<(), Error> {
+        match self.table()?.keys().next() {
+            Some(key) => Err(Error::config(format!(
+                "settings: unknown field `{key}`, this plugin takes no settings"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Refuses every granted file: for plugins that read none, so that a

@@ -10,6 +10,11 @@
 //! chat messages ([`Message::user`]...), tools ([`Tool::function`]) and
 //! typed errors ([`Error`]).
 //!
+//! The SDK's types ([`Config`], [`Message`], [`Completion`], [`Outcome`]...)
+//! are its own: the export glue converts them to and from the WIT bindings
+//! at the edge (moving, not copying), so a change in the WIT contract does
+//! not change the API plugins are written against.
+//!
 //! ```
 //! use agentload_sdk::{export_workload, Config, Error, Message, Outcome, Session, Turn, Workload};
 //!
@@ -39,22 +44,18 @@
 mod chat;
 mod config;
 mod detail;
+mod edge;
 mod error;
 pub mod log;
 mod scorer;
 mod workload;
 
-pub use chat::{Message, Tool};
-pub use config::{Line, Lines};
+pub use chat::{Completion, Message, Role, Sampling, Tool, ToolCall, Usage};
+pub use config::{Config, GrantedFile, Line, Lines};
 pub use detail::Detail;
 pub use error::Error;
 pub use scorer::{Item, Report, Scorer, Verdict};
-/// A [`Turn`] as the host receives it ([`Turn::into_request`]), for tests.
-pub use wit::agentload::plugin::types::TurnRequest;
-pub use wit::agentload::plugin::types::{
-    Completion, GrantedFile, PluginConfig as Config, Role, Sampling, ToolCall, Usage,
-};
-pub use workload::{Outcome, Session, Turn, Workload};
+pub use workload::{Outcome, Session, Turn, TurnRequest, Workload};
 
 /// The WIT package this SDK (and every plugin built with it) targets.
 pub const API_VERSION: &str = "agentload:plugin@0.1.0";
@@ -108,8 +109,8 @@ macro_rules! package_info {
 }
 
 /// Bindings generated once for the shared `types` and `host` interfaces; the
-/// plugin-side glue maps its own bindings onto these (`with`), so records
-/// flow between the SDK and the plugin without conversion.
+/// plugin-side glue maps its own bindings onto these (`with`), and converts
+/// their records to the SDK's types and back (`edge`). Not a stable API.
 #[doc(hidden)]
 #[allow(clippy::all, missing_docs)]
 pub mod wit {

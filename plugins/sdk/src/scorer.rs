@@ -1,7 +1,6 @@
 //! The [`Scorer`] trait and its records.
 
-use crate::wit::agentload::plugin::types::{Completion, PluginConfig};
-use crate::{Detail, Error, Info};
+use crate::{Completion, Config, Detail, Error, Info};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -19,13 +18,10 @@ pub trait Scorer: Default + 'static {
         package
     }
 
-    /// Reads settings. The default accepts no settings at all (any key is
-    /// an error naming it).
-    fn configure(&mut self, config: PluginConfig) -> Result<(), Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct NoSettings {}
-        config.settings::<NoSettings>().map(|_| ())
+    /// Reads settings. The default accepts no settings at all
+    /// ([`Config::no_settings`]: any key is an error naming it).
+    fn configure(&mut self, config: Config) -> Result<(), Error> {
+        config.no_settings()
     }
 
     /// The verdict on one item.
@@ -166,7 +162,11 @@ impl Report {
 /// The export glue's side (used by [`export_scorer!`](crate::export_scorer)).
 #[doc(hidden)]
 pub mod glue {
+    // The WIT records in and out; the plugin sees the SDK's types, converted
+    // here (moved, not copied).
+
     use super::*;
+    use crate::wit::agentload::plugin::types as wit;
     use crate::wit::agentload::plugin::types::{PluginError, PluginInfo, PluginKind};
     use std::cell::RefCell;
 
@@ -187,10 +187,10 @@ pub mod glue {
 
     pub fn configure<S: Scorer>(
         state: &RefCell<Option<S>>,
-        config: PluginConfig,
+        config: wit::PluginConfig,
     ) -> Result<(), PluginError> {
         let mut scorer = S::default();
-        scorer.configure(config)?;
+        scorer.configure(config.into())?;
         *state.borrow_mut() = Some(scorer);
         Ok(())
     }
@@ -236,6 +236,23 @@ pub mod glue {
             return Err(Error::input("verdicts do not match the items one for one").into());
         }
         with(state, |s| s.aggregate(items, verdicts))
+    }
+
+    /// An item from the host's record.
+    pub fn item(
+        item_id: String,
+        session_id: String,
+        turn: u32,
+        expected_json: String,
+        completion: Option<wit::Completion>,
+    ) -> Item {
+        Item {
+            item_id,
+            session_id,
+            turn,
+            expected_json,
+            completion: completion.map(Completion::from),
+        }
     }
 
     /// A verdict from the host's record.
@@ -301,12 +318,14 @@ macro_rules! export_scorer {
             fn items(items: ::std::vec::Vec<ScoredItem>) -> ::std::vec::Vec<$crate::Item> {
                 items
                     .into_iter()
-                    .map(|i| $crate::Item {
-                        item_id: i.item_id,
-                        session_id: i.session_id,
-                        turn: i.turn,
-                        expected_json: i.expected_json,
-                        completion: i.completion,
+                    .map(|i| {
+                        glue::item(
+                            i.item_id,
+                            i.session_id,
+                            i.turn,
+                            i.expected_json,
+                            i.completion,
+                        )
                     })
                     .collect()
             }

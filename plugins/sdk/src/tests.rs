@@ -1,4 +1,4 @@
-use crate::wit::agentload::plugin::types::{PluginError, TurnRequest};
+use crate::wit::agentload::plugin::types::PluginError;
 use crate::*;
 use serde::Deserialize;
 use serde_json::json;
@@ -27,6 +27,36 @@ fn settings_parse_and_name_unknown_keys() {
         .settings::<Settings>()
         .unwrap_err();
     assert!(err.to_string().contains("invalid type"), "{err}");
+}
+
+#[test]
+fn no_settings_accepts_nothing_but_an_empty_table() {
+    for empty in ["", "  ", "{}", " { } "] {
+        assert_eq!(
+            Config::with_settings(empty).no_settings(),
+            Ok(()),
+            "{empty:?}"
+        );
+    }
+    let err = Config::with_settings(r#"{"mode": "strict", "limit": 1}"#)
+        .no_settings()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::config("settings: unknown field `mode`, this plugin takes no settings")
+    );
+    for not_a_table in ["[]", "null", "{"] {
+        let err = Config::with_settings(not_a_table)
+            .no_settings()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Config(m) if m.starts_with("settings: ")),
+            "{err}"
+        );
+    }
+    // Granted files are another matter (`refuse_files`).
+    let config = Config::with_settings("{}").grant("a", "a.jsonl", "");
+    assert_eq!(config.no_settings(), Ok(()));
 }
 
 #[test]
@@ -226,11 +256,77 @@ fn glue_checks_session_ids_and_order_of_calls() {
     let state = std::cell::RefCell::new(None::<Twice>);
     let err = glue::start(&state, "a".into()).unwrap_err();
     assert!(matches!(err, PluginError::InvalidInput(m) if m.contains("before configure")));
-    let err = glue::configure(&state, Config::with_settings("{}")).unwrap_err();
+    let err = glue::configure(&state, Config::with_settings("{}").into()).unwrap_err();
     assert!(matches!(err, PluginError::Internal(m) if m.contains("`a` returned twice")));
     let info = glue::describe::<Twice>(package_info!());
     assert_eq!(info.name, "agentload-sdk");
     assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+}
+
+/// Greets with the granted file's text, then continues the conversation
+/// with each completion until a turn fails.
+#[derive(Default)]
+struct Echo {
+    greeting: String,
+    messages: Vec<Message>,
+}
+
+impl Workload for Echo {
+    fn configure(&mut self, config: Config) -> Result<Vec<Session>, Error> {
+        config.no_settings()?;
+        self.greeting = config.text("greeting")?.to_owned();
+        Ok(vec![Session::new("e", 3)])
+    }
+    fn start(&mut self, _session: &str) -> Result<Turn, Error> {
+        self.messages = vec![Message::user(&self.greeting)];
+        Ok(Turn::new(1, self.messages.clone()))
+    }
+    fn next(&mut self, _session: &str, outcome: Outcome) -> Result<Option<Turn>, Error> {
+        let Some(completion) = outcome.completion() else {
+            return Ok(None);
+        };
+        self.messages.push(Message::from_completion(completion));
+        self.messages.push(Message::user("more"));
+        Ok(Some(Turn::new(2, self.messages.clone())))
+    }
+}
+
+#[test]
+fn workload_glue_converts_at_the_edge() {
+    use crate::wit::agentload::plugin::types as wit;
+    use crate::workload::glue;
+    let state = std::cell::RefCell::new(None::<Echo>);
+    let err = glue::configure(&state, Config::with_settings(r#"{"x": 1}"#).into()).unwrap_err();
+    assert!(matches!(err, PluginError::InvalidConfig(m) if m.contains("`x`")));
+    let config = Config::with_settings("").grant("greeting", "g.txt", "hello");
+    let sessions = glue::configure(&state, config.into()).unwrap();
+    assert_eq!(sessions, [Session::new("e", 3)]);
+    let first = glue::start(&state, "e".into()).unwrap();
+    assert_eq!(first.session_id, "e");
+    assert_eq!(first.item_id, "e:1");
+    assert_eq!(first.messages[0].role, wit::Role::User);
+    assert_eq!(first.messages[0].content.as_deref(), Some("hello"));
+    let completion = wit::Completion {
+        content: "hi".into(),
+        reasoning_content: "greet back".into(),
+        tool_calls: vec![wit::ToolCall {
+            id: "c".into(),
+            name: "wave".into(),
+            arguments: "{}".into(),
+        }],
+        finish_reason: Some("tool_calls".into()),
+        usage: None,
+    };
+    let second = glue::next(&state, "e".into(), wit::TurnOutcome::Completed(completion))
+        .unwrap()
+        .expect("a second turn");
+    let reply = &second.messages[1];
+    assert_eq!(reply.role, wit::Role::Assistant);
+    assert_eq!(reply.content.as_deref(), Some("hi"));
+    assert_eq!(reply.reasoning_content.as_deref(), Some("greet back"));
+    assert_eq!(reply.tool_calls[0].name, "wave");
+    let failed = wit::TurnOutcome::Failed("HTTP 500".into());
+    assert_eq!(glue::next(&state, "e".into(), failed).unwrap(), None);
 }
 
 #[test]
@@ -302,7 +398,7 @@ fn score_all_sees_the_whole_batch_and_must_answer_each_item() {
     };
     let items = vec![item("a"), item("b"), item("c"), item("d")];
     let state = std::cell::RefCell::new(None::<Shares>);
-    glue::configure(&state, Config::with_settings("{}")).unwrap();
+    glue::configure(&state, Config::with_settings("{}").into()).unwrap();
     let verdicts = glue::score(&state, &items).unwrap();
     assert!(verdicts.iter().all(|v| v.score == 0.25), "{verdicts:?}");
     assert_eq!(Shares::default().score(&items[0]).unwrap().score, 1.0);
@@ -338,25 +434,29 @@ impl Scorer for Lengths {
 fn scorer_glue_scores_and_aggregates() {
     use crate::scorer::glue;
     let state = std::cell::RefCell::new(None::<Lengths>);
-    let err = glue::configure(&state, Config::with_settings(r#"{"x": 1}"#)).unwrap_err();
+    let err = glue::configure(&state, Config::with_settings(r#"{"x": 1}"#).into()).unwrap_err();
     assert!(matches!(err, PluginError::InvalidConfig(m) if m.contains("unknown field `x`")));
-    glue::configure(&state, Config::with_settings("")).unwrap();
+    glue::configure(&state, Config::with_settings("").into()).unwrap();
+    // As the host hands them over.
     let items = vec![
-        Item {
-            item_id: "a".into(),
-            session_id: "s".into(),
-            turn: 1,
-            expected_json: "{}".into(),
-            completion: Some(Completion::text("yes")),
-        },
-        Item {
-            item_id: "b".into(),
-            session_id: "s".into(),
-            turn: 2,
-            expected_json: "{}".into(),
-            completion: None,
-        },
+        glue::item(
+            "a".into(),
+            "s".into(),
+            1,
+            "{}".into(),
+            Some(Completion::text("yes").into()),
+        ),
+        glue::item("b".into(), "s".into(), 2, "{}".into(), None),
     ];
+    let a = &items[0];
+    assert_eq!(
+        (a.item_id.as_str(), a.session_id.as_str(), a.turn),
+        ("a", "s", 1)
+    );
+    assert_eq!(
+        (a.expected_json.as_str(), &a.completion),
+        ("{}", &Some(Completion::text("yes")))
+    );
     let verdicts = glue::score(&state, &items).unwrap();
     assert_eq!(verdicts[1].excluded.as_deref(), Some("missing"));
     let report = glue::aggregate(&state, &items, &verdicts).unwrap();

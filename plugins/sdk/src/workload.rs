@@ -1,13 +1,30 @@
 //! The [`Workload`] trait and what it produces.
 
-use crate::wit::agentload::plugin::types::{ChatMessage, PluginConfig, Sampling, TurnOutcome};
-use crate::{Error, Info, Tool};
+use crate::{Completion, Config, Error, Info, Message, Sampling, Tool};
 use serde_json::Value;
 
-/// How the previous turn of a session ended: `Completed(completion)`,
-/// `Failed(cause)`, or `Aborted` (not sent: an earlier turn failed; return
-/// the turn that would have followed, or `None`).
-pub type Outcome = TurnOutcome;
+/// How the previous turn of a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server answered.
+    Completed(Completion),
+    /// The turn failed (HTTP error, timeout, broken stream); the cause.
+    Failed(String),
+    /// Not sent: an earlier turn of the session failed. Return the turn that
+    /// would have followed (the host records it as missing without sending
+    /// it), or `None`.
+    Aborted,
+}
+
+impl Outcome {
+    /// The completion, when the turn completed.
+    pub fn completion(&self) -> Option<&Completion> {
+        match self {
+            Self::Completed(c) => Some(c),
+            _ => None,
+        }
+    }
+}
 
 /// A workload: turns data into sessions of chat requests.
 ///
@@ -24,7 +41,7 @@ pub trait Workload: Default + 'static {
 
     /// Reads settings ([`Config::settings`](crate::Config::settings)) and
     /// granted files; returns the sessions in issue order.
-    fn configure(&mut self, config: PluginConfig) -> Result<Vec<Session>, Error>;
+    fn configure(&mut self, config: Config) -> Result<Vec<Session>, Error>;
 
     /// The first turn of `session`.
     fn start(&mut self, session: &str) -> Result<Turn, Error>;
@@ -60,7 +77,7 @@ pub struct Turn {
     pub turn: u32,
     /// Key of this turn's verdict; default `<session>:<turn>`.
     pub item_id: Option<String>,
-    pub messages: Vec<ChatMessage>,
+    pub messages: Vec<Message>,
     /// The `tools` array (JSON text); `None` sends no `tools` key.
     pub tools_json: Option<String>,
     pub sampling: Sampling,
@@ -72,7 +89,7 @@ pub struct Turn {
 
 impl Turn {
     /// Turn `turn` with these messages, no tools, server-default sampling.
-    pub fn new(turn: u32, messages: Vec<ChatMessage>) -> Self {
+    pub fn new(turn: u32, messages: Vec<Message>) -> Self {
         Self {
             turn,
             item_id: None,
@@ -130,14 +147,15 @@ impl Turn {
         self
     }
 
-    /// The WIT request for `session`.
-    pub fn into_request(self, session: &str) -> crate::wit::agentload::plugin::types::TurnRequest {
-        crate::wit::agentload::plugin::types::TurnRequest {
-            session_id: session.to_string(),
-            turn: self.turn,
+    /// The request the host receives for this turn of `session`.
+    pub fn into_request(self, session: impl Into<String>) -> TurnRequest {
+        let session_id = session.into();
+        TurnRequest {
             item_id: self
                 .item_id
-                .unwrap_or_else(|| format!("{session}:{}", self.turn)),
+                .unwrap_or_else(|| format!("{session_id}:{}", self.turn)),
+            session_id,
+            turn: self.turn,
             messages: self.messages,
             tools_json: self.tools_json,
             sampling: self.sampling,
@@ -147,11 +165,34 @@ impl Turn {
     }
 }
 
+/// A [`Turn`] as the host receives it ([`Turn::into_request`]): the session
+/// id and the item id filled in. For tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRequest {
+    /// Sent as the `X-Session-ID` header.
+    pub session_id: String,
+    pub turn: u32,
+    /// Key of this turn's verdict.
+    pub item_id: String,
+    pub messages: Vec<Message>,
+    /// The `tools` array (JSON text); `None` sends no `tools` key.
+    pub tools_json: Option<String>,
+    pub sampling: Sampling,
+    /// Host-clock wait before sending.
+    pub delay_ms: u64,
+    /// What the scorer receives with the completion (JSON text).
+    pub expected_json: String,
+}
+
 /// The export glue's side (used by [`export_workload!`](crate::export_workload)).
 #[doc(hidden)]
 pub mod glue {
+    // The WIT records in and out; the plugin sees the SDK's types, converted
+    // here (moved, not copied).
+
     use super::*;
-    use crate::wit::agentload::plugin::types::{PluginError, PluginInfo, PluginKind, TurnRequest};
+    use crate::wit::agentload::plugin::types as wit;
+    use crate::wit::agentload::plugin::types::{PluginError, PluginInfo, PluginKind};
     use std::cell::RefCell;
 
     pub fn describe<W: Workload>(package: Info) -> PluginInfo {
@@ -171,10 +212,10 @@ pub mod glue {
 
     pub fn configure<W: Workload>(
         state: &RefCell<Option<W>>,
-        config: PluginConfig,
+        config: wit::PluginConfig,
     ) -> Result<Vec<Session>, PluginError> {
         let mut workload = W::default();
-        let sessions = workload.configure(config)?;
+        let sessions = workload.configure(config.into())?;
         let mut seen = std::collections::HashSet::new();
         if let Some(dup) = sessions.iter().find(|s| !seen.insert(s.id.as_str())) {
             return Err(Error::internal(format!("session id `{}` returned twice", dup.id)).into());
@@ -197,16 +238,17 @@ pub mod glue {
     pub fn start<W: Workload>(
         state: &RefCell<Option<W>>,
         session: String,
-    ) -> Result<TurnRequest, PluginError> {
-        with(state, |w| w.start(&session)).map(|t| t.into_request(&session))
+    ) -> Result<wit::TurnRequest, PluginError> {
+        with(state, |w| w.start(&session)).map(|t| t.into_request(session).into())
     }
 
     pub fn next<W: Workload>(
         state: &RefCell<Option<W>>,
         session: String,
-        outcome: Outcome,
-    ) -> Result<Option<TurnRequest>, PluginError> {
-        with(state, |w| w.next(&session, outcome)).map(|t| t.map(|t| t.into_request(&session)))
+        outcome: wit::TurnOutcome,
+    ) -> Result<Option<wit::TurnRequest>, PluginError> {
+        with(state, |w| w.next(&session, outcome.into()))
+            .map(|t| t.map(|t| t.into_request(session).into()))
     }
 }
 

@@ -20,10 +20,7 @@ pub struct ShellIou;
 
 impl Scorer for ShellIou {
     fn configure(&mut self, config: Config) -> Result<(), Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct NoSettings {}
-        config.settings::<NoSettings>()?;
+        config.no_settings()?;
         config.refuse_files()
     }
 
