@@ -17,6 +17,8 @@
 //! with it (`agentload rescore RUN --scorer bfcl_ast_v2.wasm`) and compares
 //! (`agentload diff`).
 
+#![forbid(unsafe_code)]
+
 use agentload_sdk::{export_scorer, Config, Error, Info, Item, Report, Scorer, Verdict};
 use bfcl_checker::settings::Settings;
 

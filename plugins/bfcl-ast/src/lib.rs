@@ -4,6 +4,8 @@
 //! fixes off). The checker is the `bfcl-checker` library; this crate is its
 //! component.
 
+#![forbid(unsafe_code)]
+
 use agentload_sdk::{export_scorer, Config, Error, Item, Report, Scorer, Verdict};
 use bfcl_checker::settings::Settings;
 

@@ -11,6 +11,8 @@
 //! the reference's harness ([`extract`], [`verdict`], [`aggregate`]) and
 //! [`settings`]; [`score`] and [`report`] are a scorer's two calls.
 
+#![forbid(unsafe_code)]
+
 pub mod aggregate;
 pub mod checker;
 pub mod convert_java;

@@ -20,6 +20,8 @@
 //! `multi_turn_<category>_answers` for each category run, and
 //! `long_context_constants`.
 
+#![forbid(unsafe_code)]
+
 pub mod score;
 
 use agentload_sdk::{export_scorer, Config, Detail, Error, Item, Report, Scorer, Verdict};

@@ -14,6 +14,8 @@
 //! instance's end state, for the ground truth and for model-like variants)
 //! and `tests/checker.rs` (verdicts on synthetic model outputs).
 
+#![forbid(unsafe_code)]
+
 pub mod call;
 pub mod checker;
 pub mod data;

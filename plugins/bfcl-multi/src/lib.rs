@@ -17,6 +17,8 @@
 //! max_steps, request}`: the scorer re-decodes the completions and
 //! re-executes them itself.
 
+#![forbid(unsafe_code)]
+
 use agentload_sdk::{
     export_workload, Config, Error, Message, Outcome, Role, Sampling, Session, Turn, Workload,
 };

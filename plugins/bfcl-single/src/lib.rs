@@ -8,6 +8,8 @@
 //! expected data handed to the scorer carries the entry's raw function docs
 //! and ground truth verbatim.
 
+#![forbid(unsafe_code)]
+
 pub mod dataset;
 pub mod gate;
 pub mod settings;

@@ -6,4 +6,6 @@
 //! A plain library (no component bindings), so that a
 //! workload can use it without another plugin's exports.
 
+#![forbid(unsafe_code)]
+
 pub mod tools;

@@ -5,6 +5,8 @@
 //! every user or tool row is one request carrying the recorded history, and
 //! the assistant row after it is the expected output handed to the scorer.
 
+#![forbid(unsafe_code)]
+
 pub mod dataset;
 pub mod replay;
 pub mod session;

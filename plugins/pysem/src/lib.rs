@@ -17,6 +17,8 @@
 //!   model (this crate's [`value::Value`] and the BFCL simulators' objects).
 //! - [`date`]: proleptic Gregorian dates from day counts and timestamps.
 
+#![forbid(unsafe_code)]
+
 pub mod ast;
 pub mod chars;
 pub mod date;

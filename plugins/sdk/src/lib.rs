@@ -41,6 +41,8 @@
 //! (`agentload-sdk`, used as `agentload_sdk`): the generated glue refers to it
 //! by that path. Build with `cargo build --profile plugin --target wasm32-wasip2`.
 
+#![forbid(unsafe_code)]
+
 mod chat;
 mod config;
 mod detail;

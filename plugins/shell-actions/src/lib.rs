@@ -3,6 +3,8 @@
 //! (`_bash_actions`, Python semantics throughout via `pysem`): the library
 //! of the `shell-iou` scorer.
 
+#![forbid(unsafe_code)]
+
 pub mod canon;
 pub mod command_args;
 pub mod iou;

@@ -4,6 +4,8 @@
 //! and in the model's (the `shell-actions` library); the aggregate is the
 //! reference's `scores.json`, byte for byte.
 
+#![forbid(unsafe_code)]
+
 pub mod report;
 pub mod turn;
 
