@@ -131,3 +131,59 @@ async fn a_file_elsewhere_is_granted_when_named_on_the_command_line() {
     assert!(msg.contains("has no grant `trajectory`"), "{msg}");
     sim.shutdown().await;
 }
+
+/// A FIFO inside the data directory (where a config grant may point), or
+/// named with `--grant`, and `/dev/zero` named with `--grant`, are refused
+/// by their type before a byte is read: a read would block forever, or fill
+/// the size cap with zeroes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn special_files_are_refused_by_type_before_they_are_read() {
+    let dir = scratch("grants-special");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let fifo = data.join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let within = |run: &std::process::Output| text(run);
+    let started = std::time::Instant::now();
+    let run = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run_with_grant(dir.path(), &data, "fifo.jsonl", &[]),
+    )
+    .await
+    .expect("a FIFO in the data directory is refused without being opened for a blocking read");
+    let msg = within(&run);
+    assert!(!run.status.success(), "{msg}");
+    assert!(
+        msg.contains("is a FIFO, not a plain file: refused before reading"),
+        "{msg}"
+    );
+    for (path, kind) in [
+        (fifo.to_str().unwrap(), "FIFO"),
+        ("/dev/zero", "character device"),
+    ] {
+        let grant = format!("performance.trajectories={path}");
+        let run = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            run_with_grant(
+                dir.path(),
+                &data,
+                "agentic_coding_2.5h.jsonl",
+                &["--force", "--grant", &grant],
+            ),
+        )
+        .await
+        .expect("refused without reading");
+        let msg = within(&run);
+        assert!(!run.status.success(), "{msg}");
+        assert!(
+            msg.contains(&format!("is a {kind}, not a plain file")),
+            "{path}: {msg}"
+        );
+    }
+    // /dev/zero read to the 256 MiB cap took seconds; refused by type, it takes none of that.
+    eprintln!("three refusals in {:?}", started.elapsed());
+}

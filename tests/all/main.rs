@@ -27,6 +27,7 @@ mod plugin_crates;
 mod reference_files;
 mod report;
 mod resume;
+mod run_dir;
 mod sealing;
 mod sweep;
 mod wire_timing;

@@ -347,3 +347,61 @@ async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
     assert!(report.contains("run VALID"), "{report}");
     fast.shutdown().await;
 }
+
+/// A resumed session whose replay departs from its records (here: a record
+/// whose expected data was changed after the kill) restarts whole in a fresh
+/// workload instance and completes; its earlier lines are kept aside, not
+/// counted, and the run is VALID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.005,
+        ..replay_sim(trajectories())
+    })
+    .await;
+    let dir = scratch("diverge");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
+    let out = dir.path().join("out");
+    let log = out.join("turns.jsonl");
+    let out_s = out.to_str().unwrap();
+    let mut run = spawn(&["run", config.to_str().unwrap(), "--out", out_s], dir.path());
+    wait_for_lines(&log, 4, &mut run).await;
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+    // The session of the last whole record was cut short: change its first record.
+    let prefix = String::from_utf8(complete_prefix(&log)).unwrap();
+    let mut records: Vec<serde_json::Value> = prefix
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cut = records.last().unwrap()["session_id"].clone();
+    let first = records
+        .iter_mut()
+        .find(|r| r["session_id"] == cut)
+        .unwrap();
+    first["expected_json"] = serde_json::Value::String("{\"changed\": true}".into());
+    let tampered: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&log, tampered).unwrap();
+
+    let resumed = agentload(&["resume", out_s, "--require-valid"], dir.path()).await;
+    let output = text(&resumed);
+    assert!(resumed.status.success(), "{output}");
+    assert!(
+        output.contains(&format!("session {}", cut.as_str().unwrap()))
+            && output.contains("restarting it whole"),
+        "{output}"
+    );
+    let superseded = std::fs::read_to_string(out.join("turns.superseded.jsonl")).unwrap();
+    assert!(!superseded.is_empty());
+    let summary = json(&out.join("performance/result_summary.json"));
+    let sessions = read_jsonl(&out.join("sessions.jsonl"));
+    assert!(
+        sessions
+            .iter()
+            .any(|s| s["id"] == cut && s["ended"] == "finished"),
+        "the restarted session finished: {sessions:?}"
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}\n{summary}");
+    sim.shutdown().await;
+}

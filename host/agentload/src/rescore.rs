@@ -61,6 +61,9 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.display()
         )
     })?;
+    // The run's records are read, and its rescore/ folder written, by one
+    // process at a time, never beside a run or resume still writing them.
+    let _writer = agentload_results::run_dir::lock(&opts.run_dir, "rescore")?;
     let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
     let phases: [(&'static str, Option<&PhaseConfig>, PathBuf); 2] = [
         (

@@ -24,7 +24,7 @@ use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
     Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
 };
-use agentload_results::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+use agentload_results::{run_dir, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
@@ -218,6 +218,14 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
              (run it again with --force)"
         );
     }
+    // One writer per run directory, for this process's whole life.
+    let _writer = if overrides.resume {
+        run_dir::lock(&out, "resume")?
+    } else {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create output directory {}", out.display()))?;
+        run_dir::lock(&out, "run")?
+    };
     let mut state = if overrides.resume {
         RunState::load(&out)?
     } else {
@@ -421,49 +429,40 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     Ok(result)
 }
 
-/// A fresh output directory: an empty or new one, or with `force` an
-/// earlier agentload run's (its files are removed first). Anything else is
-/// refused: a run never mixes with or silently overwrites other results.
+/// A fresh output directory: an empty one (its lock file aside), or with
+/// `force` an earlier agentload run's, whose files are removed first (only
+/// those: see [`run_dir`]). Anything else is refused: a run never mixes
+/// with or silently overwrites other results. The caller holds its lock.
 fn prepare_out_dir(out: &Path, force: bool) -> Result<()> {
-    let entries: Vec<_> = match std::fs::read_dir(out) {
-        Ok(dir) => dir.collect::<std::io::Result<_>>()?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
-    };
-    if !entries.is_empty() {
-        let earlier_run =
-            out.join("run_manifest.json").is_file() || out.join("config.toml").is_file();
-        if !force {
-            anyhow::bail!(
-                "the results directory {} is not empty: pass --force to replace an earlier \
-                 run's results{}",
-                out.display(),
-                if earlier_run {
-                    format!(", or `agentload resume {}` to continue it", out.display())
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if !earlier_run {
-            anyhow::bail!(
-                "the results directory {} is not empty and holds no agentload run \
-                 (no run_manifest.json or config.toml): refusing to delete it even with --force",
-                out.display()
-            );
-        }
-        for entry in entries {
-            let path = entry.path();
-            if entry.file_type()?.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            }
-            .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
+    if !run_dir::has_entries(out)? {
+        return Ok(());
     }
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))
+    if !force {
+        let earlier_run =
+            out.join("run_manifest.json").is_file() || out.join("run_state.json").is_file();
+        anyhow::bail!(
+            "the results directory {} is not empty: pass --force to replace an earlier \
+             run's results{}",
+            out.display(),
+            if earlier_run {
+                format!(", or `agentload resume {}` to continue it", out.display())
+            } else {
+                String::new()
+            }
+        );
+    }
+    // The earlier run's own report files, wherever its config put them.
+    let reports: Vec<PathBuf> = RunConfig::load(&out.join("config.toml"))
+        .map(|c| {
+            [c.performance, c.accuracy]
+                .into_iter()
+                .flatten()
+                .map(|p| PathBuf::from(p.report_file))
+                .collect()
+        })
+        .unwrap_or_default();
+    run_dir::clear_for_force(out, &reports)?;
+    Ok(())
 }
 
 /// What a phase's preparation may accept.

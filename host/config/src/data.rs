@@ -14,10 +14,10 @@
 //! passes it on the command line (`agentload run --grant PHASE.NAME=PATH`,
 //! [`read_explicit`]).
 
+use crate::capped::CappedReadError;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -106,6 +106,9 @@ pub enum DataError {
         bytes: u64,
         limit_mib: u64,
     },
+    /// A FIFO, device, socket or folder where a data file was expected.
+    #[error("data file {} is a {kind}, not a plain file: refused before reading", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
 }
 
 /// A data file the user names on the command line for one grant of one
@@ -215,7 +218,7 @@ pub fn locate(dir: &Path, file: &str) -> Option<PathBuf> {
 
 /// Why `file` may not be a config grant, if it may not: an absolute path,
 /// or one with `..` (or any other non-plain part).
-fn unconfined(file: &str) -> Option<String> {
+pub(crate) fn unconfined(file: &str) -> Option<String> {
     if file.is_empty() {
         return Some("the path is empty".into());
     }
@@ -284,19 +287,14 @@ fn checked(path: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataErro
         bytes,
         limit_mib: max_bytes >> 20,
     };
-    let handle = std::fs::File::open(path).map_err(io)?;
-    let len = handle.metadata().map_err(io)?.len();
-    if len > max_bytes {
-        return Err(too_large(len));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    handle
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(too_large(bytes.len() as u64));
-    }
+    let bytes = crate::capped::read_capped(path, max_bytes).map_err(|e| match e {
+        CappedReadError::Io(source) => io(source),
+        CappedReadError::TooLarge(bytes) => too_large(bytes),
+        CappedReadError::NotAFile(kind) => DataError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        },
+    })?;
     let actual = hex::encode(Sha256::digest(&bytes));
     let expected = expected_digest(file);
     if let Some(expected) = expected {

@@ -8,6 +8,7 @@
 //! read a config.
 #![forbid(unsafe_code)]
 
+pub mod capped;
 pub mod data;
 mod limits;
 pub mod plugin_path;
@@ -346,6 +347,16 @@ impl RunConfig {
         if let Err(e) = base_url(&self.endpoint.url) {
             return Err(invalid("endpoint.url", &e));
         }
+        for (key, phase) in [
+            ("performance", &self.performance),
+            ("accuracy", &self.accuracy),
+        ] {
+            if let Some(phase) = phase {
+                if let Some(message) = report_file_refusal(&phase.report_file) {
+                    return Err(invalid(&format!("{key}.report_file"), &message));
+                }
+            }
+        }
         if let Some(rules) = &self.rules {
             if crate::rules::find(rules).is_none() {
                 return Err(invalid(
@@ -391,6 +402,35 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+/// Why `file` may not be a phase's `report_file`, if it may not: it is
+/// written inside the results directory and nowhere else (no absolute path,
+/// no `..`), as a `.json` file that is none of the run's own files.
+fn report_file_refusal(file: &str) -> Option<String> {
+    if let Some(reason) = data::unconfined(file) {
+        return Some(format!(
+            "`{file}`: {reason}; it is written inside the results directory"
+        ));
+    }
+    if !file.ends_with(".json") {
+        return Some(format!("`{file}` must be a .json file"));
+    }
+    const RUN_FILES: [&str; 5] = [
+        "run_manifest.json",
+        "run_state.json",
+        "sessions.json",
+        "accuracy/sessions.json",
+        "performance/result_summary.json",
+    ];
+    let normal = std::path::Path::new(file)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect::<PathBuf>();
+    RUN_FILES
+        .iter()
+        .any(|f| normal == std::path::Path::new(f))
+        .then(|| format!("`{file}` is one of the run's own files"))
 }
 
 /// How hard each result line is pushed towards the disk.
@@ -495,6 +535,32 @@ url = "http://127.0.0.1:1"
         RunConfig::parse(Path::new("t.toml"), text)
             .unwrap_err()
             .to_string()
+    }
+
+    #[test]
+    fn a_report_file_outside_the_results_or_over_a_run_file_is_refused() {
+        let phase = |file: &str| {
+            format!("{MINIMAL}\n[accuracy]\nworkload = \"w\"\nscorer = \"s\"\nreport_file = \"{file}\"\n")
+        };
+        for (file, why) in [
+            ("/tmp/x.json", "absolute path"),
+            ("../../x.json", "`..`"),
+            ("accuracy/../../x.json", "`..`"),
+            ("notes.txt", ".json"),
+            ("run_manifest.json", "the run's own files"),
+            ("./performance/result_summary.json", "the run's own files"),
+        ] {
+            let err = refused(&phase(file));
+            assert!(
+                err.contains("accuracy.report_file") && err.contains(why),
+                "{file}: {err}"
+            );
+        }
+        RunConfig::parse(
+            Path::new("t.toml"),
+            &phase("accuracy/multi_turn_results.json"),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -19,7 +19,6 @@ use super::sandbox::StoreState;
 use super::PluginFailure;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -247,19 +246,11 @@ pub fn read_component(path: &Path, max_bytes: u64) -> Result<Vec<u8>, PluginFail
             max_bytes >> 20
         ))
     };
-    let file = std::fs::File::open(path).map_err(|e| load_err(e.to_string()))?;
-    let len = file.metadata().map_err(|e| load_err(e.to_string()))?.len();
-    if len > max_bytes {
-        return Err(too_big(len));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| load_err(e.to_string()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(bytes)
+    use agentload_config::capped::{read_capped, CappedReadError};
+    read_capped(path, max_bytes).map_err(|e| match e {
+        CappedReadError::TooLarge(bytes) => too_big(bytes),
+        other => load_err(other.to_string()),
+    })
 }
 
 /// The file holding an entry's authentication tag.

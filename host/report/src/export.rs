@@ -2,19 +2,38 @@
 //! `turns.csv` (one row per turn, every phase), `sessions.csv` (one row per
 //! session or sweep trajectory) and `phases.csv` (one row per phase: the
 //! performance and accuracy phases of a run, or each sweep phase).
+//!
+//! Text that the server or the dataset controls (ids, finish reasons, error
+//! messages) is written as [`Text`]: a cell that a spreadsheet would read as
+//! a formula (it begins with `=`, `+`, `-`, `@`, a tab or a carriage return)
+//! gets a leading `'`, as OWASP's CSV-injection guidance and the
+//! spreadsheet applications document, so opening the file runs nothing.
 
 use crate::read::{self, RunDir, Session, Turn};
 use anyhow::{Context as _, Result};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+/// A text cell, neutralised against formula injection (see the module docs).
+struct Text<'a>(&'a str);
+
+impl Serialize for Text<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+            s.serialize_str(&format!("'{}", self.0))
+        } else {
+            s.serialize_str(self.0)
+        }
+    }
+}
 
 #[derive(Serialize)]
 struct TurnRow<'a> {
     phase: &'a str,
-    session_id: &'a str,
+    session_id: Text<'a>,
     turn: u32,
-    item_id: &'a str,
+    item_id: Text<'a>,
     agent: Option<u32>,
     status: &'static str,
     issued_s: Option<f64>,
@@ -25,21 +44,21 @@ struct TurnRow<'a> {
     isl: Option<u64>,
     osl: Option<u64>,
     cached_tokens: Option<u64>,
-    finish_reason: Option<&'a str>,
+    finish_reason: Option<Text<'a>>,
     scheduled_s: Option<f64>,
     send_lag_ms: Option<f64>,
-    error: Option<&'a str>,
+    error: Option<Text<'a>>,
 }
 
 #[derive(Serialize)]
 struct SessionRow<'a> {
     phase: &'a str,
-    id: &'a str,
+    id: Text<'a>,
     expected_turns: Option<u32>,
     completed: u32,
     failed: u32,
     aborted: u32,
-    error: Option<&'a str>,
+    error: Option<Text<'a>>,
 }
 
 /// One phase; empty cells where the phase has no such number.
@@ -80,9 +99,9 @@ fn millis(ns: Option<u64>) -> Option<f64> {
 fn turn_row<'a>(phase: &'a str, t: &'a Turn) -> TurnRow<'a> {
     TurnRow {
         phase,
-        session_id: &t.session_id,
+        session_id: Text(&t.session_id),
         turn: t.turn,
-        item_id: &t.item_id,
+        item_id: Text(&t.item_id),
         agent: t.agent,
         status: t.status.as_str(),
         issued_s: secs(t.issued_ns),
@@ -93,10 +112,10 @@ fn turn_row<'a>(phase: &'a str, t: &'a Turn) -> TurnRow<'a> {
         isl: t.isl(),
         osl: t.osl(),
         cached_tokens: t.cached(),
-        finish_reason: t.finish_reason(),
+        finish_reason: t.finish_reason().map(Text),
         scheduled_s: secs(t.scheduled_ns),
         send_lag_ms: millis(t.send_lag_ns()),
-        error: t.error.as_deref(),
+        error: t.error.as_deref().map(Text),
     }
 }
 
@@ -267,12 +286,12 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
 fn session_row<'a>(phase: &'a str, s: &'a Session, planned: bool) -> SessionRow<'a> {
     SessionRow {
         phase,
-        id: &s.id,
+        id: Text(&s.id),
         expected_turns: planned.then_some(s.expected_turns),
         completed: s.completed,
         failed: s.failed,
         aborted: s.aborted,
-        error: s.error.as_deref(),
+        error: s.error.as_deref().map(Text),
     }
 }
 
@@ -335,5 +354,60 @@ mod tests {
                 .starts_with("performance,,3,1,1,1,0.006,166.7,500.0,,2.0,"),
             "{phases}"
         );
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_neutralised() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("run_manifest.json"), "{}").unwrap();
+        let evil = [
+            r#"{"session_id":"=1+1","turn":1,"item_id":"@SUM(A1)","status":"completed","issued_ns":1,"first_token_ns":2,"complete_ns":3,"completion":{"content":"hi","finish_reason":"=HYPERLINK(\"http://x\",\"y\")"},"error":null}"#,
+            r#"{"session_id":"+cmd","turn":2,"item_id":"-2+3","status":"failed","error":"\tleading tab"}"#,
+            r#"{"session_id":"ok","turn":3,"status":"failed","error":"\rcarriage"}"#,
+        ];
+        std::fs::write(d.join("turns.jsonl"), evil.join("\n") + "\n").unwrap();
+        std::fs::write(
+            d.join("sessions.json"),
+            r#"[{"id":"=1+1","expected_turns":1,"completed":1,"failed":0,"aborted":0,"error":"@x"}]"#,
+        )
+        .unwrap();
+        let paths = csv(d, None).unwrap();
+        let mut reader = ::csv::Reader::from_path(&paths[0]).unwrap();
+        let headers = reader.headers().unwrap().clone();
+        let rows: Vec<::csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        let (sid, item, fin, err) = (
+            col("session_id"),
+            col("item_id"),
+            col("finish_reason"),
+            col("error"),
+        );
+        assert_eq!(&rows[0][sid], "'=1+1");
+        assert_eq!(&rows[0][item], "'@SUM(A1)");
+        assert_eq!(&rows[0][fin], "'=HYPERLINK(\"http://x\",\"y\")");
+        assert_eq!(&rows[1][sid], "'+cmd");
+        assert_eq!(&rows[1][item], "'-2+3");
+        assert_eq!(&rows[1][err], "'\tleading tab");
+        assert_eq!(&rows[2][sid], "ok", "plain text is left as it is");
+        assert_eq!(&rows[2][err], "'\rcarriage");
+        let sessions = std::fs::read_to_string(&paths[1]).unwrap();
+        assert!(
+            sessions.contains("performance,'=1+1,1,1,0,0,'@x"),
+            "{sessions}"
+        );
+        // Every cell, of every file: none begins with a formula character.
+        for path in &paths {
+            let mut r = ::csv::Reader::from_path(path).unwrap();
+            for row in r.records() {
+                for cell in row.unwrap().iter() {
+                    assert!(
+                        !cell.starts_with(['=', '+', '@', '\t', '\r']),
+                        "{cell:?} in {}",
+                        path.display()
+                    );
+                }
+            }
+        }
     }
 }

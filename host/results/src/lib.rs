@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod record;
 mod reference_config;
 mod report_txt;
+pub mod run_dir;
 pub mod submission;
 mod summary;
 pub mod yaml;

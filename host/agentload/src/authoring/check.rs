@@ -112,8 +112,12 @@ pub struct ScorerCheck {
 
 /// Loads, inspects and exercises the component.
 pub async fn check(opts: &CheckOptions) -> Result<CheckReport> {
-    let bytes = std::fs::read(&opts.path)
-        .with_context(|| format!("cannot read {}", opts.path.display()))?;
+    // The limits a run applies, so `plugin check` refuses what a run would.
+    let limits = agentload_config::Limits::default();
+    let bytes = agentload_plugin_host::read_component(
+        &opts.path,
+        agentload_config::Limits::bytes(limits.component_mib),
+    )?;
     let engine = Arc::new(PluginEngine::new(None)?);
     let loaded = engine.load_bytes(&opts.path, &bytes)?;
     let api = ComponentApi::inspect(engine.engine(), &loaded.component);
@@ -187,7 +191,9 @@ fn plugin_config(opts: &CheckOptions) -> Result<PluginConfig> {
     anyhow::ensure!(value.is_object(), "--settings must be a JSON object");
     let mut files = Vec::new();
     for (name, path) in &opts.data {
-        let bytes = std::fs::read(path)
+        let max =
+            agentload_config::Limits::bytes(agentload_config::Limits::default().granted_file_mib);
+        let bytes = agentload_config::capped::read_capped(path, max)
             .with_context(|| format!("cannot read --data {name}={}", path.display()))?;
         files.push(GrantedFile {
             name: name.clone(),
