@@ -364,7 +364,10 @@ async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
     let out = dir.path().join("out");
     let log = out.join("turns.jsonl");
     let out_s = out.to_str().unwrap();
-    let mut run = spawn(&["run", config.to_str().unwrap(), "--out", out_s], dir.path());
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", out_s],
+        dir.path(),
+    );
     wait_for_lines(&log, 4, &mut run).await;
     run.start_kill().unwrap();
     run.wait().await.unwrap();
@@ -375,10 +378,7 @@ async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let cut = records.last().unwrap()["session_id"].clone();
-    let first = records
-        .iter_mut()
-        .find(|r| r["session_id"] == cut)
-        .unwrap();
+    let first = records.iter_mut().find(|r| r["session_id"] == cut).unwrap();
     first["expected_json"] = serde_json::Value::String("{\"changed\": true}".into());
     let tampered: String = records.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&log, tampered).unwrap();

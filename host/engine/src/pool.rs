@@ -2,7 +2,7 @@
 //! each worker taking the next planned session when its session ends.
 
 use super::journal::WriteError;
-use super::session::{drive, DriveError, Engine, SessionOutcome, SessionTask};
+use super::session::{drive, drive_on, DriveError, Engine, SessionOutcome, SessionTask};
 use super::stop::StopReason;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -49,7 +49,8 @@ pub async fn run_pool(
 }
 
 /// Drives a task; a resumed session whose replay diverges from its records
-/// restarts whole, its earlier records kept aside (superseded, not counted).
+/// restarts whole, its earlier records kept aside (superseded, not counted),
+/// in a fresh instance of the workload (the phase's has started it already).
 pub async fn drive_or_restart(
     engine: &Engine,
     task: SessionTask,
@@ -67,7 +68,16 @@ pub async fn drive_or_restart(
                 agent,
                 history: Vec::new(),
             };
-            match drive(engine, fresh).await {
+            let forked = engine.workload.lock().expect("workload lock").forked();
+            let restarted = match forked {
+                Ok(own) => drive_on(engine, &Mutex::new(own), fresh).await,
+                Err(e) => {
+                    // Without an instance of its own it fails where it must: starting again.
+                    agentload_console::line(&format!("resume: no fresh workload instance: {e}"));
+                    drive(engine, fresh).await
+                }
+            };
+            match restarted {
                 Ok(outcome) => Ok(outcome),
                 Err(DriveError::Write(e)) => Err(e),
                 Err(DriveError::Diverged { .. }) => unreachable!("a fresh session has no history"),

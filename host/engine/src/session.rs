@@ -139,14 +139,22 @@ pub enum DriveError {
     },
 }
 
-impl Engine {
-    fn workload(&self) -> MutexGuard<'_, WorkloadPlugin> {
-        self.workload.lock().expect("workload lock")
-    }
+/// The workload instance a session runs on, locked for one call.
+fn lock(workload: &Mutex<WorkloadPlugin>) -> MutexGuard<'_, WorkloadPlugin> {
+    workload.lock().expect("workload lock")
 }
 
 /// Drives one session to its end (see the module docs).
 pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome, DriveError> {
+    drive_on(engine, &engine.workload, task).await
+}
+
+/// As [`drive`], on the given workload instance instead of the phase's.
+pub async fn drive_on(
+    engine: &Engine,
+    workload: &Mutex<WorkloadPlugin>,
+    task: SessionTask,
+) -> Result<SessionOutcome, DriveError> {
     let SessionTask {
         plan,
         agent,
@@ -162,7 +170,7 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
         agent,
         error: None,
     };
-    let first = engine.workload().start_session(&plan.id);
+    let first = lock(workload).start_session(&plan.id);
     let mut req = match first {
         Ok(req) => req,
         Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
@@ -199,7 +207,7 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
                 TurnOutcome::Aborted
             }
         };
-        let next = engine.workload().next_turn(&plan.id, &outcome);
+        let next = lock(workload).next_turn(&plan.id, &outcome);
         match next {
             Ok(Some(n)) => req = n,
             Ok(None) => {
@@ -239,7 +247,7 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
             record.agent = agent;
             engine.recorder.keep(record, None)?;
             out.aborted += 1;
-            let next = engine.workload().next_turn(&plan.id, &TurnOutcome::Aborted);
+            let next = lock(workload).next_turn(&plan.id, &TurnOutcome::Aborted);
             match next {
                 Ok(Some(n)) => req = Arc::new(n),
                 Ok(None) => return end(engine, out, SessionEnd::Failed, None),
@@ -278,7 +286,7 @@ pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome,
             }
         };
         engine.recorder.keep(record, sent.answered)?;
-        let next = engine.workload().next_turn(&plan.id, &outcome);
+        let next = lock(workload).next_turn(&plan.id, &outcome);
         match next {
             Ok(Some(n)) => {
                 engine.hooks.then(Next::Turn);

@@ -23,6 +23,7 @@ use wasmtime::component::InstancePre;
 use wasmtime::Store;
 
 /// A component linked as a `workload-plugin` of the version it declares.
+#[derive(Clone)]
 enum Pre {
     #[cfg(feature = "test-wit-0-0-9")]
     V0_0_9(v0_0_9::WorkloadPluginPre<StoreState>),
@@ -243,6 +244,22 @@ impl WorkloadPlugin {
             let bytes = next.as_ref().map_or(0, request_bytes);
             sandbox.check_output("next-turn", "a turn request", bytes, "request_mib", max)?;
             Ok(next)
+        })
+    }
+
+    /// Another instance of the same component, configured as this one was,
+    /// with no session started: where a session that must start again (a
+    /// resumed one whose replay diverged) runs, since an instance refuses to
+    /// start a session twice.
+    pub fn forked(&self) -> Result<Self, PluginFailure> {
+        Ok(Self {
+            engine: self.engine.clone(),
+            pre: self.pre.clone(),
+            limits: self.limits,
+            log: self.log.clone(),
+            identity: self.identity.clone(),
+            config: self.config.clone(),
+            live: Some(self.fresh_instance()?),
         })
     }
 
