@@ -405,3 +405,181 @@ async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
     assert!(report.contains("run VALID"), "{report}\n{summary}");
     sim.shutdown().await;
 }
+
+/// Starts a run of `trajectories` sessions, kills it (-9) once its turn log
+/// has `lines` whole lines, and returns the output directory.
+async fn killed_run(dir: &Path, config: &Path, lines: usize) -> std::path::PathBuf {
+    let out = dir.join("out");
+    let mut run = spawn(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir,
+    );
+    wait_for_lines(&out.join("turns.jsonl"), lines, &mut run).await;
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+    out
+}
+
+/// `agentload resume OUT`, which must be refused with `why` in its message
+/// before any request: the simulator sees none.
+async fn resume_refused(out: &Path, cwd: &Path, sim: &agentload_sim::SimHandle, why: &[&str]) {
+    let before = sim.chat_requests_received();
+    let resumed = agentload(&["resume", out.to_str().unwrap()], cwd).await;
+    let msg = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(1), "{msg}");
+    for w in why {
+        assert!(msg.contains(w), "`{w}` not in: {msg}");
+    }
+    assert_eq!(sim.chat_requests_received(), before, "nothing sent: {msg}");
+}
+
+/// The turn log's whole lines, parsed.
+fn records(out: &Path) -> Vec<serde_json::Value> {
+    let prefix = String::from_utf8(complete_prefix(&out.join("turns.jsonl"))).unwrap();
+    prefix
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn write_records(out: &Path, records: &[serde_json::Value]) {
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(out.join("turns.jsonl"), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_file_changed_after_the_kill_is_refused_on_resume() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("resume-data");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // Under a name no lock knows, so only the run's own manifest pins it.
+    std::fs::copy(trajectories(), data.join("mine.jsonl")).unwrap();
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 5", "");
+    let text_cfg = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("\"agentic_coding_2.5h.jsonl\"", "\"mine.jsonl\"")
+        .replacen(
+            "[model]",
+            &format!("data_dir = \"{}\"\n[model]", data.display()),
+            1,
+        );
+    std::fs::write(&config, text_cfg).unwrap();
+    let out = killed_run(dir.path(), &config, 20).await;
+    // Drop the last trajectory: the first five, which the run plans, are unchanged.
+    let rows = std::fs::read_to_string(data.join("mine.jsonl")).unwrap();
+    let kept: Vec<&str> = rows.lines().collect();
+    std::fs::write(
+        data.join("mine.jsonl"),
+        kept[..kept.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    resume_refused(
+        &out,
+        dir.path(),
+        &sim,
+        &["cannot resume", "data files", "trajectories"],
+    )
+    .await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_the_run_did_not_write_is_refused_on_resume() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("resume-foreign");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
+    let out = killed_run(dir.path(), &config, 20).await;
+    let good = records(&out);
+    let n = good.len();
+    // A session the plan never had.
+    let mut foreign = good.clone();
+    let mut extra = good[0].clone();
+    extra["session_id"] = "not-planned".into();
+    foreign.push(extra);
+    write_records(&out, &foreign);
+    resume_refused(
+        &out,
+        dir.path(),
+        &sim,
+        &[
+            &format!("turns.jsonl:{}", n + 1),
+            "session `not-planned` is not one of the phase's planned sessions",
+        ],
+    )
+    .await;
+    // An implausible time: a million seconds into a process that lasted seconds.
+    let mut late = good.clone();
+    let complete = late[2]["complete_ns"].as_u64().unwrap();
+    late[2]["complete_ns"] = (complete + 1_000_000_000_000_000).into();
+    write_records(&out, &late);
+    resume_refused(
+        &out,
+        dir.path(),
+        &sim,
+        &["turns.jsonl:3", "complete_ns is", "s into its segment"],
+    )
+    .await;
+    // Times out of order.
+    let mut backwards = good.clone();
+    backwards[1]["first_token_ns"] = 0.into();
+    write_records(&out, &backwards);
+    resume_refused(
+        &out,
+        dir.path(),
+        &sim,
+        &["turns.jsonl:2", "is before issued_ns"],
+    )
+    .await;
+    // The log as the run left it resumes to a whole run.
+    write_records(&out, &good);
+    let done = agentload(
+        &["resume", out.to_str().unwrap(), "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    assert!(done.status.success(), "{}", text(&done));
+    sim.shutdown().await;
+}
+
+/// A turn log cut in the middle of a record (and of the run: later records
+/// gone) is reported, and the sessions whose recorded ends it no longer
+/// bears out are driven on from their records: the run ends whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_cut_mid_record_is_reported_and_its_sessions_rebuilt() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("resume-cut");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
+    let out = killed_run(dir.path(), &config, 400).await;
+    let sessions_before = read_jsonl(&out.join("sessions.jsonl")).len();
+    assert!(sessions_before > 0, "some sessions ended before the kill");
+    let log = out.join("turns.jsonl");
+    let bytes = complete_prefix(&log);
+    // Keep 150 whole lines and half of the 151st.
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    let cut = ends[149] + (ends[150] - ends[149]) / 2;
+    std::fs::write(&log, &bytes[..cut]).unwrap();
+    let done = agentload(
+        &["resume", out.to_str().unwrap(), "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    let msg = text(&done);
+    assert!(done.status.success(), "{msg}");
+    assert!(
+        msg.contains("ended in a torn record") && msg.contains("bytes after its last whole line"),
+        "{msg}"
+    );
+    assert_whole_run(&out);
+    sim.shutdown().await;
+}

@@ -322,7 +322,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         compliance: compliance.clone(),
     };
     if overrides.resume {
-        state.check_same_plugins(&out, &manifest)?;
+        state.check_same_inputs(&out, &manifest)?;
     } else {
         std::fs::write(out.join("config.toml"), &config_toml)
             .context("cannot write config.toml")?;
@@ -604,7 +604,12 @@ async fn execute(
     let expected: u32 = plans.iter().map(|s| s.expected_turns).sum();
     let done = cx.state.lock().expect("state lock").phase(name) == PhaseState::Complete;
     let prior = if cx.overrides.resume {
-        Prior::read(log_path).map_err(anyhow::Error::msg)?
+        let prior = Prior::read(log_path).map_err(anyhow::Error::msg)?;
+        let windows = cx.state.lock().expect("state lock").earlier_windows_ns();
+        prior
+            .verify(log_path, &plans, &windows)
+            .map_err(|e| anyhow::anyhow!("cannot resume: {e}"))?;
+        prior
     } else {
         Prior::default()
     };

@@ -117,6 +117,27 @@ impl RunState {
         }
     }
 
+    /// How long each earlier process (all segments but this one, the last)
+    /// can have lasted, in ns: from its start to its end, or to now where it
+    /// was killed, with 2 s for the stamps' whole seconds. `None` where a
+    /// stamp does not read. A record's times are inside its segment's window.
+    pub fn earlier_windows_ns(&self) -> Vec<Option<u64>> {
+        let now =
+            agentload_wire::clock::unix_from_rfc3339(&agentload_wire::clock::utc_now_rfc3339());
+        let earlier = self.segments.len().saturating_sub(1);
+        self.segments[..earlier]
+            .iter()
+            .map(|s| {
+                let start = agentload_wire::clock::unix_from_rfc3339(&s.started_at)?;
+                let end = match &s.ended_at {
+                    Some(end) => agentload_wire::clock::unix_from_rfc3339(end)?,
+                    None => now?,
+                };
+                Some(((end - start).max(0) as u64 + 2) * 1_000_000_000)
+            })
+            .collect()
+    }
+
     /// Where `phase` stands.
     pub fn phase(&self, phase: &str) -> PhaseState {
         self.phases
@@ -140,20 +161,17 @@ impl RunState {
         })
     }
 
-    /// Refuses a resume whose plugins are not the run's own, byte for byte.
-    pub fn check_same_plugins(&self, dir: &Path, now: &RunManifest) -> Result<()> {
+    /// Refuses a resume whose plugins or data files are not the run's own,
+    /// byte for byte (by digest; a moved `--grant` file may have another
+    /// path).
+    pub fn check_same_inputs(&self, dir: &Path, now: &RunManifest) -> Result<()> {
         let path = dir.join("run_manifest.json");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let then: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is damaged", path.display()))?;
-        let digests = |plugins: Vec<(String, String)>| {
-            let mut v = plugins;
-            v.sort();
-            v
-        };
-        let before = digests(
-            then["plugins"]
+        let recorded = |key: &str| -> Vec<(String, String)> {
+            let mut v: Vec<(String, String)> = then[key]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -163,20 +181,37 @@ impl RunState {
                         p["digest"].as_str().unwrap_or_default().to_string(),
                     )
                 })
-                .collect(),
-        );
-        let after = digests(
+                .collect();
+            v.sort();
+            v
+        };
+        let sorted = |mut v: Vec<(String, String)>| {
+            v.sort();
+            v
+        };
+        let plugins = sorted(
             now.plugins
                 .iter()
                 .map(|p| (p.name.clone(), p.digest.clone()))
                 .collect(),
         );
-        if before != after {
-            anyhow::bail!(
-                "cannot resume {}: its plugins were {before:?}, now they are {after:?}; \
-                 a run is finished with the plugins it started with",
-                dir.display()
-            );
+        let datasets = sorted(
+            now.datasets
+                .iter()
+                .map(|d| (d.name.clone(), d.digest.clone()))
+                .collect(),
+        );
+        for (what, before, after) in [
+            ("plugins", recorded("plugins"), plugins),
+            ("data files", recorded("datasets"), datasets),
+        ] {
+            if before != after {
+                anyhow::bail!(
+                    "cannot resume {}: its {what} were {before:?}, now they are {after:?}; \
+                     a run is finished with the plugins and data it started with",
+                    dir.display()
+                );
+            }
         }
         Ok(())
     }

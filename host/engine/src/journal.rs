@@ -82,6 +82,13 @@ impl<T: Serialize> Journal<T> {
         file.read_to_end(&mut text).map_err(err)?;
         let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         if keep < text.len() {
+            // A record the killed process was writing: it never counted, and
+            // appending after it would glue two records into one line.
+            agentload_console::line(&format!(
+                "resume: {} ended in a torn record ({} bytes after its last whole line); cut",
+                path.display(),
+                text.len() - keep
+            ));
             file.set_len(keep as u64).map_err(err)?;
         }
         file.seek(SeekFrom::End(0)).map_err(err)?;

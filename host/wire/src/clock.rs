@@ -57,6 +57,36 @@ pub fn utc_now_rfc3339() -> String {
     rfc3339(secs)
 }
 
+/// Seconds since the Unix epoch of a `YYYY-MM-DDTHH:MM:SSZ` stamp (as
+/// [`utc_now_rfc3339`] writes them); `None` for anything else.
+pub fn unix_from_rfc3339(stamp: &str) -> Option<i64> {
+    let b = stamp.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| stamp.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((mo + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3_600 + mi * 60 + s)
+}
+
 fn rfc3339(secs: u64) -> String {
     let ((year, month, day), (h, m, s)) = pysem::date::utc_from_timestamp(secs as i64);
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
@@ -64,6 +94,26 @@ fn rfc3339(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stamps_read_back_to_their_seconds() {
+        for secs in [0, 951_782_400 + 3661, 1_796_083_200, 4_102_444_799] {
+            let stamp = super::rfc3339(secs);
+            assert_eq!(
+                super::unix_from_rfc3339(&stamp),
+                Some(secs as i64),
+                "{stamp}"
+            );
+        }
+        for bad in [
+            "",
+            "2026-12-01 00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01T00:00:00",
+        ] {
+            assert_eq!(super::unix_from_rfc3339(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn known_dates() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
