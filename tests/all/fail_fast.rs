@@ -242,3 +242,51 @@ async fn user_errors_print_their_cause_and_a_closed_stdout_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     sim.shutdown().await;
 }
+
+/// An absurd concurrency is bounded by the sessions there are to run; one
+/// the open-file limit cannot hold is refused before any request, naming the
+/// key and both numbers (it used to die on EMFILE with no turn log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_is_bounded_by_the_plan_and_the_open_file_limit() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("concurrency");
+    let huge = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 2",
+        "[load]\nconcurrency = 1000000000",
+    );
+    run_ok(&huge, &dir.path().join("huge"), &[], dir.path()).await;
+    assert_eq!(sim.connections_accepted(), 2, "one connection per session run");
+
+    let many = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 20",
+        "[load]\nconcurrency = 100",
+    );
+    let before = sim.chat_requests_received();
+    let out = dir.path().join("limited");
+    // `ulimit -n 40` sets the soft and the hard limit: 20 sessions need more.
+    let script = format!(
+        "ulimit -n 40 && exec \"$0\" run {} --out {}",
+        many.display(),
+        out.display()
+    );
+    let run = tokio::process::Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_agentload")])
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    let msg = text(&run);
+    assert_eq!(run.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("load.concurrency: 20 concurrent sessions need about 84 open files")
+            && msg.contains("hard limit 40"),
+        "{msg}"
+    );
+    assert_eq!(sim.chat_requests_received(), before, "nothing sent");
+    sim.shutdown().await;
+}

@@ -288,11 +288,9 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if config.endpoint.preflight {
         // The check runs on the first phase's client: its connection
         // carries the first turn (no connection is opened inside it).
-        let concurrency = if perf.is_some() {
-            config.load.concurrency
-        } else {
-            1
-        };
+        let concurrency = perf
+            .as_ref()
+            .map_or(1, |p| config.load.concurrency.min(p.sessions.len().max(1)));
         let (client, _) = client_for(&config, concurrency)?;
         let models = agentload_client::preflight(&client, Duration::from_secs(15)).await?;
         checked = Some(client);
@@ -601,6 +599,8 @@ async fn execute(
 ) -> Result<Executed> {
     let config = cx.config;
     let plans = prepared.sessions.clone();
+    // No more connections than sessions to run on them.
+    let concurrency = concurrency.min(plans.len().max(1));
     let expected: u32 = plans.iter().map(|s| s.expected_turns).sum();
     let done = cx.state.lock().expect("state lock").phase(name) == PhaseState::Complete;
     let prior = if cx.overrides.resume {

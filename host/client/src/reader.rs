@@ -67,6 +67,14 @@ impl StreamReader {
                 _ => {}
             }
             self.seen += 1;
+            if event.invalid_utf8 {
+                return Err(TurnError::stream(format!(
+                    "SSE data #{} is not valid UTF-8 (recording it would change what the server \
+                     sent): {}",
+                    self.seen,
+                    quote(event.data.as_bytes())
+                )));
+            }
             if event.is_done() {
                 self.done = true;
                 continue;

@@ -2,7 +2,10 @@
 //! that matter for Chat Completions): `\n`, `\r\n` and `\r` line ends, even
 //! split across reads; comment lines; multi-line `data`; a final event
 //! without a trailing blank line; the `event` field (an `event: error`
-//! without data is dispatched too).
+//! without data is dispatched too). Bytes that are not UTF-8 are replaced as
+//! the WHATWG rules say, and the event says so ([`SseEvent::invalid_utf8`]):
+//! the client fails such a turn rather than record what the server did not
+//! send.
 
 /// One dispatched event's data (lines joined with `\n`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -10,6 +13,8 @@ pub struct SseEvent {
     pub data: String,
     /// The `event` field's value, when the event had one.
     pub event: Option<String>,
+    /// Its data had bytes that are not UTF-8 (replaced with U+FFFD in `data`).
+    pub invalid_utf8: bool,
 }
 
 impl SseEvent {
@@ -27,6 +32,7 @@ pub struct SseParser {
     /// The event's `data` lines so far, joined with `\n`.
     data: String,
     has_data: bool,
+    invalid_utf8: bool,
     event: Option<String>,
     /// The previous byte was a `\r`: a `\n` right after it ends no new line.
     after_cr: bool,
@@ -87,7 +93,13 @@ impl SseParser {
             if self.has_data {
                 self.data.push('\n');
             }
-            self.data.push_str(&String::from_utf8_lossy(value));
+            match std::str::from_utf8(value) {
+                Ok(text) => self.data.push_str(text),
+                Err(_) => {
+                    self.invalid_utf8 = true;
+                    self.data.push_str(&String::from_utf8_lossy(value));
+                }
+            }
             self.has_data = true;
         } else if field == b"event" {
             self.event = Some(String::from_utf8_lossy(value).into_owned());
@@ -100,10 +112,12 @@ impl SseParser {
             out.push(SseEvent {
                 data: std::mem::take(&mut self.data),
                 event,
+                invalid_utf8: self.invalid_utf8,
             });
         }
         self.data.clear();
         self.has_data = false;
+        self.invalid_utf8 = false;
     }
 }
 
@@ -145,6 +159,7 @@ mod tests {
         assert!(SseEvent {
             data: " [DONE] ".into(),
             event: None,
+            invalid_utf8: false,
         }
         .is_done());
     }
@@ -175,5 +190,20 @@ mod tests {
     #[test]
     fn empty_data_line_is_an_event() {
         assert_eq!(parse_in_pieces(b"data\n\n", 1), vec![""]);
+    }
+
+    #[test]
+    fn data_that_is_not_utf8_is_flagged_in_any_split() {
+        let input = b"data: {\"a\":\"\xff\xfe\"}\n\ndata: ok\n\n";
+        for piece in 1..input.len() {
+            let mut p = SseParser::default();
+            let mut out = Vec::new();
+            for chunk in input.chunks(piece) {
+                p.feed(chunk, &mut out);
+            }
+            p.finish(&mut out);
+            let flags: Vec<bool> = out.iter().map(|e| e.invalid_utf8).collect();
+            assert_eq!(flags, [true, false], "split every {piece} bytes");
+        }
     }
 }

@@ -239,6 +239,19 @@ async fn data_that_is_neither_json_nor_done_fails() {
 }
 
 #[tokio::test]
+async fn a_chunk_that_is_not_utf8_fails_the_turn_naming_it() {
+    // The content's "Hi" with an invalid byte in it: never recorded as U+FFFD.
+    let mut response = sse(&format!("{ROLE}\n\n{HI}\n\n{FINISH}\n\ndata: [DONE]\n\n"));
+    let at = response.windows(4).position(|w| w == b"\"Hi\"").unwrap();
+    response[at + 2] = 0xff;
+    let e = failure(response).await;
+    assert!(
+        e.starts_with("stream error: SSE data #2 is not valid UTF-8"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
 async fn a_stream_without_chunks_fails() {
     assert_eq!(
         failure(sse("data: [DONE]\n\n")).await,

@@ -298,7 +298,7 @@ impl RunConfig {
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let config: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: shorten_lines(&e.to_string(), 240),
         })?;
         config.check(path)?;
         Ok(config)
@@ -332,6 +332,20 @@ impl RunConfig {
             return Err(invalid(
                 &format!("plugins.limits.{key}"),
                 "must be positive",
+            ));
+        }
+        // config.toml is written back into the results: a value TOML cannot
+        // hold (its integers are signed 64-bit) would make it unreadable.
+        if let Some((key, _)) = self
+            .plugins
+            .limits
+            .entries()
+            .into_iter()
+            .find(|(_, v)| *v > i64::MAX as u64)
+        {
+            return Err(invalid(
+                &format!("plugins.limits.{key}"),
+                &format!("must be at most {}", i64::MAX),
             ));
         }
         if self.load.interrupt_grace_s.is_nan() || self.load.interrupt_grace_s < 0.0 {
@@ -402,6 +416,19 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+/// `message` with every line cut to `max` characters (the parser quotes the
+/// offending line: a 10 MB line would print 10 MB).
+fn shorten_lines(message: &str, max: usize) -> String {
+    message
+        .lines()
+        .map(|line| match line.char_indices().nth(max) {
+            Some((cut, _)) => format!("{}… ({} more bytes)", &line[..cut], line.len() - cut),
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Why `file` may not be a phase's `report_file`, if it may not: it is
@@ -561,6 +588,34 @@ url = "http://127.0.0.1:1"
             &phase("accuracy/multi_turn_results.json"),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn a_limit_toml_cannot_write_back_is_refused_naming_it() {
+        let err = refused(&format!(
+            "{MINIMAL}\n[plugins.limits]\nmemory_mib = {}\n",
+            u64::MAX
+        ));
+        assert!(
+            err.contains("plugins.limits.memory_mib") && err.contains("at most"),
+            "{err}"
+        );
+        // What is accepted is written back (config.toml) and read again.
+        let big = format!("{MINIMAL}\n[plugins.limits]\nmemory_mib = {}\n", i64::MAX);
+        let c = RunConfig::parse(Path::new("t.toml"), &big).unwrap();
+        let again = RunConfig::parse(Path::new("t.toml"), &toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(again.plugins.limits, c.plugins.limits);
+    }
+
+    #[test]
+    fn a_syntax_error_on_a_huge_line_prints_a_short_message() {
+        let text = format!("{MINIMAL}\nbroken = \"{}", "x".repeat(10 << 20));
+        let err = refused(&text);
+        assert!(err.len() < 4_000, "{} bytes", err.len());
+        assert!(
+            err.contains("more bytes)") && err.contains("t.toml"),
+            "{err}"
+        );
     }
 
     #[test]
