@@ -257,7 +257,11 @@ async fn concurrency_is_bounded_by_the_plan_and_the_open_file_limit() {
         "[load]\nconcurrency = 1000000000",
     );
     run_ok(&huge, &dir.path().join("huge"), &[], dir.path()).await;
-    assert_eq!(sim.connections_accepted(), 2, "one connection per session run");
+    assert_eq!(
+        sim.connections_accepted(),
+        2,
+        "one connection per session run"
+    );
 
     let many = edge_config(
         dir.path(),

@@ -164,11 +164,14 @@ async fn local_counts_are_the_reference_and_the_tools_get_their_files() {
             "Box".into(),
             "--benchmark".into(),
             "qwen3.6-27b".into(),
+            // A development run: the closed division would refuse it (unsealed).
+            "--division".into(),
+            "open".into(),
         ]
     };
     let published = agentload(&strs(&args("--performance-run")), dir.path()).await;
     assert!(published.status.success(), "{}", text(&published));
-    let run_1 = sub.join("closed/Org/results/Box/qwen3.6-27b/SingleStream/performance/run_1");
+    let run_1 = sub.join("open/Org/results/Box/qwen3.6-27b/SingleStream/performance/run_1");
     assert_eq!(
         std::fs::read(run_1.join("result_summary.json")).unwrap(),
         std::fs::read(out.join("performance/result_summary.json")).unwrap()

@@ -35,7 +35,7 @@ pub struct SubmissionOptions {
     /// Also write `measurements.json` and `systems/<system>.json`
     /// templates (their TODO fields are the submitter's to fill).
     pub scaffold: bool,
-    /// Overwrite existing templates.
+    /// Replace an existing tree's files and templates.
     pub force: bool,
 }
 
@@ -168,6 +168,52 @@ fn verify_accuracy(run: &Path) -> Result<Vec<String>, SubmissionError> {
     Ok(findings)
 }
 
+/// A run's own account of itself: it must be an agentload run that ran to
+/// its end; the closed division takes only sealed, compliant runs.
+fn check_run(run: &Path, division: &str) -> Result<String, SubmissionError> {
+    let path = run.join("run_manifest.json");
+    if !path.is_file() {
+        return Err(SubmissionError::Invalid(format!(
+            "{} is missing: {} is not an agentload run",
+            path.display(),
+            run.display()
+        )));
+    }
+    let manifest = read_json(&path)?;
+    if let Ok(state) = read_json(&run.join("run_state.json")) {
+        if state["complete"] != Value::Bool(true) {
+            return Err(SubmissionError::Invalid(format!(
+                "{} did not run to its end (run_state.json): `agentload resume {}` first",
+                run.display(),
+                run.display()
+            )));
+        }
+    }
+    let sealed = manifest["seal"]["sealed"] == Value::Bool(true);
+    let compliant = manifest["compliance"]["compliant"] == Value::Bool(true);
+    if division == "closed" && !(sealed && compliant) {
+        let what = match (sealed, compliant) {
+            (false, false) => "unsealed and not compliant",
+            (false, true) => "unsealed (a plugin is not the locked official one)",
+            _ => "not compliant with the benchmark's rules",
+        };
+        return Err(SubmissionError::Invalid(format!(
+            "the closed division takes only sealed, compliant runs (agentload run --submission): \
+             {} is {what} (run_manifest.json); publish it under --division open",
+            run.display()
+        )));
+    }
+    Ok(format!(
+        "run_manifest.json: {}, {}",
+        if sealed { "sealed" } else { "unsealed" },
+        if compliant {
+            "compliant"
+        } else {
+            "not compliant"
+        }
+    ))
+}
+
 /// Copies `files` (source relative to `run`, destination name) into `dst`.
 fn copy(
     run: &Path,
@@ -230,15 +276,14 @@ pub fn publish(opts: &SubmissionOptions) -> Result<Published, SubmissionError> {
     let mut published = Published::default();
     let mut checks = Vec::new();
     if let Some(run) = &opts.performance_run {
-        checks.push((
-            "performance",
-            run,
-            verify_performance(run)?,
-            check_config(run)?,
-        ));
+        let mut findings = verify_performance(run)?;
+        findings.push(check_run(run, &opts.division)?);
+        checks.push(("performance", run, findings, check_config(run)?));
     }
     if let Some(run) = &opts.accuracy_run {
-        checks.push(("accuracy", run, verify_accuracy(run)?, check_config(run)?));
+        let mut findings = verify_accuracy(run)?;
+        findings.push(check_run(run, &opts.division)?);
+        checks.push(("accuracy", run, findings, check_config(run)?));
     }
     let root = opts
         .output
@@ -248,13 +293,14 @@ pub fn publish(opts: &SubmissionOptions) -> Result<Published, SubmissionError> {
         .join(&opts.system)
         .join(&opts.benchmark)
         .join(&opts.scenario);
-    for (phase, run, findings, config_line) in checks {
-        let (dst, files): (PathBuf, &[(&str, &str)]) = if phase == "performance" {
+    let layout = |phase: &str| -> (PathBuf, &'static [(&'static str, &'static str)]) {
+        if phase == "performance" {
             (
                 root.join("performance/run_1"),
                 &[
                     ("performance/result_summary.json", "result_summary.json"),
                     ("config.yaml", "config.yaml"),
+                    ("run_manifest.json", "run_manifest.json"),
                 ],
             )
         } else {
@@ -263,9 +309,29 @@ pub fn publish(opts: &SubmissionOptions) -> Result<Published, SubmissionError> {
                 &[
                     (ACCURACY_RESULTS, "accuracy_results.json"),
                     ("config.yaml", "config.yaml"),
+                    ("run_manifest.json", "run_manifest.json"),
                 ],
             )
-        };
+        }
+    };
+    // An existing tree is replaced only when asked, and checked before any copy.
+    if !opts.force {
+        for (phase, ..) in &checks {
+            let (dst, files) = layout(phase);
+            if let Some(existing) = files
+                .iter()
+                .map(|(_, name)| dst.join(name))
+                .find(|p| p.exists())
+            {
+                return Err(SubmissionError::Invalid(format!(
+                    "{} exists: pass --force to replace the submission tree's files",
+                    existing.display()
+                )));
+            }
+        }
+    }
+    for (phase, run, findings, config_line) in checks {
+        let (dst, files) = layout(phase);
         copy(run, &dst, files, &opts.output, &mut published)?;
         published
             .findings
@@ -348,9 +414,12 @@ mod tests {
         dir
     }
 
-    /// A run directory with the files the checker reads.
+    /// A run directory with the files the checker reads, from a sealed,
+    /// compliant run that ran to its end.
     fn run_dir(dir: &Path, accuracy: bool) {
         std::fs::create_dir_all(dir.join("performance")).unwrap();
+        manifest(dir, true, true);
+        super::super::write_json(&dir.join("run_state.json"), &json!({"complete": true})).unwrap();
         let series = json!({"percentiles": {"99.0": 2.5e6}});
         super::super::write_json(
             &dir.join("performance/result_summary.json"),
@@ -371,6 +440,14 @@ mod tests {
         super::super::write_json(
             &dir.join(ACCURACY_RESULTS),
             &json!({"accuracy_scores": [entry]}),
+        )
+        .unwrap();
+    }
+
+    fn manifest(dir: &Path, sealed: bool, compliant: bool) {
+        super::super::write_json(
+            &dir.join("run_manifest.json"),
+            &json!({"seal": {"sealed": sealed}, "compliance": {"compliant": compliant}}),
         )
         .unwrap();
     }
@@ -401,14 +478,16 @@ mod tests {
         for f in [
             "performance/run_1/result_summary.json",
             "performance/run_1/config.yaml",
+            "performance/run_1/run_manifest.json",
             "accuracy/accuracy_results.json",
             "accuracy/config.yaml",
+            "accuracy/run_manifest.json",
             "measurements.json",
         ] {
             assert!(base.join(f).is_file(), "{f}");
         }
         assert!(out.join("closed/Org/systems/Box.json").is_file());
-        assert_eq!(p.files.len(), 4);
+        assert_eq!(p.files.len(), 6);
         let text = p.findings.join("\n");
         assert!(
             text.contains("TTFT p99: 2.50 ms") && text.contains("overall_accuracy = 90.0"),
@@ -448,6 +527,57 @@ mod tests {
         bad.accuracy_run = Some(dir.clone());
         bad.system = "../x".into();
         assert!(publish(&bad).unwrap_err().to_string().contains("--system"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_closed_division_takes_only_sealed_compliant_finished_runs_and_keeps_a_tree() {
+        let dir = scratch("closed");
+        let run = dir.join("run");
+        run_dir(&run, false);
+        let out = dir.join("sub");
+        for (sealed, compliant, why) in [
+            (false, true, "unsealed"),
+            (true, false, "not compliant"),
+            (false, false, "unsealed and not compliant"),
+        ] {
+            manifest(&run, sealed, compliant);
+            let err = publish(&opts(Some(run.clone()), None, out.clone()))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("closed division") && err.contains(why),
+                "{err}"
+            );
+            assert!(!out.exists(), "nothing copied");
+            let mut open = opts(Some(run.clone()), None, out.clone());
+            open.division = "open".into();
+            open.scaffold = false;
+            publish(&open).unwrap();
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        manifest(&run, true, true);
+        super::super::write_json(&run.join("run_state.json"), &json!({"complete": false})).unwrap();
+        let err = publish(&opts(Some(run.clone()), None, out.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did not run to its end"), "{err}");
+        super::super::write_json(&run.join("run_state.json"), &json!({"complete": true})).unwrap();
+        std::fs::remove_file(run.join("run_manifest.json")).unwrap();
+        let err = publish(&opts(Some(run.clone()), None, out.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("run_manifest.json is missing"), "{err}");
+        // An existing tree is kept unless --force.
+        manifest(&run, true, true);
+        publish(&opts(Some(run.clone()), None, out.clone())).unwrap();
+        let err = publish(&opts(Some(run.clone()), None, out.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exists: pass --force"), "{err}");
+        let mut force = opts(Some(run), None, out);
+        force.force = true;
+        publish(&force).unwrap();
         std::fs::remove_dir_all(&dir).ok();
     }
 }

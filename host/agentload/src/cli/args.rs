@@ -162,7 +162,7 @@ pub(super) enum Command {
         /// Also write measurements.json and systems/SYSTEM.json templates.
         #[arg(long)]
         scaffold: bool,
-        /// Overwrite existing templates.
+        /// Replace an existing submission tree's files and templates.
         #[arg(long)]
         force: bool,
     },
