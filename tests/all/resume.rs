@@ -316,11 +316,31 @@ async fn a_second_signal_cuts_the_turn_in_flight_and_resume_sends_it_again() {
         report.starts_with("INCOMPLETE: interrupted (SIGTERM)"),
         "{report}"
     );
+    // The cut turn was sent: the report says so, though nothing counts it.
+    assert!(
+        report.contains("and 1 sent but cut by the signal"),
+        "{report}"
+    );
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(
+        summary["agentload"]["n_samples_interrupted"], 1,
+        "{summary}"
+    );
     slow.shutdown().await;
 
     let fast = start_sim(replay_sim(trajectories())).await;
     let done = agentload(&["resume", out_s, "--endpoint", &fast.url()], dir.path()).await;
     assert!(done.status.success(), "{}", text(&done));
+    // The run spans two endpoints, and says so.
+    let summary = json(&out.join("performance/result_summary.json"));
+    let endpoints = summary["agentload"]["endpoints"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(endpoints.len(), 2, "{summary}");
+    assert_eq!(endpoints[1], fast.url().trim_end_matches('/'), "{summary}");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("this run spans 2 endpoints"), "{report}");
     let records = read_jsonl(&log);
     let (turn, session) = (cut[0]["turn"].clone(), cut[0]["session_id"].clone());
     let again: Vec<_> = records

@@ -148,6 +148,8 @@ struct Context<'a> {
 /// A phase's turns as the engine left them.
 struct Executed {
     records: Vec<TurnRecord>,
+    /// Turns this process sent that a signal cut (not in `records`).
+    interrupted: u64,
     sessions: Vec<SessionOutcome>,
     plans: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
@@ -679,6 +681,7 @@ async fn execute(
         .deadline(Duration::from_millis(config.load.max_duration_ms));
     let ran = run_pool(engine.clone(), tasks, concurrency).await;
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
+    let interrupted = engine.recorder.interrupted();
     let (records, counting) = engine.recorder.finish_with_stats()?;
     let outcomes = ran.with_context(|| {
         format!(
@@ -693,8 +696,8 @@ async fn execute(
         .map(|(i, p)| (p.id.as_str(), i))
         .collect();
     sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
-    let interrupted = matches!(engine.stop.reason(), Some((StopReason::Interrupted(_), _)));
-    if !interrupted {
+    let cut = matches!(engine.stop.reason(), Some((StopReason::Interrupted(_), _)));
+    if !cut {
         cx.state
             .lock()
             .expect("state lock")
@@ -702,6 +705,7 @@ async fn execute(
     }
     Ok(Executed {
         records,
+        interrupted,
         sessions,
         plans,
         scorer: prepared.scorer,
@@ -764,6 +768,8 @@ async fn run_performance(
         },
     );
     summary.agentload.harness = ex.harness;
+    summary.agentload.n_samples_interrupted = ex.interrupted;
+    summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;

@@ -138,6 +138,21 @@ impl RunState {
             .collect()
     }
 
+    /// The endpoints the run's processes sent to, in order, when they were
+    /// not all the same one (empty otherwise).
+    pub fn endpoints(&self) -> Vec<String> {
+        let mut all: Vec<String> = Vec::new();
+        for s in &self.segments {
+            if all.last() != Some(&s.endpoint) {
+                all.push(s.endpoint.clone());
+            }
+        }
+        if all.iter().all(|e| *e == all[0]) {
+            return Vec::new();
+        }
+        all
+    }
+
     /// Where `phase` stands.
     pub fn phase(&self, phase: &str) -> PhaseState {
         self.phases

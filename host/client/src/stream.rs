@@ -149,16 +149,29 @@ impl Timeline {
         self.bytes_received += n as u64;
     }
 
-    /// What had arrived when the turn timed out.
-    fn stall_detail(&self, now: Instant) -> String {
+    /// What had arrived when the turn timed out after `limit`: a stream
+    /// that went quiet (stalled), or one still arriving when time ran out.
+    fn stall_detail(&self, now: Instant, limit: Duration) -> String {
         match self.last_byte {
             None if self.first_byte.is_some() => "no body byte after the response head".into(),
             None => "no response".into(),
-            Some(last) => format!(
-                "stalled: {} bytes received, none in the last {:.1} s",
-                self.bytes_received,
-                now.duration_since(last).as_secs_f64()
-            ),
+            Some(last) => {
+                let quiet = now.duration_since(last);
+                if quiet >= Duration::from_secs(1).min(limit / 2) {
+                    format!(
+                        "stalled: {} bytes received, none in the last {:.1} s",
+                        self.bytes_received,
+                        quiet.as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "still streaming: {} bytes received, the last {} ms before the limit; \
+                         the answer takes longer than load.turn_timeout_s",
+                        self.bytes_received,
+                        quiet.as_millis()
+                    )
+                }
+            }
         }
     }
 }
@@ -407,7 +420,7 @@ impl ChatClient {
                 timeline.complete = now;
                 Err(TurnError::Timeout {
                     after_s: limit.as_secs_f64(),
-                    detail: timeline.stall_detail(now),
+                    detail: timeline.stall_detail(now, limit),
                 })
             }
         };

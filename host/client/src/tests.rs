@@ -359,6 +359,37 @@ async fn the_response_cap_fails_a_longer_answer() {
     ex.result.unwrap();
 }
 
+/// A stream still arriving when the turn's time runs out is not "stalled".
+#[tokio::test]
+async fn a_stream_still_arriving_at_the_limit_says_so() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = socket.read(&mut buf).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        if socket.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        // A keep-alive comment every 20 ms, for as long as the client listens.
+        while socket.write_all(b"4\r\n: x\n\r\n").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let e = client(&url, 0, Duration::from_millis(400))
+        .send(&body(), "s")
+        .await
+        .result
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("turn timed out after 0.4 s (still streaming: ")
+            && e.contains("the answer takes longer than load.turn_timeout_s"),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn a_stalled_stream_times_out_saying_what_came() {
     // The head and the role chunk, then nothing (the chunked body never ends).

@@ -29,6 +29,9 @@ pub struct Recorder {
     records: Mutex<Vec<LoggedTurn>>,
     counting: Option<CountWorker>,
     console: Console,
+    /// Records kept by this process that a signal cut (never counted;
+    /// a resume sends them again).
+    interrupted: std::sync::atomic::AtomicU64,
 }
 
 /// Where and how a phase's log is kept.
@@ -62,6 +65,7 @@ impl Recorder {
             records: Mutex::new(prior),
             counting,
             console,
+            interrupted: Default::default(),
         })
     }
 
@@ -73,6 +77,7 @@ impl Recorder {
             records: Mutex::default(),
             counting: None,
             console,
+            interrupted: Default::default(),
         }
     }
 
@@ -91,6 +96,10 @@ impl Recorder {
             counting.count(line, body, answer);
         }
         self.console.turn(&record);
+        if record.status == TurnStatus::Interrupted {
+            self.interrupted
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.records
             .lock()
             .expect("records lock")
@@ -149,6 +158,12 @@ impl Recorder {
             .iter()
             .map(|t| t.record.clone())
             .collect()
+    }
+
+    /// Turns this process sent that a signal cut (none counted: a resume
+    /// sends them again).
+    pub fn interrupted(&self) -> u64 {
+        self.interrupted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts the phase's turns (nothing streams any more), syncs the files, and returns the

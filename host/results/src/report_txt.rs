@@ -34,6 +34,14 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
     let _ = writeln!(out, "agentload {} performance report", summary.version);
     let m = &summary.agentload.manifest;
     let _ = writeln!(out, "endpoint {}  model {}", m.endpoint, m.model);
+    if !summary.agentload.endpoints.is_empty() {
+        let _ = writeln!(
+            out,
+            "this run spans {} endpoints, one per process (run, then each resume): {}",
+            summary.agentload.endpoints.len(),
+            summary.agentload.endpoints.join(", ")
+        );
+    }
     for p in &m.plugins {
         let _ = writeln!(out, "{} {}@{} {}", p.kind, p.name, p.version, p.digest);
     }
@@ -46,6 +54,13 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
         summary.agentload.n_samples_aborted,
         summary.duration_ns.unwrap_or(0) as f64 / 1e9
     );
+    if summary.agentload.n_samples_interrupted > 0 {
+        let _ = writeln!(
+            out,
+            "       and {} sent but cut by the signal (not counted above; `agentload resume` sends them again)",
+            summary.agentload.n_samples_interrupted
+        );
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,

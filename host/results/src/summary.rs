@@ -142,6 +142,15 @@ pub struct Extras {
     pub harness: Harness,
     /// Turns not sent because an earlier turn of their session failed.
     pub n_samples_aborted: u64,
+    /// Turns sent but cut by a signal in the process that wrote this
+    /// summary: not counted anywhere else (`agentload resume` sends them
+    /// again).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub n_samples_interrupted: u64,
+    /// The endpoints the run's processes (the run and each resume) sent to,
+    /// in order, when there were more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
     pub manifest: RunManifest,
 }
 
@@ -437,9 +446,15 @@ pub fn summarize(
                 .iter()
                 .filter(|r| r.status == TurnStatus::Aborted)
                 .count() as u64,
+            n_samples_interrupted: 0,
+            endpoints: Vec::new(),
             manifest,
         },
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
