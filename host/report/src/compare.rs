@@ -5,7 +5,7 @@ use super::charts::{color, Axis, Layer, Plot, Shape};
 use super::headline::{compare, headlines, number};
 use super::page::{figure, Block, Cell, Section, Swatch, Table};
 use super::read::{RunDir, Turn};
-use super::run_page::{cdf, ms};
+use super::run_page::cdf;
 
 /// The runs side by side.
 pub fn runs_table(runs: &[RunDir], labels: &[String]) -> Section {
@@ -83,8 +83,9 @@ pub fn runs_table(runs: &[RunDir], labels: &[String]) -> Section {
     s
 }
 
-/// A per-turn quantity, ns.
-type Metric = fn(&Turn) -> Option<u64>;
+/// A per-turn quantity, ns, given whether the run counts tokens locally
+/// first ([`RunDir::local_counts_first`]).
+type Metric = fn(&Turn, bool) -> Option<f64>;
 
 /// Overlaid distributions of the runs that have turn logs, and overlaid
 /// sweep curves of the runs that are sweeps.
@@ -92,9 +93,11 @@ pub fn overlays(runs: &[RunDir], labels: &[String]) -> Option<Section> {
     let mut s = Section::new("overlays", "Overlaid curves");
     let mut figs = Vec::new();
     let metrics: [(&str, &str, Metric); 3] = [
-        ("ttft", "TTFT", Turn::ttft_ns),
+        ("ttft", "TTFT", |t, _| t.ttft_ns().map(|ns| ns as f64)),
         ("tpot", "TPOT", Turn::tpot_ns),
-        ("latency", "Latency", Turn::latency_ns),
+        ("latency", "Latency", |t, _| {
+            t.latency_ns().map(|ns| ns as f64)
+        }),
     ];
     for (id, name, pick) in metrics {
         let mut plot = Plot::new(
@@ -102,7 +105,13 @@ pub fn overlays(runs: &[RunDir], labels: &[String]) -> Option<Section> {
             Axis::linear("turns at or below (%)").range(0.0, 101.0),
         );
         for (i, r) in runs.iter().enumerate() {
-            let values: Vec<f64> = r.turns.iter().filter_map(pick).map(ms).collect();
+            let local_first = r.local_counts_first();
+            let values: Vec<f64> = r
+                .turns
+                .iter()
+                .filter_map(|t| pick(t, local_first))
+                .map(|ns| ns / 1e6)
+                .collect();
             if !values.is_empty() {
                 plot = plot.layer(Layer::new(&labels[i], color(i), line(i, cdf(values))));
             }

@@ -96,7 +96,7 @@ fn millis(ns: Option<u64>) -> Option<f64> {
     ns.map(|n| n as f64 / 1e6)
 }
 
-fn turn_row<'a>(phase: &'a str, t: &'a Turn) -> TurnRow<'a> {
+fn turn_row<'a>(phase: &'a str, t: &'a Turn, local_first: bool) -> TurnRow<'a> {
     TurnRow {
         phase,
         session_id: Text(&t.session_id),
@@ -106,7 +106,7 @@ fn turn_row<'a>(phase: &'a str, t: &'a Turn) -> TurnRow<'a> {
         status: t.status.as_str(),
         issued_s: secs(t.issued_ns),
         ttft_ms: millis(t.ttft_ns()),
-        tpot_ms: millis(t.tpot_ns()),
+        tpot_ms: t.tpot_ns(local_first).map(|ns| ns / 1e6),
         latency_ms: millis(t.latency_ns()),
         output_speed_tps: t.output_speed_tps(),
         isl: t.isl(),
@@ -225,6 +225,7 @@ fn writer(path: &Path) -> Result<csv::Writer<std::fs::File>> {
 /// returns their paths.
 pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     let run = RunDir::read(dir)?;
+    let local_first = run.local_counts_first();
     let out = out.map_or_else(|| dir.join("export"), Path::to_path_buf);
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let paths: Vec<PathBuf> = ["turns.csv", "sessions.csv", "phases.csv"]
@@ -234,10 +235,10 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     let (mut turns, mut sessions, mut phases) =
         (writer(&paths[0])?, writer(&paths[1])?, writer(&paths[2])?);
     for t in &run.turns {
-        turns.serialize(turn_row("performance", t))?;
+        turns.serialize(turn_row("performance", t, local_first))?;
     }
     for t in &run.accuracy_turns {
-        turns.serialize(turn_row("accuracy", t))?;
+        turns.serialize(turn_row("accuracy", t, local_first))?;
     }
     for s in &run.sessions {
         sessions.serialize(session_row("performance", s, true))?;
@@ -252,7 +253,7 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
         for (p, phase_turns) in sw.phases().iter().zip(&sw.phase_turns) {
             let name = format!("sweep phase {} (c{})", p["index"], p["level"]);
             for t in phase_turns {
-                turns.serialize(turn_row(&name, t))?;
+                turns.serialize(turn_row(&name, t, local_first))?;
             }
             for s in trajectories(phase_turns) {
                 sessions.serialize(session_row(&name, &s, false))?;

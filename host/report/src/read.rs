@@ -148,14 +148,21 @@ impl Turn {
     }
 
     /// The reference's TPOT: (complete − first token) / tokens after the
-    /// first chunk (local count, else OSL − 1), ns.
-    pub fn tpot_ns(&self) -> Option<u64> {
-        let after_first = match self.local_tokens.and_then(|l| l.osl_after_first) {
-            Some(n) => n,
-            None => self.osl()?.saturating_sub(1),
-        };
+    /// first chunk, ns. The tokens come from the run's configured source
+    /// first (`local_first`: local counts' `osl_after_first`; else the
+    /// server's OSL − 1), else the other one, as `result_summary.json`'s
+    /// `tpot` series takes them, so a chart drawn from turns and the
+    /// summary's percentiles agree.
+    pub fn tpot_ns(&self, local_first: bool) -> Option<f64> {
+        let local = self.local_tokens.and_then(|l| l.osl_after_first);
+        let server = self.usage("completion_tokens").map(|n| n.saturating_sub(1));
+        let after_first = if local_first {
+            local.or(server)
+        } else {
+            server.or(local)
+        }?;
         let decode = Self::span(self.first_token_ns, self.complete_ns)?;
-        (after_first > 0 && self.completed()).then(|| decode / after_first)
+        (after_first > 0 && self.completed()).then(|| decode as f64 / after_first as f64)
     }
 
     /// Output tokens per second after the first token (the sweep's speed).
@@ -366,6 +373,16 @@ pub fn turns_file(path: &Path) -> Result<Vec<Turn>, ReadError> {
 }
 
 impl RunDir {
+    /// Whether the run's token counts come from the local tokenizer first
+    /// (`model.token_counts = "local"`, as its summary records it); the
+    /// server's otherwise.
+    pub fn local_counts_first(&self) -> bool {
+        self.summary
+            .as_ref()
+            .and_then(|s| s["agentload"]["token_counts"]["configured"].as_str())
+            .is_none_or(|c| c == "local")
+    }
+
     /// Reads `dir` (see the module docs).
     pub fn read(dir: &Path) -> Result<Self, ReadError> {
         let config_text = text(&dir.join("config.toml"))?;
@@ -553,6 +570,40 @@ mod tests {
     }
 
     #[test]
+    fn tpot_takes_its_tokens_from_the_runs_configured_source_first() {
+        // Local counts say 9 tokens after the first chunk, the server 4 - 1.
+        let t: Turn = serde_json::from_value(json!({
+            "session_id": "s", "turn": 1, "status": "completed",
+            "issued_ns": 0, "first_token_ns": 1_000, "complete_ns": 10_000,
+            "usage": {"prompt_tokens": 5, "completion_tokens": 4},
+            "local_tokens": {"isl": 5, "osl": 10, "osl_after_first": 9},
+            "expected_json": "{}"
+        }))
+        .unwrap();
+        assert_eq!(t.tpot_ns(true), Some(1_000.0));
+        assert_eq!(t.tpot_ns(false), Some(3_000.0));
+        // Only one source: it is used whichever comes first.
+        let server_only: Turn = serde_json::from_value(json!({
+            "session_id": "s", "turn": 2, "status": "completed",
+            "issued_ns": 0, "first_token_ns": 1_000, "complete_ns": 10_000,
+            "usage": {"completion_tokens": 4}, "expected_json": "{}"
+        }))
+        .unwrap();
+        assert_eq!(server_only.tpot_ns(true), Some(3_000.0));
+        // The run's source, as its summary records it (local without one).
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("run_manifest.json"), "{}").unwrap();
+        assert!(RunDir::read(dir.path()).unwrap().local_counts_first());
+        std::fs::create_dir(dir.path().join("performance")).unwrap();
+        std::fs::write(
+            dir.path().join("performance/result_summary.json"),
+            r#"{"agentload": {"token_counts": {"configured": "server"}}}"#,
+        )
+        .unwrap();
+        assert!(!RunDir::read(dir.path()).unwrap().local_counts_first());
+    }
+
+    #[test]
     fn turns_derive_their_metrics_and_send_lag() {
         let t: Turn = serde_json::from_value(json!({
             "session_id": "s", "turn": 1, "status": "completed",
@@ -565,7 +616,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.ttft_ns(), Some(2_000));
         assert_eq!(t.latency_ns(), Some(10_000));
-        assert_eq!(t.tpot_ns(), Some(8_000 / 3));
+        assert_eq!(t.tpot_ns(true), Some(8_000.0 / 3.0));
         assert_eq!(
             (t.isl(), t.osl(), t.cached()),
             (Some(50), Some(4), Some(20))
