@@ -603,3 +603,49 @@ async fn a_log_cut_mid_record_is_reported_and_its_sessions_rebuilt() {
     assert_whole_run(&out);
     sim.shutdown().await;
 }
+
+/// Local counts run when a phase ends, so a kill leaves the turns answered
+/// before it uncounted, sessions that ended too: the resume replays those
+/// (nothing sent) and counts them, and the run's counts are all local.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_answered_before_the_kill_are_counted_locally_on_resume() {
+    if !vocabulary() {
+        return;
+    }
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("resume-count");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 6", "");
+    let text_cfg = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"");
+    std::fs::write(&config, text_cfg).unwrap();
+    let out = killed_run(dir.path(), &config, 200).await;
+    assert!(
+        !read_jsonl(&out.join("sessions.jsonl")).is_empty(),
+        "some sessions ended before the kill"
+    );
+    let before = sim.chat_requests_received();
+    let done = agentload(
+        &["resume", out.to_str().unwrap(), "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    assert!(done.status.success(), "{}", text(&done));
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(
+        summary["agentload"]["token_count_source"], "local",
+        "{}",
+        summary["agentload"]
+    );
+    let completed = read_jsonl(&out.join("turns.jsonl"))
+        .iter()
+        .filter(|r| r["status"] == "completed")
+        .count();
+    assert_eq!(
+        summary["agentload"]["token_counts"]["turns_local"], completed as u64,
+        "every completed turn counted locally"
+    );
+    // Only the turns the kill left unsent were sent again.
+    assert!(sim.chat_requests_received() - before < completed as u64);
+    sim.shutdown().await;
+}

@@ -615,7 +615,7 @@ async fn execute(
     } else {
         Prior::default()
     };
-    let (mut sessions, mut tasks) = prior.split(plans.clone());
+    let (mut sessions, mut tasks) = prior.split(plans.clone(), cx.counter.is_some());
     if done {
         // A complete phase is kept as it is: its sessions' last outcomes.
         sessions.extend(

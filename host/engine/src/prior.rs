@@ -114,8 +114,15 @@ impl Prior {
     /// its recorded turns (interrupted ones left out) to replay. A session's
     /// recorded end is trusted only where the turn log bears it out (its
     /// completed, failed and aborted counts); otherwise the turn log wins and
-    /// the session is driven on from its records.
-    pub fn split(&self, plans: Vec<SessionPlan>) -> (Vec<SessionOutcome>, Vec<SessionTask>) {
+    /// the session is driven on from its records. With `count_locally`, an
+    /// ended session with a completed turn not yet counted (the process was
+    /// killed before the phase's end, when counting runs) is replayed too:
+    /// its requests are rebuilt, counted, and nothing is sent.
+    pub fn split(
+        &self,
+        plans: Vec<SessionPlan>,
+        count_locally: bool,
+    ) -> (Vec<SessionOutcome>, Vec<SessionTask>) {
         let mut by_session: HashMap<&str, Vec<&LoggedTurn>> = HashMap::new();
         for t in &self.turns {
             if t.record.status != TurnStatus::Interrupted {
@@ -127,7 +134,11 @@ impl Prior {
         for plan in plans {
             let history = by_session.get(plan.id.as_str());
             match self.ended.get(&plan.id) {
-                Some(o) if o.ended.is_final() && borne_out(o, history.map_or(&[][..], |h| h)) => {
+                Some(o)
+                    if o.ended.is_final()
+                        && borne_out(o, history.map_or(&[][..], |h| h))
+                        && !(count_locally && uncounted(history.map_or(&[][..], |h| h))) =>
+                {
                     over.push(o.clone())
                 }
                 _ => tasks.push(SessionTask {
@@ -153,4 +164,11 @@ fn borne_out(outcome: &SessionOutcome, records: &[&LoggedTurn]) -> bool {
             count(TurnStatus::Failed),
             count(TurnStatus::Aborted),
         )
+}
+
+/// Whether a completed turn among `records` has no local count yet.
+fn uncounted(records: &[&LoggedTurn]) -> bool {
+    records
+        .iter()
+        .any(|t| t.record.status == TurnStatus::Completed && t.record.local_tokens.is_none())
 }
