@@ -50,10 +50,29 @@ async fn a_second_writer_is_refused_before_it_changes_anything() {
     wait_for_turns(&out).await;
     let manifest_before = std::fs::read(out.join("run_manifest.json")).unwrap();
     let out_s = out.to_str().unwrap();
+    let sub = dir.path().join("sub");
+    let sub_s = sub.to_str().unwrap();
     for args in [
         vec!["run", config.to_str().unwrap(), "--out", out_s, "--force"],
         vec!["resume", out_s],
         vec!["rescore", out_s],
+        vec![
+            "submission",
+            "--run",
+            out_s,
+            "--division",
+            "open",
+            "--submitter",
+            "O",
+            "--system",
+            "S",
+            "--benchmark",
+            "b",
+            "--output",
+            sub_s,
+        ],
+        vec!["export", out_s, "--csv"],
+        vec!["report", out_s],
     ] {
         let second = agentload(&args, dir.path()).await;
         let msg = text(&second);

@@ -49,6 +49,25 @@ pub fn run(cli: Opts) -> ExitCode {
     }
 }
 
+/// The writer locks of the distinct run directories among `dirs` (a
+/// command that reads a run whole, or writes into it, holds them).
+fn lock_runs<'a>(
+    dirs: impl Iterator<Item = &'a PathBuf>,
+    command: &str,
+) -> Result<Vec<agentload_results::run_dir::WriterLock>> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut locks = Vec::new();
+    for dir in dirs {
+        let key = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if seen.contains(&key) || !dir.is_dir() {
+            continue;
+        }
+        locks.push(agentload_results::run_dir::lock(dir, command)?);
+        seen.push(key);
+    }
+    Ok(locks)
+}
+
 /// A user error: its cause chain on one line, never a backtrace.
 fn fail(e: &anyhow::Error) -> ExitCode {
     agentload_console::line(&format!("error: {e:#}"));
@@ -171,9 +190,16 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             force,
         } => {
             use agentload_results::submission::{publish, SubmissionOptions};
+            let performance_run = performance_run.or_else(|| run.clone());
+            let accuracy_run = accuracy_run.or(run);
+            // The runs are read whole, never while another process writes them.
+            let _locks = lock_runs(
+                performance_run.iter().chain(accuracy_run.iter()),
+                "submission",
+            )?;
             let published = publish(&SubmissionOptions {
-                performance_run: performance_run.or_else(|| run.clone()),
-                accuracy_run: accuracy_run.or(run),
+                performance_run,
+                accuracy_run,
                 output,
                 division,
                 submitter,
@@ -199,6 +225,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 [one] => one.join("report.html"),
                 _ => PathBuf::from("report.html"),
             });
+            // A page written into a run directory waits for no writer there.
+            let _locks = lock_runs(dirs.iter().filter(|d| out.starts_with(d)), "report")?;
             let started = std::time::Instant::now();
             tokio::task::block_in_place(|| agentload_report::write(&dirs, &label, &out))?;
             let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
@@ -210,6 +238,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             Ok(exit::SUCCESS)
         }
         Command::Export { dir, out, csv: _ } => {
+            let _lock = lock_runs(std::iter::once(&dir), "export")?;
             let mut text = String::new();
             for path in agentload_report::export::csv(&dir, out.as_deref())? {
                 text.push_str(&format!("{}\n", path.display()));
