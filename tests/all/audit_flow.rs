@@ -46,20 +46,13 @@ fn v2_scorer() -> PathBuf {
 
 /// `agentload run edge-full-run.toml --accuracy-only` against `sim`.
 async fn accuracy_run(sim: &agentload_sim::SimHandle, cwd: &Path, out: &Path) {
-    let run = agentload(
-        &[
-            "run",
-            edge_config().to_str().unwrap(),
-            "--accuracy-only",
-            "--endpoint",
-            &sim.url(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
+    run_ok(
+        &edge_config(),
+        out,
+        &["--accuracy-only", "--endpoint", &sim.url()],
         cwd,
     )
     .await;
-    assert!(run.status.success(), "{}", text(&run));
 }
 
 fn jsonl(path: &Path) -> Vec<Value> {

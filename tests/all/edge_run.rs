@@ -19,18 +19,7 @@ async fn full_replay_against_the_oracle_scores_one() {
     let dir = scratch("full");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--require-valid",
-        ],
-        dir.path(),
-    )
-    .await;
-    assert!(run.status.success(), "{}", text(&run));
+    run_ok(&config, &out, &["--require-valid"], dir.path()).await;
 
     let summary = json(&out.join("performance/result_summary.json"));
     assert_eq!(summary["n_samples_issued"], 1007);

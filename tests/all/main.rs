@@ -1,8 +1,9 @@
 //! agentload's integration tests, in one binary (as wasmtime's `tests/all`):
 //! one link of wasmtime instead of one per file, and one process whose
 //! tests cargo runs in parallel. Each module drives the real `agentload`
-//! binary (or the host crates in process) against the embedded simulator,
-//! and a real `llama-server` where one is named.
+//! binary against the embedded simulator (or a command in process through
+//! `agentload::cli`, where a subprocess adds nothing), and a real
+//! `llama-server` where one is named.
 //!
 //! Two other integration test binaries, each for a reason: `tests/wit_versions.rs`
 //! needs the `test-wit-0-0-9` feature, which the shipped binary must not
@@ -16,6 +17,7 @@ mod accuracy_gate;
 mod audit_flow;
 mod authoring;
 mod bfcl_multi_turn;
+mod cli_in_process;
 mod data_grants;
 mod edge_run;
 mod fail_fast;

@@ -204,7 +204,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     // The benchmark's rules, before anything is compiled, read or sent.
     let config_toml = toml::to_string(&config)?;
     let compliance = agentload_config::rules::check(
-        &config,
+        &serde_json::to_value(&config)?,
         &config_toml,
         agentload_config::rules::Phases {
             performance: want_perf,

@@ -196,7 +196,7 @@ pub fn expected_digest(file: &str) -> Option<&'static str> {
 /// The cache's data folder, the fallback for files missing from the data
 /// directory.
 pub fn cache_data_dir() -> Option<PathBuf> {
-    crate::cache_dir().map(|d| d.join("data"))
+    crate::paths::cache_dir().map(|d| d.join("data"))
 }
 
 /// The folder `file` is under (the data directory, else the cache's data

@@ -11,12 +11,14 @@
 pub mod capped;
 pub mod data;
 mod limits;
+mod paths;
 pub mod plugin_path;
 pub mod rules;
 pub mod seal;
 mod sweep;
 
 pub use limits::Limits;
+pub use paths::cache_dir;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -504,18 +506,6 @@ pub fn base_url(url: &str) -> Result<String, String> {
 /// A TOML table as a JSON object (for plugin settings).
 pub fn table_json(table: &toml::Table) -> String {
     serde_json::to_string(table).expect("a TOML table serialises to JSON")
-}
-
-/// The default cache directory: `$AGENTLOAD_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/agentload`, else `~/.cache/agentload`.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("AGENTLOAD_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(dir).join("agentload"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("agentload"))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::RunConfig;
 use std::path::Path;
 
 const SHIPPED: &str = include_str!("../../../../configs/edge-full-run.toml");
@@ -10,7 +11,7 @@ const BOTH: Phases = Phases {
 
 fn deviations(text: &str, phases: Phases) -> Vec<Deviation> {
     let config = RunConfig::parse(Path::new("edge.toml"), text).unwrap();
-    check(&config, text, phases).deviations
+    check(&serde_json::to_value(&config).unwrap(), text, phases).deviations
 }
 
 /// The shipped config with `from` replaced by `to` (which must occur).
@@ -22,7 +23,7 @@ fn edited(from: &str, to: &str) -> String {
 #[test]
 fn the_shipped_edge_config_is_compliant() {
     let config = RunConfig::parse(Path::new("edge.toml"), SHIPPED).unwrap();
-    let c = check(&config, SHIPPED, BOTH);
+    let c = check(&serde_json::to_value(&config).unwrap(), SHIPPED, BOTH);
     assert_eq!(c.rules, Some("mlperf-edge-v0.1"));
     assert!(c.compliant, "{:#?}", c.deviations);
     assert!(require(&c).is_ok());
@@ -33,7 +34,7 @@ fn the_shipped_edge_config_is_compliant() {
         performance: false,
         accuracy: true,
     };
-    assert!(check(&config, SHIPPED, acc).compliant);
+    assert!(check(&serde_json::to_value(&config).unwrap(), SHIPPED, acc).compliant);
 }
 
 /// Each deviation the issue lists (and more) is named by its key, with the
@@ -222,7 +223,7 @@ fn no_ruleset_is_refused_in_submission_and_silent_in_development() {
         "version = \"1.0\"",
     );
     let config = RunConfig::parse(Path::new("edge.toml"), &text).unwrap();
-    let c = check(&config, &text, BOTH);
+    let c = check(&serde_json::to_value(&config).unwrap(), &text, BOTH);
     assert_eq!(c.rules, None);
     assert!(!c.compliant);
     assert_eq!(c.report_lines(), "");
@@ -234,7 +235,7 @@ fn no_ruleset_is_refused_in_submission_and_silent_in_development() {
 fn a_development_report_lists_each_deviation() {
     let text = edited("concurrency = 1", "concurrency = 4");
     let config = RunConfig::parse(Path::new("edge.toml"), &text).unwrap();
-    let c = check(&config, &text, BOTH);
+    let c = check(&serde_json::to_value(&config).unwrap(), &text, BOTH);
     let lines = c.report_lines();
     assert!(
         lines.starts_with("NOT COMPLIANT with mlperf-edge-v0.1"),

@@ -123,7 +123,8 @@ fn run(budget: Budget, seed: u64) -> Result<Report, Failure> {
                 performance: true,
                 accuracy: true,
             };
-            let _ = agentload_config::rules::check(&config, &text, phases);
+            let json = serde_json::to_value(&config).expect("a config serialises to JSON");
+            let _ = agentload_config::rules::check(&json, &text, phases);
             let written = toml::to_string(&config)
                 .map_err(|e| TestCaseError::fail(format!("cannot write config.toml: {e}")))?;
             let again = RunConfig::parse(Path::new("config.toml"), &written).map_err(|e| {

@@ -1,0 +1,49 @@
+//! Commands driven in process through the CLI library
+//! (`agentload::cli::{Opts, execute}`), where a subprocess adds nothing:
+//! the same parsing and the same code `main` runs.
+
+use crate::common::*;
+use agentload::cli::{execute, Opts};
+use clap::Parser;
+
+fn opts(args: &[&str]) -> Opts {
+    Opts::try_parse_from(std::iter::once("agentload").chain(args.iter().copied()))
+        .expect("the arguments parse")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_runs_in_process_and_its_errors_come_back_as_values() {
+    let dir = scratch("in-process");
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("run_manifest.json"), "{}").unwrap();
+    std::fs::write(
+        run.join("turns.jsonl"),
+        r#"{"session_id":"s","turn":1,"status":"completed","issued_ns":1,"first_token_ns":2,"complete_ns":3,"expected_json":"{}"}"#.to_owned() + "\n",
+    )
+    .unwrap();
+    let code = execute(opts(&["export", run.to_str().unwrap(), "--csv"]))
+        .await
+        .unwrap();
+    assert_eq!(code, agentload_results::exit::SUCCESS);
+    let turns = std::fs::read_to_string(run.join("export/turns.csv")).unwrap();
+    assert!(
+        turns
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("performance,s,1,"),
+        "{turns}"
+    );
+    // A usage error is clap's (exit 2 from `main`), a failed command an error value.
+    assert!(Opts::try_parse_from(["agentload", "export"]).is_err());
+    let missing = dir.path().join("nowhere");
+    let err = execute(opts(&[
+        "diff",
+        missing.to_str().unwrap(),
+        run.to_str().unwrap(),
+    ]))
+    .await
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("nowhere"), "{err:#}");
+}
