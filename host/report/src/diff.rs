@@ -12,8 +12,8 @@
 //! repeat and turn). The text form summarises (changed numbers, the first
 //! sample changes); `--all` lists everything.
 
+use crate::error::{io, ReportError, Result};
 use crate::read::RunDir;
-use anyhow::{Context as _, Result};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -138,13 +138,14 @@ pub fn diff(a: &Path, b: &Path) -> Result<Vec<ReportDiff>> {
         let (sa, sb) = (per_turn(&ra), per_turn(&rb));
         out.push(compare("scores.json", &ra, &rb, &sa, &sb));
     }
-    anyhow::ensure!(
-        !out.is_empty(),
-        "{} and {} share no report (performance/result_summary.json, sweep/summary.json, \
-         accuracy/accuracy_results.json or scores.json)",
-        a.display(),
-        b.display()
-    );
+    if out.is_empty() {
+        return Err(ReportError::Nothing(format!(
+            "{} and {} share no report (performance/result_summary.json, sweep/summary.json, \
+             accuracy/accuracy_results.json or scores.json)",
+            a.display(),
+            b.display()
+        )));
+    }
     Ok(out)
 }
 
@@ -192,11 +193,13 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(io("read", path))?;
     serde_json::from_str(&text)
         .map(Some)
-        .with_context(|| format!("{} is not JSON", path.display()))
+        .map_err(|e| ReportError::Malformed {
+            path: path.to_path_buf(),
+            message: format!("not JSON: {e}"),
+        })
 }
 
 fn read_samples(path: &Path) -> Result<BTreeMap<String, Value>> {
@@ -204,15 +207,16 @@ fn read_samples(path: &Path) -> Result<BTreeMap<String, Value>> {
     if !path.is_file() {
         return Ok(rows);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(io("read", path))?;
     for (i, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let row: Value = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: not JSON", path.display(), i + 1))?;
+        let row: Value = serde_json::from_str(line).map_err(|e| ReportError::Malformed {
+            path: path.to_path_buf(),
+            message: format!("line {}: not JSON: {e}", i + 1),
+        })?;
         let key = row["item_id"].as_str().unwrap_or_default().to_owned();
         rows.insert(key, verdict(&row));
     }

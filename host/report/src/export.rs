@@ -9,8 +9,8 @@
 //! gets a leading `'`, as OWASP's CSV-injection guidance and the
 //! spreadsheet applications document, so opening the file runs nothing.
 
+use crate::error::{io, ReportError, Result};
 use crate::read::{self, RunDir, Session, Turn};
-use anyhow::{Context as _, Result};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -217,8 +217,31 @@ fn sweep_row(p: &Value, turns: &[Turn]) -> PhaseRow {
     }
 }
 
-fn writer(path: &Path) -> Result<csv::Writer<std::fs::File>> {
-    csv::Writer::from_path(path).with_context(|| format!("cannot create {}", path.display()))
+/// One CSV table being written, with its path for messages.
+struct Table {
+    path: PathBuf,
+    csv: csv::Writer<std::fs::File>,
+}
+
+impl Table {
+    fn create(path: PathBuf) -> Result<Self> {
+        let csv = csv::Writer::from_path(&path).map_err(|source| ReportError::Csv {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self { path, csv })
+    }
+
+    fn serialize(&mut self, row: impl Serialize) -> Result<()> {
+        self.csv.serialize(row).map_err(|source| ReportError::Csv {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.csv.flush().map_err(io("write", &self.path))
+    }
 }
 
 /// Writes the three tables for `dir` into `out` (default `dir/export`);
@@ -227,13 +250,16 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     let run = RunDir::read(dir)?;
     let local_first = run.local_counts_first();
     let out = out.map_or_else(|| dir.join("export"), Path::to_path_buf);
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(io("create", &out))?;
     let paths: Vec<PathBuf> = ["turns.csv", "sessions.csv", "phases.csv"]
         .iter()
         .map(|f| out.join(f))
         .collect();
-    let (mut turns, mut sessions, mut phases) =
-        (writer(&paths[0])?, writer(&paths[1])?, writer(&paths[2])?);
+    let (mut turns, mut sessions, mut phases) = (
+        Table::create(paths[0].clone())?,
+        Table::create(paths[1].clone())?,
+        Table::create(paths[2].clone())?,
+    );
     for t in &run.turns {
         turns.serialize(turn_row("performance", t, local_first))?;
     }

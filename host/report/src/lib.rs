@@ -12,6 +12,7 @@
 pub mod charts;
 mod compare;
 pub mod diff;
+mod error;
 pub mod export;
 pub mod headline;
 mod page;
@@ -19,7 +20,8 @@ pub mod read;
 pub(crate) mod run_page;
 mod sweep;
 
-use anyhow::{Context as _, Result};
+use error::io;
+pub use error::{ReportError, Result};
 pub use read::RunDir;
 use std::path::{Path, PathBuf};
 
@@ -52,7 +54,9 @@ pub fn labels(runs: &[RunDir], given: &[String]) -> Vec<String> {
 
 /// The HTML page for one or several result directories.
 pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
-    anyhow::ensure!(!runs.is_empty(), "no result directory to report");
+    if runs.is_empty() {
+        return Err(ReportError::Nothing("no result directory to report".into()));
+    }
     let generated_by = format!("agentload {}", env!("CARGO_PKG_VERSION"));
     let page = if let [r] = runs {
         let mut sections = vec![run_page::header(r)];
@@ -89,7 +93,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
             sections,
         }
     };
-    page::render(&page).context("cannot render the report template")
+    Ok(page::render(&page)?)
 }
 
 /// Reads `dirs` and writes their page to `out`.
@@ -99,7 +103,7 @@ pub fn write(dirs: &[PathBuf], labels: &[String], out: &Path) -> Result<()> {
         .map(|d| RunDir::read(d))
         .collect::<Result<Vec<_>, _>>()?;
     let html = render(&runs, labels)?;
-    std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))
+    std::fs::write(out, html).map_err(io("write", out))
 }
 
 /// Writes `DIR/report.html` for a finished run.
