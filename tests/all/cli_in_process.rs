@@ -47,3 +47,50 @@ async fn export_runs_in_process_and_its_errors_come_back_as_values() {
     .unwrap_err();
     assert!(format!("{err:#}").contains("nowhere"), "{err:#}");
 }
+
+/// The CSV export neutralises a formula the server or the dataset put in a
+/// cell, and a config that would write a report outside the results
+/// directory is refused naming the key, before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exported_cells_are_neutralised_and_report_files_stay_in_the_results() {
+    let dir = scratch("in-process-hostile");
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("run_manifest.json"), "{}").unwrap();
+    std::fs::write(
+        run.join("turns.jsonl"),
+        r#"{"session_id":"=HYPERLINK(\"http://x\")","turn":1,"status":"failed","error":"@SUM(1)","expected_json":"{}"}"#.to_owned() + "\n",
+    )
+    .unwrap();
+    execute(opts(&["export", run.to_str().unwrap(), "--csv"]))
+        .await
+        .unwrap();
+    let turns = std::fs::read_to_string(run.join("export/turns.csv")).unwrap();
+    let row = turns.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with(r#"performance,"'=HYPERLINK(""http://x"")",1,"#)
+            && row.ends_with(",'@SUM(1)"),
+        "{row}"
+    );
+    let config = edge_config(dir.path(), "http://127.0.0.1:9", "", "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[performance.data]",
+        "report_file = \"../../escaped.json\"\n[performance.data]",
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    let err = execute(opts(&[
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await
+    .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("performance.report_file") && msg.contains("`..`"),
+        "{msg}"
+    );
+    assert!(!out.exists(), "nothing ran");
+}

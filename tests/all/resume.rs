@@ -6,43 +6,8 @@ use crate::common::*;
 use agentload_sim::SimConfig;
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-/// Starts the real binary without waiting for it.
-fn spawn(args: &[&str], cwd: &Path) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
-        .args(args)
-        .current_dir(cwd)
-        .env("AGENTLOAD_DATA_DIR", data_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("agentload starts")
-}
-
-/// Complete lines in `path` (0 when it does not exist yet).
-fn lines(path: &Path) -> usize {
-    std::fs::read(path)
-        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-        .unwrap_or(0)
-}
-
-/// Waits until `path` has at least `n` complete lines.
-async fn wait_for_lines(path: &Path, n: usize, child: &mut tokio::process::Child) {
-    let deadline = Instant::now() + Duration::from_secs(240);
-    while lines(path) < n {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!(
-                "agentload ended ({status}) before {n} lines in {}",
-                path.display()
-            );
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {n} lines");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+use std::time::Duration;
 
 /// The complete lines of the file, as bytes.
 fn complete_prefix(path: &Path) -> Vec<u8> {
@@ -381,16 +346,9 @@ async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
     .await;
     let dir = scratch("diverge");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
-    let out = dir.path().join("out");
+    let out = killed_run(dir.path(), &config, 4).await;
     let log = out.join("turns.jsonl");
     let out_s = out.to_str().unwrap();
-    let mut run = spawn(
-        &["run", config.to_str().unwrap(), "--out", out_s],
-        dir.path(),
-    );
-    wait_for_lines(&log, 4, &mut run).await;
-    run.start_kill().unwrap();
-    run.wait().await.unwrap();
     // The session of the last whole record was cut short: change its first record.
     let prefix = String::from_utf8(complete_prefix(&log)).unwrap();
     let mut records: Vec<serde_json::Value> = prefix

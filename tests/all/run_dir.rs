@@ -5,36 +5,6 @@
 
 use crate::common::*;
 use agentload_sim::SimConfig;
-use std::path::Path;
-
-/// A run that takes a while (real-time answers), started in the background.
-fn slow_run(config: &Path, out: &Path, cwd: &Path) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .current_dir(cwd)
-        .env("AGENTLOAD_DATA_DIR", data_dir())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("agentload starts")
-}
-
-/// Waits until `out` holds the writer's journal (the run is under way).
-async fn wait_for_turns(out: &Path) {
-    for _ in 0..600 {
-        if out.join("turns.jsonl").is_file() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the first run never started writing {}", out.display());
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_is_refused_before_it_changes_anything() {
@@ -46,8 +16,16 @@ async fn a_second_writer_is_refused_before_it_changes_anything() {
     let dir = scratch("one-writer");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
     let out = dir.path().join("out");
-    let mut first = slow_run(&config, &out, dir.path());
-    wait_for_turns(&out).await;
+    let mut first = spawn(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    wait_for_lines(&out.join("turns.jsonl"), 1, &mut first).await;
     let manifest_before = std::fs::read(out.join("run_manifest.json")).unwrap();
     let out_s = out.to_str().unwrap();
     let sub = dir.path().join("sub");

@@ -235,3 +235,41 @@ pub fn vocabulary() -> bool {
     }
     found
 }
+
+/// Starts the real binary without waiting for it.
+pub fn spawn(args: &[&str], cwd: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
+        .args(args)
+        .current_dir(cwd)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("agentload starts")
+}
+
+/// Complete lines in `path` (0 when it does not exist yet).
+pub fn lines(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+/// Waits until `path` has at least `n` complete lines.
+pub async fn wait_for_lines(path: &Path, n: usize, child: &mut tokio::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    while lines(path) < n {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "agentload ended ({status}) before {n} lines in {}",
+                path.display()
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {n} lines"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
