@@ -94,3 +94,41 @@ async fn exported_cells_are_neutralised_and_report_files_stay_in_the_results() {
     );
     assert!(!out.exists(), "nothing ran");
 }
+
+/// `plugin check` reads its component as a run does: a FIFO is refused at
+/// once by its type (it used to block forever), and a file over the run's
+/// component cap is refused by its size before it is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_check_refuses_a_fifo_and_an_oversized_component_before_reading() {
+    let dir = scratch("check-special");
+    let fifo = dir.path().join("fifo.wasm");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        execute(opts(&["plugin", "check", fifo.to_str().unwrap()])),
+    )
+    .await
+    .expect("refused without waiting for a writer")
+    .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("is a FIFO, not a plain file"),
+        "{err:#}"
+    );
+    // A sparse 100 MiB file: reading it whole would take 100 MiB.
+    let big = dir.path().join("big.wasm");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(100 << 20)
+        .unwrap();
+    let err = execute(opts(&["plugin", "check", big.to_str().unwrap()]))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("over plugins.limits.component_mib = 64 MiB"),
+        "{err:#}"
+    );
+}

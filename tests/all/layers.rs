@@ -149,6 +149,22 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
             "host/{dir}/src/lib.rs lacks #![forbid(unsafe_code)]"
         );
     }
+    // Every crate under plugins/ (the SDK, the libraries, the components).
+    let plugins = host.join("../plugins");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&plugins).unwrap() {
+        let lib = entry.unwrap().path().join("src/lib.rs");
+        if lib.is_file() {
+            let text = std::fs::read_to_string(&lib).unwrap();
+            assert!(
+                text.contains("#![forbid(unsafe_code)]"),
+                "{} lacks #![forbid(unsafe_code)]",
+                lib.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 13, "{checked} plugin crates found");
     let meta = cargo_metadata();
     for p in meta["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap();

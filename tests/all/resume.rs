@@ -347,19 +347,16 @@ async fn a_diverging_session_restarts_in_a_fresh_instance_and_completes() {
     let dir = scratch("diverge");
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
     let out = killed_run(dir.path(), &config, 4).await;
-    let log = out.join("turns.jsonl");
     let out_s = out.to_str().unwrap();
     // The session of the last whole record was cut short: change its first record.
-    let prefix = String::from_utf8(complete_prefix(&log)).unwrap();
-    let mut records: Vec<serde_json::Value> = prefix
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let cut = records.last().unwrap()["session_id"].clone();
-    let first = records.iter_mut().find(|r| r["session_id"] == cut).unwrap();
+    let mut tampered = records(&out);
+    let cut = tampered.last().unwrap()["session_id"].clone();
+    let first = tampered
+        .iter_mut()
+        .find(|r| r["session_id"] == cut)
+        .unwrap();
     first["expected_json"] = serde_json::Value::String("{\"changed\": true}".into());
-    let tampered: String = records.iter().map(|r| format!("{r}\n")).collect();
-    std::fs::write(&log, tampered).unwrap();
+    write_records(&out, &tampered);
 
     let resumed = agentload(&["resume", out_s, "--require-valid"], dir.path()).await;
     let output = text(&resumed);

@@ -139,7 +139,6 @@ fn journal(name: &str) -> bool {
     let name = name.strip_suffix(".queue").unwrap_or(name);
     (name.starts_with("turns.") || name.starts_with("sessions."))
         && (name.ends_with(".jsonl") || name.ends_with(".json"))
-        && !name.contains('/')
 }
 
 fn top_level(name: &str) -> bool {
