@@ -17,12 +17,12 @@ use agentload_config::seal::Seal;
 use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
-    missing_turns, run_pool, Console, Engine, LogFiles, Prior, Recorder, SessionOutcome, Stop,
-    StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
+    missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
+    Stop, StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
 };
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
-    Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
+    block_on, Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
 };
 use agentload_results::{run_dir, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
@@ -517,7 +517,7 @@ fn prepare(
         Ok(())
     };
     let (component, file, workload_seal) = load(&phase.workload)?;
-    let mut workload = WorkloadPlugin::new(engine.clone(), &component, limits)?;
+    let mut workload = block_on(WorkloadPlugin::new(engine.clone(), &component, limits))?;
     described(&file, &workload_seal.seal, &workload.identity().name)?;
     let mut explicit = BTreeMap::new();
     for g in policy.explicit.iter().filter(|g| g.phase == policy.phase) {
@@ -559,10 +559,10 @@ fn prepare(
             .scorer
             .as_deref()
             .map(|spec| scope.spawn(|| load_scorer(spec)));
-        let sessions = workload.configure(PluginConfig {
+        let sessions = block_on(workload.configure(PluginConfig {
             settings_json: table_json(&phase.settings),
             files: files.clone(),
-        });
+        }));
         let scorer = scorer.map(|h| {
             h.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -664,8 +664,9 @@ async fn execute(
         cx.counter.clone(),
         Console::new(name, Some(u64::from(expected)), cx.overrides.quiet),
     )?;
+    let instances = config.plugins.workload_instances.unwrap_or(1);
     let engine = Arc::new(Engine {
-        workload: Mutex::new(prepared.workload),
+        workload: Instances::pool(prepared.workload, instances).await?,
         sender: TurnSender {
             client,
             body,

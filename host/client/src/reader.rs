@@ -37,6 +37,11 @@ impl StreamReader {
     }
 
     fn take_events(&mut self, t: &mut Timeline, now: Instant) -> Result<(), TurnError> {
+        // A stream's token stamps never go backwards: where the kernel merged
+        // queued packets it keeps the newer stamp, so an earlier read can
+        // carry a stamp a few hundred ns later than the next read's (seen
+        // under load: last_token_ns 125 ns before first_token_ns).
+        let now = t.last_token.map_or(now, |last| now.max(last));
         // Taken and given back, so that its room is reused.
         let mut events = std::mem::take(&mut self.events);
         let taken = self.take_each(&mut events, t, now);

@@ -224,6 +224,12 @@ pub struct PluginsConfig {
     /// given whole sessions (absent or 0: one per core the host may use).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scorer_instances: Option<usize>,
+    /// Workload instances a phase's sessions are spread over, each session
+    /// bound to one (absent or 0: one). Each instance holds its own parsed
+    /// copy of the workload's data; calls never block a runtime worker, so
+    /// one is enough unless guest calls themselves saturate a core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_instances: Option<usize>,
 }
 
 /// One phase: a workload plugin, its data, and the scorer of its turns.

@@ -23,6 +23,10 @@ pub struct SweepConfig {
     pub max_phase_s: f64,
     /// `max_completion_tokens` cap of every request.
     pub max_tokens: u32,
+    /// Keep a workload's own smaller `max_completion_tokens` (the synthetic
+    /// workload's drawn output lengths) instead of replacing it with
+    /// `max_tokens`.
+    pub keep_workload_max_tokens: bool,
     /// Prepend a per-phase, per-trajectory salt to the first message, so no
     /// prefix cache carries over between phases.
     pub salt: bool,
@@ -51,6 +55,7 @@ impl Default for SweepConfig {
             warmup_s: 30.0,
             max_phase_s: 7200.0,
             max_tokens: 16384,
+            keep_workload_max_tokens: false,
             salt: true,
             tool_delay: ToolDelayMode::Distribution,
             tool_delays: BTreeMap::from([("default".to_owned(), DelayDistribution::default())]),

@@ -63,6 +63,19 @@ impl<T: Serialize> Journal<T> {
         })
     }
 
+    /// A journal on an open, empty file (tests: a device that fails writes).
+    #[cfg(test)]
+    pub(crate) fn on_file(path: &Path, file: File, durability: Durability) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file,
+            lines: 0,
+            bytes: 0,
+            durability,
+            _rows: PhantomData,
+        }
+    }
+
     /// Opens an existing file (or creates it) to append to. A last line
     /// without its newline (the process was killed mid-write) is cut off:
     /// every complete line stays byte for byte.
@@ -112,11 +125,27 @@ impl<T: Serialize> Journal<T> {
             cause: std::io::Error::other(e),
         })?;
         line.push(b'\n');
+        self.write_lines(&[&line])
+    }
+
+    /// Appends serialized rows (each ending in its newline) in a single
+    /// `write(2)`, and one `fdatasync` under [`Durability::Sync`]; returns
+    /// the first one's 1-based line. A write that fails half-way is cut
+    /// back off, so the file only ever holds whole lines.
+    pub(crate) fn write_lines(&mut self, lines: &[&[u8]]) -> Result<u64, WriteError> {
         let err = |cause| WriteError {
             path: self.path.clone(),
             cause,
         };
-        if let Err(e) = self.file.write_all(&line) {
+        let joined;
+        let bytes: &[u8] = match lines {
+            [one] => one,
+            many => {
+                joined = many.concat();
+                &joined
+            }
+        };
+        if let Err(e) = self.file.write_all(bytes) {
             // Best effort: shrinking needs no space.
             if self.file.set_len(self.bytes).is_ok() {
                 let _ = self.file.seek(SeekFrom::End(0));
@@ -126,9 +155,10 @@ impl<T: Serialize> Journal<T> {
         if self.durability == Durability::Sync {
             self.file.sync_data().map_err(err)?;
         }
-        self.lines += 1;
-        self.bytes += line.len() as u64;
-        Ok(self.lines)
+        let first = self.lines + 1;
+        self.lines += lines.len() as u64;
+        self.bytes += bytes.len() as u64;
+        Ok(first)
     }
 
     /// `fdatasync`: everything written so far reaches the disk.

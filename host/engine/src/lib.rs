@@ -22,6 +22,7 @@
 mod body;
 mod console;
 mod counting;
+mod instances;
 pub mod journal;
 mod missing;
 mod pool;
@@ -32,12 +33,14 @@ mod session;
 mod stop;
 pub mod tokens;
 mod turn;
+mod writer;
 
 pub use agentload_results::record::{
     CompletionRecord, CountingStats, LocalTokens, TurnRecord, TurnStatus,
 };
 pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;
+pub use instances::Instances;
 pub use journal::{read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};

@@ -6,6 +6,7 @@ use super::session::{drive, drive_on, DriveError, Engine, SessionOutcome, Sessio
 use super::stop::StopReason;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use tokio::sync::Mutex as AsyncMutex;
 
 /// Drives every task; returns the outcomes in the order sessions ended.
 /// A record that cannot be written stops every session and is returned.
@@ -68,9 +69,9 @@ pub async fn drive_or_restart(
                 agent,
                 history: Vec::new(),
             };
-            let forked = engine.workload.lock().expect("workload lock").forked();
+            let forked = engine.workload.fork().await;
             let restarted = match forked {
-                Ok(own) => drive_on(engine, &Mutex::new(own), fresh).await,
+                Ok(own) => drive_on(engine, &AsyncMutex::new(own), fresh).await,
                 Err(e) => {
                     // Without an instance of its own it fails where it must: starting again.
                     agentload_console::line(&format!("resume: no fresh workload instance: {e}"));

@@ -5,6 +5,7 @@ use super::console::Console;
 use super::counting::CountWorker;
 use super::journal::{self, Durability, Journal, LoggedTurn, WriteError};
 use super::session::SessionOutcome;
+use super::writer::Writer;
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
 use crate::{TurnRecord, TurnStatus};
@@ -23,8 +24,10 @@ fn open<T: serde::Serialize>(path: &Path, files: &LogFiles<'_>) -> Result<Journa
 
 /// Records one phase's turns and session ends.
 pub struct Recorder {
-    turns: Option<Mutex<Journal<TurnRecord>>>,
-    sessions: Option<Mutex<Journal<SessionOutcome>>>,
+    /// The thread that writes `turns.jsonl` and `sessions.jsonl`.
+    writer: Option<Writer>,
+    /// `turns.jsonl`, and how hard its lines are pushed to disk.
+    turns: Option<(std::path::PathBuf, Durability)>,
     /// Every record of the phase with its log line (earlier segments' too).
     records: Mutex<Vec<LoggedTurn>>,
     counting: Option<CountWorker>,
@@ -60,8 +63,8 @@ impl Recorder {
             .map(|c| CountWorker::start(c, &tokens_path, files.durability))
             .transpose()?;
         Ok(Self {
-            turns: Some(Mutex::new(turns)),
-            sessions: Some(Mutex::new(sessions)),
+            writer: Some(Writer::start(turns, sessions)?),
+            turns: Some((files.turns.to_path_buf(), files.durability)),
             records: Mutex::new(prior),
             counting,
             console,
@@ -72,8 +75,8 @@ impl Recorder {
     /// A recorder that keeps records in memory only (`plugin check`).
     pub fn memory(console: Console) -> Self {
         Self {
+            writer: None,
             turns: None,
-            sessions: None,
             records: Mutex::default(),
             counting: None,
             console,
@@ -81,15 +84,16 @@ impl Recorder {
         }
     }
 
-    /// Writes `record` to the log, keeps it, and queues its local count.
+    /// Writes `record` to the log (on the writer thread; this session
+    /// waits for its own line only), keeps it, and queues its local count.
     /// An error means the record is not on disk: the run must stop.
-    pub fn keep(
+    pub async fn keep(
         &self,
         record: TurnRecord,
         answered: Option<(Bytes, Assembled)>,
     ) -> Result<(), WriteError> {
-        let line = match &self.turns {
-            Some(log) => log.lock().expect("log lock").write(&record)?,
+        let line = match &self.writer {
+            Some(writer) => writer.turn(&record).await?,
             None => 0,
         };
         if let (Some(counting), Some((body, answer))) = (&self.counting, answered) {
@@ -125,12 +129,11 @@ impl Recorder {
 
     /// Marks the log lines of a session restarted whole: kept, not counted.
     pub fn supersede(&self, lines: &[u64]) -> Result<(), WriteError> {
-        let Some(turns) = &self.turns else {
+        let Some((turns, durability)) = &self.turns else {
             return Ok(());
         };
-        let path = journal::side_file(turns.lock().expect("log lock").path(), "superseded");
-        let durability = turns.lock().expect("log lock").durability();
-        let mut out = Journal::append(&path, durability)?;
+        let path = journal::side_file(turns, "superseded");
+        let mut out = Journal::append(&path, *durability)?;
         for &line in lines {
             out.write(&journal::SupersededLine { line })?;
         }
@@ -143,9 +146,9 @@ impl Recorder {
     }
 
     /// Appends a finished session's outcome to `sessions.jsonl`.
-    pub fn session_ended(&self, outcome: &SessionOutcome) -> Result<(), WriteError> {
-        if let Some(log) = &self.sessions {
-            log.lock().expect("sessions lock").write(outcome)?;
+    pub async fn session_ended(&self, outcome: &SessionOutcome) -> Result<(), WriteError> {
+        if let Some(writer) = &self.writer {
+            writer.session(outcome).await?;
         }
         Ok(())
     }
@@ -177,11 +180,10 @@ impl Recorder {
         self.console.finish();
         let counted = self.counting.map(CountWorker::finish).transpose()?;
         let (counts, stats) = counted.map_or((None, None), |(c, s)| (Some(c), Some(s)));
-        for log in self.turns.iter() {
-            log.lock().expect("log lock").sync()?;
-        }
-        for log in self.sessions.iter() {
-            log.lock().expect("sessions lock").sync()?;
+        if let Some(writer) = self.writer {
+            let files = writer.close();
+            files.turns.sync()?;
+            files.sessions.sync()?;
         }
         let records = self.records.into_inner().expect("records lock");
         let records = records

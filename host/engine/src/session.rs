@@ -10,6 +10,7 @@
 //! exact state the session had, and it continues with its next turn.
 
 use super::body::{request_body, SessionBodies};
+use super::instances::Instances;
 use super::journal::{LoggedTurn, WriteError};
 use super::recorder::Recorder;
 use super::stop::{Stop, StopReason};
@@ -18,8 +19,9 @@ use crate::{TurnRecord, TurnStatus};
 use agentload_plugin_host::types::{TurnOutcome, TurnRequest};
 use agentload_plugin_host::{PluginFailure, SessionPlan, WorkloadPlugin};
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
 
 /// What a schedule adds to the turn; the defaults are the edge run's.
 pub trait TurnHooks: Send + Sync {
@@ -66,7 +68,7 @@ impl TurnHooks for WorkloadDelays {}
 
 /// Everything the sessions of one phase share.
 pub struct Engine {
-    pub workload: Mutex<WorkloadPlugin>,
+    pub workload: Instances,
     pub sender: TurnSender,
     pub recorder: Recorder,
     pub stop: Stop,
@@ -139,17 +141,13 @@ pub enum DriveError {
     },
 }
 
-/// The workload instance a session runs on, locked for one call.
-fn lock(workload: &Mutex<WorkloadPlugin>) -> MutexGuard<'_, WorkloadPlugin> {
-    workload.lock().expect("workload lock")
-}
-
-/// Drives one session to its end (see the module docs).
+/// Drives one session to its end (see the module docs), on the workload
+/// instance the phase assigns it.
 pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome, DriveError> {
-    drive_on(engine, &engine.workload, task).await
+    drive_on(engine, engine.workload.assign(), task).await
 }
 
-/// As [`drive`], on the given workload instance instead of the phase's.
+/// As [`drive`], on the given workload instance.
 pub async fn drive_on(
     engine: &Engine,
     workload: &Mutex<WorkloadPlugin>,
@@ -170,10 +168,10 @@ pub async fn drive_on(
         agent,
         error: None,
     };
-    let first = lock(workload).start_session(&plan.id);
+    let first = workload.lock().await.start_session(&plan.id).await;
     let mut req = match first {
         Ok(req) => req,
-        Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+        Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
     };
     let mut aborting = false;
     for logged in &history {
@@ -207,7 +205,7 @@ pub async fn drive_on(
                 TurnOutcome::Aborted
             }
         };
-        let next = lock(workload).next_turn(&plan.id, &outcome);
+        let next = workload.lock().await.next_turn(&plan.id, &outcome).await;
         match next {
             Ok(Some(n)) => req = n,
             Ok(None) => {
@@ -216,9 +214,9 @@ pub async fn drive_on(
                 } else {
                     SessionEnd::Finished
                 };
-                return end(engine, out, ended, None);
+                return end(engine, out, ended, None).await;
             }
-            Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+            Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
         }
     }
     let sender = &engine.sender;
@@ -233,32 +231,36 @@ pub async fn drive_on(
             );
             agentload_console::line(&msg);
             out.error = Some(msg);
-            return end(engine, out, SessionEnd::PluginError, None);
+            return end(engine, out, SessionEnd::PluginError, None).await;
         }
         if aborting {
             if out.aborted > plan.expected_turns {
                 out.error =
                     Some("the workload kept returning turns after the session failed".into());
-                return end(engine, out, SessionEnd::Failed, None);
+                return end(engine, out, SessionEnd::Failed, None).await;
             }
             let mut record =
                 TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
             record.segment = sender.segment;
             record.agent = agent;
-            engine.recorder.keep(record, None)?;
+            engine.recorder.keep(record, None).await?;
             out.aborted += 1;
-            let next = lock(workload).next_turn(&plan.id, &TurnOutcome::Aborted);
+            let next = workload
+                .lock()
+                .await
+                .next_turn(&plan.id, &TurnOutcome::Aborted)
+                .await;
             match next {
                 Ok(Some(n)) => req = Arc::new(n),
-                Ok(None) => return end(engine, out, SessionEnd::Failed, None),
-                Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)),
+                Ok(None) => return end(engine, out, SessionEnd::Failed, None).await,
+                Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
             }
             continue;
         }
         // Not shared (the bodies hold only requests already sent): no copy.
         let due = ready + engine.hooks.shape(Arc::make_mut(&mut req));
         if !engine.stop.wait_until(due).await {
-            return stopped(engine, out);
+            return stopped(engine, out).await;
         }
         // The previous answer's body goes to the counting queue's scratch
         // file once this request is out.
@@ -270,8 +272,8 @@ pub async fn drive_on(
         record.agent = agent;
         engine.hooks.answered(&req, &record);
         if record.status == TurnStatus::Interrupted {
-            engine.recorder.keep(record, None)?;
-            return stopped(engine, out);
+            engine.recorder.keep(record, None).await?;
+            return stopped(engine, out).await;
         }
         ready = sender.origin + Duration::from_nanos(record.complete_ns.unwrap_or_default());
         let outcome = match (&record.status, &record.completion) {
@@ -285,8 +287,8 @@ pub async fn drive_on(
                 TurnOutcome::Failed(record.error.clone().unwrap_or_default())
             }
         };
-        engine.recorder.keep(record, sent.answered)?;
-        let next = lock(workload).next_turn(&plan.id, &outcome);
+        engine.recorder.keep(record, sent.answered).await?;
+        let next = workload.lock().await.next_turn(&plan.id, &outcome).await;
         match next {
             Ok(Some(n)) => {
                 engine.hooks.then(Next::Turn);
@@ -299,11 +301,11 @@ pub async fn drive_on(
                 } else {
                     SessionEnd::Finished
                 };
-                return end(engine, out, ended, None);
+                return end(engine, out, ended, None).await;
             }
             Err(e) => {
                 engine.hooks.then(Next::Error(&e));
-                return end(engine, out, SessionEnd::PluginError, Some(&e));
+                return end(engine, out, SessionEnd::PluginError, Some(&e)).await;
             }
         }
     }
@@ -325,17 +327,17 @@ fn differs(req: &TurnRequest, r: &TurnRecord) -> Option<&'static str> {
 }
 
 /// Ends a session that issuing stopped under.
-fn stopped(engine: &Engine, mut out: SessionOutcome) -> Result<SessionOutcome, DriveError> {
+async fn stopped(engine: &Engine, mut out: SessionOutcome) -> Result<SessionOutcome, DriveError> {
     let reason = engine.stop.reason().map(|(r, _)| r);
     out.error = reason.as_ref().map(ToString::to_string);
     let ended = match reason {
         Some(StopReason::Interrupted(_)) => SessionEnd::Interrupted,
         _ => SessionEnd::Stopped,
     };
-    end(engine, out, ended, None)
+    end(engine, out, ended, None).await
 }
 
-fn end(
+async fn end(
     engine: &Engine,
     mut out: SessionOutcome,
     ended: SessionEnd,
@@ -346,6 +348,6 @@ fn end(
         out.error = Some(e.to_string());
     }
     out.ended = ended;
-    engine.recorder.session_ended(&out)?;
+    engine.recorder.session_ended(&out).await?;
     Ok(out)
 }

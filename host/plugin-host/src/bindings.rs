@@ -14,6 +14,9 @@ pub mod workload {
         // Messages are compared field for field (a session's next body
         // reuses what its previous one wrote for the same messages).
         additional_derives: [PartialEq],
+        // Called with `call_async` (the guest on a fiber): a session's call
+        // never blocks a runtime worker. Host imports stay synchronous.
+        exports: { default: async },
     });
 }
 

@@ -19,6 +19,7 @@ pub mod workload {
     wasmtime::component::bindgen!({
         path: "../../tests/wit/agentload-plugin@0.0.9",
         world: "workload-plugin",
+        exports: { default: async },
     });
 }
 

@@ -44,7 +44,11 @@ enum CodeCache {
 /// Compiles, caches and links plugin components.
 pub struct PluginEngine {
     engine: Engine,
+    /// For scorers: WASI's sync bindings; calls run on the caller's thread.
     linker: Linker<StoreState>,
+    /// For workloads: WASI's async bindings; every call is `call_async`, the
+    /// guest on a fiber, so a session's call never blocks a runtime worker.
+    async_linker: Linker<StoreState>,
     cache: CodeCache,
     ticker_stop: Arc<AtomicBool>,
 }
@@ -97,22 +101,13 @@ impl PluginEngine {
         config.epoch_interruption(true);
         config.wasm_component_model(true);
         let engine = Engine::new(&config).map_err(|e| PluginFailure::Engine(e.to_string()))?;
+        let engine_err = |e: wasmtime::Error| PluginFailure::Engine(e.to_string());
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .map_err(|e| PluginFailure::Engine(e.to_string()))?;
-        super::bindings::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |state| state,
-        )
-        .map_err(|e| PluginFailure::Engine(e.to_string()))?;
-        // Every supported WIT version's `host` interface (0.0.9 is not
-        // semver-compatible with 0.1.0: both names are linked side by side).
-        #[cfg(feature = "test-wit-0-0-9")]
-        super::bindings_v0_0_9::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |state| state,
-        )
-        .map_err(|e| PluginFailure::Engine(e.to_string()))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_err)?;
+        link_host(&mut linker).map_err(engine_err)?;
+        let mut async_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut async_linker).map_err(engine_err)?;
+        link_host(&mut async_linker).map_err(engine_err)?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (weak, stop) = (engine.weak(), ticker_stop.clone());
         std::thread::Builder::new()
@@ -130,6 +125,7 @@ impl PluginEngine {
         Ok(Self {
             engine,
             linker,
+            async_linker,
             cache,
             ticker_stop,
         })
@@ -142,6 +138,11 @@ impl PluginEngine {
 
     pub(crate) fn linker(&self) -> &Linker<StoreState> {
         &self.linker
+    }
+
+    /// The linker whose instances are called with `call_async` (workloads).
+    pub(crate) fn async_linker(&self) -> &Linker<StoreState> {
+        &self.async_linker
     }
 
     /// Reads a component of at most `max_bytes`, computes its digest and
@@ -231,6 +232,21 @@ impl PluginEngine {
         dir.join("components")
             .join(format!("{hex}-{:016x}.cwasm", self.compat_hash()))
     }
+}
+
+/// Links every supported WIT version's `host` interface (0.0.9 is not
+/// semver-compatible with 0.1.0: both names are linked side by side).
+fn link_host(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    super::bindings::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+        linker,
+        |state| state,
+    )?;
+    #[cfg(feature = "test-wit-0-0-9")]
+    super::bindings_v0_0_9::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+        linker,
+        |state| state,
+    )?;
+    Ok(())
 }
 
 /// Reads a component file of at most `max_bytes` (checked before reading,

@@ -8,13 +8,15 @@ use super::log_budget::LogBudget;
 use super::sandbox::{LimitHit, StoreState};
 use super::PluginFailure;
 use agentload_config::Limits;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// A store holding one instance of a plugin, with its limits.
 pub(crate) struct Sandboxed {
     pub(crate) store: Store<StoreState>,
     plugin: String,
     limits: Limits,
+    /// Called with `call_async`: yields at every epoch tick.
+    yields: bool,
 }
 
 impl Sandboxed {
@@ -29,6 +31,7 @@ impl Sandboxed {
             store,
             plugin: plugin.to_string(),
             limits,
+            yields: false,
         }
     }
 
@@ -38,6 +41,28 @@ impl Sandboxed {
         self.store.data_mut().plugin_name = name.to_string();
     }
 
+    /// A fresh store whose calls are made with `call_async` (workloads):
+    /// past each epoch tick the guest yields to the executor, and the call
+    /// is interrupted once its time limit has passed.
+    pub(crate) fn new_async(
+        engine: &PluginEngine,
+        plugin: &str,
+        limits: Limits,
+        log: LogBudget,
+    ) -> Self {
+        let mut sandboxed = Self::new(engine, plugin, limits, log);
+        sandboxed.store.epoch_deadline_callback(|mut store| {
+            let left = &mut store.data_mut().ticks_left;
+            if *left <= 1 {
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            *left -= 1;
+            Ok(UpdateDeadline::Yield(1))
+        });
+        sandboxed.yields = true;
+        sandboxed
+    }
+
     /// Runs one call under the time limit and classifies its failure; a
     /// note says how much of its `host.log` output was dropped, if any.
     pub(crate) fn call<R>(
@@ -45,16 +70,51 @@ impl Sandboxed {
         call: &'static str,
         f: impl FnOnce(&mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginFailure> {
-        self.store
-            .set_epoch_deadline(ticks(self.limits.call_timeout_ms));
-        self.store.data().log.begin_call();
+        self.begin();
         let store = &mut self.store;
         let result = off_the_runtime(|| f(store));
+        self.finish(call, result)
+    }
+
+    /// Arms the time limit and the log budget for a call made on
+    /// [`store`](Self::store); [`finish`](Self::finish) ends it.
+    pub(crate) fn begin(&mut self) {
+        let limit = ticks(self.limits.call_timeout_ms);
+        self.store.data_mut().ticks_left = limit;
+        // Async stores count the limit down one tick at a time (yielding
+        // at each); sync ones trap at the deadline.
+        self.store
+            .set_epoch_deadline(if self.yields { 1 } else { limit });
+        self.store.data().log.begin_call();
+    }
+
+    /// Ends a call [`begin`](Self::begin) armed: the log note, and its
+    /// failure classified.
+    pub(crate) fn finish<R>(
+        &mut self,
+        call: &'static str,
+        result: wasmtime::Result<R>,
+    ) -> Result<R, PluginFailure> {
         let state = self.store.data();
         if let Some(note) = state.log.end_call(call) {
             agentload_console::line(&format!("[plugin {}] {note}", state.plugin_name));
         }
         result.map_err(|err| self.classify(call, err))
+    }
+
+    /// [`finish`](Self::finish) for calls that return a WIT `result`.
+    pub(crate) fn finish_result<R>(
+        &mut self,
+        call: &'static str,
+        result: wasmtime::Result<Result<R, super::types::PluginError>>,
+    ) -> Result<R, PluginFailure> {
+        let plugin = self.plugin.clone();
+        self.finish(call, result)?
+            .map_err(|error| PluginFailure::Reported {
+                plugin,
+                call,
+                error,
+            })
     }
 
     /// As [`call`](Self::call), for calls that return a WIT `result`.

@@ -9,6 +9,7 @@ pub mod api;
 mod bindings;
 #[cfg(feature = "test-wit-0-0-9")]
 mod bindings_v0_0_9;
+mod blocking;
 mod cache_key;
 mod compiler;
 mod instance;
@@ -21,6 +22,7 @@ pub use agentload_config::{seal::PluginIdentity, Limits};
 pub use api::{ComponentApi, WitVersion, World};
 pub use bindings::types;
 pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
+pub use blocking::block_on;
 pub use compiler::{read_component, LoadedComponent, PluginEngine};
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
 pub use workload::WorkloadPlugin;

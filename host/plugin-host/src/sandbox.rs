@@ -27,6 +27,8 @@ pub struct StoreState {
     pub(crate) plugin_name: String,
     /// What `host.log` may still write.
     pub(crate) log: LogBudget,
+    /// Epoch ticks the current call may still run (async stores).
+    pub(crate) ticks_left: u64,
 }
 
 impl StoreState {
@@ -48,6 +50,7 @@ impl StoreState {
             stderr,
             plugin_name: plugin_name.to_string(),
             log,
+            ticks_left: 0,
         }
     }
 

@@ -18,6 +18,7 @@ use super::sandbox::StoreState;
 use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome, TurnRequest};
 use super::{PluginFailure, PluginIdentity};
 use agentload_config::Limits;
+use std::future::Future;
 use std::sync::Arc;
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
@@ -49,28 +50,29 @@ impl Pre {
         })
     }
 
-    fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
+    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
         Ok(match self {
             #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(pre) => Bindings::V0_0_9(pre.instantiate(store)?),
-            Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
+            Self::V0_0_9(pre) => Bindings::V0_0_9(pre.instantiate_async(store).await?),
+            Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate_async(store).await?),
         })
     }
 }
 
 impl Bindings {
-    fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
+    async fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
         match self {
             #[cfg(feature = "test-wit-0-0-9")]
             Self::V0_0_9(b) => b
                 .agentload_plugin_workload()
                 .call_describe(store)
+                .await
                 .map(v0_0_9::plugin_info_up),
-            Self::V0_1_0(b) => b.agentload_plugin_workload().call_describe(store),
+            Self::V0_1_0(b) => b.agentload_plugin_workload().call_describe(store).await,
         }
     }
 
-    fn configure(
+    async fn configure(
         &self,
         store: &mut Store<StoreState>,
         config: &PluginConfig,
@@ -81,16 +83,21 @@ impl Bindings {
                 let config = v0_0_9::plugin_config_down(config);
                 let result = b
                     .agentload_plugin_workload()
-                    .call_configure(store, &config)?;
+                    .call_configure(store, &config)
+                    .await?;
                 Ok(result
                     .map(|plans| plans.into_iter().map(v0_0_9::session_plan_up).collect())
                     .map_err(v0_0_9::plugin_error_up))
             }
-            Self::V0_1_0(b) => b.agentload_plugin_workload().call_configure(store, config),
+            Self::V0_1_0(b) => {
+                b.agentload_plugin_workload()
+                    .call_configure(store, config)
+                    .await
+            }
         }
     }
 
-    fn start_session(
+    async fn start_session(
         &self,
         store: &mut Store<StoreState>,
         session_id: &str,
@@ -100,18 +107,21 @@ impl Bindings {
             Self::V0_0_9(b) => {
                 let result = b
                     .agentload_plugin_workload()
-                    .call_start_session(store, session_id)?;
+                    .call_start_session(store, session_id)
+                    .await?;
                 Ok(result
                     .map(v0_0_9::turn_request_up)
                     .map_err(v0_0_9::plugin_error_up))
             }
-            Self::V0_1_0(b) => b
-                .agentload_plugin_workload()
-                .call_start_session(store, session_id),
+            Self::V0_1_0(b) => {
+                b.agentload_plugin_workload()
+                    .call_start_session(store, session_id)
+                    .await
+            }
         }
     }
 
-    fn next_turn(
+    async fn next_turn(
         &self,
         store: &mut Store<StoreState>,
         session_id: &str,
@@ -123,14 +133,17 @@ impl Bindings {
                 let outcome = v0_0_9::turn_outcome_down(outcome);
                 let result = b
                     .agentload_plugin_workload()
-                    .call_next_turn(store, session_id, &outcome)?;
+                    .call_next_turn(store, session_id, &outcome)
+                    .await?;
                 Ok(result
                     .map(|next| next.map(v0_0_9::turn_request_up))
                     .map_err(v0_0_9::plugin_error_up))
             }
-            Self::V0_1_0(b) => b
-                .agentload_plugin_workload()
-                .call_next_turn(store, session_id, outcome),
+            Self::V0_1_0(b) => {
+                b.agentload_plugin_workload()
+                    .call_next_turn(store, session_id, outcome)
+                    .await
+            }
         }
     }
 }
@@ -142,13 +155,14 @@ pub struct WorkloadPlugin {
     limits: Limits,
     log: LogBudget,
     identity: PluginIdentity,
-    config: Option<PluginConfig>,
+    /// Shared by every instance forked from this one (the data files are held once).
+    config: Option<Arc<PluginConfig>>,
     live: Option<(Sandboxed, Bindings)>,
 }
 
 impl WorkloadPlugin {
     /// Links `loaded` as a `workload-plugin` and asks it to describe itself.
-    pub fn new(
+    pub async fn new(
         engine: Arc<PluginEngine>,
         loaded: &LoadedComponent,
         limits: Limits,
@@ -168,14 +182,18 @@ impl WorkloadPlugin {
         let version =
             super::api::require(engine.engine(), &loaded.component, &label, World::Workload)?;
         let pre = engine
-            .linker()
+            .async_linker()
             .instantiate_pre(&loaded.component)
             .map_err(|e| invalid(format!("{e:#}")))?;
         let pre = Pre::new(version, pre).map_err(|e| invalid(format!("{e:#}")))?;
         let log = LogBudget::new(&limits);
-        let mut sandbox = Sandboxed::new(&engine, &label, limits, log.clone());
-        let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
-        let info = sandbox.call("describe", |store| bindings.describe(store))?;
+        let mut sandbox = Sandboxed::new_async(&engine, &label, limits, log.clone());
+        sandbox.begin();
+        let bindings = pre.instantiate(&mut sandbox.store).await;
+        let bindings = sandbox.finish("instantiate", bindings)?;
+        sandbox.begin();
+        let info = bindings.describe(&mut sandbox.store).await;
+        let info = sandbox.finish("describe", info)?;
         if info.kind != PluginKind::Workload {
             return Err(invalid(format!(
                 "`{}` describes itself as a scorer",
@@ -207,91 +225,125 @@ impl WorkloadPlugin {
     }
 
     /// Hands the plugin its settings and files; returns its sessions.
-    pub fn configure(&mut self, config: PluginConfig) -> Result<Vec<SessionPlan>, PluginFailure> {
+    pub async fn configure(
+        &mut self,
+        config: PluginConfig,
+    ) -> Result<Vec<SessionPlan>, PluginFailure> {
         let max = self.limits.request_mib;
-        let plans = self.with_instance(|sandbox, b| {
-            let plans = sandbox.call_result("configure", |store| b.configure(store, &config))?;
+        let (sandbox, b) = self.instance().await?;
+        sandbox.begin();
+        let plans = b.configure(&mut sandbox.store, &config).await;
+        let plans = sandbox.finish_result("configure", plans).and_then(|plans| {
             let bytes = plans.iter().map(|p| p.id.len() + 4).sum();
             sandbox.check_output("configure", "session plans", bytes, "request_mib", max)?;
             Ok(plans)
-        })?;
-        self.config = Some(config);
+        });
+        let plans = self.after(plans)?;
+        self.config = Some(Arc::new(config));
         Ok(plans)
     }
 
     /// The first request of a session.
-    pub fn start_session(&mut self, session_id: &str) -> Result<TurnRequest, PluginFailure> {
+    pub async fn start_session(&mut self, session_id: &str) -> Result<TurnRequest, PluginFailure> {
         let max = self.limits.request_mib;
-        self.with_instance(|sandbox, b| {
-            let request =
-                sandbox.call_result("start-session", |store| b.start_session(store, session_id))?;
-            let bytes = request_bytes(&request);
-            sandbox.check_output("start-session", "a turn request", bytes, "request_mib", max)?;
-            Ok(request)
-        })
+        let (sandbox, b) = self.instance().await?;
+        sandbox.begin();
+        let request = b.start_session(&mut sandbox.store, session_id).await;
+        let request = sandbox
+            .finish_result("start-session", request)
+            .and_then(|request| {
+                let bytes = request_bytes(&request);
+                sandbox.check_output(
+                    "start-session",
+                    "a turn request",
+                    bytes,
+                    "request_mib",
+                    max,
+                )?;
+                Ok(request)
+            });
+        self.after(request)
     }
 
     /// The request after `outcome`, or none when the session is over.
-    pub fn next_turn(
+    pub async fn next_turn(
         &mut self,
         session_id: &str,
         outcome: &TurnOutcome,
     ) -> Result<Option<TurnRequest>, PluginFailure> {
         let max = self.limits.request_mib;
-        self.with_instance(|sandbox, b| {
-            let next = sandbox
-                .call_result("next-turn", |store| b.next_turn(store, session_id, outcome))?;
+        let (sandbox, b) = self.instance().await?;
+        sandbox.begin();
+        let next = b.next_turn(&mut sandbox.store, session_id, outcome).await;
+        let next = sandbox.finish_result("next-turn", next).and_then(|next| {
             let bytes = next.as_ref().map_or(0, request_bytes);
             sandbox.check_output("next-turn", "a turn request", bytes, "request_mib", max)?;
             Ok(next)
-        })
+        });
+        self.after(next)
     }
 
     /// Another instance of the same component, configured as this one was,
     /// with no session started: where a session that must start again (a
     /// resumed one whose replay diverged) runs, since an instance refuses to
-    /// start a session twice.
-    pub fn forked(&self) -> Result<Self, PluginFailure> {
-        Ok(Self {
+    /// start a session twice; and the other instances of a pool.
+    pub fn forked(&self) -> impl Future<Output = Result<Self, PluginFailure>> + Send + 'static {
+        let mut twin = Self {
             engine: self.engine.clone(),
             pre: self.pre.clone(),
             limits: self.limits,
             log: self.log.clone(),
             identity: self.identity.clone(),
             config: self.config.clone(),
-            live: Some(self.fresh_instance()?),
-        })
+            live: None,
+        };
+        async move {
+            twin.instance().await?;
+            Ok(twin)
+        }
     }
 
-    /// Runs `f` on a live instance; after a trap the instance is dropped, and
-    /// the next call gets a fresh one, configured again as before.
-    fn with_instance<R>(
-        &mut self,
-        f: impl FnOnce(&mut Sandboxed, &Bindings) -> Result<R, PluginFailure>,
-    ) -> Result<R, PluginFailure> {
+    /// The live instance; after a trap the last one was dropped, and this
+    /// is a fresh one, configured again as before.
+    async fn instance(&mut self) -> Result<(&mut Sandboxed, &Bindings), PluginFailure> {
         if self.live.is_none() {
-            self.live = Some(self.fresh_instance()?);
+            self.live = Some(self.fresh_instance().await?);
         }
         let (sandbox, bindings) = self.live.as_mut().expect("instance just ensured");
-        let result = f(sandbox, bindings);
+        Ok((sandbox, bindings))
+    }
+
+    /// Drops the instance when `result` is a failure that poisons it.
+    fn after<R>(&mut self, result: Result<R, PluginFailure>) -> Result<R, PluginFailure> {
         if matches!(&result, Err(e) if e.poisons_instance()) {
             self.live = None;
         }
         result
     }
 
-    fn fresh_instance(&self) -> Result<(Sandboxed, Bindings), PluginFailure> {
-        let mut sandbox = Sandboxed::new(
+    /// A new instance, configured as this one was (a future that holds no
+    /// borrow of `self`: the plugin is not `Sync`).
+    fn fresh_instance(
+        &self,
+    ) -> impl Future<Output = Result<(Sandboxed, Bindings), PluginFailure>> + Send + 'static {
+        let mut sandbox = Sandboxed::new_async(
             &self.engine,
             &self.identity.name,
             self.limits,
             self.log.clone(),
         );
-        let bindings = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
-        if let Some(config) = &self.config {
-            sandbox.call_result("configure", |store| bindings.configure(store, config))?;
+        let (pre, config) = (self.pre.clone(), self.config.clone());
+        async move {
+            sandbox.begin();
+            let bindings = pre.instantiate(&mut sandbox.store).await;
+            let bindings = sandbox.finish("instantiate", bindings)?;
+            if let Some(config) = &config {
+                sandbox.begin();
+                let plans = bindings.configure(&mut sandbox.store, config).await;
+                sandbox.finish_result("configure", plans)?;
+            }
+            Ok((sandbox, bindings))
         }
-        Ok((sandbox, bindings))
     }
 }
 

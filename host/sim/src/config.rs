@@ -138,6 +138,15 @@ pub enum ResponderConfig {
     /// token limit.
     #[default]
     Echo,
+    /// Answers with exactly the request's `max_tokens` tokens of filler text (finish reason
+    /// `length`): loads whose output lengths the workload draws, such as the synthetic agentic
+    /// workload. With `decode_batch_slowdown = 0` and enough `slots`, every stream decodes at
+    /// `decode_tokens_per_s`: a per-stream token rate.
+    Fill {
+        /// Tokens when the request sets no cap (default 256).
+        #[serde(default = "default_fill_tokens")]
+        default_tokens: u32,
+    },
     /// Replays the recorded next assistant row of an agentic trajectory dataset (JSONL rows
     /// `{conversation_id, turn, role, …}`), keyed by the `X-Session-ID` header.
     Oracle {
@@ -167,6 +176,11 @@ pub enum ResponderConfig {
         /// The script file.
         path: PathBuf,
     },
+}
+
+/// `fill`'s answer length when the request sets no cap.
+fn default_fill_tokens() -> u32 {
+    256
 }
 
 #[cfg(test)]

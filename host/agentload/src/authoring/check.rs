@@ -6,8 +6,8 @@
 
 use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use agentload_engine::{
-    drive, BodyOptions, Console, DriveError, Engine, Next, Recorder, SessionEnd, Stop, StopReason,
-    TurnHooks, TurnRecord, TurnSender, TurnStatus,
+    drive, BodyOptions, Console, DriveError, Engine, Instances, Next, Recorder, SessionEnd, Stop,
+    StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
 };
 use agentload_plugin_host::types::{
     Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnRequest,
@@ -216,15 +216,14 @@ async fn run_workload(
     config: PluginConfig,
     report: &mut CheckReport,
 ) -> Result<()> {
-    let mut workload =
-        tokio::task::block_in_place(|| WorkloadPlugin::new(engine.clone(), loaded, opts.limits))?;
+    let mut workload = WorkloadPlugin::new(engine.clone(), loaded, opts.limits).await?;
     let id = workload.identity();
     report.plugin = Some(Described {
         name: id.name.clone(),
         version: id.version.clone(),
         kind: id.kind.clone(),
     });
-    let sessions = tokio::task::block_in_place(|| workload.configure(config))?;
+    let sessions = workload.configure(config).await?;
     let mut check = WorkloadCheck {
         sessions: sessions.len(),
         expected_turns: sessions.iter().map(|s| u64::from(s.expected_turns)).sum(),
@@ -345,7 +344,7 @@ async fn drive_budget(
         turns: Mutex::default(),
     });
     let engine = Engine {
-        workload: Mutex::new(workload),
+        workload: Instances::one(workload),
         sender,
         recorder: Recorder::memory(Console::silent()),
         stop: stop.clone(),

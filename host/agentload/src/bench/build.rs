@@ -8,7 +8,7 @@ use super::Row;
 use agentload_config::table_json;
 use agentload_engine::{request_body, BodyOptions, SessionBodies};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig, TurnOutcome};
-use agentload_plugin_host::{Limits, PluginEngine, WorkloadPlugin};
+use agentload_plugin_host::{block_on, Limits, PluginEngine, WorkloadPlugin};
 use anyhow::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -59,8 +59,12 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
     let mut configures = Vec::with_capacity(CONFIGURES);
     let mut configured = None;
     for _ in 0..CONFIGURES {
-        let mut workload = WorkloadPlugin::new(engine.clone(), &component, Limits::default())?;
-        let (plans, ms) = timed(|| workload.configure(config.clone()));
+        let mut workload = block_on(WorkloadPlugin::new(
+            engine.clone(),
+            &component,
+            Limits::default(),
+        ))?;
+        let (plans, ms) = timed(|| block_on(workload.configure(config.clone())));
         configures.push(ms);
         configured = Some((workload, plans?));
     }
@@ -74,7 +78,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
     let mut turns: Vec<Turn> = Vec::new();
     for plan in &plans {
         let mut bodies = SessionBodies::default();
-        let (first, mut next_turn) = timed(|| workload.start_session(&plan.id));
+        let (first, mut next_turn) = timed(|| block_on(workload.start_session(&plan.id)));
         let mut next = Some(first?);
         while let Some(req) = next {
             let req = Arc::new(req);
@@ -99,7 +103,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
                 session: session_ms,
                 bytes: whole.len(),
             });
-            let (n, ms) = timed(|| workload.next_turn(&plan.id, &TurnOutcome::Aborted));
+            let (n, ms) = timed(|| block_on(workload.next_turn(&plan.id, &TurnOutcome::Aborted)));
             (next, next_turn) = (n?, ms);
         }
     }

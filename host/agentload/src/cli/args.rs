@@ -312,6 +312,9 @@ pub(super) enum SimTokenizer {
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum ResponderKind {
     Echo,
+    /// Exactly the request's `max_tokens` tokens of filler (the synthetic
+    /// agentic workload's drawn output lengths).
+    Fill,
     Oracle,
     Script,
 }

@@ -8,6 +8,9 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
     use agentload_sim::ResponderConfig;
     let responder = match args.responder {
         ResponderKind::Echo => ResponderConfig::Echo,
+        ResponderKind::Fill => ResponderConfig::Fill {
+            default_tokens: 256,
+        },
         ResponderKind::Oracle => ResponderConfig::Oracle {
             dataset: args.dataset.clone(),
             bfcl: args.bfcl.clone(),

@@ -7,8 +7,8 @@
 use super::{delays, salt};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
-    drive_or_restart, Engine, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop, StopReason,
-    TurnHooks, TurnRecord, TurnSender, WriteError,
+    drive_or_restart, Engine, Instances, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop,
+    StopReason, TurnHooks, TurnRecord, TurnSender, WriteError,
 };
 use agentload_plugin_host::types::TurnRequest;
 use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
@@ -24,7 +24,8 @@ pub struct PhaseInput {
     pub level: usize,
     /// The recycling list: agent `i`'s `j`-th trajectory is `plan[i + j·level]`.
     pub plan: Vec<SessionPlan>,
-    pub workload: WorkloadPlugin,
+    /// The workload, configured for this phase, on its instances.
+    pub workload: Instances,
     pub sender: TurnSender,
     pub recorder: Recorder,
     /// The phase's stop (a child of the run's).
@@ -73,7 +74,11 @@ impl TurnHooks for SweepHooks {
             let s = salt::salt(self.config.seed, self.index, &req.session_id);
             salt::apply(req, &s);
         }
-        req.sampling.max_completion_tokens = Some(self.config.max_tokens);
+        let cap = self.config.max_tokens;
+        req.sampling.max_completion_tokens = Some(match req.sampling.max_completion_tokens {
+            Some(own) if self.config.keep_workload_max_tokens => own.min(cap),
+            _ => cap,
+        });
         Duration::from_millis(delay_ms)
     }
 
@@ -119,7 +124,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         level: input.level,
         plan: input.plan,
         engine: Arc::new(Engine {
-            workload: Mutex::new(input.workload),
+            workload: input.workload,
             sender: input.sender,
             recorder: input.recorder,
             stop: input.stop,
@@ -177,7 +182,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
     Ok(PhaseRun {
         records,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
-        workload: engine.workload.into_inner().expect("workload lock"),
+        workload: engine.workload.into_first(),
         all_active_ns: (all_active != UNSET).then_some(all_active),
         stopped_ns: ns(stopped_at),
         drained_ns: ns(drained),

@@ -23,7 +23,7 @@ pub use agentload_config::SweepConfig;
 use agentload_config::ToolDelayMode;
 use agentload_config::{table_json, PhaseConfig, RunConfig};
 use agentload_engine::tokens::LocalCounter;
-use agentload_engine::{Console, LogFiles, Recorder, Stop, TurnSender};
+use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
 use anyhow::{Context as _, Result};
@@ -120,10 +120,14 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             "inject_tool_delay".into(),
             toml::Value::Boolean(sweep.tool_delay == ToolDelayMode::Recorded),
         );
-        let plan = workload.configure(PluginConfig {
-            settings_json: table_json(&settings),
-            files: files.clone(),
-        })?;
+        let plan = workload
+            .configure(PluginConfig {
+                settings_json: table_json(&settings),
+                files: files.clone(),
+            })
+            .await?;
+        let instances = config.plugins.workload_instances.unwrap_or(1);
+        let instances = Instances::pool(workload, instances).await?;
         let folder = format!("phase-{index:02}-c{level}");
         std::fs::create_dir_all(dir.join(&folder))?;
         let log_path = dir.join(&folder).join("turns.jsonl");
@@ -156,7 +160,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 index,
                 level,
                 plan,
-                workload,
+                workload: instances,
                 sender: TurnSender {
                     client,
                     body,

@@ -7,6 +7,7 @@
 
 mod bfcl;
 mod echo;
+mod fill;
 mod oracle;
 mod script;
 
@@ -52,6 +53,9 @@ impl From<ApiError> for Rejection {
 pub(crate) async fn build(config: &ResponderConfig) -> Result<Box<dyn Responder>, SimError> {
     Ok(match config {
         ResponderConfig::Echo => Box::new(echo::Echo),
+        ResponderConfig::Fill { default_tokens } => Box::new(fill::Fill {
+            default_tokens: *default_tokens,
+        }),
         ResponderConfig::Oracle {
             dataset,
             bfcl,
