@@ -58,7 +58,10 @@ impl Instances {
 
     /// A fresh instance, configured as these are, with no session started.
     pub async fn fork(&self) -> Result<WorkloadPlugin, PluginFailure> {
-        self.all[0].lock().await.forked().await
+        // The lock is held to copy the instance's configuration only, not
+        // while the fork instantiates and configures itself.
+        let fork = self.all[0].lock().await.forked();
+        fork.await
     }
 
     /// The first instance back (a sweep keeps it for its next level).
