@@ -260,7 +260,7 @@ impl Pool {
         let transport = |what: &str, e: &dyn std::error::Error| TurnError::Transport {
             message: format!("{what} {address}: {}", super::stream::error_chain(e)),
         };
-        let tcp = TcpStream::connect((self.endpoint.host.as_str(), self.endpoint.port))
+        let tcp = connect(&self.endpoint.host, self.endpoint.port)
             .await
             .map_err(|e| transport("cannot connect to", &e))?;
         self.opened.fetch_add(1, Ordering::SeqCst);
@@ -277,6 +277,32 @@ impl Pool {
         })
     }
 }
+
+/// Connects, trying again a connect the server reset: when thousands of
+/// agents connect at once the server's accept queue overflows and the
+/// kernel resets the extra connects before any byte is sent, so trying
+/// again is safe. Up to [`CONNECT_RETRIES`] more tries, [`CONNECT_BACKOFF`]
+/// apart and doubling (about 0.6 s in all); any other error (nothing
+/// listening: refused) fails at once.
+async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    let mut backoff = CONNECT_BACKOFF;
+    for _ in 0..CONNECT_RETRIES {
+        match TcpStream::connect((host, port)).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            done => return done,
+        }
+    }
+    TcpStream::connect((host, port)).await
+}
+
+/// Tries after a reset connect, at most.
+const CONNECT_RETRIES: u32 = 6;
+
+/// The first wait before trying a reset connect again.
+const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
 
 #[cfg(test)]
 mod tests {

@@ -121,9 +121,7 @@ pub async fn start(
 ) -> Result<SimHandle, SimError> {
     config.validate()?;
     let responder = responder::build(&config.responder).await?;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| SimError::Bind { addr, source })?;
+    let listener = listen(addr).map_err(|source| SimError::Bind { addr, source })?;
     let addr = listener
         .local_addr()
         .map_err(|source| SimError::Bind { addr, source })?;
@@ -154,6 +152,23 @@ pub async fn start(
         stop,
         server,
     })
+}
+
+/// The connections waiting to be accepted, at most (the kernel caps it at
+/// `net.core.somaxconn`): thousands of agents connect at once when a sweep
+/// level starts, and a full queue resets their connects.
+const BACKLOG: u32 = 65_535;
+
+/// A listening socket on `addr` with a deep accept queue.
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watch::Receiver<bool>) {
