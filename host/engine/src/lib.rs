@@ -36,7 +36,7 @@ mod turn;
 mod writer;
 
 pub use agentload_results::record::{
-    CompletionRecord, CountingStats, LocalTokens, TurnRecord, TurnStatus,
+    CompletionRecord, CountingStats, LocalTokens, TurnFacts, TurnRecord, TurnStatus,
 };
 pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;

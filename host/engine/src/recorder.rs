@@ -8,9 +8,10 @@ use super::session::SessionOutcome;
 use super::writer::Writer;
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
-use crate::{TurnRecord, TurnStatus};
+use crate::{LocalTokens, TurnFacts, TurnRecord, TurnStatus};
 use agentload_client::Assembled;
 use bytes::Bytes;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -28,13 +29,38 @@ pub struct Recorder {
     writer: Option<Writer>,
     /// `turns.jsonl`, and how hard its lines are pushed to disk.
     turns: Option<(std::path::PathBuf, Durability)>,
-    /// Every record of the phase with its log line (earlier segments' too).
-    records: Mutex<Vec<LoggedTurn>>,
+    /// Every turn of the phase (earlier segments' too): whole records, or
+    /// their facts only (see [`Recorder::keeping_facts`]).
+    kept: Mutex<Kept>,
     counting: Option<CountWorker>,
     console: Console,
     /// Records kept by this process that a signal cut (never counted;
     /// a resume sends them again).
     interrupted: std::sync::atomic::AtomicU64,
+}
+
+/// What a recorder keeps in memory of each turn.
+enum Kept {
+    /// Whole records with their log lines.
+    Records(Vec<LoggedTurn>),
+    /// The facts a sweep's metrics need (the records are on disk).
+    Facts(Vec<TurnFacts>),
+}
+
+impl Kept {
+    fn push(&mut self, line: u64, record: TurnRecord) {
+        match self {
+            Self::Records(all) => all.push(LoggedTurn { line, record }),
+            Self::Facts(all) => all.push(TurnFacts::of(&record, line)),
+        }
+    }
+
+    fn retain_lines(&mut self, keep: impl Fn(u64) -> bool) {
+        match self {
+            Self::Records(all) => all.retain(|t| keep(t.line)),
+            Self::Facts(all) => all.retain(|f| keep(f.line)),
+        }
+    }
 }
 
 /// Where and how a phase's log is kept.
@@ -65,7 +91,7 @@ impl Recorder {
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
             turns: Some((files.turns.to_path_buf(), files.durability)),
-            records: Mutex::new(prior),
+            kept: Mutex::new(Kept::Records(prior)),
             counting,
             console,
             interrupted: Default::default(),
@@ -77,7 +103,7 @@ impl Recorder {
         Self {
             writer: None,
             turns: None,
-            records: Mutex::default(),
+            kept: Mutex::new(Kept::Records(Vec::new())),
             counting: None,
             console,
             interrupted: Default::default(),
@@ -104,10 +130,7 @@ impl Recorder {
             self.interrupted
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        self.records
-            .lock()
-            .expect("records lock")
-            .push(LoggedTurn { line, record });
+        self.kept.lock().expect("records lock").push(line, record);
         Ok(())
     }
 
@@ -138,10 +161,10 @@ impl Recorder {
             out.write(&journal::SupersededLine { line })?;
         }
         let gone: std::collections::HashSet<u64> = lines.iter().copied().collect();
-        self.records
+        self.kept
             .lock()
             .expect("records lock")
-            .retain(|t| !gone.contains(&t.line));
+            .retain_lines(|line| !gone.contains(&line));
         Ok(())
     }
 
@@ -153,14 +176,29 @@ impl Recorder {
         Ok(())
     }
 
-    /// A copy of the records so far, in log order.
+    /// Keeps only each turn's [`TurnFacts`] in memory from now on (those
+    /// kept so far too): memory then grows by about 150 bytes a turn, not by
+    /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
+    pub fn keeping_facts(self) -> Self {
+        let kept = match self.kept.into_inner().expect("records lock") {
+            Kept::Records(all) => all
+                .iter()
+                .map(|t| TurnFacts::of(&t.record, t.line))
+                .collect(),
+            Kept::Facts(all) => all,
+        };
+        Self {
+            kept: Mutex::new(Kept::Facts(kept)),
+            ..self
+        }
+    }
+
+    /// A copy of the records so far, in log order (none when keeping facts).
     pub fn snapshot(&self) -> Vec<TurnRecord> {
-        self.records
-            .lock()
-            .expect("records lock")
-            .iter()
-            .map(|t| t.record.clone())
-            .collect()
+        match &*self.kept.lock().expect("records lock") {
+            Kept::Records(all) => all.iter().map(|t| t.record.clone()).collect(),
+            Kept::Facts(_) => Vec::new(),
+        }
     }
 
     /// Turns this process sent that a signal cut (none counted: a resume
@@ -176,16 +214,16 @@ impl Recorder {
     }
 
     /// [`Recorder::finish`], and what local counting took (when it ran).
+    /// A recorder [keeping facts](Recorder::keeping_facts) returns no records.
     pub fn finish_with_stats(self) -> Result<(Vec<TurnRecord>, Option<CountingStats>), WriteError> {
-        self.console.finish();
-        let counted = self.counting.map(CountWorker::finish).transpose()?;
-        let (counts, stats) = counted.map_or((None, None), |(c, s)| (Some(c), Some(s)));
-        if let Some(writer) = self.writer {
-            let files = writer.close();
-            files.turns.sync()?;
-            files.sessions.sync()?;
-        }
-        let records = self.records.into_inner().expect("records lock");
+        let Closed {
+            kept,
+            counts,
+            stats,
+        } = self.close()?;
+        let Kept::Records(records) = kept else {
+            return Ok((Vec::new(), stats));
+        };
         let records = records
             .into_iter()
             .filter(|t| t.record.status != TurnStatus::Interrupted)
@@ -197,5 +235,89 @@ impl Recorder {
             })
             .collect();
         Ok((records, stats))
+    }
+
+    /// As [`Recorder::finish`], for a recorder [keeping
+    /// facts](Recorder::keeping_facts): the facts that count, counts merged.
+    pub fn finish_facts(self) -> Result<Vec<TurnFacts>, WriteError> {
+        let Closed { kept, counts, .. } = self.close()?;
+        let facts = match kept {
+            Kept::Facts(all) => all,
+            Kept::Records(all) => all
+                .iter()
+                .map(|t| TurnFacts::of(&t.record, t.line))
+                .collect(),
+        };
+        Ok(facts
+            .into_iter()
+            .filter(|f| f.status != TurnStatus::Interrupted)
+            .map(|mut f| {
+                if let Some(tokens) = counts.as_ref().and_then(|c| c.get(&f.line)) {
+                    f.local_tokens = Some(*tokens);
+                }
+                f
+            })
+            .collect())
+    }
+
+    /// Counts the phase's turns, closes and syncs the files.
+    fn close(self) -> Result<Closed, WriteError> {
+        self.console.finish();
+        let counted = self.counting.map(CountWorker::finish).transpose()?;
+        let (counts, stats) = counted.map_or((None, None), |(c, s)| (Some(c), Some(s)));
+        if let Some(writer) = self.writer {
+            let files = writer.close();
+            files.turns.sync()?;
+            files.sessions.sync()?;
+        }
+        Ok(Closed {
+            kept: self.kept.into_inner().expect("records lock"),
+            counts,
+            stats,
+        })
+    }
+}
+
+/// A closed recorder's turns, local counts by log line, and what counting took.
+struct Closed {
+    kept: Kept,
+    counts: Option<HashMap<u64, LocalTokens>>,
+    stats: Option<CountingStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keeping_facts_keeps_what_the_metrics_need_and_not_the_record() {
+        let recorder = Recorder::memory(Console::silent()).keeping_facts();
+        let mut answered = TurnRecord::aborted("s", 1, "s:1", "{}");
+        answered.status = TurnStatus::Completed;
+        answered.error = None;
+        answered.issued_ns = Some(5);
+        answered.usage = Some(serde_json::json!({
+            "prompt_tokens": 7, "completion_tokens": 3,
+            "prompt_tokens_details": {"cached_tokens": 2}
+        }));
+        recorder.keep(answered.clone(), None).await.unwrap();
+        let mut cut = answered.clone();
+        cut.status = TurnStatus::Interrupted;
+        recorder.keep(cut, None).await.unwrap();
+        let mut overflow = TurnRecord::aborted("s", 2, "s:2", "{}");
+        overflow.status = TurnStatus::Failed;
+        overflow.error = Some("HTTP 400: exceed_context_size_error".into());
+        recorder.keep(overflow, None).await.unwrap();
+        assert!(recorder.snapshot().is_empty(), "no records are kept");
+        let facts = recorder.finish_facts().unwrap();
+        assert_eq!(facts.len(), 2, "an interrupted turn does not count");
+        let f = facts[0];
+        assert_eq!(f.issued_ns, Some(5));
+        assert_eq!(
+            (f.prompt_tokens, f.completion_tokens, f.cached_tokens),
+            (Some(7), Some(3), Some(2))
+        );
+        assert!(!f.context_overflow && facts[1].context_overflow);
+        assert_eq!(facts[1].status, TurnStatus::Failed);
     }
 }

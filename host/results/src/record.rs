@@ -198,3 +198,51 @@ pub struct CountingStats {
     /// stream).
     pub during_streams: u64,
 }
+
+/// What a sweep's metrics need of one turn, without its texts: about 150
+/// bytes where a [`TurnRecord`] with its completion, usage and timings holds
+/// kilobytes. A phase of hundreds of thousands of turns keeps these in
+/// memory; the records themselves are on disk (`turns.jsonl`).
+#[derive(Debug, Clone, Copy)]
+pub struct TurnFacts {
+    /// The record's 1-based line in `turns.jsonl` (0: not written).
+    pub line: u64,
+    pub status: TurnStatus,
+    /// Refused for exceeding the server's context.
+    pub context_overflow: bool,
+    pub scheduled_ns: Option<u64>,
+    pub issued_ns: Option<u64>,
+    pub first_token_ns: Option<u64>,
+    pub last_token_ns: Option<u64>,
+    /// The server's `usage`.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+    pub local_tokens: Option<LocalTokens>,
+}
+
+impl TurnFacts {
+    /// The facts of `record`, written at `line`.
+    pub fn of(record: &TurnRecord, line: u64) -> Self {
+        let usage = |key: &str| record.usage.as_ref()?.get(key)?.as_u64();
+        Self {
+            line,
+            status: record.status,
+            context_overflow: record.error.as_deref().is_some_and(|e| {
+                e.contains("exceed_context_size") || e.contains("exceeds the available context")
+            }),
+            scheduled_ns: record.scheduled_ns,
+            issued_ns: record.issued_ns,
+            first_token_ns: record.first_token_ns,
+            last_token_ns: record.last_token_ns,
+            prompt_tokens: usage("prompt_tokens"),
+            completion_tokens: usage("completion_tokens"),
+            cached_tokens: record.usage.as_ref().and_then(|u| {
+                u.get("prompt_tokens_details")?
+                    .get("cached_tokens")?
+                    .as_u64()
+            }),
+            local_tokens: record.local_tokens,
+        }
+    }
+}

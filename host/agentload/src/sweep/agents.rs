@@ -8,7 +8,7 @@ use super::{delays, salt};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
     drive_or_restart, Engine, Instances, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop,
-    StopReason, TurnHooks, TurnRecord, TurnSender, WriteError,
+    StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender, WriteError,
 };
 use agentload_plugin_host::types::TurnRequest;
 use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
@@ -34,7 +34,8 @@ pub struct PhaseInput {
 
 /// How a phase went.
 pub struct PhaseRun {
-    pub records: Vec<TurnRecord>,
+    /// Every turn's facts (the records are in the phase's `turns.jsonl`).
+    pub facts: Vec<TurnFacts>,
     pub sessions: Vec<SessionOutcome>,
     pub workload: WorkloadPlugin,
     /// When the last agent issued its first request (ns after the phase start).
@@ -176,11 +177,11 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         |(reason, at)| (reason.to_string(), at),
     );
     let engine = Arc::try_unwrap(shared.engine).unwrap_or_else(|_| unreachable!("agents joined"));
-    let records = engine.recorder.finish()?;
+    let facts = engine.recorder.finish_facts()?;
     let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
     let all_active = hooks.all_active_ns.load(Ordering::SeqCst);
     Ok(PhaseRun {
-        records,
+        facts,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
         workload: engine.workload.into_first(),
         all_active_ns: (all_active != UNSET).then_some(all_active),

@@ -3,7 +3,7 @@
 //! end rules held. Ramp-up (and anything after the stop) is counted apart.
 
 use super::agents::PhaseRun;
-use agentload_engine::{TurnRecord, TurnStatus};
+use agentload_engine::{TurnFacts, TurnStatus};
 use agentload_results::metrics::Spread;
 use serde::Serialize;
 
@@ -66,30 +66,18 @@ pub struct PhaseMetrics {
     pub send_lag_ms: Option<Spread>,
 }
 
-fn usage(r: &TurnRecord, key: &str) -> Option<u64> {
-    r.usage.as_ref()?.get(key)?.as_u64()
-}
-
 /// The phase's metrics (see the module docs).
 pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
+    let facts = &run.facts;
     let errors = Errors {
-        failed_turns: run
-            .records
+        failed_turns: facts
             .iter()
             .filter(|r| r.status == TurnStatus::Failed)
             .count(),
-        context_overflows: run
-            .records
-            .iter()
-            .filter(|r| {
-                r.error.as_deref().is_some_and(|e| {
-                    e.contains("exceed_context_size") || e.contains("exceeds the available context")
-                })
-            })
-            .count(),
+        context_overflows: facts.iter().filter(|r| r.context_overflow).count(),
     };
     let lag = Spread::of(
-        run.records
+        facts
             .iter()
             .filter_map(|r| Some(r.issued_ns?.saturating_sub(r.scheduled_ns?) as f64 / 1e6))
             .collect(),
@@ -107,29 +95,25 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     };
     let start = all_active + (warmup_s * 1e9) as u64;
     let end = run.stopped_ns.max(start);
-    let issued = |r: &&TurnRecord| r.issued_ns;
-    let measured: Vec<&TurnRecord> = run
-        .records
+    let measured: Vec<&TurnFacts> = facts
         .iter()
-        .filter(|r| issued(r).is_some_and(|t| t >= start && t <= end))
+        .filter(|r| r.issued_ns.is_some_and(|t| t >= start && t <= end))
         .collect();
     let window = Window {
         start_ns: start,
         end_ns: end,
         seconds: (end - start) as f64 / 1e9,
         measured: measured.len(),
-        ramp_up: run
-            .records
+        ramp_up: facts
             .iter()
-            .filter(|r| issued(r).is_some_and(|t| t < start))
+            .filter(|r| r.issued_ns.is_some_and(|t| t < start))
             .count(),
-        after_stop: run
-            .records
+        after_stop: facts
             .iter()
-            .filter(|r| issued(r).is_some_and(|t| t > end))
+            .filter(|r| r.issued_ns.is_some_and(|t| t > end))
             .count(),
     };
-    let ok: Vec<&&TurnRecord> = measured
+    let ok: Vec<&&TurnFacts> = measured
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
         .collect();
@@ -141,24 +125,15 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     let speed = Spread::of(
         ok.iter()
             .filter_map(|r| {
-                let n = usage(r, "completion_tokens")?;
+                let n = r.completion_tokens?;
                 let span = r.last_token_ns?.checked_sub(r.first_token_ns?)?;
                 (n >= 2 && span > 0).then(|| (n - 1) as f64 / (span as f64 / 1e9))
             })
             .collect(),
     );
-    let sum = |k: &str| ok.iter().filter_map(|r| usage(r, k)).sum::<u64>();
-    let (prompt, completion) = (sum("prompt_tokens"), sum("completion_tokens"));
-    let cached: Vec<u64> = ok
-        .iter()
-        .filter_map(|r| {
-            r.usage
-                .as_ref()?
-                .get("prompt_tokens_details")?
-                .get("cached_tokens")?
-                .as_u64()
-        })
-        .collect();
+    let prompt: u64 = ok.iter().filter_map(|r| r.prompt_tokens).sum();
+    let completion: u64 = ok.iter().filter_map(|r| r.completion_tokens).sum();
+    let cached: Vec<u64> = ok.iter().filter_map(|r| r.cached_tokens).collect();
     let secs = window.seconds.max(f64::MIN_POSITIVE);
     let cached_tokens = (!cached.is_empty()).then(|| cached.iter().sum::<u64>());
     let throughput = Throughput {
@@ -173,11 +148,9 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     let mut check = TokenCheck::default();
     let mut diff = 0i64;
     for r in &ok {
-        let (Some(local), Some(sp), Some(sc)) = (
-            r.local_tokens,
-            usage(r, "prompt_tokens"),
-            usage(r, "completion_tokens"),
-        ) else {
+        let (Some(local), Some(sp), Some(sc)) =
+            (r.local_tokens, r.prompt_tokens, r.completion_tokens)
+        else {
             continue;
         };
         check.compared += 1;

@@ -140,7 +140,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             Vec::new(),
             counter.clone(),
             Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
-        )?;
+        )?
+        // Thousands of agents over minutes: keep each turn's facts, not its record.
+        .keeping_facts();
         let (client, body) = crate::endpoint::client_for(config, level)?;
         if let Err(e) = client.warm_up(level).await {
             agentload_console::line(&format!("warning: {e}"));
@@ -181,7 +183,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             power.mean_w,
             &sweep.normalize,
         );
-        let requests = run.records.len();
+        let requests = run.facts.len();
         workload = run.workload;
         let summary = PhaseSummary {
             index,
