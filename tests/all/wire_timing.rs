@@ -342,3 +342,57 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
         text(&run)
     );
 }
+
+/// `bench --sections agents` at a toy size: agentload (a sweep of the
+/// synthetic workload, in a child process) and the floor client both keep
+/// their agents busy against one simulator, with nothing failed, and every
+/// per-unit cost and the rack projection come out as numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_agents_measures_agentload_beside_the_floor() {
+    let dir = scratch("bench-agents");
+    let json_out = dir.path().join("bench.json");
+    let run = agentload(
+        &[
+            "bench",
+            "--sections",
+            "agents",
+            "--agents",
+            "12",
+            "--agents-seconds",
+            "2",
+            "--agents-scale",
+            "0.01",
+            "--agents-tps",
+            "50",
+            "--out",
+            json_out.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let table = text(&run);
+    assert!(run.status.success(), "{table}");
+    for row in [
+        "agentload peak RSS",
+        "send lag p99",
+        "CPU per turn / floor",
+        "CPU per output token / floor",
+        "CPU per request KiB / floor",
+        "projected cores by CPU per turn (4140 agents",
+    ] {
+        assert!(table.contains(row), "no `{row}` row:\n{table}");
+    }
+    let v = json(&json_out);
+    let a = &v["agents"];
+    assert_eq!(a["agents"], 12);
+    assert_eq!(a["failed_turns"], 0, "{table}");
+    for client in ["agentload", "floor"] {
+        let c = &a[client];
+        assert!(c["turns"].as_u64().unwrap() >= 12, "{client}: {c}");
+        assert!(c["output_tokens"].as_u64().unwrap() > 0, "{client}: {c}");
+        assert!(c["request_bytes"].as_u64().unwrap() > 0, "{client}: {c}");
+        assert!(c["cpu_s"].as_f64().unwrap() > 0.0, "{client}: {c}");
+    }
+    assert!(a["peak_rss_mib"].as_f64().unwrap() > 1.0);
+    assert!(a["rack_cores"]["by_turns"].as_f64().unwrap() > 0.0);
+}

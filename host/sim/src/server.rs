@@ -58,6 +58,8 @@ struct State {
 struct Counters {
     connections: AtomicU64,
     chat_requests: AtomicU64,
+    /// Body bytes of the chat requests, by their `Content-Length`.
+    chat_request_bytes: AtomicU64,
 }
 
 /// A running simulator. Dropping it also stops the server (gracefully, like
@@ -113,7 +115,8 @@ impl SimHandle {
 ///
 /// Endpoints: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models` (also
 /// `/models`), `GET /health`, `GET /agentload/stats` (`{"connections_accepted",
-/// "chat_requests_received", "requests_served"}`); anything else is a 404 with a JSON error.
+/// "chat_requests_received", "chat_request_bytes", "requests_served"}`); anything else is a 404
+/// with a JSON error.
 pub async fn start(
     config: SimConfig,
     counter: Arc<dyn TokenCounter>,
@@ -253,6 +256,14 @@ async fn route(
     match (request.method(), request.uri().path()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
             let n = state.counters.chat_requests.fetch_add(1, Ordering::SeqCst) + 1;
+            let length = request
+                .headers()
+                .get(hyper::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            state
+                .counters
+                .chat_request_bytes
+                .fetch_add(length.unwrap_or(0), Ordering::Relaxed);
             let fault = state.faults.get(&n).map(|&kind| (kind, n));
             match chat(&state, request, received, fault, wire).await {
                 Ok(response) => response,
@@ -280,6 +291,7 @@ async fn route(
             &json!({
                 "connections_accepted": state.counters.connections.load(Ordering::SeqCst),
                 "chat_requests_received": state.counters.chat_requests.load(Ordering::SeqCst),
+                "chat_request_bytes": state.counters.chat_request_bytes.load(Ordering::Relaxed),
                 "requests_served": state.served.load(Ordering::SeqCst),
             }),
         ),

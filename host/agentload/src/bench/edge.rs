@@ -22,14 +22,12 @@ pub fn run(dir: &Path, repeats: usize) -> Result<Vec<Row>> {
     anyhow::ensure!(status.success(), "agentload demo failed ({status})");
     let wall = t.elapsed().as_secs_f64();
     let mut rows = vec![Row::new("edge", "demo wall time (both phases)", wall, "s")];
-    if let Some(kib) = children_max_rss_kib() {
-        rows.push(Row::new(
-            "edge",
-            "demo peak RSS",
-            kib as f64 / 1024.0,
-            "MiB",
-        ));
-    }
+    rows.push(Row::new(
+        "edge",
+        "demo peak RSS",
+        super::children_usage().max_rss_kib as f64 / 1024.0,
+        "MiB",
+    ));
     let mut times: Vec<(String, Vec<f64>)> = Vec::new();
     for i in 0..repeats {
         let out = dir.join(format!("rescore-{i}"));
@@ -56,13 +54,4 @@ pub fn run(dir: &Path, repeats: usize) -> Result<Vec<Row>> {
         ));
     }
     Ok(rows)
-}
-
-/// The largest resident set of any waited-for child (KiB).
-fn children_max_rss_kib() -> Option<i64> {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is valid.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) };
-    // SAFETY: initialised by the successful call above.
-    (rc == 0).then(|| unsafe { usage.assume_init() }.ru_maxrss)
 }

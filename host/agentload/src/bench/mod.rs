@@ -7,6 +7,11 @@
 //!   first-token time (p50/p99, by direction, and as a ratio to the floor),
 //!   the first request per stream and the connection set-up apart, tokens/s
 //!   the client ingests, harness CPU and RSS.
+//! - `agents`: N agents of the synthetic workload kept alive by `agentload
+//!   run` against `agentload sim` (both child processes): peak RSS, send lag,
+//!   CPU per turn, per output token and per request KiB beside a floor client
+//!   doing the same socket I/O, and the cores AA-AgentPerf's rack point
+//!   would need (see [`agents`]).
 //! - `build`: host + plugin time per turn to produce a request, at the edge
 //!   dataset's peak ISL and on average.
 //! - `load`: component load time, cold (compiling) vs cached.
@@ -15,12 +20,13 @@
 //!   the BFCL gate over 995 samples).
 
 pub mod affinity;
+pub mod agents;
 pub mod build;
 pub mod edge;
 pub mod floor;
 pub mod streams;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -109,6 +115,46 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     (per_second > 0).then(|| ticks / per_second as f64)
 }
 
+/// What the waited-for children used, together.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChildrenUsage {
+    /// The largest resident set of any of them, KiB.
+    pub max_rss_kib: i64,
+    /// User and system CPU time, s.
+    pub cpu_s: f64,
+}
+
+/// `getrusage(RUSAGE_CHILDREN)`: every child waited for so far (zero where it fails).
+pub fn children_usage() -> ChildrenUsage {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return ChildrenUsage::default();
+    }
+    // SAFETY: initialised by the successful call above.
+    let u = unsafe { usage.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ChildrenUsage {
+        max_rss_kib: u.ru_maxrss,
+        cpu_s: secs(u.ru_utime) + secs(u.ru_stime),
+    }
+}
+
+/// The first line a child prints (a simulator's URL), within 30 s.
+pub async fn first_line(child: &mut tokio::process::Child) -> Result<String> {
+    use tokio::io::AsyncBufReadExt as _;
+    let stdout = child
+        .stdout
+        .take()
+        .context("the child's stdout is not piped")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .context("the child printed nothing within 30 s")??
+        .context("the child exited")
+}
+
 /// p-th "lower" percentile of unsorted values.
 pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
@@ -123,17 +169,24 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 pub async fn sections(
     sections: &[String],
     streams_options: &streams::Options,
+    agents_options: &agents::Options,
     out: Option<PathBuf>,
 ) -> Result<()> {
     let data_dir = agentload_config::data::data_dir(None);
     let mut rows = Vec::new();
     let mut streams = None;
+    let mut agents = None;
     for section in sections {
         eprintln!("bench: {section}");
         match section.as_str() {
             "streams" => {
                 let (measured, r) = streams::run(streams_options).await?;
                 streams = Some(measured);
+                rows.extend(r);
+            }
+            "agents" => {
+                let (measured, r) = agents::run(agents_options).await?;
+                agents = Some(measured);
                 rows.extend(r);
             }
             "build" => rows.extend(tokio::task::block_in_place(|| build::requests(&data_dir))?),
@@ -145,14 +198,16 @@ pub async fn sections(
                 std::fs::remove_dir_all(&dir).ok();
                 rows.extend(r?);
             }
-            other => anyhow::bail!("unknown bench section `{other}` (streams, build, load, edge)"),
+            other => anyhow::bail!(
+                "unknown bench section `{other}` (streams, agents, build, load, edge)"
+            ),
         }
     }
     agentload_console::out(&table(&rows));
     if let Some(path) = out {
         agentload_results::write_json(
             &path,
-            &serde_json::json!({"rows": rows, "streams": streams}),
+            &serde_json::json!({"rows": rows, "streams": streams, "agents": agents}),
         )?;
     }
     Ok(())

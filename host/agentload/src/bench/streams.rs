@@ -18,7 +18,6 @@ use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncBufReadExt;
 
 /// Tokens per second the simulator decodes per stream.
 const SIM_DECODE_TPS: usize = 100;
@@ -189,11 +188,9 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         .kill_on_drop(true)
         .spawn()
         .context("cannot start agentload sim")?;
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("piped")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+    let url = super::first_line(&mut child)
         .await
-        .context("agentload sim did not print its URL")??
-        .context("agentload sim exited")?;
+        .context("agentload sim did not print its URL")?;
     // About 4 bytes per token (the simulator's approximate tokenizer).
     let prompt = "word ".repeat(opts.answer_tokens.max(1));
     let body = serde_json::json!({

@@ -182,7 +182,8 @@ pub(super) enum Command {
     },
     /// Measure the harness's own costs and print a table.
     Bench {
-        /// Sections to run: streams, build, load, edge.
+        /// Sections to run: streams, agents, build, load, edge (agents is not
+        /// in the default set: it runs for a minute or more).
         #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
         sections: Vec<String>,
         /// Concurrent streams per level (streams section).
@@ -205,6 +206,23 @@ pub(super) enum Command {
         /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
         #[arg(long, value_name = "LIST")]
         sim_cpus: Option<crate::bench::affinity::CpuList>,
+        /// Agents kept alive (agents section).
+        #[arg(long, default_value_t = 1000)]
+        agents: usize,
+        /// Seconds of steady state measured (agents section; after 5 s of warm-up).
+        #[arg(long, default_value_t = 60.0)]
+        agents_seconds: f64,
+        /// Tokens per second of every simulated stream (agents section).
+        #[arg(long, default_value_t = 5.0)]
+        agents_tps: f64,
+        /// Factor on the synthetic workload's lengths (agents section; 1 is
+        /// AA-AgentPerf's shape, a mean prompt of about 27K tokens).
+        #[arg(long, default_value_t = 1.0)]
+        agents_scale: f64,
+        /// Per-stream output speed assumed at AA-AgentPerf's rack point, for
+        /// the projection (agents section).
+        #[arg(long, default_value_t = 50.0)]
+        rack_stream_tps: f64,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,

@@ -273,6 +273,11 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             samples,
             answer_tokens,
             sim_cpus,
+            agents,
+            agents_seconds,
+            agents_tps,
+            agents_scale,
+            rack_stream_tps,
             out,
         } => {
             let streams = crate::bench::streams::Options {
@@ -282,7 +287,14 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 answer_tokens,
                 sim_cpus: sim_cpus.map(|c| c.0),
             };
-            crate::bench::sections(&sections, &streams, out)
+            let agents = crate::bench::agents::Options {
+                agents,
+                seconds: agents_seconds,
+                stream_tps: agents_tps,
+                scale: agents_scale,
+                rack_stream_tps,
+            };
+            crate::bench::sections(&sections, &streams, &agents, out)
                 .await
                 .map(|()| exit::SUCCESS)
         }
