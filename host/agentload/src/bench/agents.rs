@@ -42,6 +42,8 @@ pub struct Options {
     pub scale: f64,
     /// Per-stream output speed assumed at the rack point, tokens/s.
     pub rack_stream_tps: f64,
+    /// `plugins.workload_instances` of the run.
+    pub instances: usize,
 }
 
 /// One client's costs over its run.
@@ -263,6 +265,8 @@ include_usage = true
 preflight = false
 [load]
 turn_timeout_s = 3600.0
+[plugins]
+workload_instances = {instances}
 [performance]
 workload = "agentic-synth"
 [performance.settings]
@@ -303,6 +307,7 @@ max_trajectories_per_agent = 50
         reason = words(1_200.0),
         reason_max = words(16_384.0),
         agents = opts.agents,
+        instances = opts.instances,
         seconds = opts.seconds,
         max_phase = opts.seconds * 3.0 + 60.0,
         max_tokens = osl_cap(opts),
@@ -463,7 +468,10 @@ fn rows(opts: &Options, a: &Agents) -> Vec<Row> {
     let mut rows = vec![
         Row::new(
             "agents",
-            format!("agents alive (scale {})", opts.scale),
+            format!(
+                "agents alive (scale {}, {} workload instance(s))",
+                opts.scale, opts.instances
+            ),
             a.agents as f64,
             "",
         ),

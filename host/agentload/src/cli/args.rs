@@ -223,6 +223,9 @@ pub(super) enum Command {
         /// the projection (agents section).
         #[arg(long, default_value_t = 50.0)]
         rack_stream_tps: f64,
+        /// Workload instances the sessions are spread over (agents section).
+        #[arg(long, default_value_t = 1)]
+        agents_instances: usize,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,

@@ -278,6 +278,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agents_tps,
             agents_scale,
             rack_stream_tps,
+            agents_instances,
             out,
         } => {
             let streams = crate::bench::streams::Options {
@@ -293,6 +294,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 stream_tps: agents_tps,
                 scale: agents_scale,
                 rack_stream_tps,
+                instances: agents_instances,
             };
             crate::bench::sections(&sections, &streams, &agents, out)
                 .await
