@@ -5,7 +5,7 @@ use super::console::Console;
 use super::counting::CountWorker;
 use super::journal::{self, Durability, Journal, LoggedTurn, WriteError};
 use super::session::SessionOutcome;
-use super::writer::Writer;
+use super::writer::{Queued, Writer};
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
 use crate::{LocalTokens, TurnFacts, TurnRecord, TurnStatus};
@@ -37,6 +37,41 @@ pub struct Recorder {
     /// Records kept by this process that a signal cut (never counted;
     /// a resume sends them again).
     interrupted: std::sync::atomic::AtomicU64,
+}
+
+/// A turn record on its way to the log.
+pub struct Keeping<'a> {
+    recorder: &'a Recorder,
+    queued: Option<Queued>,
+    record: TurnRecord,
+    answered: Option<(Bytes, Assembled)>,
+}
+
+impl Keeping<'_> {
+    /// Waits until the record is written, then keeps it and queues its
+    /// local count. An error means it is not on disk: the run must stop.
+    pub async fn kept(self) -> Result<(), WriteError> {
+        let line = match self.queued {
+            Some(queued) => queued.written().await?,
+            None => 0,
+        };
+        let recorder = self.recorder;
+        if let (Some(counting), Some((body, answer))) = (&recorder.counting, self.answered) {
+            counting.count(line, body, answer);
+        }
+        recorder.console.turn(&self.record);
+        if self.record.status == TurnStatus::Interrupted {
+            recorder
+                .interrupted
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        recorder
+            .kept
+            .lock()
+            .expect("records lock")
+            .push(line, self.record);
+        Ok(())
+    }
 }
 
 /// What a recorder keeps in memory of each turn.
@@ -118,20 +153,28 @@ impl Recorder {
         record: TurnRecord,
         answered: Option<(Bytes, Assembled)>,
     ) -> Result<(), WriteError> {
-        let line = match &self.writer {
-            Some(writer) => writer.turn(&record).await?,
-            None => 0,
-        };
-        if let (Some(counting), Some((body, answer))) = (&self.counting, answered) {
-            counting.count(line, body, answer);
-        }
-        self.console.turn(&record);
-        if record.status == TurnStatus::Interrupted {
-            self.interrupted
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        self.kept.lock().expect("records lock").push(line, record);
-        Ok(())
+        self.submit(record, answered)?.kept().await
+    }
+
+    /// Hands `record` to the writer thread and returns at once; the
+    /// session does what it can meanwhile (ask the workload for its next
+    /// turn) and awaits [`Keeping::kept`] before its next request.
+    pub fn submit(
+        &self,
+        record: TurnRecord,
+        answered: Option<(Bytes, Assembled)>,
+    ) -> Result<Keeping<'_>, WriteError> {
+        let queued = self
+            .writer
+            .as_ref()
+            .map(|w| w.queue_turn(&record))
+            .transpose()?;
+        Ok(Keeping {
+            recorder: self,
+            queued,
+            record,
+            answered,
+        })
     }
 
     /// Moves the bodies queued for counting from memory to the scratch file (see

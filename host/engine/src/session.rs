@@ -287,8 +287,11 @@ pub async fn drive_on(
                 TurnOutcome::Failed(record.error.clone().unwrap_or_default())
             }
         };
-        engine.recorder.keep(record, sent.answered).await?;
+        // The record is written while the workload makes the next turn;
+        // it is on disk before that turn is sent.
+        let keeping = engine.recorder.submit(record, sent.answered)?;
         let next = workload.lock().await.next_turn(&plan.id, &outcome).await;
+        keeping.kept().await?;
         match next {
             Ok(Some(n)) => {
                 engine.hooks.then(Next::Turn);

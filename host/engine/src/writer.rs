@@ -35,6 +35,32 @@ struct Job {
     done: oneshot::Sender<Result<u64, WriteError>>,
 }
 
+/// A line handed to the writer thread.
+pub(crate) struct Queued {
+    /// The line, when the queue was full: it goes in on [`Queued::written`].
+    later: Option<(mpsc::Sender<Job>, Job)>,
+    written: oneshot::Receiver<Result<u64, WriteError>>,
+    path: PathBuf,
+}
+
+impl Queued {
+    /// The line's 1-based number once it is written.
+    pub async fn written(self) -> Result<u64, WriteError> {
+        if let Some((queue, job)) = self.later {
+            queue.send(job).await.map_err(|_| gone(&self.path))?;
+        }
+        self.written.await.map_err(|_| gone(&self.path))?
+    }
+}
+
+/// The error of a line the stopped thread cannot take.
+fn gone(path: &std::path::Path) -> WriteError {
+    WriteError {
+        path: path.to_path_buf(),
+        cause: std::io::Error::other("the journal writer has stopped"),
+    }
+}
+
 /// The journals, as the thread hands them back.
 pub(crate) struct Closed {
     pub turns: Journal<TurnRecord>,
@@ -70,33 +96,37 @@ impl Writer {
         })
     }
 
-    /// Writes a turn record; returns its 1-based line once it is written.
-    pub async fn turn(&self, record: &TurnRecord) -> Result<u64, WriteError> {
-        self.send(Target::Turns, record).await
+    /// Hands a turn record to the thread without waiting:
+    /// [`Queued::written`] waits for its line.
+    pub fn queue_turn(&self, record: &TurnRecord) -> Result<Queued, WriteError> {
+        self.queue(Target::Turns, record)
     }
 
     /// Writes a session's outcome once it is written.
     pub async fn session(&self, outcome: &SessionOutcome) -> Result<u64, WriteError> {
-        self.send(Target::Sessions, outcome).await
+        self.queue(Target::Sessions, outcome)?.written().await
     }
 
-    async fn send(&self, target: Target, row: &impl Serialize) -> Result<u64, WriteError> {
-        let gone = || WriteError {
-            path: self.turns_path.clone(),
-            cause: std::io::Error::other("the journal writer has stopped"),
-        };
+    fn queue(&self, target: Target, row: &impl Serialize) -> Result<Queued, WriteError> {
         let mut line = serde_json::to_vec(row).map_err(|e| WriteError {
             path: self.turns_path.clone(),
             cause: std::io::Error::other(e),
         })?;
         line.push(b'\n');
         let (done, written) = oneshot::channel();
-        let queue = self.queue.as_ref().ok_or_else(gone)?;
-        queue
-            .send(Job { target, line, done })
-            .await
-            .map_err(|_| gone())?;
-        written.await.map_err(|_| gone())?
+        let job = Job { target, line, done };
+        let queue = self.queue.as_ref().ok_or_else(|| gone(&self.turns_path))?;
+        let later = match queue.try_send(job) {
+            Ok(()) => None,
+            // A full queue: the line is sent when its writer waits.
+            Err(mpsc::error::TrySendError::Full(job)) => Some((queue.clone(), job)),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(gone(&self.turns_path)),
+        };
+        Ok(Queued {
+            later,
+            written,
+            path: self.turns_path.clone(),
+        })
     }
 
     /// Waits until every queued line is written; hands the journals back.
@@ -205,7 +235,7 @@ mod tests {
                     let mut lines = Vec::new();
                     for t in 1..=20 {
                         let r = TurnRecord::aborted(&format!("s{s}"), t, "i", "{}");
-                        lines.push((t, writer.turn(&r).await.unwrap()));
+                        lines.push((t, writer.queue_turn(&r).unwrap().written().await.unwrap()));
                     }
                     writer.session(&outcome(&format!("s{s}"))).await.unwrap();
                     lines
@@ -232,6 +262,39 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_queue_pushes_back_without_losing_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let turns = dir.path().join("turns.jsonl");
+        let writer = Writer::start(
+            Journal::create(&turns, Durability::Write).unwrap(),
+            Journal::create(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
+        )
+        .unwrap();
+        // More lines queued at once than the queue holds.
+        let n = QUEUE as u32 * 2;
+        let queued: Vec<Queued> = (1..=n)
+            .map(|t| {
+                writer
+                    .queue_turn(&TurnRecord::aborted("s", t, "i", "{}"))
+                    .unwrap()
+            })
+            .collect();
+        let mut lines = Vec::new();
+        for q in queued {
+            lines.push(q.written().await.unwrap());
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len() as u32, n, "every line acknowledged once");
+        writer.close();
+        let written: Vec<TurnRecord> = read_lines(&turns).unwrap();
+        assert_eq!(written.len() as u32, n);
+        let mut seen: Vec<u32> = written.iter().map(|r| r.turn).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=n).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn after_a_failed_write_every_line_is_refused_with_its_cause() {
         let full = std::path::Path::new("/dev/full");
         if !full.exists() {
@@ -245,7 +308,7 @@ mod tests {
         )
         .unwrap();
         let r = TurnRecord::aborted("s", 1, "i", "{}");
-        let first = writer.turn(&r).await.unwrap_err();
+        let first = writer.queue_turn(&r).unwrap().written().await.unwrap_err();
         assert_eq!(first.cause.kind(), std::io::ErrorKind::StorageFull);
         // The sessions file is fine, but the run is already broken.
         let later = writer.session(&outcome("s")).await.unwrap_err();
