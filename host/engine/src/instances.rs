@@ -44,11 +44,6 @@ impl Instances {
         })
     }
 
-    /// How many instances there are (at least one).
-    pub fn count(&self) -> usize {
-        self.all.len()
-    }
-
     /// The instance the next session starts on (round robin); the session
     /// keeps it to its end.
     pub fn assign(&self) -> &Mutex<WorkloadPlugin> {
