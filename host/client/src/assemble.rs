@@ -48,6 +48,23 @@ pub struct Assembled {
     pub stream_error: Option<String>,
 }
 
+/// An object kept from a chunk: its raw text (typed path) or its value.
+#[derive(Debug)]
+enum Extra {
+    Raw(String),
+    Parsed(Value),
+}
+
+impl Extra {
+    fn into_value(self) -> Option<Value> {
+        match self {
+            // Raw text a successful parse of its chunk validated.
+            Self::Raw(text) => serde_json::from_str(&text).ok(),
+            Self::Parsed(value) => Some(value),
+        }
+    }
+}
+
 /// A `data:` payload that is not JSON (the parser's message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -57,6 +74,9 @@ pub struct NotJson(pub String);
 #[derive(Debug, Default)]
 pub struct CompletionAssembler {
     out: Assembled,
+    /// The last non-null `usage`, `timings` and simulator stamps, as sent;
+    /// parsed into `out` by [`finish`](Self::finish).
+    extras: [Option<Extra>; 3],
     calls: BTreeMap<u64, ToolCallRecord>,
     /// Chunks with a `choices` array.
     chunks: u32,
@@ -75,7 +95,17 @@ impl CompletionAssembler {
         // type, a duplicate key, or not JSON at all) takes the general path,
         // which reads any shape as before and names a parse error.
         match serde_json::from_str::<typed::Chunk<'_>>(data) {
-            Ok(chunk) => Ok(self.take(chunk.view())),
+            Ok(chunk) => {
+                for (kept, raw) in self.extras.iter_mut().zip(chunk.extras()) {
+                    if let Some(raw) = raw.filter(|r| r.get() != "null") {
+                        *kept = Some(Extra::Raw(raw.get().to_owned()));
+                    }
+                }
+                if let Some(e) = chunk.error() {
+                    self.keep_error(e);
+                }
+                Ok(self.take(chunk.view()))
+            }
             Err(_) => self.push_value_chunk(data),
         }
     }
@@ -83,11 +113,12 @@ impl CompletionAssembler {
     /// [`push_chunk`](Self::push_chunk) through a JSON value: any shape.
     fn push_value_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
         let chunk = serde_json::from_str::<Value>(data).map_err(|e| NotJson(e.to_string()))?;
-        Ok(self.take(ChunkView::of(&chunk)))
+        let view = ChunkView::of(&chunk);
+        self.keep_extras(&view);
+        Ok(self.take(view))
     }
 
     fn take(&mut self, chunk: ChunkView<'_>) -> bool {
-        self.keep_extras(&chunk);
         if chunk.has_choices {
             self.chunks += 1;
         }
@@ -156,24 +187,34 @@ impl CompletionAssembler {
     /// The assembled answer.
     pub fn finish(mut self) -> Assembled {
         self.out.tool_calls = self.calls.into_values().collect();
+        let [usage, timings, stamps] = self.extras.map(|e| e.and_then(Extra::into_value));
+        self.out.usage = usage;
+        self.out.timings = timings;
+        self.out.server_timestamps = stamps;
         self.out
     }
 
+    /// Keeps a chunk's extras read as JSON values (the general path).
     fn keep_extras(&mut self, chunk: &ChunkView<'_>) {
         let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
-        if let Some(u) = present(chunk.usage) {
-            self.out.usage = Some(u);
+        let found = [chunk.usage, chunk.timings, chunk.server_timestamps];
+        for (kept, value) in self.extras.iter_mut().zip(found) {
+            if let Some(v) = present(value) {
+                *kept = Some(Extra::Parsed(v));
+            }
         }
-        if let Some(t) = present(chunk.timings) {
-            self.out.timings = Some(t);
+        if let Some(e) = chunk.error {
+            self.keep_error(e);
         }
-        if let Some(s) = present(chunk.server_timestamps) {
-            self.out.server_timestamps = Some(s);
+    }
+
+    /// An `error` object inside the stream (null is none).
+    fn keep_error(&mut self, e: &Value) {
+        if e.is_null() {
+            return;
         }
-        if let Some(e) = chunk.error.filter(|e| !e.is_null()) {
-            let message = e.get("message").and_then(Value::as_str);
-            self.out.stream_error = Some(message.map_or_else(|| e.to_string(), str::to_string));
-        }
+        let message = e.get("message").and_then(Value::as_str);
+        self.out.stream_error = Some(message.map_or_else(|| e.to_string(), str::to_string));
     }
 
     fn merge_call(&mut self, delta: &Value) {
@@ -259,6 +300,7 @@ impl<'a> ChunkView<'a> {
 mod typed {
     use super::{ChoiceView, ChunkView, DeltaView};
     use serde::Deserialize;
+    use serde_json::value::RawValue;
     use serde_json::Value;
     use std::borrow::Cow;
 
@@ -266,9 +308,12 @@ mod typed {
     pub(super) struct Chunk<'a> {
         #[serde(borrow)]
         choices: Option<Vec<Choice<'a>>>,
-        usage: Option<Value>,
-        timings: Option<Value>,
-        agentload_sim: Option<Value>,
+        #[serde(borrow)]
+        usage: Option<&'a RawValue>,
+        #[serde(borrow)]
+        timings: Option<&'a RawValue>,
+        #[serde(borrow)]
+        agentload_sim: Option<&'a RawValue>,
         error: Option<Value>,
     }
 
@@ -296,7 +341,17 @@ mod typed {
         s.as_deref().filter(|s| !s.is_empty())
     }
 
-    impl Chunk<'_> {
+    impl<'a> Chunk<'a> {
+        /// `usage`, `timings` and the simulator's stamps, as sent.
+        pub(super) fn extras(&self) -> [Option<&'a RawValue>; 3] {
+            [self.usage, self.timings, self.agentload_sim]
+        }
+
+        /// The `error` object, when there is one.
+        pub(super) fn error(&self) -> Option<&Value> {
+            self.error.as_ref()
+        }
+
         pub(super) fn view(&self) -> ChunkView<'_> {
             let first_choice =
                 self.choices
@@ -316,10 +371,10 @@ mod typed {
             ChunkView {
                 has_choices: self.choices.is_some(),
                 first_choice,
-                usage: self.usage.as_ref(),
-                timings: self.timings.as_ref(),
-                server_timestamps: self.agentload_sim.as_ref(),
-                error: self.error.as_ref(),
+                usage: None,
+                timings: None,
+                server_timestamps: None,
+                error: None,
             }
         }
     }
@@ -334,6 +389,35 @@ fn text<'a>(v: &'a Value, keys: &[&str]) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extras_kept_raw_equal_those_read_as_values_and_the_last_non_null_wins() {
+        let chunks = [
+            r#"{"choices":[{"delta":{"content":"a"}}],"usage":null,"timings":{"n":1,"f":0.1},"agentload_sim":{"first_token_ns":5}}"#,
+            r#"{"choices":[{"delta":{"content":"b"}}],"timings":{"n":2,"f":1e-7}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2},"timings":null}"#,
+        ];
+        let (mut typed, mut general) = (
+            CompletionAssembler::default(),
+            CompletionAssembler::default(),
+        );
+        for c in chunks {
+            typed.push_chunk(c).unwrap();
+            general.push_value_chunk(c).unwrap();
+        }
+        let (t, g) = (typed.finish(), general.finish());
+        assert_eq!(t.usage, g.usage);
+        assert_eq!(t.timings, g.timings);
+        assert_eq!(t.server_timestamps, g.server_timestamps);
+        assert_eq!(t.usage.unwrap()["completion_tokens"], 2);
+        assert_eq!(
+            t.timings.unwrap()["n"],
+            2,
+            "null does not replace a kept object"
+        );
+        assert_eq!(t.server_timestamps.unwrap()["first_token_ns"], 5);
+        assert_eq!(t.content, "ab");
+    }
 
     /// The typed view and the general one agree chunk for chunk, on the
     /// shapes servers send and on the odd ones the typed view refuses.
