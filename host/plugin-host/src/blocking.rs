@@ -20,10 +20,10 @@ impl Wake for Unpark {
     }
 }
 
-/// Runs `future` to its end on this thread. Plugin calls need no reactor:
-/// the only suspension in them is the guest yielding at an epoch tick,
-/// which wakes itself at once. On a runtime worker, wrap the call in
-/// `tokio::task::block_in_place`.
+/// Runs `future` to its end on this thread, blocking it. Plugin calls need
+/// no reactor: the only suspension in them is the guest yielding at an
+/// epoch tick, which wakes itself at once. For set-up and tools only: a
+/// session's calls are awaited on the runtime instead.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);

@@ -66,6 +66,16 @@ pub struct LoadedComponent {
     pub from_cache: bool,
 }
 
+impl LoadedComponent {
+    /// The name errors use before the plugin has described itself: the
+    /// file's stem, else `fallback`.
+    pub(crate) fn label(&self, fallback: &str) -> String {
+        self.path
+            .file_stem()
+            .map_or_else(|| fallback.into(), |s| s.to_string_lossy().into_owned())
+    }
+}
+
 /// What a cache entry turned out to be.
 enum Entry {
     Missing,

@@ -1,5 +1,6 @@
 //! One sandboxed instance of a component, and the guard around every call:
-//! a wall-clock limit in epoch ticks, store-wide memory and table
+//! a time limit in epoch ticks (wall clock for sync calls; for async ones
+//! the ticks the guest ran, since it yields at each), store-wide memory and table
 //! accounting, bounded outputs, and classification of whatever went wrong
 //! into a [`PluginFailure`] naming plugin, call and limit.
 

@@ -61,11 +61,7 @@ impl ScorerPlugin {
         loaded: &LoadedComponent,
         limits: Limits,
     ) -> Result<Self, PluginFailure> {
-        let label = loaded
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scorer".into());
+        let label = loaded.label("scorer");
         let invalid = |reason: String| PluginFailure::Instantiate {
             plugin: label.clone(),
             world: "scorer-plugin",

@@ -167,11 +167,7 @@ impl WorkloadPlugin {
         loaded: &LoadedComponent,
         limits: Limits,
     ) -> Result<Self, PluginFailure> {
-        let label = loaded
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "workload".into());
+        let label = loaded.label("workload");
         let invalid = |reason: String| PluginFailure::Instantiate {
             plugin: label.clone(),
             world: "workload-plugin",

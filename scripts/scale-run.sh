@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The many-agents measurement of docs/performance.md ("Thousands of agents"):
+# one sweep level of AGENTS synthetic agents (agentic-synth, lengths shrunk
+# to what a 2-core machine serves: prompts of about 2.6K tokens, outputs of
+# 4-64 tokens, AA-AgentPerf's tool delays) against `agentload sim` in its own
+# process, each stream at TPS tokens/s. Prints agentload's peak RSS and CPU
+# (GNU time) and the phase's send lag and counts (sweep/summary.json).
+#
+#   scripts/scale-run.sh AGENTS TPS STEADY_S OUT      e.g. 10000 2 60 /tmp/scale
+#
+# AGENTLOAD selects the binary (default: the release build in the target folder).
+set -euo pipefail
+[ $# -eq 4 ] || { echo "usage: $0 AGENTS TPS STEADY_S OUT" >&2; exit 2; }
+n=$1 tps=$2 steady=$3 out=$4
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${AGENTLOAD:-${CARGO_TARGET_DIR:-$root/target}/release/agentload}
+[ -x "$bin" ] || { echo "no agentload at $bin (cargo build --release, or set AGENTLOAD)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "needs GNU time (apt-get install time)" >&2; exit 2; }
+# Two sockets per agent on this machine (agentload's and the simulator's).
+ulimit -n "$(ulimit -Hn)"
+rm -rf "$out"; mkdir -p "$out"
+port=18090
+cat > "$out/scale.toml" <<TOML
+name = "scale"
+version = "1.0"
+report_dir = "$out/report"
+[model]
+name = "synthetic"
+tokenizer = "none"
+[endpoint]
+url = "http://127.0.0.1:$port"
+stream = true
+include_usage = true
+[load]
+turn_timeout_s = 600.0
+[performance]
+workload = "agentic-synth"
+[performance.settings]
+seed = 42
+turns_min = 4
+turns_max = 8
+system_words = 200
+max_context = 8192
+context = { median = 1500.0, sigma = 0.5, min = 300, max = 4000 }
+tool_output = { median = 100.0, sigma = 0.8, min = 10, max = 800 }
+tool_call_osl = { median = 8.0, sigma = 0.4, min = 4, max = 24 }
+reasoning_osl = { median = 24.0, sigma = 0.4, min = 12, max = 64 }
+[sweep]
+levels = [$n]
+min_trajectories = 1
+min_per_agent = 0
+steady_state_s = $steady
+warmup_s = 15.0
+max_phase_s = $((steady * 3))
+max_tokens = 16384
+keep_workload_max_tokens = true
+salt = true
+tool_delay = "recorded"
+seed = 42
+max_trajectories_per_agent = 40
+TOML
+"$bin" sim --port "$port" --responder fill --tokenizer approx --slots $((n + 16)) \
+  --decode-tps "$tps" --decode-batch-slowdown 0 --prefill-tps 100000000 \
+  --prefill-chunk-tokens 100000000 --ctx-size 262144 > "$out/sim.log" 2>&1 &
+sim=$!
+trap 'kill $sim 2>/dev/null || true' EXIT
+sleep 1
+/usr/bin/time -v "$bin" run "$out/scale.toml" --out "$out/run" > "$out/run.log" 2> "$out/time.log"
+echo "simulator CPU: $(awk '{print ($14+$15)/100}' /proc/$sim/stat) s"
+grep -E "Maximum resident|User time|System time|Elapsed" "$out/time.log"
+python3 - "$out/run/sweep/summary.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"][0]
+lag = p["send_lag_ms"]
+print(f"agents {p['level']}: {p['requests']} turns, {p['errors']['failed_turns']} failed, "
+      f"window {p['window']['seconds']:.1f} s, send lag p50 {lag['p50']:.2f} ms p99 {lag['p99']:.2f} ms, "
+      f"harness CPU {p['harness_cpu_ms_per_request']:.3f} ms/turn")
+PY
