@@ -52,7 +52,3 @@ scripts/build-plugins.sh --check-lock
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
-# A workload built against the older, test-only WIT package still runs; its
-# bindings exist only with this feature (never in the shipped binary).
-cargo clippy --locked -p agentload --features test-wit-0-0-9 --all-targets -- -D warnings
-cargo test --locked -p agentload --features test-wit-0-0-9 --lib --test wit_versions

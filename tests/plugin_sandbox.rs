@@ -158,6 +158,17 @@ async fn an_oversized_turn_request_is_refused_naming_the_limit() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_keeping_messages_it_never_had_is_refused_naming_the_plugin() {
+    let e = first_session_error("over-keep").await;
+    assert!(
+        e.contains("plugin misbehave")
+            && e.contains("`start-session` broke the contract")
+            && e.contains("first turn keeps 1 messages (it must keep 0)"),
+        "{e}"
+    );
+}
+
 /// The peak RSS (KiB) and output of `agentload ARGS` in `cwd`, measured
 /// for that one child with `wait4`.
 fn peak_rss(args: &[&str], cwd: &std::path::Path) -> (i64, bool, String) {

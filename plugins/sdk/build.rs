@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The WIT package this SDK version is built against.
-const WIT_DIR: &str = "../../wit/agentload-plugin@0.1.0";
-const WIT_PACKAGE: &str = "agentload:plugin@0.1.0";
+const WIT_DIR: &str = "../../wit/agentload-plugin@0.2.0";
+const WIT_PACKAGE: &str = "agentload:plugin@0.2.0";
+const WIT_VERSION: &str = "0.2.0";
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
@@ -55,7 +56,7 @@ fn main() {
             "#[doc(hidden)]\n#[macro_export]\nmacro_rules! __agentload_generate_{} {{\n    () => {{\n        {sdk}::wit_bindgen::generate!({{\n            inline: r####\"{text}\"####,\n            world: \"{world}\",\n            with: {{\n                \"{pkg}/types@{ver}\": {sdk}::wit::agentload::plugin::types,\n                \"{pkg}/host@{ver}\": {sdk}::wit::agentload::plugin::host,\n            }},\n            runtime_path: \"{sdk}::wit_bindgen::rt\",\n        }});\n    }};\n}}",
             world.replace('-', "_"),
             pkg = "agentload:plugin",
-            ver = "0.1.0",
+            ver = WIT_VERSION,
         );
     }
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));

@@ -5,11 +5,9 @@
 //! `agentload::cli`, where a subprocess adds nothing), and a real
 //! `llama-server` where one is named.
 //!
-//! Two other integration test binaries, each for a reason: `tests/wit_versions.rs`
-//! needs the `test-wit-0-0-9` feature, which the shipped binary must not
-//! have; `tests/plugin_sandbox.rs` measures a child's peak RSS, which the
-//! kernel inflates by the spawning process's own RSS (small only in a small
-//! binary).
+//! One other integration test binary, for a reason: `tests/plugin_sandbox.rs`
+//! measures a child's peak RSS, which the kernel inflates by the spawning
+//! process's own RSS (small only in a small binary).
 
 mod common;
 
@@ -33,3 +31,4 @@ mod run_dir;
 mod sealing;
 mod sweep;
 mod wire_timing;
+mod wit_versions;

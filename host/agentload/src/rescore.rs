@@ -126,8 +126,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         } else {
             scoring::PhaseKind::Performance
         };
-        let (scored, _) =
-            scoring::score(&scorer, phase, kind, &files, &records, &out, &mut entries)?;
+        let scored = scoring::score(&scorer, phase, kind, &files, &records, &out, &mut entries)?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
         if name == "accuracy" {
             scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;

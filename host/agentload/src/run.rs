@@ -167,7 +167,7 @@ impl Context<'_> {
         kind: scoring::PhaseKind,
         files: &[GrantedFile],
         records: &[agentload_engine::TurnRecord],
-    ) -> Result<(agentload_plugin_host::Scored, serde_json::Value)> {
+    ) -> Result<agentload_plugin_host::Scored> {
         let mut entries = Vec::new();
         let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
         agentload_results::write_accuracy_results(&self.out, &entries)?;
@@ -779,7 +779,7 @@ async fn run_performance(
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &ex.scorer {
-        let (scored, _) = cx.score(
+        let scored = cx.score(
             scorer,
             &ex.phase,
             scoring::PhaseKind::Performance,
@@ -896,7 +896,7 @@ async fn run_accuracy(
         ex.records.len()
     );
     if let Some(scorer) = &ex.scorer {
-        let (scored, report) = cx.score(
+        let scored = cx.score(
             scorer,
             &ex.phase,
             scoring::PhaseKind::Accuracy,
@@ -913,8 +913,8 @@ async fn run_accuracy(
             scored.verdicts.len(),
             ex.phase.report_file
         );
-        if let Some(gate) = report.get("gate") {
-            result.gate_passed = gate.get("passed").and_then(serde_json::Value::as_bool);
+        if let Some(gate) = &scored.report.gate {
+            result.gate_passed = Some(gate.passed);
             let _ = writeln!(text, "{}", scoring::gate_line(gate));
         }
     }

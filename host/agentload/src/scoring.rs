@@ -5,7 +5,7 @@
 use agentload_config::{table_json, PhaseConfig};
 use agentload_engine::{TurnRecord, TurnStatus};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
-use agentload_plugin_host::{Scored, ScoredItem, ScorerPlugin};
+use agentload_plugin_host::{Gate, Scored, ScoredItem, ScorerPlugin};
 
 use anyhow::{Context as _, Result};
 use serde_json::Value;
@@ -35,7 +35,7 @@ pub fn score(
     records: &[TurnRecord],
     out: &Path,
     entries: &mut Vec<Value>,
-) -> Result<(Scored, Value)> {
+) -> Result<Scored> {
     let report_path = out.join(&phase.report_file);
     let items = scored_items(records);
     let scored = scorer.score(
@@ -51,6 +51,11 @@ pub fn score(
             scorer.identity().name
         )
     })?;
+    check_gate(
+        &scorer.identity().name,
+        &report,
+        scored.report.gate.as_ref(),
+    )?;
     if kind == PhaseKind::Performance {
         entries.push(agentload_results::performance_entry(
             scored.report.score,
@@ -64,7 +69,7 @@ pub fn score(
         Some(entry) => entries.push(entry),
         None => write_report(&report_path, &scored.report.report_json)?,
     }
-    Ok((scored, report))
+    Ok(scored)
 }
 
 /// A scorer's report as it wrote it (the scorer owns its format).
@@ -76,33 +81,48 @@ fn write_report(path: &Path, json: &str) -> Result<()> {
 }
 
 /// `accuracy gate PASS: bfcl_overall_accuracy 99.90 >= 83.64 (0.97 x 86.23), ...`
-/// from a report's `gate` object (`passed`, `factor`, and per metric
-/// `value`, `golden`, `threshold`, `passed`).
-pub fn gate_line(gate: &Value) -> String {
-    let verdict = match gate.get("passed").and_then(Value::as_bool) {
-        Some(true) => "PASS",
-        Some(false) => "FAIL",
-        None => "UNKNOWN",
-    };
-    let factor = gate.get("factor").and_then(Value::as_f64).unwrap_or(1.0);
-    let mut parts = Vec::new();
-    for (metric, m) in gate
-        .get("metrics")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let num = |k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        let ok = m.get("passed").and_then(Value::as_bool) == Some(true);
-        parts.push(format!(
-            "{metric} {:.2} {} {:.2} ({factor} x {:.2})",
-            num("value"),
-            if ok { ">=" } else { "<" },
-            num("threshold"),
-            num("golden"),
-        ));
-    }
+/// from a scorer's typed gate.
+pub fn gate_line(gate: &Gate) -> String {
+    let verdict = if gate.passed { "PASS" } else { "FAIL" };
+    let parts: Vec<String> = gate
+        .metrics
+        .iter()
+        .map(|m| {
+            let bound = match (m.minimum, m.maximum) {
+                (Some(lo), None) => format!("{} {lo:.2}", if m.passed { ">=" } else { "<" }),
+                (None, Some(hi)) => format!("{} {hi:.2}", if m.passed { "<=" } else { ">" }),
+                (Some(lo), Some(hi)) => format!(
+                    "{} [{lo:.2}, {hi:.2}]",
+                    if m.passed { "in" } else { "outside" }
+                ),
+                (None, None) => (if m.passed { "passed" } else { "failed" }).to_owned(),
+            };
+            let rule = if m.rule.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", m.rule)
+            };
+            format!("{} {:.2} {bound}{rule}", m.name, m.value)
+        })
+        .collect();
     format!("accuracy gate {verdict}: {}", parts.join(", "))
+}
+
+/// Refuses a report whose JSON states a gate verdict other than its typed
+/// gate's: the typed gate decides, and the files must not say otherwise.
+fn check_gate(scorer: &str, report: &Value, gate: Option<&Gate>) -> Result<()> {
+    let stated = report
+        .get("gate")
+        .and_then(|g| g.get("passed"))
+        .and_then(Value::as_bool);
+    match (stated, gate) {
+        (Some(json), Some(typed)) if json != typed.passed => anyhow::bail!(
+            "scorer {scorer}: its report JSON says the gate {} but its typed gate says it {}",
+            if json { "passed" } else { "failed" },
+            if typed.passed { "passed" } else { "failed" }
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// One JSON object per sample: the verdict's detail plus item id and score.
@@ -147,16 +167,71 @@ pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentload_plugin_host::GateMetric;
+
+    fn metric(
+        name: &str,
+        value: f64,
+        bounds: (Option<f64>, Option<f64>),
+        passed: bool,
+    ) -> GateMetric {
+        GateMetric {
+            name: name.into(),
+            value,
+            minimum: bounds.0,
+            maximum: bounds.1,
+            rule: if bounds.1.is_none() {
+                "0.97 x 86.23".into()
+            } else {
+                String::new()
+            },
+            passed,
+        }
+    }
 
     #[test]
     fn gate_line_names_each_metric() {
-        let gate = serde_json::json!({"factor": 0.97, "passed": false, "metrics": {
-            "bfcl_overall_accuracy": {"value": 80.0, "golden": 86.23, "threshold": 83.6431, "passed": false},
-            "bfcl_normalized_accuracy": {"value": 90.0, "golden": 87.96, "threshold": 85.3212, "passed": true}}});
+        let gate = Gate {
+            passed: false,
+            metrics: vec![
+                metric("bfcl_overall_accuracy", 80.0, (Some(83.6431), None), false),
+                metric(
+                    "bfcl_normalized_accuracy",
+                    90.0,
+                    (Some(85.3212), None),
+                    true,
+                ),
+                metric("osl_mean", 700.0, (Some(500.0), Some(650.0)), false),
+            ],
+        };
         assert_eq!(
             gate_line(&gate),
             "accuracy gate FAIL: bfcl_overall_accuracy 80.00 < 83.64 (0.97 x 86.23), \
-             bfcl_normalized_accuracy 90.00 >= 85.32 (0.97 x 87.96)"
+             bfcl_normalized_accuracy 90.00 >= 85.32 (0.97 x 86.23), \
+             osl_mean 700.00 outside [500.00, 650.00]"
         );
+    }
+
+    #[test]
+    fn a_report_contradicting_its_typed_gate_is_refused() {
+        let gate = Gate {
+            passed: false,
+            metrics: Vec::new(),
+        };
+        let says_passed = serde_json::json!({"gate": {"passed": true}});
+        let err = check_gate("s", &says_passed, Some(&gate)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("says the gate passed but its typed gate says it failed"),
+            "{err}"
+        );
+        assert!(check_gate(
+            "s",
+            &serde_json::json!({"gate": {"passed": false}}),
+            Some(&gate)
+        )
+        .is_ok());
+        assert!(check_gate("s", &serde_json::json!({}), Some(&gate)).is_ok());
+        assert!(check_gate("s", &says_passed, None).is_ok());
     }
 }

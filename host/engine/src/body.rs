@@ -2,7 +2,8 @@
 //! as the reference writes it: absent fields are omitted (an assistant
 //! message with tool calls and no content has no `content` key).
 
-use agentload_plugin_host::types::{ChatMessage, Role, ToolCall, TurnRequest};
+use agentload_plugin_host::types::{ChatMessage, Role, ToolCall};
+use agentload_plugin_host::TurnRequest;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -146,7 +147,7 @@ impl SessionBodies {
     }
 
     /// Keeps the first `kept` messages' bytes and writes the rest of `messages`.
-    fn write_messages(&mut self, messages: &[ChatMessage], kept: usize) {
+    fn write_messages(&mut self, messages: &[Arc<ChatMessage>], kept: usize) {
         let end = match kept {
             0 => 0,
             n => self.ends[n - 1],
@@ -166,9 +167,13 @@ impl SessionBodies {
     }
 }
 
-/// How many leading messages `a` and `b` share, field for field.
-fn shared_prefix(a: &[ChatMessage], b: &[ChatMessage]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// How many leading messages `a` and `b` share: the same message, or one
+/// equal field for field.
+fn shared_prefix(a: &[Arc<ChatMessage>], b: &[Arc<ChatMessage>]) -> usize {
+    a.iter()
+        .zip(b)
+        .take_while(|(x, y)| Arc::ptr_eq(x, y) || x == y)
+        .count()
 }
 
 /// The body's top-level object as it is written (as serde_json's compact
@@ -230,7 +235,7 @@ impl Object<'_> {
 
 /// Room for the body beside its messages.
 fn estimate_rest(req: &TurnRequest) -> usize {
-    req.tools_json.as_ref().map_or(0, String::len) + 256
+    req.tools_json.as_deref().map_or(0, str::len) + 256
 }
 
 /// One message in OpenAI form: absent fields are left out.
@@ -308,8 +313,8 @@ mod tests {
             session_id: "c".into(),
             turn: 0,
             item_id: "c/0".into(),
-            messages,
-            tools_json,
+            messages: messages.into_iter().map(Arc::new).collect(),
+            tools_json: tools_json.map(Arc::from),
             sampling,
             delay_ms: 0,
             expected_json: "{}".into(),
@@ -465,9 +470,9 @@ mod tests {
         };
         let at = |n: usize| request(history[..n].to_vec(), tools.clone(), sampling.clone());
         let mut edited = at(5);
-        edited.messages[2].tool_calls[0].arguments = r#"{"command":"pwd"}"#.into();
+        edited.message_mut(2).unwrap().tool_calls[0].arguments = r#"{"command":"pwd"}"#.into();
         let mut renamed = at(5);
-        renamed.messages[1].name = Some("u".into());
+        renamed.message_mut(1).unwrap().name = Some("u".into());
         let steps = [
             at(2),
             at(3),

@@ -16,7 +16,8 @@ use super::recorder::Recorder;
 use super::stop::{Stop, StopReason};
 use super::turn::{completion_for_plugin, TurnSender};
 use crate::{TurnRecord, TurnStatus};
-use agentload_plugin_host::types::{TurnOutcome, TurnRequest};
+use agentload_plugin_host::types::TurnOutcome;
+use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{PluginFailure, SessionPlan, WorkloadPlugin};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -205,7 +206,7 @@ pub async fn drive_on(
                 TurnOutcome::Aborted
             }
         };
-        let next = workload.lock().await.next_turn(&plan.id, &outcome).await;
+        let next = workload.lock().await.next_turn(&req, &outcome).await;
         match next {
             Ok(Some(n)) => req = n,
             Ok(None) => {
@@ -221,7 +222,6 @@ pub async fn drive_on(
     }
     let sender = &engine.sender;
     let mut bodies = SessionBodies::default();
-    let mut req = Arc::new(req);
     let mut ready = Instant::now();
     loop {
         if req.session_id != plan.id {
@@ -248,17 +248,21 @@ pub async fn drive_on(
             let next = workload
                 .lock()
                 .await
-                .next_turn(&plan.id, &TurnOutcome::Aborted)
+                .next_turn(&req, &TurnOutcome::Aborted)
                 .await;
             match next {
-                Ok(Some(n)) => req = Arc::new(n),
+                Ok(Some(n)) => req = n,
                 Ok(None) => return end(engine, out, SessionEnd::Failed, None).await,
                 Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
             }
             continue;
         }
-        // Not shared (the bodies hold only requests already sent): no copy.
-        let due = ready + engine.hooks.shape(Arc::make_mut(&mut req));
+        // The request as sent: the schedule's changes (a salt) go on a copy
+        // that shares the messages, so the workload's next `keep` counts in
+        // its own request.
+        let mut shaped = req.clone();
+        let due = ready + engine.hooks.shape(&mut shaped);
+        let shaped = Arc::new(shaped);
         if !engine.stop.wait_until(due).await {
             return stopped(engine, out).await;
         }
@@ -266,11 +270,11 @@ pub async fn drive_on(
         // file once this request is out.
         let spill = || engine.recorder.spill_held();
         let sent = sender
-            .send(&req, &mut bodies, due, &engine.stop, spill)
+            .send(&shaped, &mut bodies, due, &engine.stop, spill)
             .await;
         let mut record = sent.record;
         record.agent = agent;
-        engine.hooks.answered(&req, &record);
+        engine.hooks.answered(&shaped, &record);
         if record.status == TurnStatus::Interrupted {
             engine.recorder.keep(record, None).await?;
             return stopped(engine, out).await;
@@ -290,12 +294,12 @@ pub async fn drive_on(
         // The record is written while the workload makes the next turn;
         // it is on disk before that turn is sent.
         let keeping = engine.recorder.submit(record, sent.answered)?;
-        let next = workload.lock().await.next_turn(&plan.id, &outcome).await;
+        let next = workload.lock().await.next_turn(&req, &outcome).await;
         keeping.kept().await?;
         match next {
             Ok(Some(n)) => {
                 engine.hooks.then(Next::Turn);
-                req = Arc::new(n);
+                req = n;
             }
             Ok(None) => {
                 engine.hooks.then(Next::Over);

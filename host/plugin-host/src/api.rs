@@ -20,35 +20,21 @@ use wasmtime::Engine;
 pub const PACKAGE: &str = "agentload:plugin";
 
 /// The `agentload:plugin` versions this host has bindings for, oldest
-/// first: one directory `wit/agentload-plugin@<version>` each, or
-/// `tests/wit/agentload-plugin@<version>` for a [`TEST_ONLY_VERSIONS`] one.
-#[cfg(not(feature = "test-wit-0-0-9"))]
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
-/// With the test-only package (cargo feature `test-wit-0-0-9`).
-#[cfg(feature = "test-wit-0-0-9")]
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.0.9", "0.1.0"];
-
-/// Test-only versions: packages under `tests/wit/` that were never
-/// released and stand for "the previous release", so the dispatch on
-/// versions is tested with real older components
-/// (`tests/plugins/old-workload`). Their bindings are compiled only with the
-/// cargo feature `test-wit-0-0-9` (tests/wit_versions.rs), never into the
-/// shipped binary.
-pub const TEST_ONLY_VERSIONS: &[&str] = &["0.0.9"];
+/// first: one directory `wit/agentload-plugin@<version>` each.
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
 /// The WIT versions this host dispatches to. Each has a bindings module
 /// (`bindings.rs` for the current one, `bindings_v<version>.rs` for older
 /// ones, with conversions to the current records), a linker entry for its
-/// `host` interface (`engine.rs`), and an arm wherever a plugin of a world
+/// `host` interface (`compiler.rs`), and an arm wherever a plugin of a world
 /// it supports is instantiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum WitVersion {
-    /// `agentload:plugin@0.0.9` (test-only, "the previous release"):
-    /// workloads only; its `turn-request` has no `delay-ms`.
-    #[cfg(feature = "test-wit-0-0-9")]
-    V0_0_9,
-    /// `agentload:plugin@0.1.0`: the current version.
+    /// `agentload:plugin@0.1.0`, frozen: a turn request carries the whole
+    /// history; a scorer's gate is the `gate` key of its report JSON.
     V0_1_0,
+    /// `agentload:plugin@0.2.0`: the current version.
+    V0_2_0,
 }
 
 impl WitVersion {
@@ -56,29 +42,25 @@ impl WitVersion {
     /// some world: see [`supports`](Self::supports)).
     pub fn parse(version: &str) -> Option<Self> {
         match version {
-            #[cfg(feature = "test-wit-0-0-9")]
-            "0.0.9" => Some(Self::V0_0_9),
             "0.1.0" => Some(Self::V0_1_0),
+            "0.2.0" => Some(Self::V0_2_0),
             _ => None,
         }
     }
 
-    /// The version number, e.g. `0.1.0`.
+    /// The version number, e.g. `0.2.0`.
     pub fn as_str(self) -> &'static str {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9 => "0.0.9",
             Self::V0_1_0 => "0.1.0",
+            Self::V0_2_0 => "0.2.0",
         }
     }
 
     /// Whether this host runs `world` plugins built against this version
-    /// (scorers: the current version only).
+    /// (every supported version serves both worlds).
     pub fn supports(self, world: World) -> bool {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9 => world == World::Workload,
-            Self::V0_1_0 => matches!(world, World::Workload | World::Scorer),
+            Self::V0_1_0 | Self::V0_2_0 => matches!(world, World::Workload | World::Scorer),
         }
     }
 }
@@ -309,12 +291,12 @@ mod tests {
 
     #[test]
     fn a_current_workload_is_accepted() {
-        let api = workload("0.1.0");
+        let api = workload("0.2.0");
         assert_eq!(api.world, Some(World::Workload));
-        assert_eq!(api.version(), Some("0.1.0"));
+        assert_eq!(api.version(), Some("0.2.0"));
         assert_eq!(
             api.require("demo", World::Workload).unwrap(),
-            WitVersion::V0_1_0
+            WitVersion::V0_2_0
         );
     }
 
@@ -336,43 +318,23 @@ mod tests {
         );
     }
 
-    /// The shipped binary names only released versions.
-    #[cfg(not(feature = "test-wit-0-0-9"))]
     #[test]
-    fn the_test_only_version_is_not_shipped() {
-        assert_eq!(SUPPORTED_VERSIONS, ["0.1.0"]);
-        assert_eq!(supported_list(World::Workload), "agentload:plugin@0.1.0");
-        let err = workload("0.0.9")
-            .require("old", World::Workload)
-            .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("(supported: agentload:plugin@0.1.0)"),
-            "{err}"
-        );
-    }
-
-    #[cfg(feature = "test-wit-0-0-9")]
-    #[test]
-    fn the_previous_version_is_accepted_for_workloads_only() {
+    fn the_previous_version_is_accepted_for_both_worlds() {
         assert_eq!(
-            workload("0.0.9").require("old", World::Workload).unwrap(),
-            WitVersion::V0_0_9
+            workload("0.1.0").require("old", World::Workload).unwrap(),
+            WitVersion::V0_1_0
         );
         let scorer = ComponentApi::from_names(
-            names(&["agentload:plugin/host@0.0.9"]),
-            names(&["agentload:plugin/scorer@0.0.9"]),
+            names(&["agentload:plugin/host@0.1.0"]),
+            names(&["agentload:plugin/scorer@0.1.0"]),
         );
-        let err = scorer.require("old-scorer", World::Scorer).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            matches!(err, PluginFailure::UnsupportedWit { .. }),
-            "{text}"
+        assert_eq!(
+            scorer.require("old-scorer", World::Scorer).unwrap(),
+            WitVersion::V0_1_0
         );
-        assert!(text.contains("agentload:plugin@0.0.9"), "{text}");
-        assert!(
-            text.contains("(supported: agentload:plugin@0.1.0)"),
-            "{text}"
+        assert_eq!(
+            supported_list(World::Scorer),
+            "agentload:plugin@0.1.0, agentload:plugin@0.2.0"
         );
     }
 
@@ -405,41 +367,22 @@ mod tests {
         assert!(text.contains("mixes"), "{text}");
     }
 
-    fn packages_in(dir: &str) -> Vec<String> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-        let mut found: Vec<String> = std::fs::read_dir(&dir)
+    /// Every released package under `wit/` is a supported version, and the
+    /// other way round: adding `wit/agentload-plugin@X.Y.Z` without host
+    /// bindings for it (or the reverse) fails here.
+    #[test]
+    fn supported_versions_match_the_wit_directory() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
+        let mut released: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| {
                 let name = e.unwrap().file_name().to_string_lossy().into_owned();
                 name.strip_prefix("agentload-plugin@").map(str::to_owned)
             })
             .collect();
-        found.sort();
-        found
-    }
-
-    /// Every released package under `wit/` is a supported version, and the
-    /// other way round: adding `wit/agentload-plugin@X.Y.Z` without host
-    /// bindings for it (or the reverse) fails here. Test-only packages live
-    /// under `tests/wit/`, and only there.
-    #[test]
-    fn supported_versions_match_the_wit_directory() {
-        let released = packages_in("../../wit");
-        let test_only = packages_in("../../tests/wit");
-        assert_eq!(test_only, TEST_ONLY_VERSIONS);
-        let built = test_only
-            .iter()
-            .filter(|_| cfg!(feature = "test-wit-0-0-9"));
-        let mut all: Vec<String> = released.iter().chain(built).cloned().collect();
-        all.sort();
-        let mut supported: Vec<String> = SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect();
-        supported.sort();
-        assert_eq!(all, supported);
-        assert!(
-            released.iter().all(|v| !test_only.contains(v)),
-            "a version is both released and test-only"
-        );
-        for v in &all {
+        released.sort();
+        assert_eq!(released, SUPPORTED_VERSIONS);
+        for v in &released {
             let version = WitVersion::parse(v).unwrap_or_else(|| panic!("no dispatch arm for {v}"));
             assert_eq!(version.as_str(), v);
         }

@@ -244,15 +244,14 @@ impl PluginEngine {
     }
 }
 
-/// Links every supported WIT version's `host` interface (0.0.9 is not
-/// semver-compatible with 0.1.0: both names are linked side by side).
+/// Links every supported WIT version's `host` interface (0.1.0 is not
+/// semver-compatible with 0.2.0: both names are linked side by side).
 fn link_host(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     super::bindings::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
         linker,
         |state| state,
     )?;
-    #[cfg(feature = "test-wit-0-0-9")]
-    super::bindings_v0_0_9::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+    super::bindings_v0_1_0::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
         linker,
         |state| state,
     )?;

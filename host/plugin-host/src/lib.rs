@@ -7,13 +7,13 @@
 
 pub mod api;
 mod bindings;
-#[cfg(feature = "test-wit-0-0-9")]
-mod bindings_v0_0_9;
+mod bindings_v0_1_0;
 mod blocking;
 mod cache_key;
 mod compiler;
 mod instance;
 mod log_budget;
+pub mod request;
 mod sandbox;
 mod scorer;
 mod workload;
@@ -21,9 +21,10 @@ mod workload;
 pub use agentload_config::{seal::PluginIdentity, Limits};
 pub use api::{ComponentApi, WitVersion, World};
 pub use bindings::types;
-pub use bindings::{Report, ScoredItem, SessionPlan, Verdict};
+pub use bindings::{Gate, GateMetric, Report, ScoredItem, SessionPlan, Verdict};
 pub use blocking::block_on;
 pub use compiler::{read_component, LoadedComponent, PluginEngine};
+pub use request::TurnRequest;
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
 pub use workload::WorkloadPlugin;
 
@@ -109,6 +110,14 @@ pub enum PluginFailure {
         plugin: String,
         call: &'static str,
         trap: String,
+    },
+    /// A call returned what the contract forbids (a turn keeping more
+    /// messages than the session's previous request had).
+    #[error("plugin {plugin}: `{call}` broke the contract: {why}")]
+    Contract {
+        plugin: String,
+        call: &'static str,
+        why: String,
     },
     /// The plugin reported a typed error.
     #[error("plugin {plugin}: `{call}` failed: {}", bindings::error_text(error))]

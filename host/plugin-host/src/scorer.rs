@@ -7,22 +7,118 @@
 //! aggregates every verdict in one instance.
 
 use super::api::{WitVersion, World};
-use super::bindings::scorer::ScorerPluginPre;
+use super::bindings::scorer as v0_2_0;
 use super::bindings::{Report, ScoredItem, Verdict};
+use super::bindings_v0_1_0 as v0_1_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::log_budget::LogBudget;
-use super::types::{PluginConfig, PluginKind};
+use super::sandbox::StoreState;
+use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind};
 use super::{PluginFailure, PluginIdentity};
 use agentload_config::Limits;
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
+use wasmtime::component::InstancePre;
+use wasmtime::Store;
+
+/// A component linked as a `scorer-plugin` of the version it declares.
+#[derive(Clone)]
+enum Pre {
+    V0_1_0(v0_1_0::scorer::ScorerPluginPre<StoreState>),
+    V0_2_0(v0_2_0::ScorerPluginPre<StoreState>),
+}
+
+/// A live instance's bindings, of the version it was linked as.
+enum Bindings {
+    V0_1_0(v0_1_0::scorer::ScorerPlugin),
+    V0_2_0(v0_2_0::ScorerPlugin),
+}
+
+/// What a `result<T, plugin-error>` call returns, in current types.
+type CallResult<T> = wasmtime::Result<Result<T, PluginError>>;
+
+impl Pre {
+    fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::scorer::ScorerPluginPre::new(pre)?),
+            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::ScorerPluginPre::new(pre)?),
+        })
+    }
+
+    fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
+            Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate(store)?),
+        })
+    }
+}
+
+impl Bindings {
+    fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
+        match self {
+            Self::V0_1_0(b) => b
+                .agentload_plugin_scorer()
+                .call_describe(store)
+                .map(v0_1_0::plugin_info_up),
+            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_describe(store),
+        }
+    }
+
+    fn configure(&self, store: &mut Store<StoreState>, config: &PluginConfig) -> CallResult<()> {
+        match self {
+            Self::V0_1_0(b) => Ok(b
+                .agentload_plugin_scorer()
+                .call_configure(store, &v0_1_0::plugin_config_down(config))?
+                .map_err(v0_1_0::plugin_error_up)),
+            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_configure(store, config),
+        }
+    }
+
+    fn score(
+        &self,
+        store: &mut Store<StoreState>,
+        items: &[ScoredItem],
+    ) -> CallResult<Vec<Verdict>> {
+        match self {
+            Self::V0_1_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_1_0::scored_item_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_score(store, &items)?
+                    .map(|v| v.into_iter().map(v0_1_0::verdict_up).collect())
+                    .map_err(v0_1_0::plugin_error_up))
+            }
+            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_score(store, items),
+        }
+    }
+
+    fn aggregate(
+        &self,
+        store: &mut Store<StoreState>,
+        items: &[ScoredItem],
+        verdicts: &[Verdict],
+    ) -> CallResult<Report> {
+        match self {
+            Self::V0_1_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_1_0::scored_item_down).collect();
+                let verdicts: Vec<_> = verdicts.iter().map(v0_1_0::verdict_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_aggregate(store, &items, &verdicts)?
+                    .map(v0_1_0::report_up)
+                    .map_err(v0_1_0::plugin_error_up))
+            }
+            Self::V0_2_0(b) => b
+                .agentload_plugin_scorer()
+                .call_aggregate(store, items, verdicts),
+        }
+    }
+}
 
 /// A loaded scorer plugin.
 pub struct ScorerPlugin {
     engine: Arc<PluginEngine>,
-    pre: ScorerPluginPre<super::sandbox::StoreState>,
+    pre: Pre,
     limits: Limits,
     log: LogBudget,
     identity: PluginIdentity,
@@ -68,30 +164,18 @@ impl ScorerPlugin {
             reason,
         };
         // Refuse a component built against a WIT version this host does not
-        // know before linking it. Scorers have one bindings set, the current
-        // version's: `require` refuses older ones (`WitVersion::supports`).
-        match super::api::require(engine.engine(), &loaded.component, &label, World::Scorer)? {
-            WitVersion::V0_1_0 => {}
-            #[cfg(feature = "test-wit-0-0-9")]
-            old @ WitVersion::V0_0_9 => {
-                return Err(PluginFailure::UnsupportedWit {
-                    plugin: label.clone(),
-                    found: format!("{}@{}", super::api::PACKAGE, old.as_str()),
-                    supported: super::api::supported_list(World::Scorer),
-                })
-            }
-        }
+        // know before linking it; otherwise link it with that version's bindings.
+        let version =
+            super::api::require(engine.engine(), &loaded.component, &label, World::Scorer)?;
         let pre = engine
             .linker()
             .instantiate_pre(&loaded.component)
             .map_err(|e| invalid(format!("{e:#}")))?;
-        let pre = ScorerPluginPre::new(pre).map_err(|e| invalid(format!("{e:#}")))?;
+        let pre = Pre::new(version, pre).map_err(|e| invalid(format!("{e:#}")))?;
         let log = LogBudget::new(&limits);
         let mut sandbox = Sandboxed::new(&engine, &label, limits, log.clone());
         let bindings = sandbox.call("instantiate", |store| pre.instantiate(store))?;
-        let info = sandbox.call("describe", |store| {
-            bindings.agentload_plugin_scorer().call_describe(store)
-        })?;
+        let info = sandbox.call("describe", |store| bindings.describe(store))?;
         if info.kind != PluginKind::Scorer {
             return Err(invalid(format!(
                 "`{}` describes itself as a workload",
@@ -133,10 +217,7 @@ impl ScorerPlugin {
     }
 
     /// A fresh instance configured with `config`.
-    fn configured(
-        &self,
-        config: &PluginConfig,
-    ) -> Result<(Sandboxed, super::bindings::scorer::ScorerPlugin), PluginFailure> {
+    fn configured(&self, config: &PluginConfig) -> Result<(Sandboxed, Bindings), PluginFailure> {
         let mut sandbox = Sandboxed::new(
             &self.engine,
             &self.identity.name,
@@ -144,9 +225,7 @@ impl ScorerPlugin {
             self.log.clone(),
         );
         let b = sandbox.call("instantiate", |store| self.pre.instantiate(store))?;
-        sandbox.call_result("configure", |store| {
-            b.agentload_plugin_scorer().call_configure(store, config)
-        })?;
+        sandbox.call_result("configure", |store| b.configure(store, config))?;
         Ok((sandbox, b))
     }
 
@@ -164,11 +243,10 @@ impl ScorerPlugin {
     fn verdicts(
         &self,
         sandbox: &mut Sandboxed,
-        b: &super::bindings::scorer::ScorerPlugin,
+        b: &Bindings,
         items: &[ScoredItem],
     ) -> Result<Vec<Verdict>, PluginFailure> {
-        let scorer = b.agentload_plugin_scorer();
-        let verdicts = sandbox.call_result("score", |store| scorer.call_score(store, items))?;
+        let verdicts = sandbox.call_result("score", |store| b.score(store, items))?;
         let bytes = verdicts
             .iter()
             .map(|v| {
@@ -250,11 +328,9 @@ impl ScorerPlugin {
             }
         };
         timings.score_ms = ms(started);
-        let scorer = b.agentload_plugin_scorer();
         let started = Instant::now();
-        let report = sandbox.call_result("aggregate", |store| {
-            scorer.call_aggregate(store, items, &verdicts)
-        })?;
+        let report =
+            sandbox.call_result("aggregate", |store| b.aggregate(store, items, &verdicts))?;
         timings.aggregate_ms = ms(started);
         sandbox.check_output(
             "aggregate",

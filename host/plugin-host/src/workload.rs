@@ -4,18 +4,20 @@
 //! The plugin may be built against any supported WIT version: the bindings
 //! are picked by the version the component declares (`Pre`, `Bindings`),
 //! and records of an older version are converted to and from the current
-//! ones (`bindings_v0_0_9.rs`), so callers only ever see 0.1.0 types.
+//! ones (`bindings_v0_1_0.rs`). Callers see the host's assembled
+//! [`TurnRequest`] only, whichever version made it.
 
 use super::api::{WitVersion, World};
-use super::bindings::workload as v0_1_0;
+use super::bindings::types as wire;
+use super::bindings::workload as v0_2_0;
 use super::bindings::SessionPlan;
-#[cfg(feature = "test-wit-0-0-9")]
-use super::bindings_v0_0_9 as v0_0_9;
+use super::bindings_v0_1_0 as v0_1_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::log_budget::LogBudget;
+use super::request::{self, TurnRequest};
 use super::sandbox::StoreState;
-use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome, TurnRequest};
+use super::types::{PluginConfig, PluginError, PluginInfo, PluginKind, TurnOutcome};
 use super::{PluginFailure, PluginIdentity};
 use agentload_config::Limits;
 use std::future::Future;
@@ -26,16 +28,14 @@ use wasmtime::Store;
 /// A component linked as a `workload-plugin` of the version it declares.
 #[derive(Clone)]
 enum Pre {
-    #[cfg(feature = "test-wit-0-0-9")]
-    V0_0_9(v0_0_9::WorkloadPluginPre<StoreState>),
-    V0_1_0(v0_1_0::WorkloadPluginPre<StoreState>),
+    V0_1_0(v0_1_0::workload::WorkloadPluginPre<StoreState>),
+    V0_2_0(v0_2_0::WorkloadPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
-    #[cfg(feature = "test-wit-0-0-9")]
-    V0_0_9(v0_0_9::WorkloadPlugin),
-    V0_1_0(v0_1_0::WorkloadPlugin),
+    V0_1_0(v0_1_0::workload::WorkloadPlugin),
+    V0_2_0(v0_2_0::WorkloadPlugin),
 }
 
 /// What a `result<T, plugin-error>` call returns, in current types.
@@ -44,17 +44,15 @@ type CallResult<T> = wasmtime::Result<Result<T, PluginError>>;
 impl Pre {
     fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         Ok(match version {
-            #[cfg(feature = "test-wit-0-0-9")]
-            WitVersion::V0_0_9 => Self::V0_0_9(v0_0_9::WorkloadPluginPre::new(pre)?),
-            WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::workload::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::WorkloadPluginPre::new(pre)?),
         })
     }
 
     async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
         Ok(match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(pre) => Bindings::V0_0_9(pre.instantiate_async(store).await?),
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate_async(store).await?),
+            Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -62,13 +60,12 @@ impl Pre {
 impl Bindings {
     async fn describe(&self, store: &mut Store<StoreState>) -> wasmtime::Result<PluginInfo> {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(b) => b
+            Self::V0_1_0(b) => b
                 .agentload_plugin_workload()
                 .call_describe(store)
                 .await
-                .map(v0_0_9::plugin_info_up),
-            Self::V0_1_0(b) => b.agentload_plugin_workload().call_describe(store).await,
+                .map(v0_1_0::plugin_info_up),
+            Self::V0_2_0(b) => b.agentload_plugin_workload().call_describe(store).await,
         }
     }
 
@@ -78,18 +75,17 @@ impl Bindings {
         config: &PluginConfig,
     ) -> CallResult<Vec<SessionPlan>> {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(b) => {
-                let config = v0_0_9::plugin_config_down(config);
+            Self::V0_1_0(b) => {
+                let config = v0_1_0::plugin_config_down(config);
                 let result = b
                     .agentload_plugin_workload()
                     .call_configure(store, &config)
                     .await?;
                 Ok(result
-                    .map(|plans| plans.into_iter().map(v0_0_9::session_plan_up).collect())
-                    .map_err(v0_0_9::plugin_error_up))
+                    .map(|plans| plans.into_iter().map(v0_1_0::session_plan_up).collect())
+                    .map_err(v0_1_0::plugin_error_up))
             }
-            Self::V0_1_0(b) => {
+            Self::V0_2_0(b) => {
                 b.agentload_plugin_workload()
                     .call_configure(store, config)
                     .await
@@ -101,19 +97,18 @@ impl Bindings {
         &self,
         store: &mut Store<StoreState>,
         session_id: &str,
-    ) -> CallResult<TurnRequest> {
+    ) -> CallResult<wire::TurnRequest> {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(b) => {
+            Self::V0_1_0(b) => {
                 let result = b
                     .agentload_plugin_workload()
                     .call_start_session(store, session_id)
                     .await?;
                 Ok(result
-                    .map(v0_0_9::turn_request_up)
-                    .map_err(v0_0_9::plugin_error_up))
+                    .map(v0_1_0::turn_request_up)
+                    .map_err(v0_1_0::plugin_error_up))
             }
-            Self::V0_1_0(b) => {
+            Self::V0_2_0(b) => {
                 b.agentload_plugin_workload()
                     .call_start_session(store, session_id)
                     .await
@@ -126,20 +121,19 @@ impl Bindings {
         store: &mut Store<StoreState>,
         session_id: &str,
         outcome: &TurnOutcome,
-    ) -> CallResult<Option<TurnRequest>> {
+    ) -> CallResult<Option<wire::TurnRequest>> {
         match self {
-            #[cfg(feature = "test-wit-0-0-9")]
-            Self::V0_0_9(b) => {
-                let outcome = v0_0_9::turn_outcome_down(outcome);
+            Self::V0_1_0(b) => {
+                let outcome = v0_1_0::turn_outcome_down(outcome);
                 let result = b
                     .agentload_plugin_workload()
                     .call_next_turn(store, session_id, &outcome)
                     .await?;
                 Ok(result
-                    .map(|next| next.map(v0_0_9::turn_request_up))
-                    .map_err(v0_0_9::plugin_error_up))
+                    .map(|next| next.map(v0_1_0::turn_request_up))
+                    .map_err(v0_1_0::plugin_error_up))
             }
-            Self::V0_1_0(b) => {
+            Self::V0_2_0(b) => {
                 b.agentload_plugin_workload()
                     .call_next_turn(store, session_id, outcome)
                     .await
@@ -241,42 +235,64 @@ impl WorkloadPlugin {
 
     /// The first request of a session.
     pub async fn start_session(&mut self, session_id: &str) -> Result<TurnRequest, PluginFailure> {
-        let max = self.limits.request_mib;
         let (sandbox, b) = self.instance().await?;
         sandbox.begin();
         let request = b.start_session(&mut sandbox.store, session_id).await;
-        let request = sandbox
-            .finish_result("start-session", request)
-            .and_then(|request| {
-                let bytes = request_bytes(&request);
-                sandbox.check_output(
-                    "start-session",
-                    "a turn request",
-                    bytes,
-                    "request_mib",
-                    max,
-                )?;
-                Ok(request)
-            });
+        let request = sandbox.finish_result("start-session", request);
+        let request = request.and_then(|r| self.assembled("start-session", None, r));
         self.after(request)
     }
 
-    /// The request after `outcome`, or none when the session is over.
+    /// The request after `outcome`, the answer to `previous` (the session's
+    /// last request, as the workload made it: the one its `keep` counts
+    /// in), or none when the session is over.
     pub async fn next_turn(
         &mut self,
-        session_id: &str,
+        previous: &TurnRequest,
         outcome: &TurnOutcome,
     ) -> Result<Option<TurnRequest>, PluginFailure> {
-        let max = self.limits.request_mib;
         let (sandbox, b) = self.instance().await?;
         sandbox.begin();
-        let next = b.next_turn(&mut sandbox.store, session_id, outcome).await;
+        let next = b
+            .next_turn(&mut sandbox.store, &previous.session_id, outcome)
+            .await;
         let next = sandbox.finish_result("next-turn", next).and_then(|next| {
-            let bytes = next.as_ref().map_or(0, request_bytes);
-            sandbox.check_output("next-turn", "a turn request", bytes, "request_mib", max)?;
-            Ok(next)
+            next.map(|r| self.assembled("next-turn", Some(previous), r))
+                .transpose()
         });
         self.after(next)
+    }
+
+    /// The request a turn describes, within `request_mib` both as it crossed
+    /// the boundary and as the host holds it.
+    fn assembled(
+        &mut self,
+        call: &'static str,
+        previous: Option<&TurnRequest>,
+        wire: wire::TurnRequest,
+    ) -> Result<TurnRequest, PluginFailure> {
+        let max = self.limits.request_mib;
+        let (sandbox, _) = self.live.as_mut().expect("the instance just answered");
+        sandbox.check_output(
+            call,
+            "a turn request",
+            request::wire_bytes(&wire),
+            "request_mib",
+            max,
+        )?;
+        let request = request::assemble(previous, wire).map_err(|why| PluginFailure::Contract {
+            plugin: self.identity.name.clone(),
+            call,
+            why,
+        })?;
+        sandbox.check_output(
+            call,
+            "a turn request",
+            request.text_bytes(),
+            "request_mib",
+            max,
+        )?;
+        Ok(request)
     }
 
     /// Another instance of the same component, configured as this one was,
@@ -341,30 +357,4 @@ impl WorkloadPlugin {
             Ok((sandbox, bindings))
         }
     }
-}
-
-/// The bytes of a turn request's text fields (what the host copies into
-/// the request body and the turn log).
-pub(crate) fn request_bytes(r: &TurnRequest) -> usize {
-    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
-    let messages: usize = r
-        .messages
-        .iter()
-        .map(|m| {
-            opt(&m.content)
-                + opt(&m.reasoning_content)
-                + opt(&m.tool_call_id)
-                + opt(&m.name)
-                + m.tool_calls
-                    .iter()
-                    .map(|c| c.id.len() + c.name.len() + c.arguments.len())
-                    .sum::<usize>()
-        })
-        .sum();
-    r.session_id.len()
-        + r.item_id.len()
-        + messages
-        + opt(&r.tools_json)
-        + opt(&r.sampling.tool_choice_json)
-        + r.expected_json.len()
 }

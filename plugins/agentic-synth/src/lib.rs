@@ -111,24 +111,27 @@ impl Run {
         Ok(Some(self.turn(index, next)))
     }
 
-    /// Request `turn` (1-based) of session `index`.
+    /// Request `turn` (1-based) of session `index`: the first is the system
+    /// prompt and the task; each later one keeps the previous request and
+    /// adds the previous step's answer (a tool call) and the tool's result.
     fn turn(&self, index: u32, turn: u32) -> Turn {
         let s = &self.settings;
         let plan = &self.plans[index as usize];
-        let mut system = String::from(SYSTEM);
-        system.push_str(&self.corpus.cut(0, s.system_words));
-        let mut messages = vec![
-            Message::system(system),
-            Message::user(format!(
-                "Task:{}",
-                self.corpus.cut(plan.offset, plan.context)
-            )),
-        ];
-        let mut at = plan.offset + plan.context;
-        let mut delay_ms = 0;
-        for (j, step) in (1..turn).zip(&plan.steps) {
-            let answer = self.corpus.cut(at, step.osl);
-            at += step.osl;
+        let (keep, messages, delay_ms) = if turn == 1 {
+            let mut system = String::from(SYSTEM);
+            system.push_str(&self.corpus.cut(0, s.system_words));
+            let task = format!("Task:{}", self.corpus.cut(plan.offset, plan.context));
+            (0, vec![Message::system(system), Message::user(task)], 0)
+        } else {
+            let j = turn - 1;
+            let done = &plan.steps[..j as usize - 1];
+            let at = plan.offset
+                + plan.context
+                + done
+                    .iter()
+                    .map(|d| d.osl + d.tool.map_or(0, |t| t.output))
+                    .sum::<u32>();
+            let step = &plan.steps[j as usize - 1];
             let tool = step.tool.expect("only a session's last turn calls no tool");
             let id = format!("call_{j}");
             let call = ToolCall {
@@ -136,18 +139,21 @@ impl Run {
                 name: TOOLS[tool.tool as usize].to_owned(),
                 arguments: format!(r#"{{"path":"src/module_{j}.rs"}}"#),
             };
-            messages.push(Message::assistant_calls(Some(answer), vec![call]));
-            messages.push(Message::tool(id, self.corpus.cut(at, tool.output)));
-            at += tool.output;
-            delay_ms = u64::from(tool.delay_ms);
-        }
+            let answer = self.corpus.cut(at, step.osl);
+            let result = self.corpus.cut(at + step.osl, tool.output);
+            let messages = vec![
+                Message::assistant_calls(Some(answer), vec![call]),
+                Message::tool(id, result),
+            ];
+            (2 * j, messages, u64::from(tool.delay_ms))
+        };
         let step = &plan.steps[turn as usize - 1];
         let sampling = Sampling {
             temperature: s.temperature,
             max_completion_tokens: Some(step.osl),
             ..Sampling::default()
         };
-        Turn::new(turn, messages)
+        Turn::after(turn, keep, messages)
             .with_tools_json(Some(TOOLS_JSON.to_owned()))
             .with_sampling(sampling)
             .with_delay_ms(if s.inject_tool_delay { delay_ms } else { 0 })

@@ -1,5 +1,5 @@
 use super::*;
-use agentload_sdk::Role;
+use agentload_sdk::{History, Role};
 
 fn run(settings: &str) -> Run {
     Run::configure(&Config::with_settings(settings)).unwrap()
@@ -10,11 +10,12 @@ fn requests(run: &mut Run) -> Vec<(u32, u64, u32)> {
     let mut out = Vec::new();
     for session in run.sessions() {
         let mut turn = Some(run.start(&session.id).unwrap());
+        let mut history = History::default();
         let mut n = 0;
         while let Some(t) = turn {
             n += 1;
-            let words: usize = t
-                .messages
+            let words: usize = history
+                .apply(t.keep, &t.messages)
                 .iter()
                 .map(|m| {
                     m.content
@@ -64,7 +65,7 @@ fn a_seed_gives_the_same_requests_and_another_seed_others() {
         let id = run.sessions()[3].id.clone();
         let t1 = run.start(&id).unwrap();
         let t2 = run.next(&id).unwrap().unwrap();
-        (t1.messages, t2.messages, t2.delay_ms)
+        (t1.messages, t2.keep, t2.messages, t2.delay_ms)
     };
     let a = first(r#"{"seed": 5, "trajectories": 10}"#);
     assert_eq!(a, first(r#"{"seed": 5, "trajectories": 10}"#));
@@ -76,12 +77,19 @@ fn turns_carry_the_history_with_answered_calls() {
     let mut run = run(r#"{"trajectories": 2, "turns_min": 5, "turns_max": 5}"#);
     let id = run.sessions()[0].id.clone();
     let first = run.start(&id).unwrap();
+    assert_eq!(first.keep, 0);
+    let mut history = History::default();
+    history.apply(first.keep, &first.messages);
     let mut last = first.clone();
+    let mut m = Vec::new();
     while let Some(t) = run.next(&id).unwrap() {
+        // Each turn keeps the whole previous request and adds an answer and its result.
+        assert_eq!(t.keep as usize, m.len().max(2), "turn {}", t.turn);
+        assert_eq!(t.messages.len(), 2);
+        m = history.apply(t.keep, &t.messages).to_vec();
         last = t;
     }
     assert!(run.next(&id).is_err(), "an ended session is not running");
-    let m = &last.messages;
     assert_eq!(m.len(), 2 + 2 * (last.turn as usize - 1));
     assert_eq!(&m[..2], &first.messages[..]);
     for pair in m[2..].chunks(2) {

@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use crate::settings::Settings;
+use agentload_sdk::{Gate, GateMetric};
 
 /// `CATEGORY_MAP` (single-turn categories, in the reference's order).
 pub const CATEGORIES: [(&str, &[&str]); 3] = [
@@ -65,7 +66,7 @@ fn pct(x: f64) -> Json {
 /// The report: the reference's accuracy entry for the BFCL dataset, its
 /// `breakdown`, and the gate. Returns `(headline score, report JSON)`, the
 /// JSON as the reference writes its results (`json.dumps(x, indent=2)`).
-pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
+pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String, Gate) {
     let mut order: Vec<&str> = Vec::new();
     let mut by_subset: Vec<Vec<f64>> = Vec::new();
     for s in samples {
@@ -151,13 +152,24 @@ pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
     let overall_pct = round2(overall * 100.0);
     let normalized_pct = round2(normalized * 100.0);
 
-    let metric = |value: f64, golden: f64| {
+    let metric = |name: &str, value: f64, golden: f64| {
         let threshold = golden * settings.gate_factor;
-        json!({"value": value, "golden": golden, "threshold": threshold, "passed": value >= threshold})
+        let rule = format!("{} x {golden:.2}", settings.gate_factor);
+        let json = json!({"value": value, "golden": golden, "threshold": threshold, "passed": value >= threshold});
+        (GateMetric::at_least(name, value, threshold, rule), json)
     };
-    let overall_gate = metric(overall_pct, settings.golden_overall);
-    let normalized_gate = metric(normalized_pct, settings.golden_normalized);
-    let passed = overall_gate["passed"] == json!(true) && normalized_gate["passed"] == json!(true);
+    let (overall_metric, overall_gate) = metric(
+        "bfcl_overall_accuracy",
+        overall_pct,
+        settings.golden_overall,
+    );
+    let (normalized_metric, normalized_gate) = metric(
+        "bfcl_normalized_accuracy",
+        normalized_pct,
+        settings.golden_normalized,
+    );
+    let gate = Gate::of(vec![overall_metric, normalized_metric]);
+    let passed = gate.passed;
 
     let mut report = json!({
         "dataset_name": "bfcl_v4::function_calling",
@@ -198,6 +210,7 @@ pub fn report(samples: &[Sample], settings: &Settings) -> (f64, String) {
     (
         overall,
         pysem::json::dumps_with(&report, &pysem::json::Format::indented(2)),
+        gate,
     )
 }
 
@@ -232,7 +245,7 @@ mod tests {
             ("live_irrelevance", 0, 1),
             ("live_relevance", 1, 1),
         ]);
-        let (score, json) = report(&s, &Settings::default());
+        let (score, json, gate) = report(&s, &Settings::default());
         let r: Json = serde_json::from_str(&json).unwrap();
         let b = &r["breakdown"];
         // non_live = mean(mean(0.5, 1.0), 0.0) = 0.375
@@ -246,6 +259,13 @@ mod tests {
         assert_eq!(b["normalized_single_turn_score"], json!(37.5));
         assert_eq!(score, 5.0 / 12.0);
         assert_eq!(r["gate"]["passed"], json!(false));
+        // The typed gate says what the JSON says.
+        assert!(!gate.passed);
+        assert_eq!(gate.metrics[0].name, "bfcl_overall_accuracy");
+        assert_eq!(gate.metrics[0].value, 41.67);
+        assert_eq!(gate.metrics[0].minimum, Some(86.23 * 0.97));
+        assert_eq!(gate.metrics[0].rule, "0.97 x 86.23");
+        assert_eq!(gate.metrics[1].name, "bfcl_normalized_accuracy");
         assert_eq!(
             r["gate"]["metrics"]["bfcl_overall_accuracy"]["threshold"],
             json!(86.23 * 0.97)
@@ -256,7 +276,7 @@ mod tests {
             fix_malformed_abstention: true,
             ..Settings::default()
         };
-        let (_, with_fix) = report(&s, &fixed);
+        let (_, with_fix, _) = report(&s, &fixed);
         let r2: Json = serde_json::from_str(&with_fix).unwrap();
         assert_eq!(
             r2["checker_fixes"],
@@ -274,7 +294,7 @@ mod tests {
             completed: false,
             empty: false,
         });
-        let (score, json) = report(&s, &Settings::default());
+        let (score, json, _) = report(&s, &Settings::default());
         let r: Json = serde_json::from_str(&json).unwrap();
         assert_eq!(score, 0.5);
         assert_eq!(r["breakdown"]["total_samples"], json!(1));

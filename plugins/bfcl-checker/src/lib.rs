@@ -64,8 +64,8 @@ pub fn report(settings: &Settings, items: &[Item], verdicts: &[Verdict]) -> Resu
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    let (score, json) = aggregate::report(&samples, settings);
-    Ok(Report::from_json(score, json))
+    let (score, json, gate) = aggregate::report(&samples, settings);
+    Ok(Report::from_json(score, json).with_gate(gate))
 }
 
 /// The scorer's view of a completion.

@@ -112,6 +112,8 @@ struct Running {
     executed: u32,
     /// Requests issued so far in this session.
     requests: u32,
+    /// How many of `messages` the previous request carried (the next keeps them).
+    sent: usize,
 }
 
 /// The workload: the settings, the granted data, the simulators' shared
@@ -175,26 +177,29 @@ impl BfclMulti {
     fn request(&self, r: &mut Running) -> Result<Turn, Error> {
         r.requests += 1;
         let s = self.settings()?;
-        Ok(Turn::new(r.requests, r.messages.clone())
-            .with_item_id(format!("{}#{}", r.q.id, r.requests))
-            .with_tools_json(r.tools_json.clone())
-            .with_sampling(Sampling {
-                temperature: s.temperature,
-                top_p: s.top_p,
-                seed: s.seed,
-                max_completion_tokens: s.max_completion_tokens,
-                tool_choice_json: s.tool_choice.clone(),
-                ..Sampling::default()
-            })
-            .with_expected(json!({
-                "id": r.q.id,
-                "category": r.q.category,
-                "turn": r.turn,
-                "step": r.executed,
-                "turns": r.q.turns.len(),
-                "max_steps": s.max_steps_per_turn,
-                "request": r.requests,
-            })))
+        let keep = std::mem::replace(&mut r.sent, r.messages.len());
+        Ok(
+            Turn::after(r.requests, keep as u32, r.messages[keep..].to_vec())
+                .with_item_id(format!("{}#{}", r.q.id, r.requests))
+                .with_tools_json(r.tools_json.clone())
+                .with_sampling(Sampling {
+                    temperature: s.temperature,
+                    top_p: s.top_p,
+                    seed: s.seed,
+                    max_completion_tokens: s.max_completion_tokens,
+                    tool_choice_json: s.tool_choice.clone(),
+                    ..Sampling::default()
+                })
+                .with_expected(json!({
+                    "id": r.q.id,
+                    "category": r.q.category,
+                    "turn": r.turn,
+                    "step": r.executed,
+                    "turns": r.q.turns.len(),
+                    "max_steps": s.max_steps_per_turn,
+                    "request": r.requests,
+                })),
+        )
     }
 }
 
@@ -258,6 +263,7 @@ impl Workload for BfclMulti {
             q,
             exec,
             messages: Vec::new(),
+            sent: 0,
             functions,
             tools_json,
             turn: 0,
@@ -428,17 +434,17 @@ mod tests {
             )
             .unwrap()
             .unwrap();
-        let n = req.messages.len();
-        assert_eq!(n, 4);
-        assert!(matches!(req.messages[1].role, Role::Assistant));
-        assert_eq!(req.messages[1].content, None);
-        assert_eq!(req.messages[2].tool_call_id.as_deref(), Some("call_0"));
+        // The first request (one user message) kept, the step's messages added.
+        assert_eq!((req.keep, req.messages.len()), (1, 3));
+        assert!(matches!(req.messages[0].role, Role::Assistant));
+        assert_eq!(req.messages[0].content, None);
+        assert_eq!(req.messages[1].tool_call_id.as_deref(), Some("call_0"));
         assert_eq!(
-            req.messages[2].content.as_deref(),
+            req.messages[1].content.as_deref(),
             Some(r#"{"current_working_directory": "document"}"#)
         );
         assert_eq!(
-            req.messages[3].content.as_deref(),
+            req.messages[2].content.as_deref(),
             Some("Error during execution: GorillaFileSystem.ls() got an unexpected keyword argument 'b'")
         );
         let e: Value = serde_json::from_str(&req.expected_json).unwrap();

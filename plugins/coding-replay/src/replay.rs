@@ -132,10 +132,14 @@ impl ConversationReplay {
         self.turns.len()
     }
 
-    /// The request for client turn `index` of session `session_id`, pass `repeat`.
+    /// The request for client turn `index` of session `session_id`, pass
+    /// `repeat`: the previous client turn's request (the conversation up to
+    /// its end) kept, and the rows since then added.
     pub fn request(&self, index: usize, session_id: &str, repeat: u32) -> Turn {
         let turn = &self.turns[index];
-        Turn::new(turn.turn, self.messages[..turn.end].to_vec())
+        let kept = index.checked_sub(1).map_or(0, |i| self.turns[i].end);
+        let new = self.messages[kept..turn.end].to_vec();
+        Turn::after(turn.turn, kept as u32, new)
             .with_item_id(format!("{session_id}/{}", turn.assistant_turn))
             .with_tools_json(turn.tools.map(|i| self.tools[i].clone()))
             .with_sampling(turn.sampling.clone())
@@ -185,7 +189,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{call, jsonl, reply, result, shape, two_conversations, user, with};
-    use agentload_sdk::TurnRequest;
+    use agentload_sdk::{History, TurnRequest};
 
     fn replays(text: &str, settings: &Settings) -> Vec<ConversationReplay> {
         crate::dataset::parse("t.jsonl", text.as_bytes())
@@ -196,9 +200,22 @@ mod tests {
             .collect()
     }
 
-    /// The request as the host receives it.
+    /// The request as the host assembles it (`messages`: the whole
+    /// history), after the session's earlier requests.
     fn req(replay: &ConversationReplay, index: usize, session: &str, repeat: u32) -> TurnRequest {
-        replay.request(index, session, repeat).into_request(session)
+        let mut history = History::default();
+        let mut last: Option<TurnRequest> = None;
+        for i in 0..=index {
+            let mut r = replay.request(i, session, repeat).into_request(session);
+            // Each request keeps the whole previous one.
+            assert_eq!(
+                r.keep as usize,
+                last.as_ref().map_or(0, |l| l.messages.len())
+            );
+            r.messages = history.apply(r.keep, &r.messages).to_vec();
+            last = Some(r);
+        }
+        last.expect("index 0 at least")
     }
 
     fn shapes(request: &TurnRequest) -> Vec<Value> {

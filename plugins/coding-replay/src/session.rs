@@ -310,8 +310,11 @@ mod tests {
         // The model's answer never enters the history: turn 3 carries the recorded turn 2.
         let second = run.next("a").unwrap().unwrap();
         assert_eq!(second.turn, 3);
+        assert_eq!(second.keep as usize, first.messages.len());
         assert_eq!(
-            second.messages[2].reasoning_content.as_deref(),
+            second.messages[2 - first.messages.len()]
+                .reasoning_content
+                .as_deref(),
             Some("look first")
         );
         assert_eq!(run.next("a").unwrap().unwrap().turn, 5);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use agentload_sdk::{package_info, Completion, Error, Outcome, Role, Workload};
+use agentload_sdk::{package_info, Completion, Error, History, Outcome, Role, Workload};
 
 use crate::fixtures::{config, two_conversations};
 use crate::CodingReplay;
@@ -90,10 +90,19 @@ fn edge_dataset_replays_1007_turns() {
         assert_eq!(request.messages.len(), 2, "{}: system + user", plan.id);
         assert!(matches!(request.messages[0].role, Role::System));
         assert!(matches!(request.messages[1].role, Role::User));
+        let mut history = History::default();
+        let mut had = 0;
         let mut count = 0;
         loop {
             count += 1;
-            largest = largest.max(request.messages.len());
+            // Each request keeps the whole previous one.
+            assert_eq!(
+                request.keep as usize, had,
+                "{} turn {}",
+                plan.id, request.turn
+            );
+            had = history.apply(request.keep, &request.messages).len();
+            largest = largest.max(had);
             assert!(request.tools_json.is_some(), "tools on every turn");
             assert_eq!(request.delay_ms, 0, "edge runs ignore delay_seconds");
             let expected: Value = serde_json::from_str(&request.expected_json).unwrap();

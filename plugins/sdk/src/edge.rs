@@ -99,6 +99,7 @@ both_ways!(
         session_id,
         turn,
         item_id,
+        keep,
         messages: list,
         tools_json,
         sampling: into,
@@ -190,6 +191,7 @@ mod tests {
                 session_id: "s-1".into(),
                 turn: 7,
                 item_id: "s-1/8".into(),
+                keep: 3,
                 messages: vec![
                     $t::ChatMessage {
                         role: $t::Role::System,
@@ -248,6 +250,7 @@ mod tests {
                 session_id: String::new(),
                 turn: 0,
                 item_id: String::new(),
+                keep: 0,
                 messages: vec![$t::ChatMessage {
                     role: $t::Role::Assistant,
                     content: None,

@@ -116,6 +116,60 @@ pub struct Report {
     pub score: f64,
     /// The report file's text (JSON).
     pub json: String,
+    /// The run's accuracy gate, for scorers that have one: the host reads
+    /// pass or fail from here (and refuses a `json` whose `gate.passed`
+    /// says otherwise).
+    pub gate: Option<Gate>,
+}
+
+/// An accuracy gate: passed when every metric passed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub passed: bool,
+    pub metrics: Vec<GateMetric>,
+}
+
+impl Gate {
+    /// A gate over `metrics`, passed when each of them passed.
+    pub fn of(metrics: Vec<GateMetric>) -> Self {
+        Self {
+            passed: metrics.iter().all(|m| m.passed),
+            metrics,
+        }
+    }
+}
+
+/// One metric of a gate: passes at `value >= minimum` (when set) and
+/// `value <= maximum` (when set).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateMetric {
+    /// e.g. `bfcl_overall_accuracy`.
+    pub name: String,
+    pub value: f64,
+    pub minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    /// Where the bounds come from, for humans (e.g. `0.97 x 86.23`).
+    pub rule: String,
+    pub passed: bool,
+}
+
+impl GateMetric {
+    /// `value` against `minimum`, passing at or above it.
+    pub fn at_least(
+        name: impl Into<String>,
+        value: f64,
+        minimum: f64,
+        rule: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            value,
+            minimum: Some(minimum),
+            maximum: None,
+            rule: rule.into(),
+            passed: value >= minimum,
+        }
+    }
 }
 
 impl Report {
@@ -125,13 +179,24 @@ impl Report {
         Self {
             score,
             json: serde_json::to_string_pretty(report).expect("a JSON value serialises"),
+            gate: None,
         }
     }
 
     /// A report of this exact JSON text, for a report file that must match
     /// another tool's byte for byte (e.g. Python's `json.dumps(x, indent=2)`).
     pub fn from_json(score: f64, json: String) -> Self {
-        Self { score, json }
+        Self {
+            score,
+            json,
+            gate: None,
+        }
+    }
+
+    /// The same report with an accuracy gate.
+    pub fn with_gate(mut self, gate: Gate) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// The mean score of the verdicts not excluded (0 when there are none),
@@ -305,7 +370,9 @@ macro_rules! export_scorer {
         mod __agentload_scorer_export {
             $crate::__agentload_generate_scorer_plugin!();
 
-            use exports::agentload::plugin::scorer::{Guest, Report, ScoredItem, Verdict};
+            use exports::agentload::plugin::scorer::{
+                Gate, GateMetric, Guest, Report, ScoredItem, Verdict,
+            };
             use $crate::__private::scorer as glue;
             use $crate::__private::types as t;
             type Plugin = super::__AgentloadScorer;
@@ -372,6 +439,21 @@ macro_rules! export_scorer {
                     ::core::result::Result::Ok(Report {
                         score: report.score,
                         report_json: report.json,
+                        gate: report.gate.map(|g| Gate {
+                            passed: g.passed,
+                            metrics: g
+                                .metrics
+                                .into_iter()
+                                .map(|m| GateMetric {
+                                    name: m.name,
+                                    value: m.value,
+                                    minimum: m.minimum,
+                                    maximum: m.maximum,
+                                    rule: m.rule,
+                                    passed: m.passed,
+                                })
+                                .collect(),
+                        }),
                     })
                 }
             }

@@ -71,12 +71,22 @@ impl Session {
 }
 
 /// One request of a session. The session id is filled in by the SDK.
+///
+/// A turn carries only what is new: the first [`keep`](Self::keep)
+/// messages of the session's previous request (held by the host), then
+/// [`messages`](Self::messages). A replay that adds the recorded answer and
+/// tool results to its history keeps the whole previous request
+/// ([`Turn::after`]), so a turn costs what it adds, not its history.
 #[derive(Debug, Clone)]
 pub struct Turn {
     /// The turn number within the session (1-based, by convention).
     pub turn: u32,
     /// Key of this turn's verdict; default `<session>:<turn>`.
     pub item_id: Option<String>,
+    /// How many leading messages of the session's previous request this
+    /// request keeps, in order (0 on a session's first turn).
+    pub keep: u32,
+    /// The messages after the kept ones.
     pub messages: Vec<Message>,
     /// The `tools` array (JSON text); `None` sends no `tools` key.
     pub tools_json: Option<String>,
@@ -88,11 +98,20 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// Turn `turn` with these messages, no tools, server-default sampling.
+    /// Turn `turn` of exactly these messages (keeping none of the previous
+    /// request's), no tools, server-default sampling.
     pub fn new(turn: u32, messages: Vec<Message>) -> Self {
+        Self::after(turn, 0, messages)
+    }
+
+    /// Turn `turn`: the first `keep` messages of the session's previous
+    /// request, then `messages`. The host refuses a turn that keeps more
+    /// messages than the previous request had (or any, on a first turn).
+    pub fn after(turn: u32, keep: u32, messages: Vec<Message>) -> Self {
         Self {
             turn,
             item_id: None,
+            keep,
             messages,
             tools_json: None,
             sampling: Sampling::default(),
@@ -156,6 +175,7 @@ impl Turn {
                 .unwrap_or_else(|| format!("{session_id}:{}", self.turn)),
             session_id,
             turn: self.turn,
+            keep: self.keep,
             messages: self.messages,
             tools_json: self.tools_json,
             sampling: self.sampling,
@@ -174,6 +194,9 @@ pub struct TurnRequest {
     pub turn: u32,
     /// Key of this turn's verdict.
     pub item_id: String,
+    /// Leading messages of the session's previous request kept.
+    pub keep: u32,
+    /// The messages after the kept ones.
     pub messages: Vec<Message>,
     /// The `tools` array (JSON text); `None` sends no `tools` key.
     pub tools_json: Option<String>,
@@ -182,6 +205,34 @@ pub struct TurnRequest {
     pub delay_ms: u64,
     /// What the scorer receives with the completion (JSON text).
     pub expected_json: String,
+}
+
+/// A session's messages as the host assembles them, turn by turn (each
+/// keeps messages of the previous request, then adds its own): for a
+/// workload's tests.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    messages: Vec<Message>,
+}
+
+impl History {
+    /// The whole message list a turn or request stands for (its `keep` and
+    /// `messages`), after the ones applied before it.
+    ///
+    /// # Panics
+    /// When it keeps more messages than the previous request had (the host
+    /// refuses such a turn).
+    pub fn apply(&mut self, keep: u32, messages: &[Message]) -> &[Message] {
+        let keep = keep as usize;
+        assert!(
+            keep <= self.messages.len(),
+            "a turn keeps {keep} messages of a previous request that had {}",
+            self.messages.len()
+        );
+        self.messages.truncate(keep);
+        self.messages.extend(messages.iter().cloned());
+        &self.messages
+    }
 }
 
 /// The export glue's side (used by [`export_workload!`](crate::export_workload)).

@@ -9,11 +9,10 @@ use agentload_engine::{
     drive, BodyOptions, Console, DriveError, Engine, Instances, Next, Recorder, SessionEnd, Stop,
     StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
 };
-use agentload_plugin_host::types::{
-    Completion, GrantedFile, PluginConfig, Role, ToolCall, TurnRequest,
-};
+use agentload_plugin_host::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall};
 use agentload_plugin_host::{
-    ComponentApi, Limits, PluginEngine, ScoredItem, ScorerPlugin, WorkloadPlugin, World,
+    ComponentApi, Limits, PluginEngine, ScoredItem, ScorerPlugin, TurnRequest, WorkloadPlugin,
+    World,
 };
 use anyhow::{Context as _, Result};
 use serde::Serialize;

@@ -103,7 +103,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
                 session: session_ms,
                 bytes: whole.len(),
             });
-            let (n, ms) = timed(|| block_on(workload.next_turn(&plan.id, &TurnOutcome::Aborted)));
+            let (n, ms) = timed(|| block_on(workload.next_turn(&req, &TurnOutcome::Aborted)));
             (next, next_turn) = (n?, ms);
         }
     }

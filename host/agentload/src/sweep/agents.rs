@@ -10,7 +10,7 @@ use agentload_engine::{
     drive_or_restart, Engine, Instances, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop,
     StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender, WriteError,
 };
-use agentload_plugin_host::types::TurnRequest;
+use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,8 @@
 //! replays the same delays every time.
 
 use agentload_config::{DelayDistribution, SweepConfig};
-use agentload_plugin_host::types::{Role, TurnRequest};
+use agentload_plugin_host::types::Role;
+use agentload_plugin_host::TurnRequest;
 use sha2::{Digest, Sha256};
 
 /// z of the 90th percentile of the standard normal.
@@ -101,7 +102,7 @@ mod tests {
 
     #[test]
     fn draws_are_deterministic_and_stratified_by_tool() {
-        use agentload_plugin_host::types::{ChatMessage, Sampling, ToolCall};
+        use agentload_plugin_host::types::{ChatMessage, ToolCall};
         let msg = |role, id: Option<&str>, calls: Vec<ToolCall>| ChatMessage {
             role,
             content: Some(String::new()),
@@ -115,11 +116,10 @@ mod tests {
             name: name.into(),
             arguments: "{}".into(),
         };
-        let req = TurnRequest {
-            session_id: "s".into(),
-            turn: 3,
-            item_id: "s/4".into(),
-            messages: vec![
+        let req = TurnRequest::new(
+            "s",
+            3,
+            vec![
                 msg(Role::User, None, vec![]),
                 msg(
                     Role::Assistant,
@@ -129,18 +129,7 @@ mod tests {
                 msg(Role::Tool, Some("a"), vec![]),
                 msg(Role::Tool, Some("b"), vec![]),
             ],
-            tools_json: None,
-            sampling: Sampling {
-                temperature: None,
-                top_p: None,
-                top_k: None,
-                seed: None,
-                max_completion_tokens: None,
-                tool_choice_json: None,
-            },
-            delay_ms: 0,
-            expected_json: String::new(),
-        };
+        );
         assert_eq!(answered_tools(&req), ["bash", "read"]);
         let mut config = SweepConfig::default();
         let a = draw(&config, 0, &req);

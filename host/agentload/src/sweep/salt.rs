@@ -3,7 +3,8 @@
 //! within it still works) and different in every phase (so no prefix cache
 //! carries over between phases).
 
-use agentload_plugin_host::types::{ChatMessage, Role, TurnRequest};
+use agentload_plugin_host::types::{ChatMessage, Role};
+use agentload_plugin_host::TurnRequest;
 use sha2::{Digest, Sha256};
 
 /// The salt of trajectory `session` in phase `phase`.
@@ -18,21 +19,21 @@ pub fn salt(seed: u64, phase: usize, session: &str) -> String {
 
 /// Puts `salt` in front of the first system message, or adds one.
 pub fn apply(req: &mut TurnRequest, salt: &str) {
-    match req.messages.first_mut() {
+    match req.message_mut(0) {
         Some(m) if m.role == Role::System => {
             let content = m.content.take().unwrap_or_default();
             m.content = Some(format!("{salt}{content}"));
         }
         _ => req.messages.insert(
             0,
-            ChatMessage {
+            std::sync::Arc::new(ChatMessage {
                 role: Role::System,
                 content: Some(salt.trim_end().to_owned()),
                 reasoning_content: None,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 name: None,
-            },
+            }),
         ),
     }
 }

@@ -2,13 +2,14 @@
 //! so the host's sandbox and limits can be tested against a real component.
 //!
 //! Settings: `{"behaviour": "ok" | "spin" | "alloc" | "open-file" | "connect" | "env" | "panic" |
-//! "error" | "log-flood" | "huge-request", "when": "configure" | "start"}`. The misbehaviour happens
+//! "error" | "log-flood" | "huge-request" | "over-keep", "when": "configure" | "start"}`. The misbehaviour happens
 //! in the named call (default `start`); `ok` replays one session of two echo turns. `log-flood`
 //! writes 200,000 log lines of 1 KiB and then carries on; `huge-request` returns a turn request
-//! of 20 MiB.
+//! of 20 MiB; `over-keep` returns a first turn that keeps a message of a previous request it
+//! never had.
 
 wit_bindgen::generate!({
-    path: "../../../wit/agentload-plugin@0.1.0",
+    path: "../../../wit/agentload-plugin@0.2.0",
     world: "workload-plugin",
 });
 
@@ -69,7 +70,7 @@ fn misbehave(behaviour: &str) -> Result<(), PluginError> {
             Ok(())
         }
         // The request itself is built in `start_session`.
-        "huge-request" => Ok(()),
+        "huge-request" | "over-keep" => Ok(()),
         other => Err(PluginError::InvalidConfig(format!(
             "unknown behaviour {other}"
         ))),
@@ -81,6 +82,7 @@ fn turn(session_id: &str, turn: u32) -> TurnRequest {
         session_id: session_id.to_string(),
         turn,
         item_id: format!("{session_id}/{turn}"),
+        keep: 0,
         messages: vec![ChatMessage {
             role: Role::User,
             content: Some(format!("hello {turn}")),
@@ -149,6 +151,11 @@ impl Guest for Misbehave {
             if behaviour == "huge-request" {
                 let mut request = turn(&session_id, 1);
                 request.expected_json = "y".repeat(20 << 20);
+                return Ok(request);
+            }
+            if behaviour == "over-keep" {
+                let mut request = turn(&session_id, 1);
+                request.keep = 1;
                 return Ok(request);
             }
         }

@@ -1,16 +1,17 @@
-//! Test fixture: a workload plugin built against `agentload:plugin@0.0.9`,
-//! the test-only package in `tests/wit/` that stands for "the previous
-//! release" (its `turn-request` has no `delay-ms`). The host must still load
-//! and run it (wit/README.md: the host keeps bindings for every supported
-//! version and dispatches on the version a component declares).
+//! Test fixture: a workload plugin built against `agentload:plugin@0.1.0`,
+//! the previous release, frozen (its `turn-request` carries the whole
+//! history every turn). The host must still load and run it (wit/README.md:
+//! the host keeps bindings for every supported version and dispatches on the
+//! version a component declares).
 //!
 //! Settings: `{"sessions": N, "turns": M}` (default 2 and 2), no data files.
 //! Each turn after the first carries the model's previous answer back as an
 //! assistant message, so a run shows the host's outcome reaching the plugin;
-//! a completed outcome without content is refused as invalid input.
+//! a completed outcome without content is refused as invalid input. Turn
+//! `n` asks to wait `n - 1` ms first (`delay-ms`).
 
 wit_bindgen::generate!({
-    path: "../../wit/agentload-plugin@0.0.9",
+    path: "../../../wit/agentload-plugin@0.1.0",
     world: "workload-plugin",
 });
 
@@ -62,6 +63,7 @@ fn request(session_id: &str, session: &Session) -> TurnRequest {
             max_completion_tokens: Some(16),
             tool_choice_json: None,
         },
+        delay_ms: u64::from(session.turn - 1),
         expected_json: format!("{{\"turn\":{}}}", session.turn),
     }
 }
@@ -83,9 +85,9 @@ impl Guest for OldWorkload {
     fn describe() -> PluginInfo {
         PluginInfo {
             name: "old-workload".into(),
-            version: "0.0.9".into(),
+            version: "0.1.0".into(),
             kind: PluginKind::Workload,
-            description: "test fixture built against agentload:plugin@0.0.9".into(),
+            description: "test fixture built against agentload:plugin@0.1.0".into(),
         }
     }
 
@@ -104,7 +106,7 @@ impl Guest for OldWorkload {
         );
         log(
             LogLevel::Info,
-            &format!("{sessions} sessions of {turns} turns (WIT 0.0.9)"),
+            &format!("{sessions} sessions of {turns} turns (WIT 0.1.0)"),
         );
         TURNS.with(|t| *t.borrow_mut() = turns);
         SESSIONS.with(|s| s.borrow_mut().clear());

@@ -2,19 +2,18 @@
 //! host keeps bindings for every supported `agentload:plugin` version and
 //! dispatches on the one a component declares (wit/README.md).
 //!
-//! The older version is `agentload:plugin@0.0.9`, a test-only package
-//! (`tests/wit/`) that stands for "the previous release": its `turn-request`
-//! has no `delay-ms`. The fixture `tests/plugins/old-workload` is built
-//! against it by scripts/build-plugins.sh (`test-plugins/old_workload.wasm`).
-//! Each of its turns after the first carries the previous answer back, and
-//! it refuses a completed outcome without content, so a run that completes
+//! The older version is `agentload:plugin@0.1.0`, the previous release,
+//! frozen: its `turn-request` carries the whole history every turn, and its
+//! scorer `report` has no typed gate (the gate is the `gate` key of the
+//! report JSON). The fixtures `tests/plugins/old-workload` and
+//! `tests/plugins/old-scorer` are built against it by
+//! scripts/build-plugins.sh (`test-plugins/old_*.wasm`). Each of the
+//! workload's turns after the first carries the previous answer back, and it
+//! refuses a completed outcome without content, so a run that completes
 //! every turn shows records crossing the version boundary both ways.
 
-#[path = "all/common/mod.rs"]
-mod common;
-
+use crate::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
-use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_loads_a_workload_built_against_an_older_wit() {
@@ -72,7 +71,7 @@ turns = 2
     let plugins = manifest["plugins"].as_array().unwrap();
     assert_eq!(plugins.len(), 1, "{manifest:#}");
     assert_eq!(plugins[0]["name"], "old-workload");
-    assert_eq!(plugins[0]["version"], "0.0.9");
+    assert_eq!(plugins[0]["version"], "0.1.0");
     assert_eq!(plugins[0]["kind"], "workload");
     let digest = plugins[0]["digest"].as_str().unwrap();
     assert!(
@@ -108,28 +107,29 @@ async fn check_reports_and_runs_a_workload_built_against_an_older_wit() {
     assert_eq!(report["world"], "workload-plugin", "{report:#}");
     assert_eq!(
         report["wit_versions"],
-        serde_json::json!(["agentload:plugin@0.0.9"])
+        serde_json::json!(["agentload:plugin@0.1.0"])
     );
     assert_eq!(
         report["supported_versions"],
-        "agentload:plugin@0.0.9, agentload:plugin@0.1.0"
+        "agentload:plugin@0.1.0, agentload:plugin@0.2.0"
     );
     assert!(report["exports"]
         .as_array()
         .unwrap()
         .contains(&serde_json::json!(
-            "agentload:plugin/workload@0.0.9#next-turn"
+            "agentload:plugin/workload@0.1.0#next-turn"
         )));
     assert_eq!(report["plugin"]["name"], "old-workload");
-    assert_eq!(report["plugin"]["version"], "0.0.9");
+    assert_eq!(report["plugin"]["version"], "0.1.0");
     let workload = &report["workload"];
     assert_eq!(workload["sessions"], 2, "{workload:#}");
     assert_eq!(workload["expected_turns"], 4, "{workload:#}");
     assert_eq!(workload["completed_turns"], 4, "{workload:#}");
     assert_eq!(workload["sessions_finished"], 2, "{workload:#}");
     let turns = workload["turns"].as_array().unwrap();
-    // A 0.0.9 turn has no delay: the host sends it at once.
-    assert!(turns.iter().all(|t| t["delay_ms"] == 0), "{workload:#}");
+    // A 0.1.0 turn's delay reaches the host (turn n waits n - 1 ms).
+    assert_eq!(turns[0]["delay_ms"], 0, "{workload:#}");
+    assert_eq!(turns[1]["delay_ms"], 1, "{workload:#}");
     // The second turn carries the first answer back (the outcome reached
     // the old plugin converted to its records).
     assert_eq!(turns[0]["roles"], serde_json::json!(["user"]));
@@ -143,5 +143,74 @@ async fn check_reports_and_runs_a_workload_built_against_an_older_wit() {
     let out = agentload(&["plugin", "check", wasm.to_str().unwrap()], scratch.path()).await;
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
-    assert!(t.contains("wit        agentload:plugin@0.0.9"), "{t}");
+    assert!(t.contains("wit        agentload:plugin@0.1.0"), "{t}");
+}
+
+/// A 0.1.0 workload and a 0.1.0 scorer in one accuracy phase: the items and
+/// verdicts cross the version boundary, and the gate is read from the old
+/// report's JSON (passed, then failed under a higher bar, which fails
+/// `--require-valid`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_scorers_gate_is_read_from_its_report_json() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0,
+        responder: ResponderConfig::Echo,
+        ..Default::default()
+    })
+    .await;
+    let dir = scratch("old-scorer-run");
+    for (min_score, passes) in [(0.5, true), (1.5, false)] {
+        let config = format!(
+            r#"name = "old-scorer"
+[model]
+name = "m"
+tokenizer = "none"
+[endpoint]
+url = "{}"
+[accuracy]
+workload = "{}"
+scorer = "{}"
+report_file = "old.json"
+[accuracy.settings]
+sessions = 2
+turns = 2
+[accuracy.scorer_settings]
+min_score = {min_score}
+"#,
+            sim.url(),
+            test_plugin("old_workload").display(),
+            test_plugin("old_scorer").display()
+        );
+        std::fs::write(dir.path().join("run.toml"), config).unwrap();
+        let out = dir.path().join(format!("out-{min_score}"));
+        let run = agentload(
+            &[
+                "run",
+                "run.toml",
+                "--accuracy-only",
+                "--require-valid",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        )
+        .await;
+        let output = text(&run);
+        assert_eq!(run.status.success(), passes, "{output}");
+        let verdict = if passes { "PASS" } else { "FAIL" };
+        let line = format!("accuracy gate {verdict}: answered 1.00");
+        assert!(output.contains(&line), "{output}");
+        let report = json(&out.join("old.json"));
+        assert_eq!(report["score"], 1.0, "{report}");
+        assert_eq!(report["gate"]["passed"], passes, "{report}");
+        let manifest = json(&out.join("run_manifest.json"));
+        let names: Vec<&str> = manifest["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["old-workload", "old-scorer"], "{manifest:#}");
+    }
+    sim.shutdown().await;
 }

@@ -1,31 +1,47 @@
-//! Host bindings for the older WIT package `agentload:plugin@0.0.9` (its
-//! `workload-plugin` world), and the conversions between its records and
-//! the current (0.1.0) ones the rest of the host works with.
+//! Host bindings for the previous WIT package, `agentload:plugin@0.1.0`
+//! (both worlds), and the conversions between its records and the current
+//! (0.2.0) ones the rest of the host works with.
 //!
-//! `0.0.9` is a test-only package (`tests/wit/agentload-plugin@0.0.9`) that
-//! stands for "the previous release": it is 0.1.0 without `turn-request`'s
-//! `delay-ms`. A 0.0.9 turn is sent at once (`delay-ms = 0`); everything
-//! else maps field for field. Only workloads are supported at 0.0.9;
-//! scorers must target 0.1.0.
+//! 0.1.0 is frozen; its plugins still load and run:
+//! - its `turn-request` carries the whole history: it becomes a current one
+//!   that keeps nothing (`keep = 0`), and the host shares the messages equal
+//!   to the previous request's (`crate::request`);
+//! - its scorer `report` has no typed gate: the gate is read from the
+//!   `gate` key of `report-json`, the convention 0.1.0 scorers follow
+//!   (`{"passed": bool, "factor": f, "metrics": {name: {"value",
+//!   "threshold", "golden", "passed"}}}`).
 //!
 //! The conversions are written out field by field on purpose: a field added
 //! to either version breaks the build here instead of being dropped silently.
 
 use super::bindings::types as current;
+use super::bindings::{Gate, GateMetric, Report, ScoredItem, Verdict};
 use super::sandbox::StoreState;
 
-/// Bindings for the 0.0.9 `workload-plugin` world.
+/// Bindings for the 0.1.0 `workload-plugin` world (and the shared interfaces).
 pub mod workload {
     wasmtime::component::bindgen!({
-        path: "../../tests/wit/agentload-plugin@0.0.9",
+        path: "../../wit/agentload-plugin@0.1.0",
         world: "workload-plugin",
         exports: { default: async },
     });
 }
 
+/// Bindings for the 0.1.0 `scorer-plugin` world.
+pub mod scorer {
+    wasmtime::component::bindgen!({
+        path: "../../wit/agentload-plugin@0.1.0",
+        world: "scorer-plugin",
+        with: {
+            "agentload:plugin/types": super::workload::agentload::plugin::types,
+            "agentload:plugin/host": super::workload::agentload::plugin::host,
+        },
+    });
+}
+
+pub use scorer::exports::agentload::plugin::scorer as old_scorer;
 pub use workload::agentload::plugin::types as old;
 pub use workload::exports::agentload::plugin::workload::SessionPlan;
-pub use workload::{WorkloadPlugin, WorkloadPluginPre};
 
 use workload::agentload::plugin::host::{Host, LogLevel};
 
@@ -42,7 +58,7 @@ impl Host for StoreState {
     }
 }
 
-// ---- 0.0.9 -> 0.1.0 (what an old plugin returns) ----
+// ---- 0.1.0 -> 0.2.0 (what an old plugin returns) ----
 
 /// `plugin-info`, up.
 pub fn plugin_info_up(info: old::PluginInfo) -> current::PluginInfo {
@@ -79,16 +95,17 @@ pub fn plugin_error_up(error: old::PluginError) -> current::PluginError {
     }
 }
 
-/// `turn-request`, up: 0.0.9 has no `delay-ms`, so the turn is sent at once.
+/// `turn-request`, up: the whole history, keeping nothing.
 pub fn turn_request_up(request: old::TurnRequest) -> current::TurnRequest {
     current::TurnRequest {
         session_id: request.session_id,
         turn: request.turn,
         item_id: request.item_id,
+        keep: 0,
         messages: request.messages.into_iter().map(chat_message_up).collect(),
         tools_json: request.tools_json,
         sampling: sampling_up(request.sampling),
-        delay_ms: 0,
+        delay_ms: request.delay_ms,
         expected_json: request.expected_json,
     }
 }
@@ -128,7 +145,59 @@ fn sampling_up(sampling: old::Sampling) -> current::Sampling {
     }
 }
 
-// ---- 0.1.0 -> 0.0.9 (what the host passes an old plugin) ----
+/// `verdict`, up.
+pub fn verdict_up(verdict: old_scorer::Verdict) -> Verdict {
+    Verdict {
+        item_id: verdict.item_id,
+        score: verdict.score,
+        excluded: verdict.excluded,
+        detail_json: verdict.detail_json,
+    }
+}
+
+/// `report`, up: the typed gate read from `report-json`'s `gate` key.
+pub fn report_up(report: old_scorer::Report) -> Report {
+    let gate = gate_from_json(&report.report_json);
+    Report {
+        score: report.score,
+        report_json: report.report_json,
+        gate,
+    }
+}
+
+/// The gate a 0.1.0 scorer wrote into its report JSON, when it wrote one
+/// with a boolean `passed`.
+fn gate_from_json(report_json: &str) -> Option<Gate> {
+    let report: serde_json::Value = serde_json::from_str(report_json).ok()?;
+    let gate = report.get("gate")?;
+    let passed = gate.get("passed")?.as_bool()?;
+    let factor = gate.get("factor").and_then(serde_json::Value::as_f64);
+    let metrics = gate
+        .get("metrics")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, m)| {
+            let num = |k: &str| m.get(k).and_then(serde_json::Value::as_f64);
+            let rule = match (factor, num("golden")) {
+                (Some(f), Some(g)) => format!("{f} x {g:.2}"),
+                (None, Some(g)) => format!("golden {g:.2}"),
+                _ => String::new(),
+            };
+            GateMetric {
+                name: name.clone(),
+                value: num("value").unwrap_or(f64::NAN),
+                minimum: num("threshold"),
+                maximum: None,
+                rule,
+                passed: m.get("passed").and_then(serde_json::Value::as_bool) == Some(true),
+            }
+        })
+        .collect();
+    Some(Gate { passed, metrics })
+}
+
+// ---- 0.2.0 -> 0.1.0 (what the host passes an old plugin) ----
 
 /// `plugin-config`, down.
 pub fn plugin_config_down(config: &current::PluginConfig) -> old::PluginConfig {
@@ -149,27 +218,52 @@ pub fn plugin_config_down(config: &current::PluginConfig) -> old::PluginConfig {
 /// `turn-outcome`, down.
 pub fn turn_outcome_down(outcome: &current::TurnOutcome) -> old::TurnOutcome {
     match outcome {
-        current::TurnOutcome::Completed(c) => old::TurnOutcome::Completed(old::Completion {
-            content: c.content.clone(),
-            reasoning_content: c.reasoning_content.clone(),
-            tool_calls: c
-                .tool_calls
-                .iter()
-                .map(|t| old::ToolCall {
-                    id: t.id.clone(),
-                    name: t.name.clone(),
-                    arguments: t.arguments.clone(),
-                })
-                .collect(),
-            finish_reason: c.finish_reason.clone(),
-            usage: c.usage.as_ref().map(|u| old::Usage {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                cached_tokens: u.cached_tokens,
-            }),
-        }),
+        current::TurnOutcome::Completed(c) => old::TurnOutcome::Completed(completion_down(c)),
         current::TurnOutcome::Failed(cause) => old::TurnOutcome::Failed(cause.clone()),
         current::TurnOutcome::Aborted => old::TurnOutcome::Aborted,
+    }
+}
+
+fn completion_down(c: &current::Completion) -> old::Completion {
+    old::Completion {
+        content: c.content.clone(),
+        reasoning_content: c.reasoning_content.clone(),
+        tool_calls: c
+            .tool_calls
+            .iter()
+            .map(|t| old::ToolCall {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                arguments: t.arguments.clone(),
+            })
+            .collect(),
+        finish_reason: c.finish_reason.clone(),
+        usage: c.usage.as_ref().map(|u| old::Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cached_tokens: u.cached_tokens,
+        }),
+    }
+}
+
+/// `scored-item`, down.
+pub fn scored_item_down(item: &ScoredItem) -> old_scorer::ScoredItem {
+    old_scorer::ScoredItem {
+        item_id: item.item_id.clone(),
+        session_id: item.session_id.clone(),
+        turn: item.turn,
+        expected_json: item.expected_json.clone(),
+        completion: item.completion.as_ref().map(completion_down),
+    }
+}
+
+/// `verdict`, down (for `aggregate`).
+pub fn verdict_down(verdict: &Verdict) -> old_scorer::Verdict {
+    old_scorer::Verdict {
+        item_id: verdict.item_id.clone(),
+        score: verdict.score,
+        excluded: verdict.excluded.clone(),
+        detail_json: verdict.detail_json.clone(),
     }
 }
 
@@ -178,7 +272,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_old_turn_request_is_sent_at_once() {
+    fn an_old_turn_request_keeps_nothing_and_loses_nothing() {
         let old = old::TurnRequest {
             session_id: "s".into(),
             turn: 3,
@@ -204,10 +298,11 @@ mod tests {
                 max_completion_tokens: Some(8),
                 tool_choice_json: None,
             },
+            delay_ms: 250,
             expected_json: "{\"x\":1}".into(),
         };
         let up = turn_request_up(old);
-        assert_eq!(up.delay_ms, 0);
+        assert_eq!((up.keep, up.delay_ms), (0, 250));
         assert_eq!((up.session_id.as_str(), up.turn), ("s", 3));
         assert_eq!(up.item_id, "s/3");
         assert_eq!(up.messages[0].role, current::Role::Assistant);
@@ -271,5 +366,35 @@ mod tests {
             super::super::bindings::error_text(&e),
             "invalid data: f.jsonl:7: bad"
         );
+    }
+
+    #[test]
+    fn an_old_reports_gate_is_read_from_its_json() {
+        let json = r#"{"accuracy": 0.5, "gate": {"factor": 0.97, "passed": false, "metrics": {
+            "bfcl_overall_accuracy": {"value": 50.0, "golden": 86.23, "threshold": 83.6431, "passed": false},
+            "bfcl_normalized_accuracy": {"value": 90.0, "golden": 87.96, "threshold": 85.3212, "passed": true}}}}"#;
+        let up = report_up(old_scorer::Report {
+            score: 0.5,
+            report_json: json.into(),
+        });
+        assert_eq!(up.report_json, json);
+        let gate = up.gate.expect("a gate");
+        assert!(!gate.passed);
+        let overall = &gate.metrics[0];
+        assert_eq!(overall.name, "bfcl_overall_accuracy");
+        assert_eq!((overall.value, overall.minimum), (50.0, Some(83.6431)));
+        assert_eq!(overall.rule, "0.97 x 86.23");
+        assert!(!overall.passed && gate.metrics[1].passed);
+        for no_gate in [
+            r#"{"accuracy": 1}"#,
+            r#"{"gate": {"passed": "yes"}}"#,
+            "not json",
+        ] {
+            let up = report_up(old_scorer::Report {
+                score: 1.0,
+                report_json: no_gate.into(),
+            });
+            assert!(up.gate.is_none(), "{no_gate}");
+        }
     }
 }

@@ -1,0 +1,250 @@
+//! A session's request as the host holds it: the whole history, assembled
+//! from what each turn carries across the boundary (`keep` messages of the
+//! previous request, then the new ones). Messages are shared (`Arc`) between
+//! a session's requests, so a turn costs what it adds, not its history.
+
+use super::types::{self, ChatMessage, Sampling};
+use std::sync::Arc;
+
+/// One request of a session, as the host sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRequest {
+    /// Sent as the `X-Session-ID` header.
+    pub session_id: String,
+    /// The workload's turn number within the session.
+    pub turn: u32,
+    /// Key under which the scorer reports this turn's verdict.
+    pub item_id: String,
+    /// Every message of the request, shared with the session's other requests.
+    pub messages: Vec<Arc<ChatMessage>>,
+    /// JSON array of OpenAI tool definitions; `None` sends no `tools` key.
+    pub tools_json: Option<Arc<str>>,
+    pub sampling: Sampling,
+    /// Wait this long (host clock) before sending.
+    pub delay_ms: u64,
+    /// Opaque JSON the scorer receives with the completion.
+    pub expected_json: String,
+}
+
+impl TurnRequest {
+    /// A request of exactly these messages (for tests and tools that make
+    /// requests themselves).
+    pub fn new(session_id: &str, turn: u32, messages: Vec<ChatMessage>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            turn,
+            item_id: format!("{session_id}:{turn}"),
+            messages: messages.into_iter().map(Arc::new).collect(),
+            tools_json: None,
+            sampling: Sampling {
+                temperature: None,
+                top_p: None,
+                top_k: None,
+                seed: None,
+                max_completion_tokens: None,
+                tool_choice_json: None,
+            },
+            delay_ms: 0,
+            expected_json: "{}".into(),
+        }
+    }
+
+    /// The messages, one mutable (cloned first when another request shares it).
+    pub fn message_mut(&mut self, index: usize) -> Option<&mut ChatMessage> {
+        self.messages.get_mut(index).map(Arc::make_mut)
+    }
+
+    /// The bytes of its text fields (what the host copies into the request
+    /// body and the turn log).
+    pub fn text_bytes(&self) -> usize {
+        self.session_id.len()
+            + self.item_id.len()
+            + self
+                .messages
+                .iter()
+                .map(|m| message_bytes(m))
+                .sum::<usize>()
+            + self.tools_json.as_deref().map_or(0, str::len)
+            + opt(&self.sampling.tool_choice_json)
+            + self.expected_json.len()
+    }
+}
+
+fn opt(s: &Option<String>) -> usize {
+    s.as_ref().map_or(0, String::len)
+}
+
+/// The bytes of a message's text fields.
+pub(crate) fn message_bytes(m: &ChatMessage) -> usize {
+    opt(&m.content)
+        + opt(&m.reasoning_content)
+        + opt(&m.tool_call_id)
+        + opt(&m.name)
+        + m.tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .sum::<usize>()
+}
+
+/// The bytes a turn carried across the boundary.
+pub(crate) fn wire_bytes(r: &types::TurnRequest) -> usize {
+    r.session_id.len()
+        + r.item_id.len()
+        + r.messages.iter().map(message_bytes).sum::<usize>()
+        + opt(&r.tools_json)
+        + opt(&r.sampling.tool_choice_json)
+        + r.expected_json.len()
+}
+
+/// The request a turn describes: the first `keep` messages of `previous`
+/// (the session's previous request; none for its first), then the turn's
+/// own. A turn that keeps nothing but repeats the previous request's first
+/// messages (every 0.1.0 plugin's turn) shares them too.
+///
+/// # Errors
+/// When the turn keeps more messages than `previous` had.
+pub fn assemble(
+    previous: Option<&TurnRequest>,
+    wire: types::TurnRequest,
+) -> Result<TurnRequest, String> {
+    let had = previous.map_or(0, |p| p.messages.len());
+    let keep = wire.keep as usize;
+    if keep > had {
+        return Err(match previous {
+            None => format!("a session's first turn keeps {keep} messages (it must keep 0)"),
+            Some(_) => format!(
+                "turn {} keeps {keep} messages of a previous request that had {had}",
+                wire.turn
+            ),
+        });
+    }
+    let mut messages = Vec::with_capacity(keep + wire.messages.len());
+    if let Some(previous) = previous {
+        messages.extend(previous.messages[..keep].iter().cloned());
+    }
+    let before = previous.map_or(&[][..], |p| &p.messages[keep..]);
+    let mut same = true;
+    for (i, message) in wire.messages.into_iter().enumerate() {
+        match before.get(i) {
+            Some(old) if same && **old == message => messages.push(Arc::clone(old)),
+            _ => {
+                same = false;
+                messages.push(Arc::new(message));
+            }
+        }
+    }
+    let tools_json = match (
+        previous.and_then(|p| p.tools_json.as_ref()),
+        wire.tools_json,
+    ) {
+        (Some(old), Some(new)) if **old == *new => Some(Arc::clone(old)),
+        (_, new) => new.map(Arc::from),
+    };
+    Ok(TurnRequest {
+        session_id: wire.session_id,
+        turn: wire.turn,
+        item_id: wire.item_id,
+        messages,
+        tools_json,
+        sampling: wire.sampling,
+        delay_ms: wire.delay_ms,
+        expected_json: wire.expected_json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use types::Role;
+
+    fn msg(role: Role, text: &str) -> ChatMessage {
+        ChatMessage {
+            role,
+            content: Some(text.into()),
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    fn wire(turn: u32, keep: u32, messages: Vec<ChatMessage>) -> types::TurnRequest {
+        let r = TurnRequest::new("s", turn, Vec::new());
+        types::TurnRequest {
+            session_id: r.session_id,
+            turn,
+            item_id: r.item_id,
+            keep,
+            messages,
+            tools_json: Some("[]".into()),
+            sampling: r.sampling,
+            delay_ms: 0,
+            expected_json: r.expected_json,
+        }
+    }
+
+    #[test]
+    fn a_turn_keeps_the_previous_messages_shared() {
+        let first = assemble(
+            None,
+            wire(1, 0, vec![msg(Role::System, "sys"), msg(Role::User, "u1")]),
+        )
+        .unwrap();
+        let second = assemble(
+            Some(&first),
+            wire(
+                2,
+                2,
+                vec![msg(Role::Assistant, "a1"), msg(Role::User, "u2")],
+            ),
+        )
+        .unwrap();
+        let texts: Vec<_> = second
+            .messages
+            .iter()
+            .map(|m| m.content.as_deref().unwrap())
+            .collect();
+        assert_eq!(texts, ["sys", "u1", "a1", "u2"]);
+        assert!(Arc::ptr_eq(&first.messages[0], &second.messages[0]));
+        assert!(Arc::ptr_eq(&first.messages[1], &second.messages[1]));
+        assert!(Arc::ptr_eq(
+            first.tools_json.as_ref().unwrap(),
+            second.tools_json.as_ref().unwrap()
+        ));
+        // Keeping fewer drops the rest, in order.
+        let third = assemble(Some(&second), wire(3, 1, vec![msg(Role::User, "x")])).unwrap();
+        assert_eq!(third.messages.len(), 2);
+        assert!(Arc::ptr_eq(&first.messages[0], &third.messages[0]));
+    }
+
+    #[test]
+    fn a_whole_history_shares_its_equal_prefix() {
+        let first = assemble(
+            None,
+            wire(1, 0, vec![msg(Role::System, "sys"), msg(Role::User, "u1")]),
+        )
+        .unwrap();
+        let again = vec![
+            msg(Role::System, "sys"),
+            msg(Role::User, "changed"),
+            msg(Role::Assistant, "sys"),
+        ];
+        let second = assemble(Some(&first), wire(2, 0, again.clone())).unwrap();
+        assert!(Arc::ptr_eq(&first.messages[0], &second.messages[0]));
+        assert!(!Arc::ptr_eq(&first.messages[1], &second.messages[1]));
+        let plain: Vec<ChatMessage> = second.messages.iter().map(|m| (**m).clone()).collect();
+        assert_eq!(plain, again);
+    }
+
+    #[test]
+    fn keeping_more_than_there_was_is_refused() {
+        let err = assemble(None, wire(1, 1, vec![msg(Role::User, "u")])).unwrap_err();
+        assert!(err.contains("first turn keeps 1"), "{err}");
+        let first = assemble(None, wire(1, 0, vec![msg(Role::User, "u")])).unwrap();
+        let err = assemble(Some(&first), wire(2, 2, Vec::new())).unwrap_err();
+        assert_eq!(
+            err,
+            "turn 2 keeps 2 messages of a previous request that had 1"
+        );
+    }
+}
