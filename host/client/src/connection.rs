@@ -11,10 +11,9 @@
 //! 250 connections over the 1,007 turns of the edge replay.) Every connection opened is counted
 //! ([`Pool::opened`]).
 
+use super::body::Frames;
 use super::stream::TurnError;
 use super::wire::{stamped, ReadStamp, Stamped, Timestamps};
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::Uri;
 use hyper_util::rt::TokioIo;
@@ -26,11 +25,11 @@ use std::task::Poll;
 use tokio::net::TcpStream;
 
 /// hyper's HTTP/1.1 state machine for one connection (it reads and writes the socket).
-type Driver = http1::Connection<TokioIo<Stamped>, Full<Bytes>>;
+type Driver = http1::Connection<TokioIo<Stamped>, Frames>;
 
 /// One keep-alive connection: its request sender, its driver and its read stamps.
 pub(super) struct Connection {
-    pub(super) sender: SendRequest<Full<Bytes>>,
+    pub(super) sender: SendRequest<Frames>,
     /// `None` once the connection ended (closed by either side, or broken).
     driver: Option<Pin<Box<Driver>>>,
     /// When the latest socket read returned bytes.

@@ -3,6 +3,7 @@
 //! on the monotonic clock, as bytes arrive and before they are parsed.
 
 mod assemble;
+mod body;
 mod connection;
 mod preflight;
 mod reader;
@@ -11,6 +12,7 @@ mod stream;
 mod wire;
 
 pub use assemble::{Assembled, CompletionAssembler, FirstChunk, NotJson, ToolCallRecord};
+pub use body::RequestBody;
 pub use connection::EndpointError;
 pub use preflight::{preflight, PreflightError};
 pub use sse::{SseEvent, SseParser};

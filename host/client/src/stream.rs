@@ -14,11 +14,12 @@
 //! broken connection; the turn timeout.
 
 use super::assemble::{Assembled, CompletionAssembler};
+use super::body::{Frames, RequestBody};
 use super::connection::{Connection, Endpoint, EndpointError, Pool};
 use super::reader::StreamReader;
 use super::wire::Timestamps;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
@@ -220,7 +221,7 @@ pub struct Exchange {
     pub timeline: Timeline,
     pub result: Result<Assembled, TurnError>,
     /// The request body as sent (shared, not copied).
-    pub body: Bytes,
+    pub body: RequestBody,
 }
 
 /// An answer to a plain request ([`ChatClient::get`]).
@@ -336,7 +337,7 @@ impl ChatClient {
         let inner = &*self.inner;
         let path = inner.pool.endpoint.path(route);
         let work = async {
-            let build = || self.request("GET", &path, None, Bytes::new(), false);
+            let build = || self.request("GET", &path, None, &RequestBody::default(), false);
             let mut t = Timeline::new();
             let (mut conn, mut resp) = self
                 .send_request(build, &mut t, false, 0, &mut None::<fn()>)
@@ -371,13 +372,13 @@ impl ChatClient {
     /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
     pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
         let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        let bytes = Bytes::from(serde_json::to_vec(body).expect("a JSON value serialises"));
-        self.send_json(bytes, stream, session_id).await
+        let bytes = serde_json::to_vec(body).expect("a JSON value serialises");
+        self.send_json(bytes.into(), stream, session_id).await
     }
 
     /// Sends a body already written as JSON (`stream`: whether it asks for a
     /// streamed answer), tagged with `session_id` in `X-Session-ID`.
-    pub async fn send_json(&self, bytes: Bytes, stream: bool, session_id: &str) -> Exchange {
+    pub async fn send_json(&self, bytes: RequestBody, stream: bool, session_id: &str) -> Exchange {
         self.send_json_then(bytes, stream, session_id, || {}).await
     }
 
@@ -391,7 +392,7 @@ impl ChatClient {
     /// undone.
     pub async fn send_json_then(
         &self,
-        bytes: Bytes,
+        bytes: RequestBody,
         stream: bool,
         session_id: &str,
         once_sent: impl FnOnce(),
@@ -436,9 +437,9 @@ impl ChatClient {
         method: &str,
         path: &str,
         session_id: Option<&str>,
-        body: Bytes,
+        body: &RequestBody,
         stream: bool,
-    ) -> Request<Full<Bytes>> {
+    ) -> Request<Frames> {
         let inner = &*self.inner;
         let mut req = Request::builder()
             .method(method)
@@ -457,7 +458,7 @@ impl ChatClient {
         if let Some(auth) = &inner.authorization {
             req = req.header(AUTHORIZATION, auth.clone());
         }
-        req.body(Full::new(body))
+        req.body(body.frames())
             .expect("the request's parts were checked when the client was made")
     }
 
@@ -470,7 +471,7 @@ impl ChatClient {
     /// of a body `body_len` bytes long, is written whole ([`Connection::run_sending`]).
     async fn send_request(
         &self,
-        build: impl Fn() -> Request<Full<Bytes>>,
+        build: impl Fn() -> Request<Frames>,
         t: &mut Timeline,
         first_token_due: bool,
         body_len: usize,
@@ -507,7 +508,7 @@ impl ChatClient {
 
     async fn exchange(
         &self,
-        body: Bytes,
+        body: RequestBody,
         session_id: &str,
         stream: bool,
         t: &mut Timeline,
@@ -515,15 +516,7 @@ impl ChatClient {
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
         let body_len = body.len();
-        let build = || {
-            self.request(
-                "POST",
-                &inner.chat_path,
-                Some(session_id),
-                body.clone(),
-                stream,
-            )
-        };
+        let build = || self.request("POST", &inner.chat_path, Some(session_id), &body, stream);
         let (mut conn, mut resp) = self
             .send_request(build, t, stream, body_len, &mut once_sent)
             .await

@@ -644,7 +644,7 @@ async fn the_work_after_a_request_waits_for_its_last_byte_not_for_the_answer() {
         ran.send(()).unwrap();
         std::thread::sleep(Duration::from_secs(1));
     };
-    let ex = c.send_json_then(body, true, "s", work).await;
+    let ex = c.send_json_then(body.into(), true, "s", work).await;
     ex.result.unwrap();
     let had = server.await.unwrap();
     assert_eq!(
@@ -699,7 +699,7 @@ async fn with_read_stamps_the_work_runs_before_the_request() {
         nothing_yet.store(empty, Ordering::SeqCst);
     };
     let bytes = bytes::Bytes::from(serde_json::to_vec(&body()).unwrap());
-    c.send_json_then(bytes, true, "s", work)
+    c.send_json_then(bytes.into(), true, "s", work)
         .await
         .result
         .unwrap();
@@ -721,7 +721,7 @@ async fn a_request_resent_after_its_connection_broke_does_its_work_once() {
     let runs = AtomicU64::new(0);
     let bytes = bytes::Bytes::from(serde_json::to_vec(&body()).unwrap());
     let ex = c
-        .send_json_then(bytes, true, "s", || {
+        .send_json_then(bytes.into(), true, "s", || {
             runs.fetch_add(1, Ordering::SeqCst);
         })
         .await;
@@ -734,4 +734,56 @@ async fn a_request_resent_after_its_connection_broke_does_its_work_once() {
         "the request was resent"
     );
     assert_eq!(c.connections_opened(), 2);
+}
+
+/// A body of many slices (short ones joined into frames, long ones written as they are)
+/// reaches the server byte for byte, with its exact `Content-Length`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_of_slices_arrives_whole_with_its_length() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let mut parts = vec![bytes::Bytes::from_static(b"{\"messages\":[")];
+    for i in 0..300 {
+        if i > 0 {
+            parts.push(bytes::Bytes::from_static(b","));
+        }
+        // Short messages, and every 50th one long (a slice of its own).
+        let n = if i % 50 == 7 { 40_000 + i } else { 10 + i };
+        let m = json!({"role": "user", "content": "y".repeat(n)});
+        parts.push(serde_json::to_vec(&m).unwrap().into());
+    }
+    parts.push(bytes::Bytes::from_static(b"],\"stream\":true}"));
+    let whole: Vec<u8> = parts.concat();
+    let body = RequestBody::from_parts(parts);
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; 64 << 10];
+        let (head_end, length) = loop {
+            let n = socket.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map(|v| v.trim().parse().unwrap())
+                    .expect("a Content-Length");
+                break (i + 4, length);
+            }
+        };
+        while buf.len() < head_end + length {
+            let n = socket.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        socket.write_all(&sse(&good())).await.unwrap();
+        (length, buf[head_end..].to_vec())
+    });
+    let c = client(&url, 0, Duration::from_secs(20));
+    let ex = c.send_json(body, true, "s").await;
+    ex.result.unwrap();
+    let (length, received) = server.await.unwrap();
+    assert_eq!(length, whole.len());
+    assert_eq!(received, whole);
+    assert_eq!(ex.body.to_bytes(), whole);
 }

@@ -1,10 +1,16 @@
 //! The Chat Completions request body for a workload's turn request, written
 //! as the reference writes it: absent fields are omitted (an assistant
 //! message with tool calls and no content has no `content` key).
+//!
+//! A body is a list of slices ([`RequestBody`]): its head, each message's
+//! JSON as the host holds it (written once per message and shared by every
+//! request that carries it, [`agentload_plugin_host::Message`]) and its
+//! tail. Nothing a session keeps grows with its history but the messages
+//! themselves.
 
-use agentload_plugin_host::types::{ChatMessage, Role, ToolCall};
-use agentload_plugin_host::TurnRequest;
-use serde::ser::{SerializeMap, Serializer};
+use agentload_client::RequestBody;
+use agentload_plugin_host::{Message, TurnRequest};
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -22,8 +28,8 @@ pub struct BodyOptions {
     pub extra: Map<String, Value>,
 }
 
-/// The JSON body for `req`, written straight to bytes: the fields borrowed
-/// from the request, no intermediate JSON value.
+/// The JSON body for `req`, in one buffer (what local token counting and
+/// tools read).
 ///
 /// Top-level fields in order: `model`, `messages`, `tools`, `tool_choice`,
 /// `temperature`, `top_p`, `top_k`, `seed`, `max_completion_tokens`,
@@ -34,87 +40,49 @@ pub struct BodyOptions {
 /// # Errors
 /// When `tools-json` or `tool-choice-json` is not valid JSON.
 pub fn request_body(req: &TurnRequest, opts: &BodyOptions) -> Result<Vec<u8>, String> {
-    SessionBodies::default().write(req, None, opts)
+    SessionBodies::default()
+        .body(req, opts)
+        .map(|b| b.to_bytes().to_vec())
 }
 
-/// Writes one session's request bodies. A session's history grows by a few
-/// messages a turn (the body of a long coding session is ~100 KiB, built
-/// between one turn's end and the next request), so the messages the
-/// previous request also had, equal field for field, are not written again:
-/// their bytes are reused. The output is byte for byte [`request_body`]'s.
+/// Writes one session's request bodies ([`request_body`]'s bytes, as
+/// slices). The session's `tools` array, normalised once, is reused while
+/// its requests carry the same one.
 #[derive(Default)]
 pub struct SessionBodies {
-    /// The last body's `messages` array, without its closing `]`.
-    messages: Vec<u8>,
-    /// Where each of its messages ends in `messages`.
-    ends: Vec<usize>,
-    /// The last body's `tools` value, as written.
-    tools: Option<Vec<u8>>,
-    /// The request the last body was written for (what `messages` and
-    /// `tools` hold).
-    last: Option<Arc<TurnRequest>>,
-    /// The one before it, kept until [`SessionBodies::release`].
-    retired: Option<Arc<TurnRequest>>,
+    /// The last `tools-json` and its bytes as written.
+    tools: Option<(Arc<str>, Bytes)>,
 }
 
 impl SessionBodies {
-    /// The body for `req` (see [`request_body`]); `req` is kept as the base
-    /// of the next body.
+    /// The body for `req` (see [`request_body`]).
     ///
     /// # Errors
     /// When `tools-json` or `tool-choice-json` is not valid JSON.
-    pub fn body(&mut self, req: &Arc<TurnRequest>, opts: &BodyOptions) -> Result<Vec<u8>, String> {
-        let last = self.last.take();
-        let body = self.write(req, last.as_deref(), opts);
-        if body.is_ok() {
-            self.last = Some(Arc::clone(req));
-        }
-        self.retired = last;
-        body
-    }
-
-    /// Writes the body for `req`, reusing what was written for `last` (the
-    /// request the bytes held now were written for).
-    fn write(
-        &mut self,
-        req: &TurnRequest,
-        last: Option<&TurnRequest>,
-        opts: &BodyOptions,
-    ) -> Result<Vec<u8>, String> {
-        let same_tools = last.is_some_and(|l| l.tools_json == req.tools_json);
-        if !same_tools {
-            self.tools = req
-                .tools_json
-                .as_deref()
-                .map(|json| {
-                    let value: Value = serde_json::from_str(json)
-                        .map_err(|e| format!("tools-json is not JSON: {e}"))?;
-                    Ok::<_, String>(serde_json::to_vec(&value).expect("a JSON value serialises"))
-                })
-                .transpose()
-                .inspect_err(|_| self.forget())?;
-        }
+    pub fn body(&mut self, req: &TurnRequest, opts: &BodyOptions) -> Result<RequestBody, String> {
+        let tools = req
+            .tools_json
+            .as_ref()
+            .map(|json| self.tools(json))
+            .transpose()?;
         let s = &req.sampling;
         let choice: Option<Value> = s
             .tool_choice_json
             .as_deref()
             .map(serde_json::from_str)
             .transpose()
-            .map_err(|e| format!("tool-choice-json is not JSON: {e}"))
-            .inspect_err(|_| self.forget())?;
-        let kept = last.map_or(0, |l| shared_prefix(&l.messages, &req.messages));
-        self.write_messages(&req.messages, kept);
-
-        let mut out = Vec::with_capacity(self.messages.len() + estimate_rest(req));
+            .map_err(|e| format!("tool-choice-json is not JSON: {e}"))?;
         let mut map = Object {
-            out: &mut out,
+            parts: Vec::with_capacity(2 * req.messages.len() + 4),
+            out: Vec::with_capacity(256),
+            started: false,
             extra: &opts.extra,
             written: Vec::new(),
         };
         map.entry("model", &opts.model);
-        map.entry_raw("messages", &[&self.messages, b"]"]);
-        if let Some(tools) = &self.tools {
-            map.entry_raw("tools", &[tools]);
+        map.entry_parts("messages", |map| map.messages(&req.messages));
+        if let Some(tools) = tools {
+            map.entry_parts("tools", |map| map.part(tools));
         }
         map.entry_if("tool_choice", choice.as_ref());
         map.entry_if("temperature", s.temperature.as_ref());
@@ -128,72 +96,74 @@ impl SessionBodies {
             "stream_options",
             (opts.stream && opts.include_usage).then_some(&usage),
         );
-        map.end();
-        Ok(out)
+        Ok(map.end())
     }
 
-    /// Drops the request before the last one. Freeing a long history takes
-    /// tens of microseconds: a session calls this once its next request is
-    /// out, not between an answer and that request.
-    pub fn release(&mut self) {
-        self.retired = None;
-    }
-
-    /// Nothing written is reused: the next body is written whole.
-    fn forget(&mut self) {
-        self.messages.clear();
-        self.ends.clear();
-        self.tools = None;
-    }
-
-    /// Keeps the first `kept` messages' bytes and writes the rest of `messages`.
-    fn write_messages(&mut self, messages: &[Arc<ChatMessage>], kept: usize) {
-        let end = match kept {
-            0 => 0,
-            n => self.ends[n - 1],
-        };
-        self.messages.truncate(end);
-        self.ends.truncate(kept);
-        if kept == 0 {
-            self.messages.push(b'[');
-        }
-        for (i, m) in messages.iter().enumerate().skip(kept) {
-            if i > 0 {
-                self.messages.push(b',');
+    /// The bytes of the `tools` array `json`: the session's last ones when
+    /// it is the same text.
+    fn tools(&mut self, json: &Arc<str>) -> Result<Bytes, String> {
+        if let Some((last, bytes)) = &self.tools {
+            if Arc::ptr_eq(last, json) || **last == **json {
+                return Ok(bytes.clone());
             }
-            serde_json::to_writer(&mut self.messages, &Message(m)).expect("a message serialises");
-            self.ends.push(self.messages.len());
         }
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| format!("tools-json is not JSON: {e}"))?;
+        let bytes = Bytes::from(serde_json::to_vec(&value).expect("a JSON value serialises"));
+        self.tools = Some((Arc::clone(json), bytes.clone()));
+        Ok(bytes)
     }
 }
 
-/// How many leading messages `a` and `b` share: the same message, or one
-/// equal field for field.
-fn shared_prefix(a: &[Arc<ChatMessage>], b: &[Arc<ChatMessage>]) -> usize {
-    a.iter()
-        .zip(b)
-        .take_while(|(x, y)| Arc::ptr_eq(x, y) || x == y)
-        .count()
-}
+/// The separator between messages.
+const COMMA: Bytes = Bytes::from_static(b",");
 
 /// The body's top-level object as it is written (as serde_json's compact
-/// writer writes a map): a field the run config's extra fields also name
-/// gets the extra value in its place; the other extra fields follow.
+/// writer writes a map), into slices: a field the run config's extra fields
+/// also name gets the extra value in its place; the other extra fields
+/// follow.
 struct Object<'a> {
-    out: &'a mut Vec<u8>,
+    /// The slices written so far.
+    parts: Vec<Bytes>,
+    /// Bytes written since the last slice.
+    out: Vec<u8>,
+    /// Whether a key was written.
+    started: bool,
     extra: &'a Map<String, Value>,
     written: Vec<&'static str>,
 }
 
 impl Object<'_> {
     fn key(&mut self, key: &str) {
-        self.out.push(if self.out.is_empty() { b'{' } else { b',' });
-        serde_json::to_writer(&mut *self.out, key).expect("a key serialises");
+        self.out.push(if self.started { b',' } else { b'{' });
+        self.started = true;
+        serde_json::to_writer(&mut self.out, key).expect("a key serialises");
         self.out.push(b':');
     }
 
     fn value(&mut self, value: &impl Serialize) {
-        serde_json::to_writer(&mut *self.out, value).expect("a JSON value serialises");
+        serde_json::to_writer(&mut self.out, value).expect("a JSON value serialises");
+    }
+
+    /// Ends the current slice and adds `part` after it.
+    fn part(&mut self, part: Bytes) {
+        if !self.out.is_empty() {
+            let out = std::mem::replace(&mut self.out, Vec::with_capacity(256));
+            self.parts.push(out.into());
+        }
+        self.parts.push(part);
+    }
+
+    /// The `messages` array: each message's shared JSON.
+    fn messages(&mut self, messages: &[Arc<Message>]) {
+        self.out.push(b'[');
+        for (i, m) in messages.iter().enumerate() {
+            if i > 0 {
+                self.part(COMMA);
+            }
+            self.part(m.json().clone());
+        }
+        self.out.push(b']');
     }
 
     /// Writes `key` with `value`, or with the extra field of that name.
@@ -206,13 +176,13 @@ impl Object<'_> {
         }
     }
 
-    /// [`Object::entry`] for a value already written as JSON (in parts).
-    fn entry_raw(&mut self, key: &'static str, parts: &[&[u8]]) {
+    /// [`Object::entry`] for a value written as slices by `write`.
+    fn entry_parts(&mut self, key: &'static str, write: impl FnOnce(&mut Self)) {
         self.written.push(key);
         self.key(key);
         match self.extra.get(key) {
             Some(extra) => self.value(extra),
-            None => parts.iter().for_each(|p| self.out.extend_from_slice(p)),
+            None => write(self),
         }
     }
 
@@ -222,7 +192,7 @@ impl Object<'_> {
         }
     }
 
-    fn end(mut self) {
+    fn end(mut self) -> RequestBody {
         for (key, value) in self.extra {
             if !self.written.contains(&key.as_str()) {
                 self.key(key);
@@ -230,79 +200,16 @@ impl Object<'_> {
             }
         }
         self.out.push(b'}');
-    }
-}
-
-/// Room for the body beside its messages.
-fn estimate_rest(req: &TurnRequest) -> usize {
-    req.tools_json.as_deref().map_or(0, str::len) + 256
-}
-
-/// One message in OpenAI form: absent fields are left out.
-struct Message<'a>(&'a ChatMessage);
-
-impl Serialize for Message<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m = self.0;
-        let role = match m.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("role", role)?;
-        if let Some(c) = &m.content {
-            map.serialize_entry("content", c)?;
-        }
-        if let Some(r) = &m.reasoning_content {
-            map.serialize_entry("reasoning_content", r)?;
-        }
-        if !m.tool_calls.is_empty() {
-            map.serialize_entry("tool_calls", &ToolCalls(&m.tool_calls))?;
-        }
-        if let Some(id) = &m.tool_call_id {
-            map.serialize_entry("tool_call_id", id)?;
-        }
-        if let Some(n) = &m.name {
-            map.serialize_entry("name", n)?;
-        }
-        map.end()
-    }
-}
-
-/// An assistant message's `tool_calls`.
-struct ToolCalls<'a>(&'a [ToolCall]);
-
-impl Serialize for ToolCalls<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Function<'a>(&'a ToolCall);
-        impl Serialize for Function<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(2))?;
-                map.serialize_entry("name", &self.0.name)?;
-                map.serialize_entry("arguments", &self.0.arguments)?;
-                map.end()
-            }
-        }
-        struct Call<'a>(&'a ToolCall);
-        impl Serialize for Call<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("id", &self.0.id)?;
-                map.serialize_entry("type", "function")?;
-                map.serialize_entry("function", &Function(self.0))?;
-                map.end()
-            }
-        }
-        s.collect_seq(self.0.iter().map(Call))
+        let out = std::mem::take(&mut self.out);
+        self.parts.push(out.into());
+        RequestBody::from_parts(self.parts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentload_plugin_host::types::{Sampling, ToolCall};
+    use agentload_plugin_host::types::{ChatMessage, Role, Sampling, ToolCall};
 
     fn request(
         messages: Vec<ChatMessage>,
@@ -313,7 +220,7 @@ mod tests {
             session_id: "c".into(),
             turn: 0,
             item_id: "c/0".into(),
-            messages: messages.into_iter().map(Arc::new).collect(),
+            messages: messages.iter().map(|m| Arc::new(Message::new(m))).collect(),
             tools_json: tools_json.map(Arc::from),
             sampling,
             delay_ms: 0,
@@ -438,7 +345,7 @@ mod tests {
     }
 
     #[test]
-    fn a_session_body_is_byte_for_byte_the_whole_one_however_its_history_changes() {
+    fn a_session_body_is_the_whole_one_in_slices_sharing_the_messages() {
         let text = |role, t: &str| ChatMessage {
             content: Some(t.into()),
             ..msg(role)
@@ -454,7 +361,7 @@ mod tests {
         let history = [
             text(Role::System, "sys"),
             text(Role::User, "fix it"),
-            call.clone(),
+            call,
             result,
             text(Role::Assistant, "done"),
             text(Role::User, "again"),
@@ -469,27 +376,19 @@ mod tests {
             tool_choice_json: None,
         };
         let at = |n: usize| request(history[..n].to_vec(), tools.clone(), sampling.clone());
-        let mut edited = at(5);
-        edited.message_mut(2).unwrap().tool_calls[0].arguments = r#"{"command":"pwd"}"#.into();
-        let mut renamed = at(5);
-        renamed.message_mut(1).unwrap().name = Some("u".into());
         let steps = [
             at(2),
-            at(3),
-            at(5),
             at(6),
-            // The same history again, then one with other tools.
+            // The same tools text in another allocation, none, then others.
             at(6),
             TurnRequest {
                 tools_json: None,
                 ..at(6)
             },
-            at(6),
-            // An earlier message edited, or given a field: written again from there.
-            edited,
-            renamed,
-            // A shorter history, none, and a longer one again.
-            at(3),
+            TurnRequest {
+                tools_json: Some(Arc::from("[]")),
+                ..at(6)
+            },
             at(0),
             at(6),
         ];
@@ -508,24 +407,32 @@ mod tests {
         for opts in [plain, replaced] {
             let mut bodies = SessionBodies::default();
             for (i, req) in steps.iter().enumerate() {
-                let req = Arc::new(req.clone());
-                let got = String::from_utf8(bodies.body(&req, &opts).unwrap()).unwrap();
-                let whole = String::from_utf8(request_body(&req, &opts).unwrap()).unwrap();
-                assert_eq!(got, whole, "step {i}");
-                if i % 2 == 0 {
-                    bodies.release();
+                let got = bodies.body(req, &opts).unwrap();
+                let whole = request_body(req, &opts).unwrap();
+                assert_eq!(&got.to_bytes()[..], &whole[..], "step {i}");
+                // The same bytes as a JSON value printed whole.
+                let value: Value = serde_json::from_slice(&whole).unwrap();
+                assert_eq!(serde_json::to_vec(&value).unwrap(), whole, "step {i}");
+                if !opts.extra.contains_key("messages") {
+                    // Each message is its own shared slice, not a copy.
+                    for m in &req.messages {
+                        assert!(
+                            got.parts().iter().any(|p| p.as_ptr() == m.json().as_ptr()),
+                            "step {i}"
+                        );
+                    }
                 }
             }
             // A request that cannot be written leaves the next one whole.
-            let broken = Arc::new(TurnRequest {
+            let broken = TurnRequest {
                 tools_json: Some("[oops".into()),
                 ..at(6)
-            });
+            };
             assert!(bodies.body(&broken, &opts).is_err());
-            let next = Arc::new(at(4));
+            let next = at(4);
             assert_eq!(
-                bodies.body(&next, &opts).unwrap(),
-                request_body(&next, &opts).unwrap()
+                &bodies.body(&next, &opts).unwrap().to_bytes()[..],
+                &request_body(&next, &opts).unwrap()[..]
             );
         }
     }

@@ -9,7 +9,7 @@ use super::writer::{Queued, Writer};
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
 use crate::{LocalTokens, TurnFacts, TurnRecord, TurnStatus};
-use agentload_client::Assembled;
+use agentload_client::{Assembled, RequestBody};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::path::Path;
@@ -44,7 +44,7 @@ pub struct Keeping<'a> {
     recorder: &'a Recorder,
     queued: Option<Queued>,
     record: TurnRecord,
-    answered: Option<(Bytes, Assembled)>,
+    answered: Option<(RequestBody, Assembled)>,
 }
 
 impl Keeping<'_> {
@@ -57,7 +57,7 @@ impl Keeping<'_> {
         };
         let recorder = self.recorder;
         if let (Some(counting), Some((body, answer))) = (&recorder.counting, self.answered) {
-            counting.count(line, body, answer);
+            counting.count(line, body.to_bytes(), answer);
         }
         recorder.console.turn(&self.record);
         if self.record.status == TurnStatus::Interrupted {
@@ -151,7 +151,7 @@ impl Recorder {
     pub async fn keep(
         &self,
         record: TurnRecord,
-        answered: Option<(Bytes, Assembled)>,
+        answered: Option<(RequestBody, Assembled)>,
     ) -> Result<(), WriteError> {
         self.submit(record, answered)?.kept().await
     }
@@ -162,7 +162,7 @@ impl Recorder {
     pub fn submit(
         &self,
         record: TurnRecord,
-        answered: Option<(Bytes, Assembled)>,
+        answered: Option<(RequestBody, Assembled)>,
     ) -> Result<Keeping<'_>, WriteError> {
         let queued = self
             .writer

@@ -3,10 +3,9 @@
 use super::body::{BodyOptions, SessionBodies};
 use super::stop::Stop;
 use crate::{CompletionRecord, TurnRecord, TurnStatus};
-use agentload_client::{Assembled, ChatClient, Exchange};
+use agentload_client::{Assembled, ChatClient, Exchange, RequestBody};
 use agentload_plugin_host::types::{Completion, ToolCall, Usage};
 use agentload_plugin_host::TurnRequest;
-use bytes::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,14 +25,14 @@ pub struct TurnSender {
 pub struct Sent {
     pub record: TurnRecord,
     /// The request body as sent, and the answer.
-    pub answered: Option<(Bytes, Assembled)>,
+    pub answered: Option<(RequestBody, Assembled)>,
 }
 
 impl TurnSender {
     /// Sends `req`, due at `due`, its body written by the session's `bodies`.
     /// Once the request is out, `meanwhile` runs (work that need not come
-    /// before it), and the request before this one is released. A hard stop
-    /// cuts the exchange: the turn is recorded as interrupted.
+    /// before it). A hard stop cuts the exchange: the turn is recorded as
+    /// interrupted.
     pub async fn send(
         &self,
         req: &Arc<TurnRequest>,
@@ -61,10 +60,7 @@ impl TurnSender {
         let issued = Instant::now();
         let exchange =
             self.client
-                .send_json_then(body.into(), self.body.stream, &req.session_id, || {
-                    bodies.release();
-                    meanwhile();
-                });
+                .send_json_then(body, self.body.stream, &req.session_id, meanwhile);
         let exchange = tokio::select! {
             exchange = exchange => exchange,
             () = stop.hardened() => {

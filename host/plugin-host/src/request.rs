@@ -1,8 +1,12 @@
 //! A session's request as the host holds it: the whole history, assembled
 //! from what each turn carries across the boundary (`keep` messages of the
-//! previous request, then the new ones). Messages are shared (`Arc`) between
-//! a session's requests, so a turn costs what it adds, not its history.
+//! previous request, then the new ones). Messages are written once and
+//! shared (`Arc`) between a session's requests and, through the
+//! [`Interner`], between sessions: a turn costs what it adds, not its
+//! history.
 
+use super::intern::Interner;
+use super::message::Message;
 use super::types::{self, ChatMessage, Sampling};
 use std::sync::Arc;
 
@@ -15,8 +19,9 @@ pub struct TurnRequest {
     pub turn: u32,
     /// Key under which the scorer reports this turn's verdict.
     pub item_id: String,
-    /// Every message of the request, shared with the session's other requests.
-    pub messages: Vec<Arc<ChatMessage>>,
+    /// Every message of the request, shared with the session's other
+    /// requests (and other sessions' equal messages).
+    pub messages: Vec<Arc<Message>>,
     /// JSON array of OpenAI tool definitions; `None` sends no `tools` key.
     pub tools_json: Option<Arc<str>>,
     pub sampling: Sampling,
@@ -34,7 +39,7 @@ impl TurnRequest {
             session_id: session_id.into(),
             turn,
             item_id: format!("{session_id}:{turn}"),
-            messages: messages.into_iter().map(Arc::new).collect(),
+            messages: messages.iter().map(|m| Arc::new(Message::new(m))).collect(),
             tools_json: None,
             sampling: Sampling {
                 temperature: None,
@@ -49,21 +54,18 @@ impl TurnRequest {
         }
     }
 
-    /// The messages, one mutable (cloned first when another request shares it).
-    pub fn message_mut(&mut self, index: usize) -> Option<&mut ChatMessage> {
-        self.messages.get_mut(index).map(Arc::make_mut)
+    /// Replaces message `index` (of this request only: the others that
+    /// share it keep theirs).
+    pub fn set_message(&mut self, index: usize, message: &ChatMessage) {
+        self.messages[index] = Arc::new(Message::new(message));
     }
 
-    /// The bytes of its text fields (what the host copies into the request
-    /// body and the turn log).
+    /// The bytes of its text fields, its messages as JSON (what the host
+    /// sends and logs).
     pub fn text_bytes(&self) -> usize {
         self.session_id.len()
             + self.item_id.len()
-            + self
-                .messages
-                .iter()
-                .map(|m| message_bytes(m))
-                .sum::<usize>()
+            + self.messages.iter().map(|m| m.json().len()).sum::<usize>()
             + self.tools_json.as_deref().map_or(0, str::len)
             + opt(&self.sampling.tool_choice_json)
             + self.expected_json.len()
@@ -75,7 +77,7 @@ fn opt(s: &Option<String>) -> usize {
 }
 
 /// The bytes of a message's text fields.
-pub(crate) fn message_bytes(m: &ChatMessage) -> usize {
+fn message_bytes(m: &ChatMessage) -> usize {
     opt(&m.content)
         + opt(&m.reasoning_content)
         + opt(&m.tool_call_id)
@@ -98,14 +100,16 @@ pub(crate) fn wire_bytes(r: &types::TurnRequest) -> usize {
 
 /// The request a turn describes: the first `keep` messages of `previous`
 /// (the session's previous request; none for its first), then the turn's
-/// own. A turn that keeps nothing but repeats the previous request's first
-/// messages (every 0.1.0 plugin's turn) shares them too.
+/// own, each one the live message of equal JSON when there is one
+/// (`interner`). A turn that keeps nothing but repeats the previous
+/// request's messages (every 0.1.0 plugin's turn) shares them that way.
 ///
 /// # Errors
 /// When the turn keeps more messages than `previous` had.
 pub fn assemble(
     previous: Option<&TurnRequest>,
     wire: types::TurnRequest,
+    interner: &Interner,
 ) -> Result<TurnRequest, String> {
     let had = previous.map_or(0, |p| p.messages.len());
     let keep = wire.keep as usize;
@@ -122,17 +126,7 @@ pub fn assemble(
     if let Some(previous) = previous {
         messages.extend(previous.messages[..keep].iter().cloned());
     }
-    let before = previous.map_or(&[][..], |p| &p.messages[keep..]);
-    let mut same = true;
-    for (i, message) in wire.messages.into_iter().enumerate() {
-        match before.get(i) {
-            Some(old) if same && **old == message => messages.push(Arc::clone(old)),
-            _ => {
-                same = false;
-                messages.push(Arc::new(message));
-            }
-        }
-    }
+    messages.extend(wire.messages.iter().map(|m| interner.intern(m)));
     let tools_json = match (
         previous.and_then(|p| p.tools_json.as_ref()),
         wire.tools_json,
@@ -168,8 +162,8 @@ mod tests {
         }
     }
 
-    fn wire(turn: u32, keep: u32, messages: Vec<ChatMessage>) -> types::TurnRequest {
-        let r = TurnRequest::new("s", turn, Vec::new());
+    fn wire(session: &str, turn: u32, keep: u32, messages: Vec<ChatMessage>) -> types::TurnRequest {
+        let r = TurnRequest::new(session, turn, Vec::new());
         types::TurnRequest {
             session_id: r.session_id,
             turn,
@@ -183,28 +177,21 @@ mod tests {
         }
     }
 
+    fn texts(r: &TurnRequest) -> Vec<String> {
+        r.messages
+            .iter()
+            .map(|m| m.to_chat().content.unwrap())
+            .collect()
+    }
+
     #[test]
     fn a_turn_keeps_the_previous_messages_shared() {
-        let first = assemble(
-            None,
-            wire(1, 0, vec![msg(Role::System, "sys"), msg(Role::User, "u1")]),
-        )
-        .unwrap();
-        let second = assemble(
-            Some(&first),
-            wire(
-                2,
-                2,
-                vec![msg(Role::Assistant, "a1"), msg(Role::User, "u2")],
-            ),
-        )
-        .unwrap();
-        let texts: Vec<_> = second
-            .messages
-            .iter()
-            .map(|m| m.content.as_deref().unwrap())
-            .collect();
-        assert_eq!(texts, ["sys", "u1", "a1", "u2"]);
+        let interner = Interner::default();
+        let start = vec![msg(Role::System, "sys"), msg(Role::User, "u1")];
+        let first = assemble(None, wire("s", 1, 0, start), &interner).unwrap();
+        let next = vec![msg(Role::Assistant, "a1"), msg(Role::User, "u2")];
+        let second = assemble(Some(&first), wire("s", 2, 2, next), &interner).unwrap();
+        assert_eq!(texts(&second), ["sys", "u1", "a1", "u2"]);
         assert!(Arc::ptr_eq(&first.messages[0], &second.messages[0]));
         assert!(Arc::ptr_eq(&first.messages[1], &second.messages[1]));
         assert!(Arc::ptr_eq(
@@ -212,36 +199,44 @@ mod tests {
             second.tools_json.as_ref().unwrap()
         ));
         // Keeping fewer drops the rest, in order.
-        let third = assemble(Some(&second), wire(3, 1, vec![msg(Role::User, "x")])).unwrap();
-        assert_eq!(third.messages.len(), 2);
+        let third = assemble(
+            Some(&second),
+            wire("s", 3, 1, vec![msg(Role::User, "x")]),
+            &interner,
+        )
+        .unwrap();
+        assert_eq!(texts(&third), ["sys", "x"]);
         assert!(Arc::ptr_eq(&first.messages[0], &third.messages[0]));
     }
 
     #[test]
-    fn a_whole_history_shares_its_equal_prefix() {
-        let first = assemble(
-            None,
-            wire(1, 0, vec![msg(Role::System, "sys"), msg(Role::User, "u1")]),
-        )
-        .unwrap();
+    fn a_whole_history_and_another_session_share_equal_messages() {
+        let interner = Interner::default();
+        let start = vec![msg(Role::System, "sys"), msg(Role::User, "u1")];
+        let first = assemble(None, wire("s", 1, 0, start.clone()), &interner).unwrap();
         let again = vec![
             msg(Role::System, "sys"),
             msg(Role::User, "changed"),
             msg(Role::Assistant, "sys"),
         ];
-        let second = assemble(Some(&first), wire(2, 0, again.clone())).unwrap();
+        let second = assemble(Some(&first), wire("s", 2, 0, again.clone()), &interner).unwrap();
         assert!(Arc::ptr_eq(&first.messages[0], &second.messages[0]));
         assert!(!Arc::ptr_eq(&first.messages[1], &second.messages[1]));
-        let plain: Vec<ChatMessage> = second.messages.iter().map(|m| (**m).clone()).collect();
+        let plain: Vec<ChatMessage> = second.messages.iter().map(|m| m.to_chat()).collect();
         assert_eq!(plain, again);
+        // Another session replaying the same trajectory holds no copy.
+        let other = assemble(None, wire("t", 1, 0, start), &interner).unwrap();
+        assert!(Arc::ptr_eq(&first.messages[1], &other.messages[1]));
     }
 
     #[test]
     fn keeping_more_than_there_was_is_refused() {
-        let err = assemble(None, wire(1, 1, vec![msg(Role::User, "u")])).unwrap_err();
+        let interner = Interner::default();
+        let one = || vec![msg(Role::User, "u")];
+        let err = assemble(None, wire("s", 1, 1, one()), &interner).unwrap_err();
         assert!(err.contains("first turn keeps 1"), "{err}");
-        let first = assemble(None, wire(1, 0, vec![msg(Role::User, "u")])).unwrap();
-        let err = assemble(Some(&first), wire(2, 2, Vec::new())).unwrap_err();
+        let first = assemble(None, wire("s", 1, 0, one()), &interner).unwrap();
+        let err = assemble(Some(&first), wire("s", 2, 2, Vec::new()), &interner).unwrap_err();
         assert_eq!(
             err,
             "turn 2 keeps 2 messages of a previous request that had 1"

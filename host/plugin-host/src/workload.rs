@@ -14,6 +14,7 @@ use super::bindings::SessionPlan;
 use super::bindings_v0_1_0 as v0_1_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
+use super::intern::Interner;
 use super::log_budget::LogBudget;
 use super::request::{self, TurnRequest};
 use super::sandbox::StoreState;
@@ -151,6 +152,8 @@ pub struct WorkloadPlugin {
     identity: PluginIdentity,
     /// Shared by every instance forked from this one (the data files are held once).
     config: Option<Arc<PluginConfig>>,
+    /// The messages of every request these instances made, one copy each.
+    interner: Arc<Interner>,
     live: Option<(Sandboxed, Bindings)>,
 }
 
@@ -205,6 +208,7 @@ impl WorkloadPlugin {
             log,
             identity,
             config: None,
+            interner: Arc::default(),
             live: Some((sandbox, bindings)),
         })
     }
@@ -280,10 +284,12 @@ impl WorkloadPlugin {
             "request_mib",
             max,
         )?;
-        let request = request::assemble(previous, wire).map_err(|why| PluginFailure::Contract {
-            plugin: self.identity.name.clone(),
-            call,
-            why,
+        let request = request::assemble(previous, wire, &self.interner).map_err(|why| {
+            PluginFailure::Contract {
+                plugin: self.identity.name.clone(),
+                call,
+                why,
+            }
         })?;
         sandbox.check_output(
             call,
@@ -307,6 +313,7 @@ impl WorkloadPlugin {
             log: self.log.clone(),
             identity: self.identity.clone(),
             config: self.config.clone(),
+            interner: Arc::clone(&self.interner),
             live: None,
         };
         async move {

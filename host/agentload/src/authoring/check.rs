@@ -291,7 +291,7 @@ impl TurnHooks for Budget {
                 .messages
                 .iter()
                 .map(|m| {
-                    match m.role {
+                    match m.role() {
                         Role::System => "system",
                         Role::User => "user",
                         Role::Assistant => "assistant",

@@ -1,8 +1,9 @@
 //! Host + plugin time to produce each request of the edge replay: the
-//! workload's `next-turn` call, and the request body's JSON written whole
-//! ([`request_body`]) and from the session's previous body
-//! ([`SessionBodies`], what the engine sends), side by side in one pass; at
-//! the dataset's peak input length too. And component load times.
+//! workload's `next-turn` call, and the request body's JSON joined into one
+//! buffer ([`request_body`]) and as the slices the engine sends
+//! ([`SessionBodies`]: the messages' shared JSON between a head and a tail),
+//! side by side in one pass; at the dataset's peak input length too. And
+//! component load times.
 
 use super::Row;
 use agentload_config::table_json;
@@ -81,7 +82,6 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         let (first, mut next_turn) = timed(|| block_on(workload.start_session(&plan.id)));
         let mut next = Some(first?);
         while let Some(req) = next {
-            let req = Arc::new(req);
             let ((whole, whole_ms), (session, session_ms)) = if turns.len().is_multiple_of(2) {
                 let whole = timed(|| request_body(&req, &opts));
                 (whole, timed(|| bodies.body(&req, &opts)))
@@ -89,10 +89,9 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
                 let session = timed(|| bodies.body(&req, &opts));
                 (timed(|| request_body(&req, &opts)), session)
             };
-            bodies.release();
             let whole = whole.map_err(anyhow::Error::msg)?;
             anyhow::ensure!(
-                session.map_err(anyhow::Error::msg)? == whole,
+                session.map_err(anyhow::Error::msg)?.to_bytes() == whole,
                 "session {} turn {}: the session's body differs from the whole one",
                 plan.id,
                 req.turn
@@ -136,16 +135,11 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         mean
     };
     series("workload next-turn", |t| t.next_turn);
-    let whole = series("body written whole", |t| t.whole);
-    let session = series("body from the session's last one", |t| t.session);
+    let whole = series("body joined in one buffer", |t| t.whole);
+    let session = series("body as shared slices (sent)", |t| t.session);
     let peak = turns.iter().max_by_key(|t| t.bytes);
     rows.extend([
-        Row::new(
-            "build",
-            "session body / whole body, mean",
-            session / whole,
-            "x",
-        ),
+        Row::new("build", "slices / one buffer, mean", session / whole, "x"),
         Row::new(
             "build",
             "request at the peak input (next-turn + session body)",

@@ -34,15 +34,15 @@ fn answered_tools(req: &TurnRequest) -> Vec<String> {
         .messages
         .iter()
         .rev()
-        .take_while(|m| m.role == Role::Tool)
+        .take_while(|m| m.role() == Role::Tool)
         .collect();
-    let calls: Vec<_> = req
+    let calls: Vec<(&str, &str)> = req
         .messages
         .iter()
         .rev()
         .skip(trailing.len())
-        .find(|m| m.role == Role::Assistant)
-        .map(|m| m.tool_calls.clone())
+        .find(|m| m.role() == Role::Assistant)
+        .map(|m| m.tool_calls().collect())
         .unwrap_or_default();
     trailing
         .iter()
@@ -50,8 +50,9 @@ fn answered_tools(req: &TurnRequest) -> Vec<String> {
         .map(|m| {
             calls
                 .iter()
-                .find(|c| Some(&c.id) == m.tool_call_id.as_ref())
-                .map_or_else(|| "default".to_owned(), |c| c.name.clone())
+                .find(|(id, _)| Some(*id) == m.tool_call_id())
+                .map_or("default", |(_, name)| name)
+                .to_owned()
         })
         .collect()
 }

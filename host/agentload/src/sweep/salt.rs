@@ -4,7 +4,7 @@
 //! carries over between phases).
 
 use agentload_plugin_host::types::{ChatMessage, Role};
-use agentload_plugin_host::TurnRequest;
+use agentload_plugin_host::{Message, TurnRequest};
 use sha2::{Digest, Sha256};
 
 /// The salt of trajectory `session` in phase `phase`.
@@ -17,23 +17,26 @@ pub fn salt(seed: u64, phase: usize, session: &str) -> String {
     format!("[run {}]\n", hex::encode(&digest[..8]))
 }
 
-/// Puts `salt` in front of the first system message, or adds one.
+/// Puts `salt` in front of the first system message, or adds one. Only
+/// this request's first message changes: the others stay shared.
 pub fn apply(req: &mut TurnRequest, salt: &str) {
-    match req.message_mut(0) {
-        Some(m) if m.role == Role::System => {
-            let content = m.content.take().unwrap_or_default();
-            m.content = Some(format!("{salt}{content}"));
+    match req.messages.first() {
+        Some(m) if m.role() == Role::System => {
+            let mut system = m.to_chat();
+            let content = system.content.take().unwrap_or_default();
+            system.content = Some(format!("{salt}{content}"));
+            req.set_message(0, &system);
         }
         _ => req.messages.insert(
             0,
-            std::sync::Arc::new(ChatMessage {
+            std::sync::Arc::new(Message::new(&ChatMessage {
                 role: Role::System,
                 content: Some(salt.trim_end().to_owned()),
                 reasoning_content: None,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 name: None,
-            }),
+            })),
         ),
     }
 }

@@ -1,0 +1,251 @@
+//! A chat message as the host holds it: its OpenAI JSON object, written
+//! once when the workload hands the message over, and shared (`Arc`) by
+//! every request, and every session, that carries it. Request bodies are
+//! assembled from these bytes (`agentload-engine`'s body builder), never
+//! rebuilt. The few fields the host reads without sending (the role, tool
+//! call ids and names) are kept beside the JSON; anything else is parsed
+//! back from it ([`Message::to_chat`]).
+
+use super::types::{ChatMessage, Role, ToolCall};
+use bytes::Bytes;
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+
+/// One message of a request, as sent.
+#[derive(Debug)]
+pub struct Message {
+    role: Role,
+    json: Bytes,
+    tool_call_id: Option<Box<str>>,
+    /// `(id, name)` of each tool call, in order.
+    calls: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl Message {
+    /// `message` written as the reference writes it: absent fields are
+    /// omitted (an assistant message with tool calls and no content has no
+    /// `content` key).
+    pub fn new(message: &ChatMessage) -> Self {
+        // Held as long as any request carries the message: no spare capacity.
+        let mut json = Vec::with_capacity(estimate(message));
+        serde_json::to_writer(&mut json, &OpenAi(message)).expect("a message serialises");
+        json.shrink_to_fit();
+        Self {
+            role: message.role,
+            json: json.into(),
+            tool_call_id: message.tool_call_id.as_deref().map(Into::into),
+            calls: message
+                .tool_calls
+                .iter()
+                .map(|c| (c.id.as_str().into(), c.name.as_str().into()))
+                .collect(),
+        }
+    }
+
+    /// Its author.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Its JSON object, as the request body carries it.
+    pub fn json(&self) -> &Bytes {
+        &self.json
+    }
+
+    /// The call a `tool` message answers.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+
+    /// `(id, name)` of each tool call an assistant message makes.
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.calls.iter().map(|(id, name)| (&**id, &**name))
+    }
+
+    /// The message as the workload made it, parsed back from its JSON.
+    pub fn to_chat(&self) -> ChatMessage {
+        let wire: Wire = serde_json::from_slice(&self.json).expect("the host wrote this JSON");
+        ChatMessage {
+            role: self.role,
+            content: wire.content,
+            reasoning_content: wire.reasoning_content,
+            tool_calls: wire
+                .tool_calls
+                .into_iter()
+                .map(|c| ToolCall {
+                    id: c.id,
+                    name: c.function.name,
+                    arguments: c.function.arguments,
+                })
+                .collect(),
+            tool_call_id: wire.tool_call_id,
+            name: wire.name,
+        }
+    }
+}
+
+/// About the length of `message`'s JSON: its text, the keys, and some
+/// room for escapes.
+fn estimate(m: &ChatMessage) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let calls: usize = m
+        .tool_calls
+        .iter()
+        .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 64)
+        .sum();
+    let len = text(&m.content) + text(&m.reasoning_content) + text(&m.tool_call_id) + text(&m.name);
+    len + len / 16 + calls + 96
+}
+
+/// Messages are equal when their JSON is.
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.json == other.json
+    }
+}
+
+impl Eq for Message {}
+
+/// A message in OpenAI form: absent fields are left out.
+struct OpenAi<'a>(&'a ChatMessage);
+
+impl Serialize for OpenAi<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        let role = match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("role", role)?;
+        if let Some(c) = &m.content {
+            map.serialize_entry("content", c)?;
+        }
+        if let Some(r) = &m.reasoning_content {
+            map.serialize_entry("reasoning_content", r)?;
+        }
+        if !m.tool_calls.is_empty() {
+            map.serialize_entry("tool_calls", &ToolCalls(&m.tool_calls))?;
+        }
+        if let Some(id) = &m.tool_call_id {
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        if let Some(n) = &m.name {
+            map.serialize_entry("name", n)?;
+        }
+        map.end()
+    }
+}
+
+/// An assistant message's `tool_calls`.
+struct ToolCalls<'a>(&'a [ToolCall]);
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a ToolCall);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("name", &self.0.name)?;
+                map.serialize_entry("arguments", &self.0.arguments)?;
+                map.end()
+            }
+        }
+        struct Call<'a>(&'a ToolCall);
+        impl Serialize for Call<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("id", &self.0.id)?;
+                map.serialize_entry("type", "function")?;
+                map.serialize_entry("function", &Function(self.0))?;
+                map.end()
+            }
+        }
+        s.collect_seq(self.0.iter().map(Call))
+    }
+}
+
+/// The JSON read back.
+#[derive(Deserialize)]
+struct Wire {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<WireCall>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    arguments: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(role: Role) -> ChatMessage {
+        ChatMessage {
+            role,
+            content: None,
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    #[test]
+    fn absent_fields_are_omitted_and_everything_reads_back() {
+        let mut call = chat(Role::Assistant);
+        call.reasoning_content = Some("look \"first\"\n".into());
+        call.tool_calls = vec![
+            ToolCall {
+                id: "functions.bash:0".into(),
+                name: "bash".into(),
+                arguments: r#"{"command": "ls"}"#.into(),
+            },
+            ToolCall {
+                id: String::new(),
+                name: "pwd".into(),
+                arguments: String::new(),
+            },
+        ];
+        let m = Message::new(&call);
+        assert_eq!(
+            std::str::from_utf8(m.json()).unwrap(),
+            concat!(
+                r#"{"role":"assistant","reasoning_content":"look \"first\"\n","tool_calls":["#,
+                r#"{"id":"functions.bash:0","type":"function","function":{"name":"bash","arguments":"{\"command\": \"ls\"}"}},"#,
+                r#"{"id":"","type":"function","function":{"name":"pwd","arguments":""}}]}"#
+            )
+        );
+        assert_eq!(m.role(), Role::Assistant);
+        let calls: Vec<_> = m.tool_calls().collect();
+        assert_eq!(calls, [("functions.bash:0", "bash"), ("", "pwd")]);
+        assert_eq!(m.to_chat(), call);
+
+        let mut result = chat(Role::Tool);
+        result.content = Some(String::new());
+        result.tool_call_id = Some("functions.bash:0".into());
+        result.name = Some("n".into());
+        let m = Message::new(&result);
+        assert_eq!(
+            std::str::from_utf8(m.json()).unwrap(),
+            r#"{"role":"tool","content":"","tool_call_id":"functions.bash:0","name":"n"}"#
+        );
+        assert_eq!(m.tool_call_id(), Some("functions.bash:0"));
+        assert_eq!(m.to_chat(), result);
+        assert_eq!(Message::new(&chat(Role::User)).to_chat(), chat(Role::User));
+    }
+}
