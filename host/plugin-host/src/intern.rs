@@ -32,9 +32,7 @@ impl Interner {
     /// The live message written as `message` is, or a new one.
     pub fn intern(&self, message: &ChatMessage) -> Arc<Message> {
         let fresh = Message::new(message);
-        let mut h = DefaultHasher::new();
-        fresh.json().hash(&mut h);
-        let hash = h.finish();
+        let hash = sampled_hash(fresh.json());
         let mut table = self.inner.lock().expect("interner lock");
         let slot = table.by_hash.entry(hash).or_default();
         if let Some(live) = slot.iter().filter_map(Weak::upgrade).find(|m| **m == fresh) {
@@ -60,6 +58,24 @@ impl Interner {
             .filter(|w| w.strong_count() > 0)
             .count()
     }
+}
+
+/// Bytes hashed at each end of a message: the hash costs the same for a
+/// 100 KiB tool output as for a short reply; messages that agree on their
+/// length and both ends are told apart by comparing them whole.
+const SAMPLE: usize = 1024;
+
+/// A hash of `json`'s length and its first and last [`SAMPLE`] bytes.
+fn sampled_hash(json: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    json.len().hash(&mut h);
+    if json.len() <= 2 * SAMPLE {
+        json.hash(&mut h);
+    } else {
+        json[..SAMPLE].hash(&mut h);
+        json[json.len() - SAMPLE..].hash(&mut h);
+    }
+    h.finish()
 }
 
 impl Table {
@@ -106,6 +122,24 @@ mod tests {
         let d = interner.intern(&user("hello"));
         assert_eq!(d.to_chat(), user("hello"));
         assert_eq!(interner.live(), 2);
+    }
+
+    #[test]
+    fn long_messages_equal_at_both_ends_stay_apart() {
+        let interner = Interner::default();
+        let (a, b) = (
+            "x".repeat(3 * SAMPLE) + "a" + &"x".repeat(3 * SAMPLE),
+            "x".repeat(3 * SAMPLE) + "b" + &"x".repeat(3 * SAMPLE),
+        );
+        assert_eq!(
+            sampled_hash(Message::new(&user(&a)).json()),
+            sampled_hash(Message::new(&user(&b)).json())
+        );
+        let (ma, mb) = (interner.intern(&user(&a)), interner.intern(&user(&b)));
+        assert!(!Arc::ptr_eq(&ma, &mb));
+        assert_eq!(mb.to_chat(), user(&b));
+        assert!(Arc::ptr_eq(&ma, &interner.intern(&user(&a))));
+        assert!(Arc::ptr_eq(&mb, &interner.intern(&user(&b))));
     }
 
     #[test]
