@@ -284,9 +284,18 @@ impl Pool {
 /// apart and doubling (about 0.6 s in all); any other error (nothing
 /// listening: refused) fails at once.
 async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    retry_reset(|| TcpStream::connect((host, port))).await
+}
+
+/// `attempt` until it does not fail with a reset, at most
+/// `1 + CONNECT_RETRIES` times (see [`connect`]).
+async fn retry_reset<T, F>(mut attempt: impl FnMut() -> F) -> std::io::Result<T>
+where
+    F: std::future::Future<Output = std::io::Result<T>>,
+{
     let mut backoff = CONNECT_BACKOFF;
     for _ in 0..CONNECT_RETRIES {
-        match TcpStream::connect((host, port)).await {
+        match attempt().await {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                 tokio::time::sleep(backoff).await;
                 backoff *= 2;
@@ -294,7 +303,7 @@ async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
             done => return done,
         }
     }
-    TcpStream::connect((host, port)).await
+    attempt().await
 }
 
 /// Tries after a reset connect, at most.
@@ -306,6 +315,55 @@ const CONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(10
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Error, ErrorKind};
+    use std::time::{Duration, Instant};
+
+    /// Runs `retry_reset` over attempts that fail with `errors` in turn, then
+    /// succeed; returns its result, the attempts made and the time taken.
+    async fn attempts(errors: Vec<ErrorKind>) -> (std::io::Result<u32>, u32, Duration) {
+        let mut errors = errors.into_iter();
+        let mut made = 0;
+        let started = Instant::now();
+        let result = retry_reset(|| {
+            made += 1;
+            let next = errors.next();
+            async move {
+                match next {
+                    Some(kind) => Err(Error::from(kind)),
+                    None => Ok(made),
+                }
+            }
+        })
+        .await;
+        (result, made, started.elapsed())
+    }
+
+    #[tokio::test]
+    async fn a_reset_connect_is_tried_again_with_a_doubling_wait() {
+        // Three resets: tried again after 10, 20 and 40 ms.
+        let (result, made, took) = attempts(vec![ErrorKind::ConnectionReset; 3]).await;
+        assert_eq!((result.unwrap(), made), (4, 4));
+        assert!(took >= Duration::from_millis(70), "{took:?}");
+        // Every retry used: the last reset is the answer.
+        let (result, made, took) = attempts(vec![ErrorKind::ConnectionReset; 10]).await;
+        assert_eq!(result.unwrap_err().kind(), ErrorKind::ConnectionReset);
+        assert_eq!(made, 1 + CONNECT_RETRIES);
+        assert!(took >= Duration::from_millis(630), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn any_other_connect_error_fails_at_once() {
+        for kind in [ErrorKind::ConnectionRefused, ErrorKind::TimedOut] {
+            let (result, made, _) = attempts(vec![kind, ErrorKind::ConnectionReset]).await;
+            assert_eq!(result.unwrap_err().kind(), kind);
+            assert_eq!(made, 1, "{kind:?}");
+        }
+        // A reset, then a refusal: the refusal stops the retries.
+        let errors = vec![ErrorKind::ConnectionReset, ErrorKind::ConnectionRefused];
+        let (result, made, _) = attempts(errors).await;
+        assert_eq!(result.unwrap_err().kind(), ErrorKind::ConnectionRefused);
+        assert_eq!(made, 2);
+    }
 
     #[test]
     fn base_urls() {
