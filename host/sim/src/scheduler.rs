@@ -557,11 +557,8 @@ impl Scheduler {
                     seq.transcript.render_into(&mut text);
                     let mut ends = std::mem::take(&mut seq.req.prompt_ends);
                     let base = seq.req.prompt.len();
-                    let mut end = base;
-                    for piece in self.counter.split(&text[base..]) {
-                        end += piece.len();
-                        ends.push(u32::try_from(end).unwrap_or(u32::MAX));
-                    }
+                    let base_end = u32::try_from(base).unwrap_or(u32::MAX);
+                    ends.extend(self.counter.ends(&text[base..], base_end));
                     cache.insert(&text, &ends);
                 }
             }

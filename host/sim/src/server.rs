@@ -333,16 +333,7 @@ async fn chat(
         }
     };
     let prompt = chat.render();
-    let mut end = 0u32;
-    let prompt_ends: Vec<u32> = state
-        .counter
-        .split(&prompt)
-        .iter()
-        .map(|piece| {
-            end = end.saturating_add(u32::try_from(piece.len()).unwrap_or(u32::MAX));
-            end
-        })
-        .collect();
+    let prompt_ends = state.counter.ends(&prompt, 0);
     let n_prompt = u32::try_from(prompt_ends.len()).unwrap_or(u32::MAX);
     let spans = answer.spans(&*state.counter);
     let max_tokens = if answer.uncapped {

@@ -18,6 +18,19 @@ pub trait TokenCounter: Send + Sync {
     /// `a` should be the first pieces of `a + b`, except possibly the last one (the simulator's
     /// prefix reuse compares pieces).
     fn split<'a>(&self, text: &'a str) -> Vec<&'a str>;
+
+    /// Where each of [`TokenCounter::split`]'s pieces ends, in bytes from the start of
+    /// `text` plus `base`.
+    fn ends(&self, text: &str, base: u32) -> Vec<u32> {
+        let mut end = base;
+        self.split(text)
+            .iter()
+            .map(|piece| {
+                end = end.saturating_add(u32::try_from(piece.len()).unwrap_or(u32::MAX));
+                end
+            })
+            .collect()
+    }
 }
 
 /// Deterministic approximate tokenizer: about 4 bytes per token.
@@ -34,8 +47,30 @@ impl ApproxTokenCounter {
     /// Largest piece, in bytes (a single char is never split).
     pub const MAX_PIECE_BYTES: usize = 5;
 
-    /// Byte length of the first piece of a non-empty `text`.
+    /// Byte length of the first piece of a non-empty `text`: on bytes when its first
+    /// [`Self::MAX_PIECE_BYTES`] are ASCII (the common case, and the simulator's hot loop
+    /// over every prompt), else on chars.
     fn first_piece_len(text: &str) -> usize {
+        let bytes = text.as_bytes();
+        let window = &bytes[..bytes.len().min(Self::MAX_PIECE_BYTES)];
+        if !window.is_ascii() {
+            return Self::first_piece_len_chars(text);
+        }
+        // `char::is_whitespace` on ASCII.
+        let space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r');
+        let mut prev = space(window[0]);
+        for (i, &b) in window.iter().enumerate().skip(1) {
+            let now = space(b);
+            if now && !prev {
+                return i;
+            }
+            prev = now;
+        }
+        window.len()
+    }
+
+    /// [`Self::first_piece_len`] on chars.
+    fn first_piece_len_chars(text: &str) -> usize {
         let mut len = 0;
         let mut prev_whitespace = false;
         for (i, c) in text.char_indices() {
@@ -76,6 +111,18 @@ impl TokenCounter for ApproxTokenCounter {
         }
         pieces
     }
+
+    fn ends(&self, text: &str, base: u32) -> Vec<u32> {
+        let mut ends = Vec::with_capacity(text.len() / 4 + 1);
+        let (mut at, mut end) = (0, base);
+        while at < text.len() {
+            let len = Self::first_piece_len(&text[at..]);
+            at += len;
+            end = end.saturating_add(len as u32);
+            ends.push(end);
+        }
+        ends
+    }
 }
 
 /// The Qwen3.6 vocabulary: answers are cut at real token boundaries (joined where a token ends
@@ -114,6 +161,43 @@ mod tests {
         for p in &pieces {
             assert!(!p.is_empty());
             assert!(p.len() <= ApproxTokenCounter::MAX_PIECE_BYTES);
+        }
+    }
+
+    #[test]
+    fn the_ascii_path_cuts_as_the_char_path() {
+        let alphabet = [
+            "a", "Z", "0", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1f", "é", "🎉", "\u{a0}",
+            "\u{85}", ".",
+        ];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(x % 12) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                text.push_str(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            x = x.wrapping_add(1);
+            if text.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                ApproxTokenCounter::first_piece_len(&text),
+                ApproxTokenCounter::first_piece_len_chars(&text),
+                "{text:?}"
+            );
+            let mut end = 7;
+            let ends: Vec<u32> = ApproxTokenCounter
+                .split(&text)
+                .iter()
+                .map(|p| {
+                    end += p.len() as u32;
+                    end
+                })
+                .collect();
+            assert_eq!(ApproxTokenCounter.ends(&text, 7), ends, "{text:?}");
         }
     }
 
