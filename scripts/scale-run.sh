@@ -8,7 +8,10 @@
 #
 #   scripts/scale-run.sh AGENTS TPS STEADY_S OUT      e.g. 10000 2 60 /tmp/scale
 #
-# AGENTLOAD selects the binary (default: the release build in the target folder).
+# AGENTLOAD selects the binary (default: the release build in the target folder);
+# SIM_NICE (default 0) the simulator's niceness: with 10 the kernel gives the
+# load generator the cores first when both want them, as it would have them to
+# itself with the server on another machine.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: $0 AGENTS TPS STEADY_S OUT" >&2; exit 2; }
 n=$1 tps=$2 steady=$3 out=$4
@@ -59,7 +62,7 @@ tool_delay = "recorded"
 seed = 42
 max_trajectories_per_agent = 40
 TOML
-"$bin" sim --port "$port" --responder fill --tokenizer approx --slots $((n + 16)) \
+nice -n "${SIM_NICE:-0}" "$bin" sim --port "$port" --responder fill --tokenizer approx --slots $((n + 16)) \
   --decode-tps "$tps" --decode-batch-slowdown 0 --prefill-tps 100000000 \
   --prefill-chunk-tokens 100000000 --ctx-size 262144 > "$out/sim.log" 2>&1 &
 sim=$!
