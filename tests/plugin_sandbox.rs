@@ -169,6 +169,25 @@ async fn a_turn_keeping_messages_it_never_had_is_refused_naming_the_plugin() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_id_that_would_inject_a_header_is_refused_before_any_request() {
+    let (out, dir) = run_misbehaving("header-injection", "start").await;
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("plugin misbehave")
+            && t.contains("`configure` broke the contract")
+            && t.contains(r#"session id "s1\r\nX-Injected: 1" has a control character"#),
+        "{t}"
+    );
+    assert!(
+        !dir.path().join("out/turns.jsonl").exists()
+            || std::fs::read_to_string(dir.path().join("out/turns.jsonl"))
+                .unwrap()
+                .is_empty()
+    );
+}
+
 /// The peak RSS (KiB) and output of `agentload ARGS` in `cwd`, measured
 /// for that one child with `wait4`.
 fn peak_rss(args: &[&str], cwd: &std::path::Path) -> (i64, bool, String) {

@@ -22,9 +22,9 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
+    HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
 };
-use hyper::{Request, Response};
+use hyper::{Method, Request, Response, Uri};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -242,7 +242,10 @@ pub struct ChatClient {
 
 struct Inner {
     pool: Pool,
-    chat_path: String,
+    /// The chat route, parsed once.
+    chat_uri: Uri,
+    /// The `Host` header, made once.
+    host: HeaderValue,
     authorization: Option<HeaderValue>,
     turn_timeout: Duration,
     max_response_bytes: u64,
@@ -271,9 +274,18 @@ impl ChatClient {
                 Ok::<_, ClientError>(v)
             })
             .transpose()?;
+        let invalid = |reason: &str| EndpointError {
+            url: opts.endpoint.clone(),
+            reason: reason.into(),
+        };
+        let chat_uri = Uri::try_from(endpoint.path("/v1/chat/completions"))
+            .map_err(|_| invalid("the chat route is not a valid request target"))?;
+        let host = HeaderValue::try_from(&endpoint.authority)
+            .map_err(|_| invalid("the host is not a valid header value"))?;
         Ok(Self {
             inner: Arc::new(Inner {
-                chat_path: endpoint.path("/v1/chat/completions"),
+                chat_uri,
+                host,
                 pool: Pool::new(endpoint, opts.max_connections, opts.timestamps),
                 authorization,
                 turn_timeout: opts.turn_timeout,
@@ -337,7 +349,10 @@ impl ChatClient {
         let inner = &*self.inner;
         let path = inner.pool.endpoint.path(route);
         let work = async {
-            let build = || self.request("GET", &path, None, &RequestBody::default(), false);
+            let uri = Uri::try_from(path.as_str()).map_err(|_| TurnError::Transport {
+                message: format!("GET {path}: not a valid request target"),
+            })?;
+            let build = || self.request(Method::GET, &uri, None, &RequestBody::default(), false);
             let mut t = Timeline::new();
             let (mut conn, mut resp) = self
                 .send_request(build, &mut t, false, 0, &mut None::<fn()>)
@@ -432,34 +447,43 @@ impl ChatClient {
         }
     }
 
+    /// A request to `uri`, its headers made from values made once (`Host`, the API key) or
+    /// static; only the session id is checked per request.
     fn request(
         &self,
-        method: &str,
-        path: &str,
+        method: Method,
+        uri: &Uri,
         session_id: Option<&str>,
         body: &RequestBody,
         stream: bool,
     ) -> Request<Frames> {
+        const USER_AGENT_VALUE: HeaderValue =
+            HeaderValue::from_static(concat!("agentload/", env!("CARGO_PKG_VERSION")));
+        const SESSION_ID: HeaderName = HeaderName::from_static("x-session-id");
         let inner = &*self.inner;
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, &inner.pool.endpoint.authority)
-            .header(USER_AGENT, concat!("agentload/", env!("CARGO_PKG_VERSION")));
-        if method == "POST" {
-            req = req.header(CONTENT_TYPE, "application/json");
+        let post = method == Method::POST;
+        let mut req = Request::new(body.frames());
+        *req.method_mut() = method;
+        *req.uri_mut() = uri.clone();
+        let headers = req.headers_mut();
+        headers.reserve(6);
+        headers.insert(HOST, inner.host.clone());
+        headers.insert(USER_AGENT, USER_AGENT_VALUE);
+        if post {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         if stream {
-            req = req.header(ACCEPT, "text/event-stream");
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         }
-        if let Some(id) = session_id {
-            req = req.header("X-Session-ID", id);
+        // A workload's session ids are checked when it is configured (no control
+        // characters): every one is a header value.
+        if let Some(value) = session_id.and_then(|id| HeaderValue::from_bytes(id.as_bytes()).ok()) {
+            headers.insert(SESSION_ID, value);
         }
         if let Some(auth) = &inner.authorization {
-            req = req.header(AUTHORIZATION, auth.clone());
+            headers.insert(AUTHORIZATION, auth.clone());
         }
-        req.body(body.frames())
-            .expect("the request's parts were checked when the client was made")
+        req
     }
 
     /// Sends the request `build` makes on a pooled connection. A reused connection that turns
@@ -516,7 +540,15 @@ impl ChatClient {
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
         let body_len = body.len();
-        let build = || self.request("POST", &inner.chat_path, Some(session_id), &body, stream);
+        let build = || {
+            self.request(
+                Method::POST,
+                &inner.chat_uri,
+                Some(session_id),
+                &body,
+                stream,
+            )
+        };
         let (mut conn, mut resp) = self
             .send_request(build, t, stream, body_len, &mut once_sent)
             .await

@@ -36,6 +36,11 @@ impl Sandboxed {
         }
     }
 
+    /// The plugin's name, as errors give it.
+    pub(crate) fn plugin(&self) -> &str {
+        &self.plugin
+    }
+
     /// Renames the plugin in error messages (once `describe` told its name).
     pub(crate) fn set_name(&mut self, name: &str) {
         self.plugin = name.to_string();

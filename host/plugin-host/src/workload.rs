@@ -230,6 +230,17 @@ impl WorkloadPlugin {
         let plans = sandbox.finish_result("configure", plans).and_then(|plans| {
             let bytes = plans.iter().map(|p| p.id.len() + 4).sum();
             sandbox.check_output("configure", "session plans", bytes, "request_mib", max)?;
+            if let Some(bad) = plans.iter().find(|p| !sendable_id(&p.id)) {
+                return Err(PluginFailure::Contract {
+                    plugin: sandbox.plugin().to_owned(),
+                    call: "configure",
+                    why: format!(
+                        "session id {:?} has a control character: it cannot be sent as the \
+                         X-Session-ID header",
+                        bad.id
+                    ),
+                });
+            }
             Ok(plans)
         });
         let plans = self.after(plans)?;
@@ -362,6 +373,25 @@ impl WorkloadPlugin {
                 sandbox.finish_result("configure", plans)?;
             }
             Ok((sandbox, bindings))
+        }
+    }
+}
+
+/// Whether `id` can be an HTTP header value (`X-Session-ID`): no control
+/// characters but tab.
+fn sendable_id(id: &str) -> bool {
+    !id.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn session_ids_with_control_characters_are_not_sendable() {
+        for ok in ["s1", "conv/42 __repeat_2", "émoji 🎉", "a\tb", ""] {
+            assert!(super::sendable_id(ok), "{ok:?}");
+        }
+        for bad in ["s1\n", "a\rb", "\0", "x\u{7f}"] {
+            assert!(!super::sendable_id(bad), "{bad:?}");
         }
     }
 }

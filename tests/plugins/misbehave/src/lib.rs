@@ -2,11 +2,12 @@
 //! so the host's sandbox and limits can be tested against a real component.
 //!
 //! Settings: `{"behaviour": "ok" | "spin" | "alloc" | "open-file" | "connect" | "env" | "panic" |
-//! "error" | "log-flood" | "huge-request" | "over-keep", "when": "configure" | "start"}`. The misbehaviour happens
+//! "error" | "log-flood" | "huge-request" | "over-keep" | "header-injection", "when": "configure" |
+//! "start"}`. The misbehaviour happens
 //! in the named call (default `start`); `ok` replays one session of two echo turns. `log-flood`
 //! writes 200,000 log lines of 1 KiB and then carries on; `huge-request` returns a turn request
 //! of 20 MiB; `over-keep` returns a first turn that keeps a message of a previous request it
-//! never had.
+//! never had; `header-injection` plans a session whose id carries a line break and a header.
 
 wit_bindgen::generate!({
     path: "../../../wit/agentload-plugin@0.2.0",
@@ -70,7 +71,7 @@ fn misbehave(behaviour: &str) -> Result<(), PluginError> {
             Ok(())
         }
         // The request itself is built in `start_session`.
-        "huge-request" | "over-keep" => Ok(()),
+        "huge-request" | "over-keep" | "header-injection" => Ok(()),
         other => Err(PluginError::InvalidConfig(format!(
             "unknown behaviour {other}"
         ))),
@@ -133,8 +134,13 @@ impl Guest for Misbehave {
         if when == "configure" {
             misbehave(&behaviour)?;
         }
+        let first = if behaviour == "header-injection" {
+            "s1\r\nX-Injected: 1"
+        } else {
+            "s1"
+        };
         SETTINGS.with(|s| *s.borrow_mut() = (behaviour, when));
-        Ok(["s1", "s2"]
+        Ok([first, "s2"]
             .iter()
             .map(|id| SessionPlan {
                 id: id.to_string(),
