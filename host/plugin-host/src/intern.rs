@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// The messages alive in the process, by a hash of their JSON.
 #[derive(Debug, Default)]
-pub struct Interner {
+pub(crate) struct Interner {
     inner: Mutex<Table>,
 }
 
@@ -30,7 +30,7 @@ const MIN_SWEEP: usize = 1024;
 
 impl Interner {
     /// The live message written as `message` is, or a new one.
-    pub fn intern(&self, message: &ChatMessage) -> Arc<Message> {
+    pub(crate) fn intern(&self, message: &ChatMessage) -> Arc<Message> {
         let fresh = Message::new(message);
         let hash = sampled_hash(fresh.json());
         let mut table = self.inner.lock().expect("interner lock");
@@ -49,7 +49,8 @@ impl Interner {
     }
 
     /// How many distinct messages are alive.
-    pub fn live(&self) -> usize {
+    #[cfg(test)]
+    fn live(&self) -> usize {
         let table = self.inner.lock().expect("interner lock");
         table
             .by_hash

@@ -26,7 +26,6 @@ pub use bindings::types;
 pub use bindings::{Gate, GateMetric, Report, ScoredItem, SessionPlan, Verdict};
 pub use blocking::block_on;
 pub use compiler::{read_component, LoadedComponent, PluginEngine};
-pub use intern::Interner;
 pub use message::Message;
 pub use request::TurnRequest;
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};

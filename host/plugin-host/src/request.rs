@@ -2,7 +2,7 @@
 //! from what each turn carries across the boundary (`keep` messages of the
 //! previous request, then the new ones). Messages are written once and
 //! shared (`Arc`) between a session's requests and, through the
-//! [`Interner`], between sessions: a turn costs what it adds, not its
+//! interner (`intern.rs`), between sessions: a turn costs what it adds, not its
 //! history.
 
 use super::intern::Interner;
@@ -106,7 +106,7 @@ pub(crate) fn wire_bytes(r: &types::TurnRequest) -> usize {
 ///
 /// # Errors
 /// When the turn keeps more messages than `previous` had.
-pub fn assemble(
+pub(crate) fn assemble(
     previous: Option<&TurnRequest>,
     wire: types::TurnRequest,
     interner: &Interner,
