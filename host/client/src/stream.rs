@@ -352,7 +352,8 @@ impl ChatClient {
             let uri = Uri::try_from(path.as_str()).map_err(|_| TurnError::Transport {
                 message: format!("GET {path}: not a valid request target"),
             })?;
-            let build = || self.request(Method::GET, &uri, None, &RequestBody::default(), false);
+            let empty = RequestBody::default().frames();
+            let build = || self.request(Method::GET, &uri, None, &empty, false);
             let mut t = Timeline::new();
             let (mut conn, mut resp) = self
                 .send_request(build, &mut t, false, 0, &mut None::<fn()>)
@@ -420,13 +421,22 @@ impl ChatClient {
             }
         };
         let _in_flight = InFlight::new();
+        // Joined before the stamp: the stamp is the write, not the copy.
+        let frames = bytes.frames();
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
         agentload_wire::clock::mark_first_request(timeline.issued);
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(bytes.clone(), session_id, stream, &mut timeline, once_sent),
+            self.exchange(
+                frames,
+                bytes.len(),
+                session_id,
+                stream,
+                &mut timeline,
+                once_sent,
+            ),
         )
         .await;
         let result = match outcome {
@@ -454,7 +464,7 @@ impl ChatClient {
         method: Method,
         uri: &Uri,
         session_id: Option<&str>,
-        body: &RequestBody,
+        body: &Frames,
         stream: bool,
     ) -> Request<Frames> {
         const USER_AGENT_VALUE: HeaderValue =
@@ -462,7 +472,7 @@ impl ChatClient {
         const SESSION_ID: HeaderName = HeaderName::from_static("x-session-id");
         let inner = &*self.inner;
         let post = method == Method::POST;
-        let mut req = Request::new(body.frames());
+        let mut req = Request::new(body.clone());
         *req.method_mut() = method;
         *req.uri_mut() = uri.clone();
         let headers = req.headers_mut();
@@ -532,14 +542,14 @@ impl ChatClient {
 
     async fn exchange(
         &self,
-        body: RequestBody,
+        body: Frames,
+        body_len: usize,
         session_id: &str,
         stream: bool,
         t: &mut Timeline,
         mut once_sent: Option<impl FnOnce()>,
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
-        let body_len = body.len();
         let build = || {
             self.request(
                 Method::POST,
@@ -555,6 +565,8 @@ impl ChatClient {
             .inspect_err(|_| {
                 t.complete = Instant::now();
             })?;
+        // The request is out: its joined frames go (the session keeps the shared parts).
+        drop(body);
         // The answer's head came before the work could be done: the request is out.
         if let Some(work) = once_sent.take() {
             work();
