@@ -8,13 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The host's crates, bottom first: a crate may depend (outside its tests)
 /// only on crates before it.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
     "agentload-wire",
     "agentload-console",
     "agentload-client",
     "agentload-tokenizer",
     "agentload-sim",
     "agentload-config",
+    "agentload-telemetry",
     "agentload-plugin-host",
     "agentload-results",
     "agentload-engine",
@@ -23,7 +24,7 @@ const LAYERS: [&str; 11] = [
 ];
 
 /// Crates that need no unsafe code and must say so at their root.
-const NO_UNSAFE: [&str; 4] = ["console", "config", "results", "report"];
+const NO_UNSAFE: [&str; 5] = ["console", "config", "telemetry", "results", "report"];
 
 /// Each workspace crate's normal (not dev, not build) dependencies.
 fn normal_deps() -> BTreeMap<String, BTreeSet<String>> {

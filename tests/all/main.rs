@@ -30,5 +30,6 @@ mod resume;
 mod run_dir;
 mod sealing;
 mod sweep;
+mod telemetry;
 mod wire_timing;
 mod wit_versions;

@@ -18,13 +18,14 @@ use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
     missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
-    Stop, StopReason, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
+    Stop, StopReason, TurnFacts, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
 };
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
     block_on, Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
 };
 use agentload_results::{run_dir, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+use agentload_telemetry::{PowerSource, Telemetry, TelemetrySummary};
 use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
@@ -143,6 +144,8 @@ struct Context<'a> {
     segment: u32,
     /// The client the endpoint check ran on, for the first phase.
     checked: Mutex<Option<ChatClient>>,
+    /// Server and accelerator telemetry, sampled during each phase.
+    telemetry: Option<Telemetry>,
 }
 
 /// A phase's turns as the engine left them.
@@ -156,6 +159,8 @@ struct Executed {
     phase: PhaseConfig,
     /// What the harness spent outside the turns.
     harness: agentload_results::Harness,
+    /// The phase's telemetry (this process's part of it).
+    telemetry: Option<TelemetrySummary>,
 }
 
 impl Context<'_> {
@@ -214,6 +219,9 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if submission {
         agentload_config::rules::require(&compliance)?;
     }
+    // Telemetry opens before anything is sent: a configured NVML source on
+    // a machine without the driver library stops the run here.
+    let telemetry = open_telemetry(&config)?;
     if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
             "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
@@ -350,6 +358,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         state: Mutex::new(state),
         segment,
         checked: Mutex::new(checked),
+        telemetry,
     };
     let mut text = String::new();
     if !sealed {
@@ -665,12 +674,28 @@ async fn execute(
         Console::new(name, Some(u64::from(expected)), cx.overrides.quiet),
     )?;
     let instances = config.plugins.workload_instances.unwrap_or(1);
+    let workload = Instances::pool(prepared.workload, instances).await?;
+    // The turns' clock and the telemetry's: its first samples are taken
+    // before the first request.
+    let origin = Instant::now();
+    let sampling = match &cx.telemetry {
+        Some(t) => {
+            let file = log_path.with_file_name("telemetry.jsonl");
+            let shown = file
+                .strip_prefix(&cx.out)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            Some(t.start(origin, &file, &shown, cx.segment).await?)
+        }
+        None => None,
+    };
     let engine = Arc::new(Engine {
-        workload: Instances::pool(prepared.workload, instances).await?,
+        workload,
         sender: TurnSender {
             client,
             body,
-            origin: Instant::now(),
+            origin,
             segment: cx.segment,
         },
         recorder,
@@ -684,6 +709,21 @@ async fn execute(
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
     let interrupted = engine.recorder.interrupted();
     let (records, counting) = engine.recorder.finish_with_stats()?;
+    let telemetry = match sampling {
+        Some(s) => {
+            let mine: Vec<&TurnRecord> =
+                records.iter().filter(|r| r.segment == cx.segment).collect();
+            let window = span_ns(&mine);
+            let facts: Vec<TurnFacts> = mine.iter().map(|r| TurnFacts::of(r, 0)).collect();
+            let mut summary = s.finish(window).await;
+            summary.account(crate::sweep::phase_tokens(&facts));
+            if !cx.overrides.quiet {
+                agentload_console::line(&format!("{name} {}", summary.line()));
+            }
+            Some(summary)
+        }
+        None => None,
+    };
     let outcomes = ran.with_context(|| {
         format!(
             "the run stopped: a result could not be written (everything measured before is in {})",
@@ -716,7 +756,32 @@ async fn execute(
             connection_setup: setup,
             token_counting: counting,
         },
+        telemetry,
     })
+}
+
+/// The run's telemetry: `[telemetry]` and the sweep's power command or file.
+fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
+    let power = config.sweep.as_ref().and_then(|s| {
+        let n = &s.normalize;
+        let source = match (&n.power_command, &n.power_file) {
+            (Some(cmd), _) => PowerSource::Command(cmd.clone()),
+            (None, Some(file)) => PowerSource::File(file.clone()),
+            (None, None) => return None,
+        };
+        Some((
+            source,
+            Duration::from_secs_f64(n.power_interval_s.unwrap_or(1.0).max(0.05)),
+        ))
+    });
+    Ok(Telemetry::open(config.telemetry.as_ref(), power)?)
+}
+
+/// First issue to last completion of `records` (ns on their clock).
+fn span_ns(records: &[&TurnRecord]) -> Option<(u64, u64)> {
+    let start = records.iter().filter_map(|r| r.issued_ns).min()?;
+    let end = records.iter().filter_map(|r| r.complete_ns).max()?;
+    Some((start, end))
 }
 
 /// The time the phase's records span, summed over the processes that sent
@@ -771,6 +836,7 @@ async fn run_performance(
     summary.agentload.harness = ex.harness;
     summary.agentload.n_samples_interrupted = ex.interrupted;
     summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
+    summary.agentload.telemetry = ex.telemetry;
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;
@@ -827,6 +893,7 @@ async fn run_sweep(
         out: cx.out.clone(),
         quiet: cx.overrides.quiet,
         stop: &cx.stop,
+        telemetry: cx.telemetry.as_ref(),
     })
     .await?;
     let _ = writeln!(
@@ -877,6 +944,9 @@ async fn run_accuracy(
     let scorer_files = prepared.scorer_files.clone();
     let ex = execute(cx, "accuracy", prepared, 1, &dir.join("turns.jsonl")).await?;
     agentload_results::write_json(&dir.join("sessions.json"), &ex.sessions)?;
+    if let Some(telemetry) = &ex.telemetry {
+        agentload_results::write_json(&dir.join("telemetry_summary.json"), telemetry)?;
+    }
     let issued = ex.records.iter().filter(|r| r.issued_ns.is_some()).count() as u64;
     let completed = ex
         .records

@@ -16,6 +16,7 @@ pub mod plugin_path;
 pub mod rules;
 pub mod seal;
 mod sweep;
+mod telemetry;
 
 pub use limits::Limits;
 pub use paths::cache_dir;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use sweep::{DelayDistribution, Normalize, SloTier, SweepConfig, ToolDelayMode};
+pub use telemetry::{NvmlConfig, ScrapeTarget, TelemetryConfig};
 
 /// A whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +64,9 @@ pub struct RunConfig {
     pub accuracy: Option<PhaseConfig>,
     /// Run the performance phase as a concurrency sweep instead of one pass.
     pub sweep: Option<SweepConfig>,
+    /// Server and accelerator telemetry sampled during every phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetryConfig>,
 }
 
 /// Development or submission run.
@@ -401,6 +406,15 @@ impl RunConfig {
             if self.performance.is_none() {
                 return Err(invalid("sweep", "needs a [performance] phase to sweep"));
             }
+        }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry
+                .check()
+                .map_err(|(key, message)| ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    key,
+                    message,
+                })?;
         }
         if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
             return Err(invalid(

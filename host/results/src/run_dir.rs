@@ -110,10 +110,19 @@ pub fn owned(rel: &Path) -> bool {
         [name] => top_level(name),
         ["performance", name] => performance(name),
         ["accuracy", name] => {
-            journal(name) || *name == "samples.jsonl" || *name == "accuracy_results.json"
+            journal(name)
+                || matches!(
+                    *name,
+                    "samples.jsonl"
+                        | "accuracy_results.json"
+                        | "telemetry.jsonl"
+                        | "telemetry_summary.json"
+                )
         }
         ["sweep", name] => matches!(*name, "summary.json" | "pareto.json"),
-        ["sweep", _level, name] => journal(name) || *name == "summary.json",
+        ["sweep", _level, name] => {
+            journal(name) || matches!(*name, "summary.json" | "telemetry.jsonl")
+        }
         ["export", name] => name.ends_with(".csv"),
         // `rescore` writes RUN_DIR/rescore/<scorer>@<version>/ (its own result files).
         ["rescore", _out, rest @ ..] => !rest.is_empty() && rescore(rest),
@@ -153,6 +162,7 @@ fn top_level(name: &str) -> bool {
                 | "report.txt"
                 | "report.html"
                 | "scores.json"
+                | "telemetry.jsonl"
         )
 }
 
@@ -299,8 +309,12 @@ mod tests {
             "performance/result_summary.json",
             "accuracy/turns.jsonl",
             "accuracy/accuracy_results.json",
+            "telemetry.jsonl",
+            "accuracy/telemetry.jsonl",
+            "accuracy/telemetry_summary.json",
             "sweep/summary.json",
             "sweep/c8/turns.jsonl",
+            "sweep/c8/telemetry.jsonl",
             "export/turns.csv",
             "rescore/bfcl-ast@0.2.0/scores.json",
         ] {

@@ -151,6 +151,10 @@ pub struct Extras {
     /// in order, when there were more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<String>,
+    /// Server and accelerator telemetry over the phase (`[telemetry]`);
+    /// a resumed run's is this process's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<agentload_telemetry::TelemetrySummary>,
     pub manifest: RunManifest,
 }
 
@@ -448,6 +452,7 @@ pub fn summarize(
                 .count() as u64,
             n_samples_interrupted: 0,
             endpoints: Vec::new(),
+            telemetry: None,
             manifest,
         },
     }

@@ -104,6 +104,7 @@ mod cache;
 mod config;
 mod error;
 mod fault;
+mod metrics;
 
 mod prompt;
 mod responder;

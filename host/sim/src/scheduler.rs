@@ -22,6 +22,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::answer::{Answer, Span, Transcript};
 use crate::api_error::ApiError;
 use crate::cache::{common_prefix_len, PrefixCache};
+use crate::metrics::ServerMetrics;
 use crate::stream::{sse_event, ChunkMeta, Closing, Out, SimStamps, Usage};
 use crate::timing::{reusable_tokens, whole_pieces_within, Generation, TimingModel, Timings};
 use crate::tokens::TokenCounter;
@@ -158,9 +159,10 @@ pub(crate) fn spawn(
     config: &SimConfig,
     counter: Arc<dyn TokenCounter>,
     served: Arc<AtomicU64>,
+    metrics: Arc<ServerMetrics>,
 ) -> SchedulerHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    let scheduler = Scheduler::new(config, counter, served);
+    let scheduler = Scheduler::new(config, counter, served, metrics);
     tokio::spawn(scheduler.run(rx));
     SchedulerHandle { tx }
 }
@@ -172,6 +174,8 @@ struct Scheduler {
     prefill_chunk: u32,
     counter: Arc<dyn TokenCounter>,
     served: Arc<AtomicU64>,
+    /// `GET /metrics`'s counters and gauges.
+    metrics: Arc<ServerMetrics>,
     /// The sequence in each slot.
     slots: Vec<Option<Seq>>,
     free: Vec<usize>,
@@ -188,7 +192,12 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    fn new(config: &SimConfig, counter: Arc<dyn TokenCounter>, served: Arc<AtomicU64>) -> Self {
+    fn new(
+        config: &SimConfig,
+        counter: Arc<dyn TokenCounter>,
+        served: Arc<AtomicU64>,
+        metrics: Arc<ServerMetrics>,
+    ) -> Self {
         let n = config.slots as usize;
         let memory = if config.cache_tokens == 0 {
             Memory::PerSlot {
@@ -206,6 +215,7 @@ impl Scheduler {
             prefill_chunk: config.prefill_chunk_tokens,
             counter,
             served,
+            metrics,
             slots: (0..n).map(|_| None).collect(),
             // Popped from the end: slot 0 first.
             free: (0..n).rev().collect(),
@@ -284,13 +294,14 @@ impl Scheduler {
     fn arrive(&mut self, request: Request) {
         if self.free.is_empty() || !self.waiting.is_empty() {
             self.waiting.push_back(request);
-            return;
+        } else {
+            let now = self.now();
+            self.admit(request, now);
+            if self.iteration.is_none() {
+                self.plan(now);
+            }
         }
-        let now = self.now();
-        self.admit(request, now);
-        if self.iteration.is_none() {
-            self.plan(now);
-        }
+        self.report_queue();
     }
 
     /// Completes the iteration ending at `t` (if any) and plans the next one from `t`.
@@ -300,6 +311,12 @@ impl Scheduler {
         }
         self.admit_waiting(t);
         self.plan(t);
+        self.report_queue();
+    }
+
+    fn report_queue(&self) {
+        self.metrics
+            .queue(self.slots.len() - self.free.len(), self.waiting.len());
     }
 
     /// Takes a free slot for `request` at time `t`; answers errors at once.
@@ -594,6 +611,11 @@ impl Scheduler {
             cached_tokens: seq.n_cached,
             completion_tokens: gen.decoded,
         };
+        self.metrics.finished(
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.completion_tokens,
+        );
         self.served.fetch_add(1, Ordering::SeqCst);
         match seq.req.reply {
             Reply::Stream {

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use crate::api_error::ApiError;
 use crate::body::SimBody;
 use crate::fault::{self, FaultKind, Injection};
+use crate::metrics::ServerMetrics;
 use crate::prompt::ChatRequest;
 use crate::responder::{self, Responder};
 use crate::rng::SplitMix64;
@@ -47,6 +48,8 @@ struct State {
     requests: AtomicU64,
     id_seed: u64,
     counters: Arc<Counters>,
+    /// `GET /metrics` (llama.cpp's page).
+    metrics: Arc<ServerMetrics>,
     /// Injected faults by 1-based chat-completions request number.
     faults: HashMap<u64, FaultKind>,
     /// Ends stalls when the server stops.
@@ -114,9 +117,9 @@ impl SimHandle {
 /// binds, and serves until [`SimHandle::shutdown`].
 ///
 /// Endpoints: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models` (also
-/// `/models`), `GET /health`, `GET /agentload/stats` (`{"connections_accepted",
-/// "chat_requests_received", "chat_request_bytes", "requests_served"}`); anything else is a 404
-/// with a JSON error.
+/// `/models`), `GET /health`, `GET /metrics` (llama.cpp's Prometheus page), `GET
+/// /agentload/stats` (`{"connections_accepted", "chat_requests_received",
+/// "chat_request_bytes", "requests_served"}`); anything else is a 404 with a JSON error.
 pub async fn start(
     config: SimConfig,
     counter: Arc<dyn TokenCounter>,
@@ -130,6 +133,7 @@ pub async fn start(
         .map_err(|source| SimError::Bind { addr, source })?;
     let served = Arc::new(AtomicU64::new(0));
     let counters = Arc::new(Counters::default());
+    let metrics = Arc::new(ServerMetrics::default());
     let (stop, stopped) = watch::channel(false);
     let id_seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -137,7 +141,13 @@ pub async fn start(
     let state = Arc::new(State {
         model: config.model.clone(),
         ctx_size: config.ctx_size,
-        scheduler: scheduler::spawn(&config, Arc::clone(&counter), Arc::clone(&served)),
+        scheduler: scheduler::spawn(
+            &config,
+            Arc::clone(&counter),
+            Arc::clone(&served),
+            Arc::clone(&metrics),
+        ),
+        metrics,
         counter,
         responder,
         served: Arc::clone(&served),
@@ -286,6 +296,14 @@ async fn route(
             }),
         ),
         (&Method::GET, "/health") => json_response(200, &json!({ "status": "ok" })),
+        (&Method::GET, "/metrics") => {
+            let mut response = Response::new(SimBody::full(state.metrics.page()));
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            response
+        }
         (&Method::GET, "/agentload/stats") => json_response(
             200,
             &json!({

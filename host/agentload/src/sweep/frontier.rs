@@ -3,6 +3,7 @@
 //! accelerator / MW / rental dollar, and the most agents meeting each SLO.
 
 use agentload_config::{Normalize, SloTier};
+use agentload_telemetry::PowerSummary;
 use serde::{Deserialize, Serialize};
 
 /// One (configuration, concurrency) point.
@@ -45,9 +46,13 @@ pub struct Normalized {
     pub tokens_per_dollar: Option<f64>,
 }
 
-/// `total_tps` normalized; `power_w` is the phase's mean sampled power.
-pub fn normalize(total_tps: f64, power_w: Option<f64>, n: &Normalize) -> Normalized {
-    let acc = n.accelerators.map(f64::from);
+/// `total_tps` normalized by `power`'s mean over the steady-state window
+/// (else over the phase); the accelerators are `n.accelerators`, else the
+/// GPUs the power source read.
+pub fn normalize(total_tps: f64, power: Option<&PowerSummary>, n: &Normalize) -> Normalized {
+    let power_w = power.and_then(|p| p.window_mean_w.or(p.mean_w));
+    let measured = power.map(|p| p.gpus.len()).filter(|g| *g > 0);
+    let acc = n.accelerators.map(f64::from).or(measured.map(|g| g as f64));
     Normalized {
         tps_per_accelerator: acc.map(|a| total_tps / a),
         tps_per_mw: power_w.filter(|w| *w > 0.0).map(|w| total_tps / (w / 1e6)),
@@ -126,10 +131,32 @@ mod tests {
             price_per_accelerator_hour: Some(2.0),
             ..Normalize::default()
         };
-        let r = normalize(1600.0, Some(4000.0), &n);
+        // The power over the steady-state window, not over the phase.
+        let power = PowerSummary {
+            mean_w: Some(3000.0),
+            window_mean_w: Some(4000.0),
+            ..PowerSummary::default()
+        };
+        let r = normalize(1600.0, Some(&power), &n);
         assert_eq!(r.tps_per_accelerator, Some(200.0));
         assert_eq!(r.tps_per_mw, Some(400_000.0));
         assert_eq!(r.tokens_per_dollar, Some(360_000.0));
+        // Without a configured count, the GPUs the power source read.
+        let read = PowerSummary {
+            mean_w: Some(2000.0),
+            gpus: (0..4)
+                .map(|index| agentload_telemetry::summary::GpuPower {
+                    index,
+                    mean_w: Some(500.0),
+                    max_w: None,
+                    energy_j: None,
+                })
+                .collect(),
+            ..PowerSummary::default()
+        };
+        let r = normalize(1600.0, Some(&read), &Normalize::default());
+        assert_eq!(r.tps_per_accelerator, Some(400.0));
+        assert_eq!(r.tps_per_mw, Some(800_000.0));
         assert_eq!(
             normalize(1.0, None, &Normalize::default()),
             Normalized::default()

@@ -15,7 +15,6 @@ pub mod agents;
 pub mod delays;
 pub mod frontier;
 pub mod metrics;
-pub mod power;
 pub mod salt;
 
 pub use agentload_config::SweepConfig;
@@ -26,10 +25,10 @@ use agentload_engine::tokens::LocalCounter;
 use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
+use agentload_telemetry::{PhaseTokens, Telemetry, TelemetrySummary};
 use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
 use metrics::PhaseMetrics;
-use power::PowerSummary;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,7 +51,11 @@ pub struct PhaseSummary {
     pub trajectories_failed: u32,
     #[serde(flatten)]
     pub metrics: PhaseMetrics,
-    pub power: PowerSummary,
+    /// Server and accelerator telemetry (`[telemetry]`, the power command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySummary>,
+    /// Throughput per accelerator, per MW of measured power (over the
+    /// steady-state window) and per rental dollar.
     pub normalized: Normalized,
     /// The harness's own CPU time in the phase, and per request.
     pub harness_cpu_s: Option<f64>,
@@ -89,6 +92,8 @@ pub struct SweepInput<'a> {
     pub quiet: bool,
     /// The run's stop: a signal ends the phase in progress.
     pub stop: &'a Stop,
+    /// The run's telemetry, sampled during each phase.
+    pub telemetry: Option<&'a Telemetry>,
 }
 
 /// Runs every level and writes the sweep's result files.
@@ -103,6 +108,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         out,
         quiet,
         stop,
+        telemetry,
     } = input;
     let dir = out.join("sweep");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -153,9 +159,20 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 config.endpoint.url
             ));
         }
-        let sampler = power::start(&sweep.normalize);
-        let cpu_before = cpu_seconds();
         let started = Instant::now();
+        let sampling = match telemetry {
+            Some(t) => Some(
+                t.start(
+                    started,
+                    &dir.join(&folder).join("telemetry.jsonl"),
+                    "telemetry.jsonl",
+                    0,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let cpu_before = cpu_seconds();
         let run = agents::run(
             sweep,
             agents::PhaseInput {
@@ -176,11 +193,19 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         .await?;
         let wall_s = started.elapsed().as_secs_f64();
         let cpu = cpu_before.zip(cpu_seconds()).map(|(a, b)| b - a);
-        let power = sampler.finish();
         let measured = metrics::measure(&run, sweep.warmup_s);
+        let telemetry = match sampling {
+            Some(s) => {
+                let window = measured.window.as_ref().map(|w| (w.start_ns, w.end_ns));
+                let mut summary = s.finish(window).await;
+                summary.account(phase_tokens(&run.facts));
+                Some(summary)
+            }
+            None => None,
+        };
         let normalized = frontier::normalize(
             measured.throughput.total_tps,
-            power.mean_w,
+            telemetry.as_ref().and_then(|t| t.power.as_ref()),
             &sweep.normalize,
         );
         let requests = run.facts.len();
@@ -198,7 +223,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             trajectories_cut: run.trajectories_cut,
             trajectories_failed: run.trajectories_failed,
             metrics: measured,
-            power,
+            telemetry,
             normalized,
             harness_cpu_ms_per_request: cpu
                 .filter(|_| requests > 0)
@@ -208,6 +233,9 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         };
         if !quiet {
             agentload_console::line(&phase_line(&summary));
+            if let Some(t) = &summary.telemetry {
+                agentload_console::line(&format!("  c{level} {}", t.line()));
+            }
         }
         agentload_results::write_json(&dir.join(&folder).join("summary.json"), &summary)?;
         phases.push(summary);
@@ -238,6 +266,19 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         },
     )?;
     Ok(summary)
+}
+
+/// The turns' server `usage`, summed (for the telemetry summary).
+pub fn phase_tokens(facts: &[agentload_engine::TurnFacts]) -> PhaseTokens {
+    let mut tokens = PhaseTokens::default();
+    for f in facts {
+        if f.prompt_tokens.is_some() || f.completion_tokens.is_some() {
+            tokens.turns += 1;
+            tokens.prompt_tokens += f.prompt_tokens.unwrap_or(0);
+            tokens.completion_tokens += f.completion_tokens.unwrap_or(0);
+        }
+    }
+    tokens
 }
 
 /// The (throughput, P25 speed) point of every measured phase.

@@ -1,0 +1,249 @@
+//! Telemetry end to end: the real binary scrapes the embedded simulator's
+//! llama.cpp `/metrics` page (and a URL that refuses) during a run and a
+//! sweep; NVML configured on a machine without it stops the run first.
+
+use crate::common::*;
+use agentload_sim::{ResponderConfig, SimConfig};
+use serde_json::Value;
+
+fn fast() -> SimConfig {
+    SimConfig {
+        time_scale: 0.0005,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    }
+}
+
+/// A URL nothing listens on.
+fn refused() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}/metrics", listener.local_addr().unwrap())
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_scrapes_the_server_whose_counters_equal_the_turns_usage() {
+    let sim = start_sim(fast()).await;
+    let dir = scratch("telemetry-run");
+    let extra = format!(
+        "include_usage = true\n[load]\nconcurrency = 2\n[telemetry]\ninterval_s = 0.05\n\
+         [[telemetry.scrape]]\nurl = \"{}/metrics\"\nname = \"server\"\n\
+         [[telemetry.scrape]]\nurl = \"{}\"\nname = \"gone\"\n",
+        sim.url(),
+        refused()
+    );
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 3",
+        &extra,
+    );
+    let out = dir.path().join("out");
+    let console = run_ok(&config, &out, &[], dir.path()).await;
+    // The refusing source is on the console with its cause, and the run went on.
+    assert!(
+        console.contains("telemetry source gone failed") && console.contains("Connection refused"),
+        "{console}"
+    );
+    assert!(
+        console.contains("performance telemetry (telemetry.jsonl): server"),
+        "{console}"
+    );
+
+    let summary = json(&out.join("performance/result_summary.json"));
+    let t = &summary["agentload"]["telemetry"];
+    assert_eq!(t["file"], "telemetry.jsonl", "{t}");
+    let server = &t["sources"][0];
+    assert_eq!(server["name"], "server");
+    assert_eq!(server["families"], serde_json::json!(["llama.cpp"]));
+    assert_eq!(server["failed"], 0, "{server}");
+    let gone = &t["sources"][1];
+    assert!(gone["samples"].as_u64().unwrap() >= 2, "{gone}");
+    assert_eq!(gone["samples"], gone["failed"]);
+    assert!(gone["first_error"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("Connection refused"));
+
+    // The server's own counters over the phase equal the turns' usage.
+    let check = &t["usage_check"];
+    assert_eq!(check["source"], "server");
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    let sum = |key: &str| -> u64 {
+        turns
+            .iter()
+            .map(|r| {
+                r["usage"][key]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{key}: {r}"))
+            })
+            .sum()
+    };
+    assert_eq!(check["turns"].as_u64().unwrap(), turns.len() as u64);
+    assert_eq!(
+        check["usage_prompt_tokens"].as_u64().unwrap(),
+        sum("prompt_tokens")
+    );
+    assert_eq!(
+        check["usage_completion_tokens"].as_u64().unwrap(),
+        sum("completion_tokens")
+    );
+    assert!(sum("completion_tokens") > 0);
+    assert_eq!(
+        num(&check["server_prompt_tokens"]),
+        sum("prompt_tokens") as f64,
+        "{check}"
+    );
+    assert_eq!(
+        num(&check["server_completion_tokens"]),
+        sum("completion_tokens") as f64,
+        "{check}"
+    );
+    // Requests were seen in flight at some sample.
+    assert!(
+        num(&server["gauges"]["requests_running"]["max"]) >= 1.0,
+        "{server}"
+    );
+
+    // The samples line up with the turns on one clock: the first before
+    // the first request, the last after the last answer.
+    let samples = read_jsonl(&out.join("telemetry.jsonl"));
+    let of =
+        |name: &str| -> Vec<&Value> { samples.iter().filter(|s| s["source"] == name).collect() };
+    let mine = of("server");
+    assert_eq!(mine.len() as u64, server["samples"].as_u64().unwrap());
+    assert_eq!(of("gone").len() as u64, gone["samples"].as_u64().unwrap());
+    let t_ns = |s: &Value| s["t_ns"].as_u64().unwrap();
+    let first_issue = turns
+        .iter()
+        .map(|r| r["issued_ns"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let last_answer = turns
+        .iter()
+        .map(|r| r["complete_ns"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        t_ns(mine[0]) < first_issue,
+        "{} vs {first_issue}",
+        t_ns(mine[0])
+    );
+    assert!(t_ns(mine[mine.len() - 1]) > last_answer);
+    assert!(mine.windows(2).all(|w| t_ns(w[0]) <= t_ns(w[1])));
+    assert!(of("gone")
+        .iter()
+        .all(|s| s["error"].is_string() && s["fields"].is_null()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_phase_keeps_its_telemetry_and_normalizes_by_measured_power() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("telemetry-sweep");
+    let text = format!(
+        r#"name = "telemetry-sweep"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+include_usage = true
+[performance]
+workload = "coding-replay"
+[performance.data]
+trajectories = "agentic_coding_2.5h.jsonl"
+[sweep]
+levels = [2]
+min_trajectories = 3
+min_per_agent = 1
+steady_state_s = 0.3
+warmup_s = 0.1
+max_tokens = 64
+tool_delay = "none"
+max_trajectories_per_agent = 20
+[sweep.normalize]
+power_command = "echo 250; echo 250"
+power_interval_s = 0.05
+[telemetry]
+interval_s = 0.05
+[[telemetry.scrape]]
+url = "{url}/metrics"
+"#,
+        url = sim.url()
+    );
+    let config = dir.path().join("sweep.toml");
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phase = &summary["phases"][0];
+    let t = &phase["telemetry"];
+    assert_eq!(t["sources"][0]["name"], "scrape0", "{t}");
+    assert_eq!(t["sources"][1]["kind"], "power_command");
+    let power = &t["power"];
+    assert_eq!(power["source"], "power");
+    assert_eq!(num(&power["mean_w"]), 500.0);
+    assert_eq!(num(&power["window_mean_w"]), 500.0);
+    assert_eq!(power["energy_method"], "integrated");
+    assert!(num(&t["energy_per_output_token_j"]) > 0.0, "{t}");
+    let tps = num(&phase["throughput"]["total_tps"]);
+    assert!(
+        (num(&phase["normalized"]["tps_per_mw"]) - tps / 500e-6).abs() < 1e-6 * tps / 500e-6,
+        "{phase}"
+    );
+    let check = &t["usage_check"];
+    assert_eq!(
+        num(&check["server_completion_tokens"]),
+        num(&check["usage_completion_tokens"]),
+        "{check}"
+    );
+    let file = out.join("sweep/phase-00-c2/telemetry.jsonl");
+    assert_eq!(t["file"], "telemetry.jsonl");
+    assert!(read_jsonl(&file).len() >= 4);
+    // `--force` knows the file as agentload's.
+    run_ok(&config, &out, &["--force"], dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nvml_without_the_driver_stops_the_run_before_any_request() {
+    if agentload_telemetry::Nvml::open(None).is_ok() {
+        eprintln!("this machine has NVML: the refusal cannot be shown here");
+        return;
+    }
+    let sim = start_sim(fast()).await;
+    let dir = scratch("telemetry-nvml");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 1",
+        "[telemetry.nvml]\n",
+    );
+    let out = dir.path().join("out");
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let output = text(&run);
+    assert!(!run.status.success(), "{output}");
+    assert!(
+        output.contains("NVML is not available on this machine"),
+        "{output}"
+    );
+    assert!(output.contains("libnvidia-ml.so.1"), "{output}");
+    assert_eq!(sim.chat_requests_received(), 0);
+    assert!(!out.join("turns.jsonl").exists());
+}
