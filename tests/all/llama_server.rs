@@ -67,6 +67,11 @@ fn free_port() -> u16 {
 
 /// Starts llama-server with `--ctx-size ctx` (or reuses `AGENTLOAD_LLAMA_URL`).
 async fn server(ctx: u32) -> Server {
+    server_with(ctx, &[]).await
+}
+
+/// Starts llama-server with `--ctx-size ctx` and `args` (or reuses `AGENTLOAD_LLAMA_URL`).
+async fn server_with(ctx: u32, args: &[&str]) -> Server {
     if let Ok(url) = std::env::var("AGENTLOAD_LLAMA_URL") {
         return Server {
             url: url.trim_end_matches('/').to_string(),
@@ -92,6 +97,7 @@ async fn server(ctx: u32) -> Server {
     let out = tokio::process::Command::new("bash")
         .arg(script())
         .args(["start", &port.to_string(), "--ctx-size", &ctx.to_string()])
+        .args(args)
         .env("LLAMA_NO_BUILD", "1")
         .output()
         .await
@@ -261,7 +267,8 @@ async fn short_edge_run_streams_and_records_llama_timings() {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let server = server(2048).await;
+    // With `--metrics`: the run scrapes llama.cpp's counters (telemetry).
+    let server = server_with(2048, &["--metrics"]).await;
     let ctx = n_ctx(&server.url).await;
     assert!(
         ctx >= 1024,
@@ -283,6 +290,17 @@ async fn short_edge_run_streams_and_records_llama_timings() {
         "smoke.jsonl",
         "num_trajectories_to_issue = 2",
     );
+    // A server of our own serves nothing but this run: its counters must
+    // equal the turns' usage.
+    let scraped = server.port.is_some();
+    if scraped {
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "[telemetry]\ninterval_s = 0.2\n[[telemetry.scrape]]\nurl = \"{}/metrics\"\nname = \"llama\"\n",
+            server.url
+        ));
+        std::fs::write(&config, text).unwrap();
+    }
     let out = dir.path().join("out");
     let started = std::time::Instant::now();
     let run = agentload(
@@ -357,6 +375,39 @@ async fn short_edge_run_streams_and_records_llama_timings() {
         .map(|r| r["usage"]["completion_tokens"].as_u64().unwrap())
         .sum();
     assert!(osl_sum > 0);
+    if scraped {
+        // llama.cpp's own counters over the phase (prompt: processed plus
+        // reused from the cache) equal the sum of the turns' usage.
+        let isl_sum: u64 = records
+            .iter()
+            .map(|r| r["usage"]["prompt_tokens"].as_u64().unwrap())
+            .sum();
+        let telemetry = &summary["agentload"]["telemetry"];
+        let source = &telemetry["sources"][0];
+        assert_eq!(source["families"], json!(["llama.cpp"]), "{telemetry}");
+        assert_eq!(source["failed"], 0, "{telemetry}");
+        let check = &telemetry["usage_check"];
+        eprintln!("llama.cpp counters against usage: {check}");
+        assert_eq!(check["turns"], 4, "{check}");
+        assert_eq!(
+            check["usage_prompt_tokens"].as_u64(),
+            Some(isl_sum),
+            "{check}"
+        );
+        assert_eq!(
+            check["server_prompt_tokens"].as_f64(),
+            Some(isl_sum as f64),
+            "{check}"
+        );
+        assert_eq!(
+            check["server_completion_tokens"].as_f64(),
+            Some(osl_sum as f64),
+            "{check}"
+        );
+        let cached = &source["counters"]["prompt_tokens_cached_total"];
+        assert!(cached["increase"].as_f64().unwrap() > 0.0, "{source}");
+        assert!(out.join("telemetry.jsonl").exists());
+    }
     let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(
         report.contains("VALID") && !report.contains("INVALID"),
