@@ -208,6 +208,27 @@ url = "{url}/metrics"
     let file = out.join("sweep/phase-00-c2/telemetry.jsonl");
     assert_eq!(t["file"], "telemetry.jsonl");
     assert!(read_jsonl(&file).len() >= 4);
+    // The report draws the time lines in a real browser.
+    if let Some(chromium) = crate::common::browser::chromium() {
+        let shots =
+            std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+        let page =
+            crate::common::browser::load(&chromium, &out.join("report.html"), &shots, "telemetry");
+        page.assert_clean(&[
+            "telemetry-output",
+            "telemetry-prompt",
+            "telemetry-queue",
+            "telemetry-power",
+        ]);
+        assert!(
+            page.sections.iter().any(|s| s == "telemetry"),
+            "{:?}",
+            page.sections
+        );
+        for needle in ["Server telemetry", "Telemetry sources", "power_command"] {
+            assert!(page.text.contains(needle), "{needle} not on the page");
+        }
+    }
     // `--force` knows the file as agentload's.
     run_ok(&config, &out, &["--force"], dir.path()).await;
 }

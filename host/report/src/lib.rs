@@ -19,6 +19,7 @@ mod page;
 pub mod read;
 pub(crate) mod run_page;
 mod sweep;
+mod telemetry;
 
 use error::io;
 pub use error::{ReportError, Result};
@@ -62,6 +63,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         let mut sections = vec![run_page::header(r)];
         sections.extend(run_page::performance(r));
         sections.extend(sweep::section(r));
+        sections.extend(telemetry::section(r));
         sections.extend(run_page::accuracy(r));
         let kind = if r.sweep.is_some() { "sweep" } else { "run" };
         page::Page {

@@ -303,6 +303,61 @@ impl Sweep {
     }
 }
 
+/// One line of a phase's `telemetry.jsonl` (what the report draws).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TelemetrySample {
+    /// ns on the phase's clock (the turns' clock).
+    pub t_ns: u64,
+    pub source: String,
+    #[serde(default)]
+    pub fields: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A phase's telemetry: its samples and its summary.
+#[derive(Debug, Clone)]
+pub struct PhaseTelemetry {
+    /// `performance`, `accuracy`, or a sweep phase's `c<level>`.
+    pub phase: String,
+    /// The samples' file, relative to the run directory.
+    pub file: String,
+    pub samples: Vec<TelemetrySample>,
+    /// The phase summary's `telemetry` object.
+    pub summary: Option<Value>,
+}
+
+/// Reads a `telemetry.jsonl`; none when absent. A bad line is an error
+/// naming the file and the line.
+fn telemetry_file(
+    dir: &Path,
+    rel: &str,
+    phase: &str,
+    summary: Option<Value>,
+) -> Result<Option<PhaseTelemetry>, ReadError> {
+    let path = dir.join(rel);
+    let Some(t) = text(&path)? else {
+        return Ok(None);
+    };
+    let samples = t
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| ReadError::Parse {
+                path: path.clone(),
+                message: format!("line {}: {e}", i + 1),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Some(PhaseTelemetry {
+        phase: phase.to_owned(),
+        file: rel.to_owned(),
+        samples,
+        summary,
+    }))
+}
+
 /// Everything in one result directory that the readers use.
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -325,6 +380,8 @@ pub struct RunDir {
     pub accuracy_turns: Vec<Turn>,
     pub accuracy_sessions: Vec<Session>,
     pub sweep: Option<Sweep>,
+    /// Each phase's telemetry (`telemetry.jsonl`), in phase order.
+    pub telemetry: Vec<PhaseTelemetry>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
@@ -426,10 +483,43 @@ impl RunDir {
                 })
             })
             .transpose()?;
+        let summary: Option<Value> = json_file(&dir.join("performance/result_summary.json"))?;
+        let mut telemetry = Vec::new();
+        if let Some(t) = telemetry_file(
+            dir,
+            "telemetry.jsonl",
+            "performance",
+            summary
+                .as_ref()
+                .map(|s| s["agentload"]["telemetry"].clone()),
+        )? {
+            telemetry.push(t);
+        }
+        for p in sweep.iter().flat_map(Sweep::phases) {
+            let turns = p["turns"].as_str().unwrap_or_default();
+            let folder = turns.rsplit_once('/').map_or("", |(f, _)| f);
+            let label = format!("c{}", p["level"].as_u64().unwrap_or(0));
+            if let Some(t) = telemetry_file(
+                dir,
+                &format!("sweep/{folder}/telemetry.jsonl"),
+                &label,
+                Some(p["telemetry"].clone()),
+            )? {
+                telemetry.push(t);
+            }
+        }
+        if let Some(t) = telemetry_file(
+            dir,
+            "accuracy/telemetry.jsonl",
+            "accuracy",
+            json_file(&dir.join("accuracy/telemetry_summary.json"))?,
+        )? {
+            telemetry.push(t);
+        }
         let run = Self {
             path: dir.to_path_buf(),
             manifest: json_file(&dir.join("run_manifest.json"))?,
-            summary: json_file(&dir.join("performance/result_summary.json"))?,
+            summary,
             report_txt: text(&dir.join("report.txt"))?,
             turns: turns_file(&dir.join("turns.jsonl"))?,
             sessions: json_file(&dir.join("sessions.json"))?.unwrap_or_default(),
@@ -438,6 +528,7 @@ impl RunDir {
             accuracy_turns: turns_file(&dir.join("accuracy/turns.jsonl"))?,
             accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?.unwrap_or_default(),
             sweep,
+            telemetry,
             config,
             config_text,
         };
