@@ -774,7 +774,11 @@ fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
             Duration::from_secs_f64(n.power_interval_s.unwrap_or(1.0).max(0.05)),
         ))
     });
-    Ok(Telemetry::open(config.telemetry.as_ref(), power)?)
+    Ok(Telemetry::open(
+        config.telemetry.as_ref(),
+        &config.endpoint.url,
+        power,
+    )?)
 }
 
 /// First issue to last completion of `records` (ns on their clock).

@@ -35,7 +35,8 @@ impl Default for TelemetryConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScrapeTarget {
-    /// The page, e.g. `http://127.0.0.1:8080/metrics`.
+    /// The page, e.g. `http://gpu-node:9400/metrics`; a path alone
+    /// (`/metrics`) is on the endpoint's host and port.
     pub url: String,
     /// The source's name in the results (default: `scrape<i>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +61,19 @@ impl TelemetryConfig {
         !self.scrape.is_empty() || self.nvml.is_some()
     }
 
+    /// The URL of scrape target `i`: a path alone is on `endpoint` (the
+    /// endpoint's base URL).
+    pub fn scrape_url(&self, i: usize, endpoint: &str) -> String {
+        let url = self.scrape[i].url.trim();
+        match url.strip_prefix('/') {
+            Some(path) => match url::Url::parse(endpoint) {
+                Ok(base) => format!("{}/{path}", base.origin().ascii_serialization()),
+                Err(_) => url.to_owned(),
+            },
+            None => url.to_owned(),
+        }
+    }
+
     /// The name of scrape target `i`.
     pub fn scrape_name(&self, i: usize) -> String {
         self.scrape[i]
@@ -81,17 +95,29 @@ impl TelemetryConfig {
         }
         let mut names = std::collections::BTreeSet::new();
         for (i, target) in self.scrape.iter().enumerate() {
-            let url = url::Url::parse(target.url.trim()).map_err(|e| {
-                (
-                    format!("telemetry.scrape[{i}].url"),
-                    format!("`{}` is not a URL ({e})", target.url),
-                )
-            })?;
-            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                return bad(
-                    &format!("scrape[{i}].url"),
-                    &format!("`{}` must be an http or https URL with a host", target.url),
-                );
+            if target.url.starts_with('/') {
+                if target.url.starts_with("//") || target.url.contains(char::is_whitespace) {
+                    return bad(
+                        &format!("scrape[{i}].url"),
+                        &format!("`{}` is not a path on the endpoint", target.url),
+                    );
+                }
+            } else {
+                let url = url::Url::parse(target.url.trim()).map_err(|e| {
+                    (
+                        format!("telemetry.scrape[{i}].url"),
+                        format!(
+                            "`{}` is not a URL ({e}), nor a path on the endpoint (`/metrics`)",
+                            target.url
+                        ),
+                    )
+                })?;
+                if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                    return bad(
+                        &format!("scrape[{i}].url"),
+                        &format!("`{}` must be an http or https URL with a host", target.url),
+                    );
+                }
             }
             let name = self.scrape_name(i);
             let sendable = !name.is_empty()
@@ -159,6 +185,26 @@ mod tests {
         assert_eq!(t.scrape_name(0), "scrape0");
         assert_eq!(t.scrape_name(1), "dcgm");
         assert_eq!(t.timeout_s, 2.0);
+        assert_eq!(
+            t.scrape_url(1, "http://x:1"),
+            "http://gpu-node:9400/metrics"
+        );
+    }
+
+    #[test]
+    fn a_path_alone_is_on_the_endpoint() {
+        let t = parse("[[scrape]]\nurl = \"/metrics\"");
+        assert_eq!(t.check(), Ok(()));
+        assert_eq!(
+            t.scrape_url(0, "http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/metrics"
+        );
+        assert_eq!(
+            t.scrape_url(0, "https://api.example:443"),
+            "https://api.example/metrics"
+        );
+        let bad = parse("[[scrape]]\nurl = \"//host/metrics\"");
+        assert_eq!(bad.check().unwrap_err().0, "telemetry.scrape[0].url");
     }
 
     #[test]

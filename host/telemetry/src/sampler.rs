@@ -48,10 +48,12 @@ enum Source {
 
 impl Telemetry {
     /// The run's telemetry: `config`'s sources (NVML loaded now, so a
-    /// machine without it fails before any request) and the power command
-    /// or file; `None` when nothing is configured.
+    /// machine without it fails before any request; a scrape path alone on
+    /// `endpoint`) and the power command or file; `None` when nothing is
+    /// configured.
     pub fn open(
         config: Option<&TelemetryConfig>,
+        endpoint: &str,
         power: Option<(PowerSource, Duration)>,
     ) -> Result<Option<Self>, TelemetryError> {
         let gpus = match config.and_then(|c| c.nvml.as_ref()) {
@@ -60,12 +62,13 @@ impl Telemetry {
             }
             None => None,
         };
-        Self::with_sources(config, gpus, power)
+        Self::with_sources(config, endpoint, gpus, power)
     }
 
     /// As [`Telemetry::open`], with the GPUs given (a test double).
     pub fn with_sources(
         config: Option<&TelemetryConfig>,
+        endpoint: &str,
         gpus: Option<Arc<dyn Gpus>>,
         power: Option<(PowerSource, Duration)>,
     ) -> Result<Option<Self>, TelemetryError> {
@@ -77,7 +80,7 @@ impl Telemetry {
             .enumerate()
             .map(|(i, t)| Source::Scrape {
                 name: config.scrape_name(i),
-                url: t.url.trim().to_owned(),
+                url: config.scrape_url(i, endpoint),
                 capture: t.capture.clone(),
             })
             .collect();
@@ -620,7 +623,7 @@ mod tests {
         .await;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("telemetry.jsonl");
-        let t = Telemetry::with_sources(Some(&config(&[&url])), None, None)
+        let t = Telemetry::with_sources(Some(&config(&[&url])), "http://127.0.0.1:9", None, None)
             .unwrap()
             .unwrap();
         let origin = Instant::now();
@@ -668,7 +671,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("telemetry.jsonl");
         let urls = [good.as_str(), &refused(), &silent, &plain];
-        let t = Telemetry::with_sources(Some(&config(&urls)), None, None)
+        let t = Telemetry::with_sources(Some(&config(&urls)), "http://127.0.0.1:9", None, None)
             .unwrap()
             .unwrap();
         let running = t
@@ -744,9 +747,14 @@ mod tests {
             PowerSource::Command("echo 5".into()),
             Duration::from_millis(50),
         ));
-        let t = Telemetry::with_sources(Some(&config(&[&dcgm])), Some(gpus), power)
-            .unwrap()
-            .unwrap();
+        let t = Telemetry::with_sources(
+            Some(&config(&[&dcgm])),
+            "http://127.0.0.1:9",
+            Some(gpus),
+            power,
+        )
+        .unwrap()
+        .unwrap();
         let running = t
             .start(Instant::now(), &file, "telemetry.jsonl", 0)
             .await
@@ -781,7 +789,7 @@ mod tests {
         });
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("telemetry.jsonl");
-        let t = Telemetry::with_sources(Some(&config(&[])), Some(gpus), None)
+        let t = Telemetry::with_sources(Some(&config(&[])), "http://127.0.0.1:9", Some(gpus), None)
             .unwrap()
             .unwrap();
         let running = t
@@ -809,9 +817,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_that_cannot_be_created_fails_before_the_phase() {
-        let t = Telemetry::with_sources(Some(&config(&[&refused()])), None, None)
-            .unwrap()
-            .unwrap();
+        let t = Telemetry::with_sources(
+            Some(&config(&[&refused()])),
+            "http://127.0.0.1:9",
+            None,
+            None,
+        )
+        .unwrap()
+        .unwrap();
         let e = t
             .start(
                 Instant::now(),
@@ -830,6 +843,10 @@ mod tests {
 
     #[test]
     fn nothing_configured_is_no_telemetry() {
-        assert!(Telemetry::with_sources(None, None, None).unwrap().is_none());
+        assert!(
+            Telemetry::with_sources(None, "http://127.0.0.1:9", None, None)
+                .unwrap()
+                .is_none()
+        );
     }
 }
