@@ -268,3 +268,48 @@ async fn nvml_without_the_driver_stops_the_run_before_any_request() {
     assert_eq!(sim.chat_requests_received(), 0);
     assert!(!out.join("turns.jsonl").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_telemetry_command_reads_each_source_once_and_fails_on_a_failing_one() {
+    let sim = start_sim(fast()).await;
+    let dir = scratch("telemetry-probe");
+    let good = "[[telemetry.scrape]]\nurl = \"/metrics\"\nname = \"server\"\n";
+    let config = edge_config(dir.path(), "http://127.0.0.1:9", "", good);
+    let cfg = config.to_str().unwrap();
+    // The path alone follows --endpoint.
+    let ok = agentload(&["telemetry", cfg, "--endpoint", &sim.url()], dir.path()).await;
+    let out = text(&ok);
+    assert!(ok.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("server ({}/metrics) [llama.cpp]", sim.url())),
+        "{out}"
+    );
+    assert!(out.contains("requests_running = 0"), "{out}");
+    assert_eq!(
+        sim.chat_requests_received(),
+        0,
+        "a probe sends no chat request"
+    );
+
+    let both = format!(
+        "{good}[[telemetry.scrape]]\nurl = \"{}\"\nname = \"gone\"\n",
+        refused()
+    );
+    let config = edge_config(dir.path(), &sim.url(), "", &both);
+    let failed = agentload(&["telemetry", config.to_str().unwrap()], dir.path()).await;
+    let out = text(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAILED: ") && out.contains("Connection refused"),
+        "{out}"
+    );
+    assert!(out.contains("1 of 2 telemetry sources failed"), "{out}");
+
+    let none = edge_config(dir.path(), &sim.url(), "", "");
+    let refused_run = agentload(&["telemetry", none.to_str().unwrap()], dir.path()).await;
+    assert!(
+        text(&refused_run).contains("has no telemetry source"),
+        "{}",
+        text(&refused_run)
+    );
+}

@@ -761,7 +761,7 @@ async fn execute(
 }
 
 /// The run's telemetry: `[telemetry]` and the sweep's power command or file.
-fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
+pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
     let power = config.sweep.as_ref().and_then(|s| {
         let n = &s.normalize;
         let source = match (&n.power_command, &n.power_file) {

@@ -17,7 +17,7 @@ pub mod summary;
 pub use gpus::{Gpus, Nvml};
 pub use power::PowerSource;
 pub use sample::{GpuSample, Sample};
-pub use sampler::{Running, Telemetry};
+pub use sampler::{Probe, Running, Telemetry};
 pub use summary::{PhaseTokens, PowerSummary, TelemetrySummary, UsageCheck};
 
 /// Telemetry that cannot start (before any request).

@@ -25,15 +25,20 @@ pub fn map(text: &str, capture: &[String]) -> Mapped {
         error: error.map(|e| describe(&e)),
         ..Mapped::default()
     };
-    let by_name: BTreeMap<&str, &Metric> = metrics.iter().map(|m| (m.name.as_str(), m)).collect();
+    // A name may come back as several metrics when its lines are not
+    // together (the format asks for them together; not every exporter does).
+    let mut by_name: BTreeMap<&str, Vec<&Metric>> = BTreeMap::new();
+    for m in &metrics {
+        by_name.entry(m.name.as_str()).or_default().push(m);
+    }
     let mut gpus: BTreeMap<u32, GpuSample> = BTreeMap::new();
     for known in KNOWN {
-        let Some(metric) = by_name.get(known.metric) else {
+        let Some(found) = by_name.get(known.metric) else {
             continue;
         };
-        let values: Vec<(Option<&str>, f64)> = metric
-            .samples
+        let values: Vec<(Option<&str>, f64)> = found
             .iter()
+            .flat_map(|m| m.samples.iter())
             .filter(|s| s.value.value_type == ValueType::Sample)
             .filter_map(|s| {
                 let v = value(s.value.value.as_str())? * known.scale;
@@ -325,6 +330,20 @@ DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-b2",device="nvidia1",modelName="NVIDIA H20
         let m = map(&page, &["my_gauge".into()]);
         assert_eq!(m.families, BTreeSet::from([Family::LlamaCpp, Family::Dcgm]));
         assert!(m.captured.is_empty(), "NaN is not kept: {:?}", m.captured);
+    }
+
+    #[test]
+    fn a_metrics_lines_apart_are_still_one_metric() {
+        let page = "\
+DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 500
+DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 90
+DCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 300
+DCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 70
+";
+        let m = map(page, &[]);
+        assert_eq!(m.gpus.len(), 2, "{m:?}");
+        assert_eq!(m.fields["power_w"], 800.0);
+        assert_eq!(m.fields["gpu_util_pct"], 80.0);
     }
 
     #[test]

@@ -161,6 +161,49 @@ impl Telemetry {
     }
 }
 
+/// One source read once ([`Telemetry::probe`]).
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub name: String,
+    /// `prometheus`, `nvml`, `power_command` or `power_file`.
+    pub kind: String,
+    pub url: Option<String>,
+    /// The projects whose metrics the page held.
+    pub families: Vec<String>,
+    pub sample: Sample,
+}
+
+impl Telemetry {
+    /// Reads every source once, side by side, and writes nothing: what an
+    /// operator checks before a long run (`agentload telemetry`).
+    pub async fn probe(&self) -> Vec<Probe> {
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..self.sources.len() {
+            let (sources, client, timeout) =
+                (self.sources.clone(), self.client.clone(), self.timeout);
+            set.spawn(async move {
+                let started = Instant::now();
+                let (mut sample, families) = sources[i].read(&client, timeout).await;
+                sample.took_ms = started.elapsed().as_secs_f64() * 1e3;
+                let info = sources[i].info();
+                (
+                    i,
+                    Probe {
+                        name: info.name,
+                        kind: info.kind,
+                        url: info.url,
+                        families: families.iter().map(|f| f.name().to_owned()).collect(),
+                        sample,
+                    },
+                )
+            });
+        }
+        let mut probes: Vec<(usize, Probe)> = set.join_all().await;
+        probes.sort_by_key(|(i, _)| *i);
+        probes.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
 /// A phase being sampled.
 pub struct Running {
     reader: Reader,

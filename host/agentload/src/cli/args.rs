@@ -119,6 +119,17 @@ pub(super) enum Command {
         #[arg(long)]
         label: Vec<String>,
     },
+    /// Read every telemetry source of a run config once (`[telemetry]`, the
+    /// sweep's power command) and show what each maps to: a check before a
+    /// long run. Exits 1 when a source fails.
+    Telemetry {
+        /// The run config (TOML).
+        config: PathBuf,
+        /// Base URL of the server (overrides `endpoint.url`; scrape paths
+        /// alone are on it).
+        #[arg(long)]
+        endpoint: Option<String>,
+    },
     /// Export a result directory's turns, sessions and phases as tables.
     Export {
         /// The result directory.

@@ -6,6 +6,7 @@
 mod args;
 mod demo;
 mod sim;
+mod telemetry;
 
 pub use args::Opts;
 
@@ -301,6 +302,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 .map(|()| exit::SUCCESS)
         }
         Command::Sim(args) => sim::serve_sim(args).await.map(|()| exit::SUCCESS),
+        Command::Telemetry { config, endpoint } => telemetry::probe(&config, endpoint).await,
         Command::Demo { out, time_scale } => demo::demo(out, time_scale).await,
         Command::Plugin { command } => crate::authoring::run(command).await.map(|()| exit::SUCCESS),
     }
