@@ -60,7 +60,13 @@ fn assert_whole_run(out: &Path) {
 async fn killed_twice_and_resumed_the_run_is_whole() {
     let sim = start_sim(replay_sim(trajectories())).await;
     let dir = scratch("kill");
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 20", "");
+    // With telemetry: each process's readings are kept, apart by segment.
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 20",
+        "[telemetry]\ninterval_s = 0.05\n[[telemetry.scrape]]\nurl = \"/metrics\"\n",
+    );
     let out = dir.path().join("out");
     let log = out.join("turns.jsonl");
     let out_s = out.to_str().unwrap();
@@ -102,6 +108,27 @@ async fn killed_twice_and_resumed_the_run_is_whole() {
     assert_whole_run(&out);
     let state = json(&out.join("run_state.json"));
     assert_eq!(state["segments"].as_array().unwrap().len(), 3);
+    // Every process's telemetry readings are whole lines, in process order.
+    let readings = read_jsonl(&out.join("telemetry.jsonl"));
+    let segments: Vec<u64> = readings
+        .iter()
+        .map(|r| r["segment"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(segments.windows(2).all(|w| w[0] <= w[1]), "{segments:?}");
+    for segment in 0..3 {
+        assert!(
+            segments.contains(&segment),
+            "segment {segment}: {segments:?}"
+        );
+    }
+    let summary = json(&out.join("performance/result_summary.json"));
+    let t = &summary["agentload"]["telemetry"];
+    assert_eq!(t["sources"][0]["failed"], 0, "{t}");
+    assert_eq!(
+        t["sources"][0]["samples"].as_u64().unwrap() as usize,
+        segments.iter().filter(|s| **s == 2).count(),
+        "the summary is the last process's"
+    );
 
     // A complete run has nothing to resume; a non-empty --out is refused.
     let again = agentload(&["resume", out_s], dir.path()).await;

@@ -529,6 +529,24 @@ fn chain(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
+/// A process killed while writing can leave a partial last line; a resumed
+/// run appends after the last whole one.
+fn drop_torn_line(path: &Path) -> std::io::Result<()> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if whole < text.len() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .set_len(whole as u64)?;
+    }
+    Ok(())
+}
+
 /// The writer thread and the channel it reads lines from.
 struct Writer {
     lines: mpsc::Sender<String>,
@@ -537,6 +555,13 @@ struct Writer {
 
 impl Writer {
     fn open(path: &Path, append: bool) -> Result<Self, TelemetryError> {
+        let failed = |source| TelemetryError::File {
+            path: path.to_path_buf(),
+            source,
+        };
+        if append {
+            drop_torn_line(path).map_err(failed)?;
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(append)
@@ -882,6 +907,31 @@ mod tests {
             e.to_string().contains("/nonexistent/dir/telemetry.jsonl"),
             "{e}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_resumed_phase_appends_after_the_last_whole_line() {
+        let url = serve(|_| (200, "llamacpp:requests_processing 1\n".into())).await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("telemetry.jsonl");
+        // The first process was killed in the middle of a line.
+        std::fs::write(
+            &file,
+            "{\"t_ns\":1,\"source\":\"server\",\"took_ms\":0.1}\n{\"t_ns\":2,\"sou",
+        )
+        .unwrap();
+        let t = Telemetry::with_sources(Some(&config(&[&url])), "http://127.0.0.1:9", None, None)
+            .unwrap()
+            .unwrap();
+        let running = t
+            .start(Instant::now(), &file, "telemetry.jsonl", 1)
+            .await
+            .unwrap();
+        let s = running.finish(None).await;
+        let written = lines(&file);
+        assert_eq!(written.len(), 1 + s.sources[0].samples);
+        assert_eq!(written[0].segment, 0);
+        assert!(written[1..].iter().all(|l| l.segment == 1));
     }
 
     #[test]
