@@ -29,6 +29,7 @@ mod report;
 mod resume;
 mod run_dir;
 mod sealing;
+mod sessions;
 mod sweep;
 mod telemetry;
 mod wire_timing;

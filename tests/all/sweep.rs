@@ -72,6 +72,30 @@ async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministic
     let pareto = json(&out.join("sweep/pareto.json"));
     assert_eq!(pareto["points"].as_array().unwrap().len(), 3);
     assert!(!pareto["frontier"].as_array().unwrap().is_empty());
+    // Every point carries the three interactivity definitions; the sweep's
+    // own frontier is over AA's P25 speed, another can be asked for.
+    assert_eq!(pareto["x"], "aa_p25");
+    for point in pareto["points"].as_array().unwrap() {
+        let i = &point["interactivity"];
+        for key in [
+            "mlperf_e2e_interactivity",
+            "mlperf_tps_per_user",
+            "agentx_e2e_normalized_p90",
+        ] {
+            assert!(i[key].as_f64().unwrap() > 0.0, "{key}: {point}");
+        }
+    }
+    let by_e2e = agentload(
+        &["pareto", out.to_str().unwrap(), "--x", "mlperf-e2e"],
+        dir.path(),
+    )
+    .await;
+    assert!(by_e2e.status.success(), "{}", text(&by_e2e));
+    assert!(
+        text(&by_e2e).contains("MLPerf e2e interactivity (tok/s)"),
+        "{}",
+        text(&by_e2e)
+    );
 
     for (phase, level) in phases.iter().zip([1u64, 2, 4]) {
         assert_eq!(phase["level"], level);

@@ -841,6 +841,26 @@ async fn run_performance(
     summary.agentload.n_samples_interrupted = ex.interrupted;
     summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
     summary.agentload.telemetry = ex.telemetry;
+    // Each session's numbers, and the sessions together.
+    let order: Vec<String> = ex.plans.iter().map(|p| p.id.clone()).collect();
+    let ends: agentload_results::sessions::Ends = ex
+        .sessions
+        .iter()
+        .filter_map(|o| {
+            let end = serde_json::to_value(o.ended).ok()?;
+            Some((o.id.clone(), end.as_str()?.to_owned()))
+        })
+        .collect();
+    let (each, sessions) = agentload_results::sessions::sessions(
+        &ex.records,
+        &order,
+        &ends,
+        cx.config.session_slo.as_ref(),
+        cx.config.model.token_source(),
+        summary.duration_ns.map(|ns| ns as f64 / 1e9),
+    );
+    agentload_results::write_jsonl(&cx.out.join("session_metrics.jsonl"), &each)?;
+    summary.agentload.sessions = Some(sessions);
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;

@@ -67,6 +67,30 @@ pub struct RunConfig {
     /// Server and accelerator telemetry sampled during every phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetryConfig>,
+    /// The service level a session must meet to count toward session
+    /// goodput (`session_metrics.jsonl`, `agentload.sessions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_slo: Option<SessionSlo>,
+}
+
+/// A session meets its SLO when it finished and at least `min_turn_share`
+/// of its completed turns met every target given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSlo {
+    /// Time to first token, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Time per output token after the first, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// Share of the completed turns that must meet the targets (1: all).
+    #[serde(default = "all_turns")]
+    pub min_turn_share: f64,
+}
+
+fn all_turns() -> f64 {
+    1.0
 }
 
 /// Development or submission run.
@@ -415,6 +439,25 @@ impl RunConfig {
                     key,
                     message,
                 })?;
+        }
+        if let Some(slo) = &self.session_slo {
+            for (key, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms)] {
+                if v.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
+                    return Err(invalid(
+                        &format!("session_slo.{key}"),
+                        "must be a positive number of milliseconds",
+                    ));
+                }
+            }
+            if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() {
+                return Err(invalid("session_slo", "needs ttft_ms, tpot_ms or both"));
+            }
+            if !(0.0..=1.0).contains(&slo.min_turn_share) {
+                return Err(invalid(
+                    "session_slo.min_turn_share",
+                    "must be between 0 and 1",
+                ));
+            }
         }
         if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
             return Err(invalid(

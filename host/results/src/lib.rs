@@ -19,6 +19,7 @@ pub mod record;
 mod reference_config;
 mod report_txt;
 pub mod run_dir;
+pub mod sessions;
 pub mod submission;
 mod summary;
 pub mod yaml;
@@ -34,6 +35,16 @@ pub use report_txt::write_report;
 pub use summary::{summarize, Harness, PerformanceSummary, TimingError, TokenSetup};
 
 use std::path::Path;
+
+/// Writes `rows` as JSON lines to `path`.
+pub fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for row in rows {
+        text.push_str(&serde_json::to_string(row).map_err(std::io::Error::other)?);
+        text.push('\n');
+    }
+    std::fs::write(path, text)
+}
 
 /// Writes `value` as pretty JSON to `path`, creating parent directories.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {

@@ -214,6 +214,7 @@ pub struct TurnFacts {
     pub issued_ns: Option<u64>,
     pub first_token_ns: Option<u64>,
     pub last_token_ns: Option<u64>,
+    pub complete_ns: Option<u64>,
     /// The server's `usage`.
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
@@ -235,6 +236,7 @@ impl TurnFacts {
             issued_ns: record.issued_ns,
             first_token_ns: record.first_token_ns,
             last_token_ns: record.last_token_ns,
+            complete_ns: record.complete_ns,
             prompt_tokens: usage("prompt_tokens"),
             completion_tokens: usage("completion_tokens"),
             cached_tokens: record.usage.as_ref().and_then(|u| {

@@ -163,6 +163,7 @@ fn top_level(name: &str) -> bool {
                 | "report.html"
                 | "scores.json"
                 | "telemetry.jsonl"
+                | "session_metrics.jsonl"
         )
 }
 
@@ -310,6 +311,7 @@ mod tests {
             "accuracy/turns.jsonl",
             "accuracy/accuracy_results.json",
             "telemetry.jsonl",
+            "session_metrics.jsonl",
             "accuracy/telemetry.jsonl",
             "accuracy/telemetry_summary.json",
             "sweep/summary.json",

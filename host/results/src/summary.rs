@@ -151,6 +151,12 @@ pub struct Extras {
     /// in order, when there were more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<String>,
+    /// Interactivity by each of its three definitions (MLPerf Endpoints,
+    /// InferenceX AgentX, AA-AgentPerf), over the completed turns.
+    pub interactivity: crate::metrics::Interactivity,
+    /// The phase's sessions together (`session_metrics.jsonl` has each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::sessions::SessionsSummary>,
     /// Server and accelerator telemetry over the phase (`[telemetry]`);
     /// a resumed run's is this process's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -251,11 +257,16 @@ pub struct TokenSetup {
 
 /// One turn's counts from one source.
 #[derive(Debug, Clone, Copy)]
-struct Counts {
-    isl: u64,
-    osl: u64,
+pub(crate) struct Counts {
+    pub(crate) isl: u64,
+    pub(crate) osl: u64,
     /// Output tokens after the first token-bearing chunk.
-    after_first: u64,
+    pub(crate) after_first: u64,
+}
+
+/// `r`'s counts from `configured`, else from the other source.
+pub(crate) fn chosen_counts(r: &TurnRecord, configured: TokenSource) -> Option<Counts> {
+    counts(r, configured).or_else(|| counts(r, configured.other()))
 }
 
 fn counts(r: &TurnRecord, source: TokenSource) -> Option<Counts> {
@@ -349,6 +360,22 @@ pub fn summarize(
         }
     }
     let (isls, osls, tpot, tps) = token_series(&chosen, secs);
+    let interactivity = crate::metrics::Interactivity::of(
+        &chosen
+            .iter()
+            .filter_map(|(r, c)| {
+                Some(crate::metrics::TurnTimes {
+                    issued_ns: r.issued_ns?,
+                    first_token_ns: r.first_token_ns,
+                    last_token_ns: r.last_token_ns,
+                    complete_ns: r.complete_ns?,
+                    osl: c.osl,
+                    after_first: c.after_first,
+                })
+            })
+            .collect::<Vec<_>>(),
+        tpot.as_ref().and_then(|t| t.percentile("90.0")),
+    );
     let other_turns: Vec<(&TurnRecord, Counts)> = done
         .iter()
         .filter_map(|r| counts(r, configured.other()).map(|c| (*r, c)))
@@ -452,6 +479,8 @@ pub fn summarize(
                 .count() as u64,
             n_samples_interrupted: 0,
             endpoints: Vec::new(),
+            interactivity,
+            sessions: None,
             telemetry: None,
             manifest,
         },

@@ -190,6 +190,9 @@ pub(super) enum Command {
         /// one config otherwise carry the same).
         #[arg(long)]
         label: Vec<String>,
+        /// The interactivity the frontier is over (its x axis).
+        #[arg(long, value_enum, default_value_t = Interactivity::AaP25)]
+        x: Interactivity,
     },
     /// Measure the harness's own costs and print a table.
     Bench {
@@ -258,6 +261,30 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: crate::authoring::PluginCommand,
     },
+}
+
+/// The interactivity definitions (`agentload pareto --x`).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Interactivity {
+    /// AA-AgentPerf: P25 of per-request output speed after the first token.
+    AaP25,
+    /// MLPerf Endpoints: Σ output tokens / Σ turn seconds (e2e_interactivity).
+    MlperfE2e,
+    /// MLPerf Endpoints: 1000 / TPOT p90 ms (tps_per_user).
+    MlperfTpsPerUser,
+    /// InferenceX AgentX: 1 / P90(E2EL / OSL).
+    AgentxP90,
+}
+
+impl From<Interactivity> for agentload_results::metrics::Definition {
+    fn from(i: Interactivity) -> Self {
+        match i {
+            Interactivity::AaP25 => Self::AaP25,
+            Interactivity::MlperfE2e => Self::MlperfE2e,
+            Interactivity::MlperfTpsPerUser => Self::MlperfTpsPerUser,
+            Interactivity::AgentxP90 => Self::AgentxP90,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

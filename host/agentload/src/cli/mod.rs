@@ -247,19 +247,31 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agentload_console::out(&text);
             Ok(exit::SUCCESS)
         }
-        Command::Pareto { sweeps, out, label } => {
-            let combined = crate::sweep::pareto_of(&sweeps, &label)?;
+        Command::Pareto {
+            sweeps,
+            out,
+            label,
+            x,
+        } => {
+            let x = x.into();
+            let combined = crate::sweep::pareto_of(&sweeps, &label, x)?;
             match out {
                 Some(path) => agentload_results::write_json(&path, &combined)?,
                 None => {
                     let mut text = format!(
-                        "{:<24} {:>6} {:>12} {:>14}\n",
-                        "run", "agents", "total tok/s", "P25 tok/s"
+                        "{:<24} {:>6} {:>12}  {}\n",
+                        "run",
+                        "agents",
+                        "total tok/s",
+                        x.label()
                     );
                     for p in &combined.frontier {
                         text.push_str(&format!(
-                            "{:<24} {:>6} {:>12.1} {:>14.1}\n",
-                            p.run, p.level, p.total_tps, p.speed_p25_tps
+                            "{:<24} {:>6} {:>12.1}  {:.1}\n",
+                            p.run,
+                            p.level,
+                            p.total_tps,
+                            p.x(x).unwrap_or(f64::NAN)
                         ));
                     }
                     agentload_console::out(&text);

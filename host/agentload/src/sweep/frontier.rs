@@ -1,8 +1,10 @@
 //! Across phases (and across runs): the Pareto frontier of total server
-//! throughput vs per-request output speed, throughput normalized per
-//! accelerator / MW / rental dollar, and the most agents meeting each SLO.
+//! throughput vs interactivity (AA-AgentPerf's P25 output speed by default,
+//! or another definition), throughput normalized per accelerator / MW /
+//! rental dollar, and the most agents meeting each SLO.
 
 use agentload_config::{Normalize, SloTier};
+use agentload_results::metrics::{Definition, Interactivity};
 use agentload_telemetry::PowerSummary;
 use serde::{Deserialize, Serialize};
 
@@ -15,25 +17,44 @@ pub struct Point {
     pub total_tps: f64,
     /// P25 per-request output speed (tokens/s after the first token).
     pub speed_p25_tps: f64,
+    /// The phase's interactivity by every definition (older files: none).
+    #[serde(default)]
+    pub interactivity: Interactivity,
 }
 
-/// The points no other point beats on both throughput and speed, by
-/// increasing throughput.
+impl Point {
+    /// Its interactivity by definition `d` (AA's P25 is `speed_p25_tps`).
+    pub fn x(&self, d: Definition) -> Option<f64> {
+        match d {
+            Definition::AaP25 => Some(self.speed_p25_tps),
+            _ => d.of(&self.interactivity),
+        }
+    }
+}
+
+/// The points no other point beats on both throughput and AA's P25 speed,
+/// by increasing throughput.
 pub fn pareto(points: &[Point]) -> Vec<Point> {
-    let mut front: Vec<Point> = points
+    pareto_by(points, Definition::AaP25)
+}
+
+/// The points no other point beats on both throughput and interactivity by
+/// definition `d` (points without it are left out), by increasing
+/// throughput.
+pub fn pareto_by(points: &[Point], d: Definition) -> Vec<Point> {
+    let with: Vec<(&Point, f64)> = points.iter().filter_map(|p| Some((p, p.x(d)?))).collect();
+    let mut front: Vec<(Point, f64)> = with
         .iter()
-        .filter(|p| {
-            !points.iter().any(|q| {
-                q.total_tps >= p.total_tps
-                    && q.speed_p25_tps >= p.speed_p25_tps
-                    && (q.total_tps > p.total_tps || q.speed_p25_tps > p.speed_p25_tps)
+        .filter(|(p, x)| {
+            !with.iter().any(|(q, qx)| {
+                q.total_tps >= p.total_tps && qx >= x && (q.total_tps > p.total_tps || qx > x)
             })
         })
-        .cloned()
+        .map(|(p, x)| ((*p).clone(), *x))
         .collect();
-    front.sort_by(|a, b| a.total_tps.total_cmp(&b.total_tps));
-    front.dedup_by(|a, b| a.total_tps == b.total_tps && a.speed_p25_tps == b.speed_p25_tps);
-    front
+    front.sort_by(|a, b| a.0.total_tps.total_cmp(&b.0.total_tps));
+    front.dedup_by(|a, b| a.0.total_tps == b.0.total_tps && a.1 == b.1);
+    front.into_iter().map(|(p, _)| p).collect()
 }
 
 /// Throughput normalized by the configured inputs (absent inputs: absent).
@@ -108,7 +129,33 @@ mod tests {
             level,
             total_tps: tps,
             speed_p25_tps: speed,
+            interactivity: Interactivity::default(),
         }
+    }
+
+    #[test]
+    fn another_definition_draws_another_frontier() {
+        let with = |level, tps, speed, e2e: Option<f64>| Point {
+            interactivity: Interactivity {
+                mlperf_e2e_interactivity: e2e,
+                ..Interactivity::default()
+            },
+            ..p(level, tps, speed)
+        };
+        // By P25 speed, level 2 is dominated by level 1; by MLPerf e2e
+        // interactivity it is not, and level 4 (no value) is left out.
+        let pts = [
+            with(1, 200.0, 50.0, Some(10.0)),
+            with(2, 150.0, 40.0, Some(30.0)),
+            with(4, 100.0, 60.0, None),
+        ];
+        let by_speed: Vec<usize> = pareto(&pts).iter().map(|x| x.level).collect();
+        assert_eq!(by_speed, [4, 1]);
+        let by_e2e: Vec<usize> = pareto_by(&pts, Definition::MlperfE2e)
+            .iter()
+            .map(|x| x.level)
+            .collect();
+        assert_eq!(by_e2e, [2, 1]);
     }
 
     #[test]

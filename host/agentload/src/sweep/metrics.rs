@@ -4,7 +4,7 @@
 
 use super::agents::PhaseRun;
 use agentload_engine::{TurnFacts, TurnStatus};
-use agentload_results::metrics::Spread;
+use agentload_results::metrics::{Interactivity, Spread, TurnTimes};
 use serde::Serialize;
 
 /// Server throughput over the window, from the server's `usage`.
@@ -64,6 +64,8 @@ pub struct PhaseMetrics {
     /// Issued minus due (previous completion + tool delay), ms: how late the
     /// harness sent turns (coordinated omission).
     pub send_lag_ms: Option<Spread>,
+    /// The window's completed turns by each interactivity definition.
+    pub interactivity: Interactivity,
 }
 
 /// The phase's metrics (see the module docs).
@@ -91,6 +93,7 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
             token_check: TokenCheck::default(),
             errors,
             send_lag_ms: lag,
+            interactivity: Interactivity::default(),
         };
     };
     let start = all_active + (warmup_s * 1e9) as u64;
@@ -161,6 +164,27 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     if check.compared > 0 {
         check.completion_mean_diff = diff as f64 / check.compared as f64;
     }
+    // Output counts: the local tokenizer's where it counted, else the server's.
+    let times: Vec<TurnTimes> = ok
+        .iter()
+        .filter_map(|r| {
+            let (osl, after_first) = match r.local_tokens {
+                Some(l) => (u64::from(l.osl), u64::from(l.osl_after_first)),
+                None => {
+                    let n = r.completion_tokens?;
+                    (n, n.saturating_sub(1))
+                }
+            };
+            Some(TurnTimes {
+                issued_ns: r.issued_ns?,
+                first_token_ns: r.first_token_ns,
+                last_token_ns: r.last_token_ns,
+                complete_ns: r.complete_ns?,
+                osl,
+                after_first,
+            })
+        })
+        .collect();
     PhaseMetrics {
         window: Some(window),
         ttft_ms: ttft,
@@ -169,5 +193,6 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
         token_check: check,
         errors,
         send_lag_ms: lag,
+        interactivity: Interactivity::of(&times, None),
     }
 }

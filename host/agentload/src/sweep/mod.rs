@@ -25,6 +25,7 @@ use agentload_engine::tokens::LocalCounter;
 use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
+use agentload_results::metrics::Definition;
 use agentload_telemetry::{PhaseTokens, Telemetry, TelemetrySummary};
 use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
@@ -76,6 +77,10 @@ pub struct SweepSummary {
 /// `sweep/pareto.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ParetoFile {
+    /// The interactivity definition the frontier is over (older files:
+    /// AA's P25 speed).
+    #[serde(default)]
+    pub x: Definition,
     pub points: Vec<Point>,
     pub frontier: Vec<Point>,
 }
@@ -261,6 +266,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
     agentload_results::write_json(
         &dir.join("pareto.json"),
         &ParetoFile {
+            x: Definition::AaP25,
             frontier: frontier::pareto(&points),
             points,
         },
@@ -292,16 +298,17 @@ pub fn points_of(summary: &SweepSummary) -> Vec<Point> {
                 level: p.level,
                 total_tps: p.metrics.throughput.total_tps,
                 speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
+                interactivity: p.metrics.interactivity.clone(),
             })
         })
         .collect()
 }
 
 /// The frontier across several sweeps (`sweep/pareto.json` files or the
-/// run directories holding them); `labels[i]`, when given, replaces the
-/// run name of the `i`-th sweep's points (two runs of one config would
-/// otherwise share a name).
-pub fn pareto_of(paths: &[PathBuf], labels: &[String]) -> Result<ParetoFile> {
+/// run directories holding them) over interactivity definition `x`;
+/// `labels[i]`, when given, replaces the run name of the `i`-th sweep's
+/// points (two runs of one config would otherwise share a name).
+pub fn pareto_of(paths: &[PathBuf], labels: &[String], x: Definition) -> Result<ParetoFile> {
     anyhow::ensure!(
         labels.len() <= paths.len(),
         "{} labels for {} sweeps: give at most one --label per sweep",
@@ -327,12 +334,13 @@ pub fn pareto_of(paths: &[PathBuf], labels: &[String]) -> Result<ParetoFile> {
         }));
     }
     Ok(ParetoFile {
-        frontier: frontier::pareto(&points),
+        x,
+        frontier: frontier::pareto_by(&points, x),
         points,
     })
 }
 
-/// `  c16: 1,234 tok/s total, P25 speed 31.2 tok/s, TTFT p90 210 ms, 412 requests (end rules met)`.
+/// `  c16: 1,234 tok/s total, P25 speed 31.2 tok/s, TTFT p90 210 ms, e2e interactivity 28.1 tok/s, 412 requests (end rules met)`.
 fn phase_line(p: &PhaseSummary) -> String {
     let speed = p
         .metrics
@@ -341,11 +349,14 @@ fn phase_line(p: &PhaseSummary) -> String {
         .map_or(f64::NAN, |s| s.p25);
     let ttft = p.metrics.ttft_ms.as_ref().map_or(f64::NAN, |s| s.p90);
     format!(
-        "  c{}: {:.0} tok/s total, P25 speed {:.1} tok/s, TTFT p90 {:.0} ms, {} requests, {} measured ({})",
+        "  c{}: {:.0} tok/s total, P25 speed {:.1} tok/s, TTFT p90 {:.0} ms, MLPerf e2e interactivity {:.1} tok/s, tps_per_user {:.1}, AgentX P90 {:.1}, {} requests, {} measured ({})",
         p.level,
         p.metrics.throughput.total_tps,
         speed,
         ttft,
+        p.metrics.interactivity.mlperf_e2e_interactivity.unwrap_or(f64::NAN),
+        p.metrics.interactivity.mlperf_tps_per_user.unwrap_or(f64::NAN),
+        p.metrics.interactivity.agentx_e2e_normalized_p90.unwrap_or(f64::NAN),
         p.requests,
         p.metrics.window.as_ref().map_or(0, |w| w.measured),
         p.end_reason

@@ -1,10 +1,10 @@
 //! Summary statistics of one per-request quantity (f64, signed), for the
 //! sweep's per-phase numbers and the server-timings check.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Percentiles of one per-request quantity.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spread {
     pub n: usize,
     pub p25: f64,

@@ -1,0 +1,494 @@
+//! Per-session metrics (`session_metrics.jsonl`, one line per session,
+//! beside `sessions.jsonl`, the engine's journal of session outcomes that
+//! resume reads) and their
+//! run-level summary (`agentload.sessions` in `result_summary.json`): where
+//! a session's time went (model, tool, queue), its cold and warm TTFT, its
+//! tokens and KV-cache hits, its own e2e interactivity, its SLO verdict;
+//! session goodput, TTFT by turn index and by ISL bucket.
+//!
+//! Times are differences of one process's stamps: a session resumed by a
+//! later process adds each process's part.
+
+use crate::metrics::Spread;
+use crate::record::{TurnRecord, TurnStatus};
+use crate::summary::chosen_counts;
+use agentload_config::{SessionSlo, TokenSource};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One session (a line of `session_metrics.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetrics {
+    pub session_id: String,
+    /// `finished`, `failed`, `context_overflow`, `timeout`, `plugin_error`,
+    /// `stopped` or `interrupted`.
+    pub end_reason: String,
+    pub turns: u32,
+    pub completed: u32,
+    pub failed: u32,
+    pub aborted: u32,
+    /// First turn due to last answer complete, s.
+    pub wall_s: Option<f64>,
+    /// Σ (complete − issued): the model's time.
+    pub model_s: f64,
+    /// Σ (due − previous answer complete): tool delays honoured.
+    pub tool_s: f64,
+    /// Σ (issued − due): the harness's own lateness.
+    pub queue_s: f64,
+    pub model_share: Option<f64>,
+    /// TTFT of the session's first turn, ms.
+    pub ttft_cold_ms: Option<f64>,
+    /// TTFT of its later turns, ms ("lower" percentiles).
+    pub ttft_warm_p50_ms: Option<f64>,
+    pub ttft_warm_p90_ms: Option<f64>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `usage.prompt_tokens_details.cached_tokens`, summed.
+    pub cached_tokens: u64,
+    /// 100 · cached / the server's prompt tokens.
+    pub kv_hit_pct: Option<f64>,
+    /// Σ output tokens / Σ (complete − issued) s of its completed turns.
+    pub e2e_interactivity: Option<f64>,
+    /// Completed turns within every `[session_slo]` target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_meeting_slo: Option<u32>,
+    /// Finished, with at least `min_turn_share` of its completed turns
+    /// meeting the targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_ok: Option<bool>,
+}
+
+/// The run's sessions together (`agentload.sessions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSummary {
+    pub sessions: usize,
+    /// Sessions by end reason.
+    pub ended: BTreeMap<String, usize>,
+    pub wall_s: Option<Spread>,
+    /// Σ over sessions.
+    pub model_s: f64,
+    pub tool_s: f64,
+    pub queue_s: f64,
+    /// The SLO the verdicts are against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SessionSlo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_ok: Option<usize>,
+    /// 100 · SLO-meeting sessions / sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_attainment_pct: Option<f64>,
+    /// SLO-meeting sessions per hour of the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_goodput_per_hour: Option<f64>,
+    /// TTFT by the turn's index in its session.
+    pub ttft_by_turn: Vec<TtftRow>,
+    /// TTFT by ISL bucket (powers of two).
+    pub ttft_by_isl: Vec<TtftRow>,
+}
+
+/// TTFT (ms) of one group of completed turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TtftRow {
+    /// The turn index, or the bucket's lower bound (tokens).
+    pub from: u64,
+    /// The bucket's upper bound (exclusive), for ISL buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u64>,
+    pub n: usize,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+}
+
+/// A completed turn's group: (from, to) of its turn index or ISL bucket.
+type GroupKey = dyn Fn(&TurnRecord) -> Option<(u64, Option<u64>)>;
+
+/// How a session ended, as the engine says it (`SessionEnd`'s snake-case
+/// name), for each session id.
+pub type Ends = BTreeMap<String, String>;
+
+fn ms(a: Option<u64>, b: Option<u64>) -> Option<f64> {
+    Some(b?.checked_sub(a?)? as f64 / 1e6)
+}
+
+fn lower(mut v: Vec<f64>, p: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[((p / 100.0) * (v.len() - 1) as f64).floor() as usize])
+}
+
+/// The end reason: the engine's, with a failed session's cause named when
+/// it is the context window or the turn timeout.
+fn end_reason(end: Option<&str>, turns: &[&TurnRecord]) -> String {
+    let end = end.unwrap_or("finished");
+    if end != "failed" {
+        return end.to_owned();
+    }
+    let error = turns
+        .iter()
+        .find(|r| r.status == TurnStatus::Failed)
+        .and_then(|r| r.error.as_deref())
+        .unwrap_or("");
+    if error.contains("exceed_context_size") || error.contains("exceeds the available context") {
+        "context_overflow".into()
+    } else if error.contains("timed out") || error.contains("timeout") {
+        "timeout".into()
+    } else {
+        "failed".into()
+    }
+}
+
+/// One session's metrics from its records (any order).
+pub fn session(
+    id: &str,
+    records: &[&TurnRecord],
+    end: Option<&str>,
+    slo: Option<&SessionSlo>,
+    source: TokenSource,
+) -> SessionMetrics {
+    let mut turns: Vec<&TurnRecord> = records.to_vec();
+    turns.sort_by_key(|r| (r.segment, r.turn));
+    let issued: Vec<&&TurnRecord> = turns.iter().filter(|r| r.issued_ns.is_some()).collect();
+    let done: Vec<&&TurnRecord> = issued
+        .iter()
+        .copied()
+        .filter(|r| r.status == TurnStatus::Completed)
+        .collect();
+    let secs = |a: Option<u64>, b: Option<u64>| ms(a, b).map_or(0.0, |m| m / 1e3);
+    let model_s: f64 = issued
+        .iter()
+        .map(|r| secs(r.issued_ns, r.complete_ns))
+        .sum();
+    let queue_s: f64 = issued
+        .iter()
+        .map(|r| secs(r.scheduled_ns, r.issued_ns))
+        .sum();
+    let tool_s: f64 = issued
+        .windows(2)
+        .filter(|w| w[0].segment == w[1].segment)
+        .map(|w| secs(w[0].complete_ns, w[1].scheduled_ns))
+        .sum();
+    // Per process: first due (or issue) to last completion.
+    let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for r in &issued {
+        let (Some(start), Some(end)) = (r.scheduled_ns.or(r.issued_ns), r.complete_ns) else {
+            continue;
+        };
+        let span = spans.entry(r.segment).or_insert((start, end));
+        span.0 = span.0.min(start);
+        span.1 = span.1.max(end);
+    }
+    let wall_s = (!spans.is_empty()).then(|| {
+        spans
+            .values()
+            .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e9)
+            .sum::<f64>()
+    });
+    let first_turn = issued.first().map(|r| (r.segment, r.turn));
+    let ttft_cold_ms = done
+        .iter()
+        .find(|r| Some((r.segment, r.turn)) == first_turn)
+        .and_then(|r| ms(r.issued_ns, r.first_token_ns));
+    let warm: Vec<f64> = done
+        .iter()
+        .filter(|r| Some((r.segment, r.turn)) != first_turn)
+        .filter_map(|r| ms(r.issued_ns, r.first_token_ns))
+        .collect();
+    let counted: Vec<(&&&TurnRecord, crate::summary::Counts)> = done
+        .iter()
+        .filter_map(|r| Some((r, chosen_counts(r, source)?)))
+        .collect();
+    let output_tokens: u64 = counted.iter().map(|(_, c)| c.osl).sum();
+    let e2e: f64 = counted
+        .iter()
+        .map(|(r, _)| secs(r.issued_ns, r.complete_ns))
+        .sum();
+    let cached_tokens: u64 = done
+        .iter()
+        .filter_map(|r| {
+            r.usage
+                .as_ref()?
+                .get("prompt_tokens_details")?
+                .get("cached_tokens")?
+                .as_u64()
+        })
+        .sum();
+    let server_prompt: u64 = done.iter().filter_map(|r| r.server_isl()).sum();
+    let meets = |r: &TurnRecord, c: Option<crate::summary::Counts>, slo: &SessionSlo| -> bool {
+        let ttft_ok = slo
+            .ttft_ms
+            .is_none_or(|t| ms(r.issued_ns, r.first_token_ns).is_some_and(|v| v <= t));
+        let tpot_ok = slo.tpot_ms.is_none_or(|t| {
+            let Some(c) = c.filter(|c| c.after_first > 0) else {
+                // One token or none: nothing after the first to be slow.
+                return true;
+            };
+            ms(r.first_token_ns, r.complete_ns).is_some_and(|d| d / c.after_first as f64 <= t)
+        });
+        ttft_ok && tpot_ok
+    };
+    let end_reason = end_reason(end, &turns);
+    let turns_meeting_slo = slo.map(|slo| {
+        done.iter()
+            .filter(|r| meets(r, chosen_counts(r, source), slo))
+            .count() as u32
+    });
+    let slo_ok = slo.zip(turns_meeting_slo).map(|(slo, n)| {
+        end_reason == "finished"
+            && !done.is_empty()
+            && n as f64 >= slo.min_turn_share * done.len() as f64
+    });
+    let count = |s: TurnStatus| turns.iter().filter(|r| r.status == s).count() as u32;
+    SessionMetrics {
+        session_id: id.to_owned(),
+        end_reason,
+        turns: issued.len() as u32,
+        completed: done.len() as u32,
+        failed: count(TurnStatus::Failed),
+        aborted: count(TurnStatus::Aborted),
+        wall_s,
+        model_s,
+        tool_s,
+        queue_s,
+        model_share: wall_s.filter(|w| *w > 0.0).map(|w| model_s / w),
+        ttft_cold_ms,
+        ttft_warm_p50_ms: lower(warm.clone(), 50.0),
+        ttft_warm_p90_ms: lower(warm, 90.0),
+        input_tokens: counted.iter().map(|(_, c)| c.isl).sum(),
+        output_tokens,
+        cached_tokens,
+        kv_hit_pct: (server_prompt > 0)
+            .then(|| 100.0 * cached_tokens as f64 / server_prompt as f64),
+        e2e_interactivity: (e2e > 0.0).then(|| output_tokens as f64 / e2e),
+        turns_meeting_slo,
+        slo_ok,
+    }
+}
+
+/// Every session of a phase, in the order of `order` (the plan's), and the
+/// summary; `seconds` is the phase's duration (for goodput).
+pub fn sessions(
+    records: &[TurnRecord],
+    order: &[String],
+    ends: &Ends,
+    slo: Option<&SessionSlo>,
+    source: TokenSource,
+    seconds: Option<f64>,
+) -> (Vec<SessionMetrics>, SessionsSummary) {
+    let mut by_session: BTreeMap<&str, Vec<&TurnRecord>> = BTreeMap::new();
+    for r in records {
+        by_session.entry(r.session_id.as_str()).or_default().push(r);
+    }
+    let metrics: Vec<SessionMetrics> = order
+        .iter()
+        .filter_map(|id| {
+            let records = by_session.get(id.as_str())?;
+            Some(session(
+                id,
+                records,
+                ends.get(id).map(String::as_str),
+                slo,
+                source,
+            ))
+        })
+        .collect();
+    let mut ended = BTreeMap::new();
+    for m in &metrics {
+        *ended.entry(m.end_reason.clone()).or_insert(0) += 1;
+    }
+    let slo_ok = slo.map(|_| metrics.iter().filter(|m| m.slo_ok == Some(true)).count());
+    let completed: Vec<&TurnRecord> = records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Completed)
+        .collect();
+    let rows = |key: &GroupKey| -> Vec<TtftRow> {
+        let mut groups: BTreeMap<(u64, Option<u64>), Vec<f64>> = BTreeMap::new();
+        for r in &completed {
+            if let (Some(k), Some(t)) = (key(r), ms(r.issued_ns, r.first_token_ns)) {
+                groups.entry(k).or_default().push(t);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|((from, to), v)| TtftRow {
+                from,
+                to,
+                n: v.len(),
+                p50_ms: lower(v.clone(), 50.0).unwrap_or(f64::NAN),
+                p90_ms: lower(v, 90.0).unwrap_or(f64::NAN),
+            })
+            .collect()
+    };
+    let summary = SessionsSummary {
+        sessions: metrics.len(),
+        ended,
+        wall_s: Spread::of(metrics.iter().filter_map(|m| m.wall_s).collect()),
+        model_s: metrics.iter().map(|m| m.model_s).sum(),
+        tool_s: metrics.iter().map(|m| m.tool_s).sum(),
+        queue_s: metrics.iter().map(|m| m.queue_s).sum(),
+        slo: slo.cloned(),
+        slo_ok,
+        slo_attainment_pct: slo_ok
+            .filter(|_| !metrics.is_empty())
+            .map(|n| 100.0 * n as f64 / metrics.len() as f64),
+        session_goodput_per_hour: slo_ok
+            .zip(seconds.filter(|s| *s > 0.0))
+            .map(|(n, s)| n as f64 * 3600.0 / s),
+        ttft_by_turn: rows(&|r| Some((u64::from(r.turn), None))),
+        ttft_by_isl: rows(&|r| {
+            let isl = chosen_counts(r, source)?.isl.max(1);
+            let from = 1u64 << (63 - isl.leading_zeros());
+            Some((from, Some(from * 2)))
+        }),
+    };
+    (metrics, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+
+    /// A completed turn: due at `due` ms, issued `lag` later, first token
+    /// after `ttft`, complete after `e2e` (ms), with server usage.
+    fn turn(
+        id: &str,
+        n: u32,
+        due: u64,
+        lag: u64,
+        ttft: u64,
+        e2e: u64,
+        usage: (u64, u64, u64),
+    ) -> TurnRecord {
+        let mut r = TurnRecord::aborted(id, n, "item", "");
+        r.status = TurnStatus::Completed;
+        r.scheduled_ns = Some(due * MS);
+        r.issued_ns = Some((due + lag) * MS);
+        r.first_token_ns = Some((due + lag + ttft) * MS);
+        r.last_token_ns = Some((due + lag + e2e) * MS);
+        r.complete_ns = Some((due + lag + e2e) * MS);
+        r.usage = Some(
+            json!({"prompt_tokens": usage.0, "completion_tokens": usage.1,
+                              "prompt_tokens_details": {"cached_tokens": usage.2}}),
+        );
+        r
+    }
+
+    #[test]
+    fn a_sessions_time_tokens_and_verdict() {
+        // Turn 1 due at 0, issued at 1, TTFT 100, e2e 500 (11 tokens);
+        // a 1,000 ms tool delay; turn 2 due at 1,501, issued at 1,503, TTFT
+        // 50, e2e 300 (21 tokens).
+        let a = turn("s", 1, 0, 1, 100, 500, (1000, 11, 0));
+        let b = turn("s", 2, 1501, 2, 50, 300, (1500, 21, 1000));
+        let slo = SessionSlo {
+            ttft_ms: Some(80.0),
+            tpot_ms: Some(20.0),
+            min_turn_share: 0.5,
+        };
+        let m = session("s", &[&b, &a], None, Some(&slo), TokenSource::Server);
+        assert_eq!(
+            (m.turns, m.completed, m.end_reason.as_str()),
+            (2, 2, "finished")
+        );
+        assert!((m.wall_s.unwrap() - 1.803).abs() < 1e-9, "{m:?}");
+        assert!((m.model_s - 0.8).abs() < 1e-9);
+        assert!((m.tool_s - 1.0).abs() < 1e-9);
+        assert!((m.queue_s - 0.003).abs() < 1e-9);
+        assert_eq!(m.ttft_cold_ms, Some(100.0));
+        assert_eq!(m.ttft_warm_p50_ms, Some(50.0));
+        assert_eq!(
+            (m.input_tokens, m.output_tokens, m.cached_tokens),
+            (2500, 32, 1000)
+        );
+        assert_eq!(m.kv_hit_pct, Some(40.0));
+        assert!((m.e2e_interactivity.unwrap() - 32.0 / 0.8).abs() < 1e-9);
+        // Turn 1: TTFT 100 > 80 fails; turn 2: TTFT 50, TPOT 250/20 = 12.5: meets.
+        assert_eq!(m.turns_meeting_slo, Some(1));
+        assert_eq!(m.slo_ok, Some(true));
+        let strict = SessionSlo {
+            min_turn_share: 1.0,
+            ..slo.clone()
+        };
+        let m = session("s", &[&a, &b], None, Some(&strict), TokenSource::Server);
+        assert_eq!(m.slo_ok, Some(false));
+    }
+
+    #[test]
+    fn failed_sessions_name_the_cause_and_never_meet_the_slo() {
+        let mut a = turn("s", 1, 0, 0, 10, 20, (10, 2, 0));
+        let mut b = turn("s", 2, 30, 0, 10, 20, (10, 2, 0));
+        b.status = TurnStatus::Failed;
+        b.error = Some("HTTP 400: exceed_context_size_error".into());
+        let slo = SessionSlo {
+            ttft_ms: Some(1000.0),
+            tpot_ms: None,
+            min_turn_share: 1.0,
+        };
+        let m = session(
+            "s",
+            &[&a, &b],
+            Some("failed"),
+            Some(&slo),
+            TokenSource::Server,
+        );
+        assert_eq!(m.end_reason, "context_overflow");
+        assert_eq!(m.slo_ok, Some(false));
+        b.error = Some("the turn timed out after 600 s".into());
+        let m = session("s", &[&a, &b], Some("failed"), None, TokenSource::Server);
+        assert_eq!((m.end_reason.as_str(), m.slo_ok), ("timeout", None));
+        a.segment = 0;
+        assert_eq!(
+            session("s", &[&a], Some("interrupted"), None, TokenSource::Server).end_reason,
+            "interrupted"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_goodput_and_groups_ttft() {
+        let records = vec![
+            turn("a", 1, 0, 0, 100, 200, (1000, 5, 0)),
+            turn("a", 2, 300, 0, 20, 100, (3000, 5, 0)),
+            turn("b", 1, 0, 0, 300, 400, (1500, 5, 0)),
+        ];
+        let slo = SessionSlo {
+            ttft_ms: Some(150.0),
+            tpot_ms: None,
+            min_turn_share: 1.0,
+        };
+        let order = vec!["a".to_owned(), "b".to_owned()];
+        let (each, s) = sessions(
+            &records,
+            &order,
+            &Ends::new(),
+            Some(&slo),
+            TokenSource::Server,
+            Some(1800.0),
+        );
+        assert_eq!(each.len(), 2);
+        assert_eq!(s.slo_ok, Some(1));
+        assert_eq!(s.slo_attainment_pct, Some(50.0));
+        assert_eq!(s.session_goodput_per_hour, Some(2.0));
+        assert_eq!(s.ended["finished"], 2);
+        let by_turn: Vec<(u64, usize, f64)> = s
+            .ttft_by_turn
+            .iter()
+            .map(|r| (r.from, r.n, r.p90_ms))
+            .collect();
+        // "Lower" p90 of two values is the smaller one.
+        assert_eq!(by_turn, [(1, 2, 100.0), (2, 1, 20.0)]);
+        let by_isl: Vec<(u64, Option<u64>, usize)> =
+            s.ttft_by_isl.iter().map(|r| (r.from, r.to, r.n)).collect();
+        assert_eq!(
+            by_isl,
+            [
+                (512, Some(1024), 1),
+                (1024, Some(2048), 1),
+                (2048, Some(4096), 1)
+            ]
+        );
+    }
+}
