@@ -100,7 +100,7 @@ pub struct TtftRow {
 }
 
 /// A completed turn's group: (from, to) of its turn index or ISL bucket.
-type GroupKey = dyn Fn(&TurnRecord) -> Option<(u64, Option<u64>)>;
+type GroupKey<'a> = dyn Fn(&TurnRecord) -> Option<(u64, Option<u64>)> + 'a;
 
 /// How a session ended, as the engine says it (`SessionEnd`'s snake-case
 /// name), for each session id.
@@ -302,7 +302,7 @@ pub fn sessions(
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
         .collect();
-    let rows = |key: &GroupKey| -> Vec<TtftRow> {
+    let rows = |key: &GroupKey<'_>| -> Vec<TtftRow> {
         let mut groups: BTreeMap<(u64, Option<u64>), Vec<f64>> = BTreeMap::new();
         for r in &completed {
             if let (Some(k), Some(t)) = (key(r), ms(r.issued_ns, r.first_token_ns)) {
