@@ -127,13 +127,16 @@ async fn demo_reports_and_their_comparison_render_in_chromium() {
         "osl-hist",
         "score-per-turn",
         "score-per-conversation",
+        "ttft-by-turn",
+        "ttft-by-isl",
+        "session-time",
     ];
     if bfcl {
         expected.extend(["bfcl-categories", "bfcl-subsets"]);
     }
     let page = browser::load(&chromium, &a.join("report.html"), &shots(), "demo");
     page.assert_clean(&expected);
-    assert_eq!(page.sections[..2], ["run", "performance"]);
+    assert_eq!(page.sections[..3], ["run", "performance", "sessions"]);
     for needle in [
         "VALID",
         "SEALED",
@@ -270,6 +273,10 @@ async fn sweep_report_renders_in_chromium_and_marks_the_frontier() {
     let page = browser::load(&chromium, &out.join("report.html"), &shots(), "sweep");
     page.assert_clean(&[
         "pareto",
+        "interactivity-by-level",
+        "pareto-mlperf-e2e",
+        "pareto-tps-per-user",
+        "pareto-agentx",
         // The shipped config scrapes the endpoint's own /metrics.
         "telemetry-output",
         "telemetry-queue",

@@ -18,6 +18,7 @@ pub mod headline;
 mod page;
 pub mod read;
 pub(crate) mod run_page;
+mod sessions;
 mod sweep;
 mod telemetry;
 
@@ -62,6 +63,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
     let page = if let [r] = runs {
         let mut sections = vec![run_page::header(r)];
         sections.extend(run_page::performance(r));
+        sections.extend(sessions::section(r));
         sections.extend(sweep::section(r));
         sections.extend(telemetry::section(r));
         sections.extend(run_page::accuracy(r));

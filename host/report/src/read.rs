@@ -335,27 +335,34 @@ fn telemetry_file(
     phase: &str,
     summary: Option<Value>,
 ) -> Result<Option<PhaseTelemetry>, ReadError> {
-    let path = dir.join(rel);
-    let Some(t) = text(&path)? else {
+    let Some(samples) = jsonl(&dir.join(rel))? else {
         return Ok(None);
     };
-    let samples = t
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ReadError::Parse {
-                path: path.clone(),
-                message: format!("line {}: {e}", i + 1),
-            })
-        })
-        .collect::<Result<_, _>>()?;
     Ok(Some(PhaseTelemetry {
         phase: phase.to_owned(),
         file: rel.to_owned(),
         samples,
         summary,
     }))
+}
+
+/// The rows of a JSONL file; none when absent. A bad line is an error
+/// naming the file and the line.
+fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, ReadError> {
+    let Some(t) = text(path)? else {
+        return Ok(None);
+    };
+    t.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| ReadError::Parse {
+                path: path.to_path_buf(),
+                message: format!("line {}: {e}", i + 1),
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 /// Everything in one result directory that the readers use.
@@ -382,6 +389,8 @@ pub struct RunDir {
     pub sweep: Option<Sweep>,
     /// Each phase's telemetry (`telemetry.jsonl`), in phase order.
     pub telemetry: Vec<PhaseTelemetry>,
+    /// The performance phase's `session_metrics.jsonl`.
+    pub session_metrics: Vec<Value>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
@@ -414,19 +423,7 @@ pub fn json_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
 
 /// Reads a turn log; empty when absent; names file and line on error.
 pub fn turns_file(path: &Path) -> Result<Vec<Turn>, ReadError> {
-    let Some(t) = text(path)? else {
-        return Ok(Vec::new());
-    };
-    t.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ReadError::Parse {
-                path: path.to_path_buf(),
-                message: format!("line {}: {e}", i + 1),
-            })
-        })
-        .collect()
+    Ok(jsonl(path)?.unwrap_or_default())
 }
 
 impl RunDir {
@@ -529,6 +526,7 @@ impl RunDir {
             accuracy_sessions: json_file(&dir.join("accuracy/sessions.json"))?.unwrap_or_default(),
             sweep,
             telemetry,
+            session_metrics: jsonl(&dir.join("session_metrics.jsonl"))?.unwrap_or_default(),
             config,
             config_text,
         };

@@ -68,6 +68,62 @@ fn tier_marks(sw: &Sweep) -> Vec<Mark> {
         .collect()
 }
 
+/// Throughput against one interactivity definition, with that definition's
+/// own frontier (a phase is on it when no phase beats it on both).
+fn interactivity_pareto(
+    sw: &Sweep,
+    key: &str,
+    id: &str,
+    title: &str,
+    x_label: &str,
+) -> Option<super::page::Figure> {
+    let pts: Vec<(f64, f64, u64)> = sw
+        .phases()
+        .iter()
+        .filter_map(|p| {
+            Some((
+                f(&p["interactivity"][key])?,
+                f(&p["throughput"]["total_tps"])?,
+                p["level"].as_u64()?,
+            ))
+        })
+        .collect();
+    let mut front: Vec<(f64, f64)> = pts
+        .iter()
+        .filter(|(x, y, _)| {
+            !pts.iter()
+                .any(|(qx, qy, _)| qx >= x && qy >= y && (qx > x || qy > y))
+        })
+        .map(|(x, y, _)| (*x, *y))
+        .collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let plot = Plot::new(
+        Axis::linear(x_label),
+        Axis::linear("total server throughput (tok/s)"),
+    )
+    .size(720, 360)
+    .layer(Layer::new(
+        "phases",
+        color(0),
+        Shape::Dots(pts.iter().map(|p| (p.0, p.1)).collect(), 5),
+    ))
+    .layer(Layer::new("frontier", color(3), Shape::Line(front)))
+    .layer(Layer::unnamed(
+        rgb(40, 40, 40),
+        Shape::Labels(
+            pts.iter()
+                .map(|p| (p.0, p.1, format!(" c{}", p.2)))
+                .collect(),
+        ),
+    ));
+    figure(
+        id,
+        title,
+        "The MLPerf agentic chart's axes (throughput up, interactivity right); line: this definition's frontier.",
+        &plot,
+    )
+}
+
 /// The sweep section; none when the run is no sweep.
 pub fn section(run: &RunDir) -> Option<Section> {
     let sw = run.sweep.as_ref()?;
@@ -194,8 +250,33 @@ pub fn section(run: &RunDir) -> Option<Section> {
             color(3),
             Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p99"]).map(|v| v.max(1e-3)))),
         ));
+    let by_definition = Plot::new(agents(), Axis::linear("interactivity (tok/s)"))
+        .layer(Layer::new(
+            "AA P25 output speed",
+            color(0),
+            Shape::Line(lv(&|p| f(&p["interactivity"]["aa_output_speed_p25"]))),
+        ))
+        .layer(Layer::new(
+            "MLPerf e2e interactivity",
+            color(1),
+            Shape::Line(lv(&|p| f(&p["interactivity"]["mlperf_e2e_interactivity"]))),
+        ))
+        .layer(Layer::new(
+            "MLPerf tps_per_user",
+            color(2),
+            Shape::Dashed(lv(&|p| f(&p["interactivity"]["mlperf_tps_per_user"]))),
+        ))
+        .layer(Layer::new(
+            "AgentX E2E-normalized P90",
+            color(3),
+            Shape::Line(lv(&|p| f(&p["interactivity"]["agentx_e2e_normalized_p90"]))),
+        ));
     s.figures(vec![
         figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: concurrent agents); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
+        figure("interactivity-by-level", "Interactivity by concurrency, each definition", "MLPerf Endpoints: Σ output tokens / Σ turn seconds, and 1000 / TPOT p90; InferenceX AgentX: 1 / P90(E2EL / OSL); AA-AgentPerf: P25 output speed after the first token.", &by_definition),
+        interactivity_pareto(sw, "mlperf_e2e_interactivity", "pareto-mlperf-e2e", "Total throughput vs MLPerf e2e interactivity", "MLPerf e2e interactivity (tok/s)"),
+        interactivity_pareto(sw, "mlperf_tps_per_user", "pareto-tps-per-user", "Total throughput vs MLPerf tps_per_user", "tps_per_user = 1000 / TPOT p90 (tok/s)"),
+        interactivity_pareto(sw, "agentx_e2e_normalized_p90", "pareto-agentx", "Total throughput vs AgentX E2E-normalized interactivity", "1 / P90(E2EL / OSL) (tok/s)"),
         figure("ttft-by-level", "TTFT by concurrency", "Over each phase's steady-state window.", &ttft),
         figure("speed-by-level", "Output speed by concurrency", "Per request, tokens/s after the first token.", &speed),
         figure("throughput-by-level", "Server throughput by concurrency", "From the server's usage counts over the window.", &throughput),
@@ -218,6 +299,9 @@ pub fn section(run: &RunDir) -> Option<Section> {
             "window (s)",
             "total tok/s",
             "P25 speed",
+            "MLPerf e2e",
+            "tps/user",
+            "AgentX P90",
             "TTFT p90 (ms)",
             "cached %",
             "failed",
@@ -237,6 +321,9 @@ pub fn section(run: &RunDir) -> Option<Section> {
             Cell::num(n(&p["window"]["seconds"])),
             Cell::num(n(&p["throughput"]["total_tps"])),
             Cell::num(n(&p["output_speed_tps"]["p25"])),
+            Cell::num(n(&p["interactivity"]["mlperf_e2e_interactivity"])),
+            Cell::num(n(&p["interactivity"]["mlperf_tps_per_user"])),
+            Cell::num(n(&p["interactivity"]["agentx_e2e_normalized_p90"])),
             Cell::num(n(&p["ttft_ms"]["p90"])),
             Cell::num(
                 f(&p["throughput"]["cached_fraction"])
