@@ -17,6 +17,7 @@ mod authoring;
 mod bfcl_multi_turn;
 mod cli_in_process;
 mod data_grants;
+mod datacenter;
 mod edge_run;
 mod fail_fast;
 mod faults;

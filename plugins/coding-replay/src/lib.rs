@@ -9,6 +9,7 @@
 
 pub mod dataset;
 pub mod replay;
+pub mod salt;
 pub mod session;
 pub mod settings;
 

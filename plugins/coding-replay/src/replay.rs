@@ -19,6 +19,8 @@ pub struct ConversationReplay {
     id_json: String,
     /// The system message, then every row's messages, in turn order.
     messages: Vec<Message>,
+    /// The system prompt (`messages[0]`), when the conversation has one.
+    system: Option<String>,
     /// Distinct `tools` arrays (compact JSON) that client turns send.
     tools: Vec<String>,
     /// The client turns, in order.
@@ -60,11 +62,12 @@ impl ConversationReplay {
         // Validation guarantees the first row (turn 1) is a user row.
         let first_user = &rows[0];
         let mut messages = Vec::with_capacity(rows.len() + 1);
-        if let Some(system) = rows
+        let system = rows
             .iter()
             .find_map(|row| row.system.as_deref().filter(|s| !s.is_empty()))
-        {
-            messages.push(Message::system(system));
+            .map(str::to_owned);
+        if let Some(system) = &system {
+            messages.push(Message::system(system.clone()));
         }
         let mut tools: Vec<String> = first_user.tools_json.iter().cloned().collect();
         let default_tools = (!tools.is_empty()).then_some(0);
@@ -122,6 +125,7 @@ impl ConversationReplay {
             id: conversation.id.clone(),
             id_json: serde_json::Value::from(conversation.id.as_str()).to_string(),
             messages,
+            system,
             tools,
             turns,
         }
@@ -132,13 +136,33 @@ impl ConversationReplay {
         self.turns.len()
     }
 
+    /// Whether the conversation has a system prompt (salting needs one).
+    pub fn has_system(&self) -> bool {
+        self.system.is_some()
+    }
+
     /// The request for client turn `index` of session `session_id`, pass
     /// `repeat`: the previous client turn's request (the conversation up to
-    /// its end) kept, and the rows since then added.
-    pub fn request(&self, index: usize, session_id: &str, repeat: u32) -> Turn {
+    /// its end) kept, and the rows since then added. With `salt`, the first
+    /// turn's system prompt is the instance's salted one (later turns keep
+    /// it).
+    pub fn request(
+        &self,
+        index: usize,
+        session_id: &str,
+        repeat: u32,
+        salt: Option<&Salt>,
+    ) -> Turn {
         let turn = &self.turns[index];
         let kept = index.checked_sub(1).map_or(0, |i| self.turns[i].end);
-        let new = self.messages[kept..turn.end].to_vec();
+        let mut new = self.messages[kept..turn.end].to_vec();
+        if let (0, Some(salt), Some(system)) = (kept, salt, &self.system) {
+            // The reference counts passes from 1.
+            let pass = repeat.max(1);
+            new[0] = Message::system(crate::salt::salted(
+                system, salt.mode, salt.seed, pass, &self.id, session_id,
+            ));
+        }
         Turn::after(turn.turn, kept as u32, new)
             .with_item_id(format!("{session_id}/{}", turn.assistant_turn))
             .with_tools_json(turn.tools.map(|i| self.tools[i].clone()))
@@ -150,6 +174,13 @@ impl ConversationReplay {
                 self.id_json, turn.assistant_turn, turn.expected_tool_calls
             ))
     }
+}
+
+/// How instances are salted (`enable_salt`).
+#[derive(Debug, Clone, Copy)]
+pub struct Salt {
+    pub mode: crate::salt::SaltMode,
+    pub seed: u64,
 }
 
 /// Appends a row's OpenAI messages: one for a user or assistant row, one per result
@@ -206,7 +237,9 @@ mod tests {
         let mut history = History::default();
         let mut last: Option<TurnRequest> = None;
         for i in 0..=index {
-            let mut r = replay.request(i, session, repeat).into_request(session);
+            let mut r = replay
+                .request(i, session, repeat, None)
+                .into_request(session);
             // Each request keeps the whole previous one.
             assert_eq!(
                 r.keep as usize,

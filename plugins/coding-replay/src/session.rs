@@ -5,13 +5,15 @@ use std::collections::{HashMap, HashSet};
 use agentload_sdk::{Config, Error, Session as SessionPlan, Turn};
 
 use crate::dataset::{self, Conversation};
-use crate::replay::ConversationReplay;
+use crate::replay::{ConversationReplay, Salt};
 use crate::settings::Settings;
 
 /// Everything `configure` set up.
 #[derive(Debug)]
 pub struct Run {
     conversations: Vec<ConversationReplay>,
+    /// `enable_salt`: how instances' system prompts are salted.
+    salt: Option<Salt>,
     sessions: Vec<Session>,
     by_id: HashMap<String, usize>,
 }
@@ -62,6 +64,20 @@ impl Run {
                 .into_iter()
                 .map(|conversation| ConversationReplay::new(conversation, &settings))
                 .collect();
+        if settings.enable_salt {
+            // As the reference: a conversation without a system prompt stops
+            // the run before its first request.
+            if let Some(bare) = conversations.iter().find(|c| !c.has_system()) {
+                return Err(Error::Config(format!(
+                    "enable_salt: conversation '{}' has no system message to salt",
+                    bare.id
+                )));
+            }
+        }
+        let salt = settings.enable_salt.then_some(Salt {
+            mode: settings.salt_mode,
+            seed: settings.salt_seed,
+        });
         let count = conversations.len();
         let instances = settings
             .num_trajectories_to_issue
@@ -92,6 +108,7 @@ impl Run {
         }
         Ok(Self {
             conversations,
+            salt,
             sessions,
             by_id,
         })
@@ -110,11 +127,12 @@ impl Run {
 
     /// The first request of a session.
     pub fn start(&mut self, session_id: &str) -> Result<Turn, Error> {
+        let salt = self.salt;
         let (session, conversation) = self.session(session_id)?;
         match session.cursor {
             Cursor::NotStarted => {
                 session.cursor = Cursor::Next(1);
-                Ok(conversation.request(0, &session.id, session.repeat))
+                Ok(conversation.request(0, &session.id, session.repeat, salt.as_ref()))
             }
             _ => Err(Error::Input(format!(
                 "session '{session_id}' has already started"
@@ -128,6 +146,7 @@ impl Run {
     /// whatever the model answered, and after a failure the host takes the remaining
     /// turns to record them as missing.
     pub fn next(&mut self, session_id: &str) -> Result<Option<Turn>, Error> {
+        let salt = self.salt;
         let (session, conversation) = self.session(session_id)?;
         match session.cursor {
             Cursor::NotStarted => Err(Error::Input(format!(
@@ -140,6 +159,7 @@ impl Run {
                     index,
                     &session.id,
                     session.repeat,
+                    salt.as_ref(),
                 )))
             }
             Cursor::Next(_) => {

@@ -1,5 +1,6 @@
 //! The plugin's settings table (`plugin-config.settings-json`).
 
+use crate::salt::SaltMode;
 use agentload_sdk::{Config, Error};
 use serde::Deserialize;
 
@@ -22,6 +23,13 @@ pub struct Settings {
     pub max_completion_tokens: u32,
     /// Conversation ids to run (run in dataset order); `None` runs them all.
     pub conversations: Option<Vec<String>>,
+    /// Salt every conversation instance's system prompt (the datacenter
+    /// benchmark's `enable_salt`; see `salt.rs`).
+    pub enable_salt: bool,
+    /// `reference` (byte-exact) or `seeded64`.
+    pub salt_mode: SaltMode,
+    /// The seed of `seeded64` salts.
+    pub salt_seed: u64,
 }
 
 impl Default for Settings {
@@ -34,6 +42,9 @@ impl Default for Settings {
             seed: 42,
             max_completion_tokens: 1024,
             conversations: None,
+            enable_salt: false,
+            salt_mode: SaltMode::Reference,
+            salt_seed: 42,
         }
     }
 }

@@ -129,3 +129,54 @@ fn edge_dataset_replays_1007_turns() {
     // pytest-dev__pytest-6202 turn 121: the system message + rows 1..=121 (~100 KB).
     assert_eq!(largest, 122);
 }
+
+/// `enable_salt`: each instance's first request carries its salted system
+/// prompt (the reference's bytes), later requests keep it; a conversation
+/// without a system prompt is refused at configure, before any request.
+#[test]
+fn salted_instances_carry_the_reference_salt_from_their_first_turn() {
+    let mut w = CodingReplay::default();
+    match w.configure(config(json!({"enable_salt": true}), &two_conversations())) {
+        Err(Error::Config(message)) => assert!(
+            message.contains("conversation 'b' has no system message"),
+            "{message}"
+        ),
+        other => panic!("expected invalid-config, got {other:?}"),
+    }
+    let settings =
+        json!({"enable_salt": true, "conversations": ["a"], "num_trajectories_to_issue": 2});
+    let plans = w.configure(config(settings, &two_conversations())).unwrap();
+    let ids: Vec<&str> = plans.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["a", "a__repeat_2"]);
+    let system = "You are a shell agent.";
+    for (session, pass) in [("a", 1), ("a__repeat_2", 2)] {
+        let first = w.start(session).unwrap();
+        assert_eq!(first.keep, 0);
+        assert_eq!(first.messages[0].role, Role::System);
+        let r = if pass == 1 { "4461" } else { "ba75" };
+        let c = crate::salt::salted(
+            system,
+            crate::salt::SaltMode::Reference,
+            0,
+            pass,
+            "a",
+            session,
+        );
+        assert_eq!(first.messages[0].content.as_deref(), Some(c.as_str()));
+        assert!(
+            c.starts_with(&format!("[salt: {r}]\n\n{system}\n\n[salt: ")),
+            "{c}"
+        );
+        // The next request keeps the salted prompt and sends no other.
+        let next = w.next(session, completed()).unwrap().unwrap();
+        assert!(next.keep > 0);
+        assert!(next.messages.iter().all(|m| m.role != Role::System));
+    }
+    // Unsalted, the same conversation sends its prompt as recorded.
+    let plain = json!({"conversations": ["a"]});
+    w.configure(config(plain, &two_conversations())).unwrap();
+    assert_eq!(
+        w.start("a").unwrap().messages[0].content.as_deref(),
+        Some(system)
+    );
+}
