@@ -111,9 +111,9 @@ impl ConversationReplay {
                 delay_ms,
                 sampling: Sampling {
                     temperature: Some(settings.temperature),
-                    top_p: None,
-                    top_k: None,
-                    seed: Some(settings.seed),
+                    top_p: settings.top_p,
+                    top_k: settings.top_k,
+                    seed: settings.send_seed.then_some(settings.seed),
                     max_completion_tokens: Some(max_tokens),
                     tool_choice_json: None,
                 },

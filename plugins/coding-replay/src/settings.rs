@@ -17,8 +17,14 @@ pub struct Settings {
     pub inject_tool_delay: bool,
     /// Sampling temperature sent on every turn.
     pub temperature: f64,
-    /// Sampling seed sent on every turn.
+    /// Sampling seed sent on every turn (unless `send_seed` is false).
     pub seed: i64,
+    /// Send `seed` (the datacenter benchmark sends none).
+    pub send_seed: bool,
+    /// `top_p` sent on every turn, when set.
+    pub top_p: Option<f64>,
+    /// `top_k` sent on every turn, when set.
+    pub top_k: Option<u32>,
     /// `max_completion_tokens` when the dataset does not set one.
     pub max_completion_tokens: u32,
     /// Conversation ids to run (run in dataset order); `None` runs them all.
@@ -40,6 +46,9 @@ impl Default for Settings {
             inject_tool_delay: false,
             temperature: 0.0,
             seed: 42,
+            send_seed: true,
+            top_p: None,
+            top_k: None,
             max_completion_tokens: 1024,
             conversations: None,
             enable_salt: false,
@@ -60,6 +69,12 @@ impl Settings {
         }
         if settings.temperature.is_nan() || settings.temperature < 0.0 {
             return bad("temperature", "a non-negative number");
+        }
+        if settings.top_p.is_some_and(|p| !(p > 0.0 && p <= 1.0)) {
+            return bad("top_p", "in (0, 1]");
+        }
+        if settings.top_k == Some(0) {
+            return bad("top_k", "at least 1");
         }
         if settings.max_completion_tokens == 0 {
             return bad("max_completion_tokens", "at least 1");
@@ -116,9 +131,9 @@ mod tests {
 
     #[test]
     fn unknown_key_is_named_with_the_known_ones() {
-        let e = config_error(r#"{"top_p": 0.9}"#);
+        let e = config_error(r#"{"top_pp": 0.9}"#);
         assert!(
-            e.starts_with("settings: unknown field `top_p`, expected one of `dataset`"),
+            e.starts_with("settings: unknown field `top_pp`, expected one of `dataset`"),
             "{e}"
         );
         assert!(e.contains("`conversations`"), "{e}");

@@ -180,3 +180,28 @@ fn salted_instances_carry_the_reference_salt_from_their_first_turn() {
         Some(system)
     );
 }
+
+/// The datacenter presets' sampling: top_p and top_k sent, no seed.
+#[test]
+fn top_p_top_k_and_no_seed_reach_every_turn() {
+    let mut w = CodingReplay::default();
+    let settings = json!({"temperature": 1.0, "top_p": 0.95, "top_k": 20, "send_seed": false});
+    w.configure(config(settings, &two_conversations())).unwrap();
+    let first = w.start("a").unwrap();
+    let next = w.next("a", completed()).unwrap().unwrap();
+    for turn in [first, next] {
+        assert_eq!(turn.sampling.temperature, Some(1.0));
+        assert_eq!(turn.sampling.top_p, Some(0.95));
+        assert_eq!(turn.sampling.top_k, Some(20));
+        assert_eq!(turn.sampling.seed, None);
+    }
+    for (bad, key) in [
+        (json!({"top_p": 0.0}), "top_p"),
+        (json!({"top_k": 0}), "top_k"),
+    ] {
+        match w.configure(config(bad, &two_conversations())) {
+            Err(Error::Config(message)) => assert!(message.contains(key), "{message}"),
+            other => panic!("expected invalid-config, got {other:?}"),
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //! may hold only the keys it has rules for: an unknown setting could change
 //! what the locked plugin does.
 
+mod datacenter;
 mod edge;
 
 use serde::Serialize;
@@ -61,6 +62,8 @@ enum Want {
     /// A grant table: exactly these grant names, each a file the locks
     /// know by this name (digests are checked when the files are read).
     Grants(&'static [(&'static str, &'static str)]),
+    /// A positive integer multiple of this (the key must be set).
+    MultipleOf(u64),
 }
 
 /// A config key that breaks a rule.
@@ -137,7 +140,7 @@ pub enum Refusal {
 }
 
 /// Every ruleset this agentload knows.
-pub const RULESETS: &[&Ruleset] = &[&edge::EDGE];
+pub const RULESETS: &[&Ruleset] = &[&edge::EDGE, &datacenter::QWEN, &datacenter::KIMI];
 
 /// The ruleset named `name`.
 pub fn find(name: &str) -> Option<&'static Ruleset> {
@@ -271,6 +274,12 @@ impl Want {
                     v => v.is_null(),
                 });
                 (!ok).then(|| ("(not set)".to_string(), shown(actual)))
+            }
+            Want::MultipleOf(n) => {
+                let ok = actual
+                    .and_then(Value::as_u64)
+                    .is_some_and(|v| v > 0 && v % n == 0);
+                (!ok).then(|| (format!("a positive multiple of {n}"), shown(actual)))
             }
             Want::Grants(grants) => {
                 let ok = match actual {

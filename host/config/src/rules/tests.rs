@@ -251,3 +251,160 @@ fn a_development_report_lists_each_deviation() {
         "{err}"
     );
 }
+
+const QWEN: &str = include_str!("../../../../configs/datacenter-qwen3.6-35b-a3b.toml");
+const KIMI: &str = include_str!("../../../../configs/datacenter-kimi-k3.toml");
+
+const PERF: Phases = Phases {
+    performance: true,
+    accuracy: false,
+};
+
+fn keys(devs: &[Deviation]) -> Vec<&str> {
+    devs.iter().map(|d| d.key.as_str()).collect()
+}
+
+/// The datacenter presets mirror the reference's YAMLs: in a perf run only
+/// the missing accuracy phase deviates; the SWE-bench phase agentload lacks
+/// keeps a submission refused, naming it.
+#[test]
+fn the_datacenter_presets_deviate_only_where_agentload_lacks_swe_bench() {
+    for preset in [QWEN, KIMI] {
+        assert_eq!(keys(&deviations(preset, PERF)), ["--mode"], "{preset}");
+        let both = deviations(preset, BOTH);
+        assert!(keys(&both).contains(&"accuracy.workload"), "{both:?}");
+        let swe = both.iter().find(|d| d.key == "accuracy.workload").unwrap();
+        assert_eq!(swe.expected, "\"swe-bench\"");
+    }
+}
+
+#[test]
+fn datacenter_deviations_name_key_rule_and_both_values() {
+    let edit = |text: &str, from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        text.replacen(from, to, 1)
+    };
+    let cases: &[(&str, &str, &str, &str, &str, &str)] = &[
+        // (preset, replace, with, key, expected, actual)
+        (
+            QWEN,
+            "num_trajectories_to_issue = 613",
+            "num_trajectories_to_issue = 600",
+            "performance.settings.num_trajectories_to_issue",
+            "a positive multiple of 613",
+            "600",
+        ),
+        (
+            QWEN,
+            "num_trajectories_to_issue = 613",
+            "num_trajectories_to_issue = 1226",
+            "",
+            "",
+            "",
+        ),
+        (
+            QWEN,
+            "enable_salt = true",
+            "enable_salt = false",
+            "performance.settings.enable_salt",
+            "true",
+            "false",
+        ),
+        (
+            QWEN,
+            "salt_mode = \"reference\"",
+            "salt_mode = \"seeded64\"",
+            "performance.settings.salt_mode",
+            "\"reference\"",
+            "\"seeded64\"",
+        ),
+        (
+            QWEN,
+            "inject_tool_delay = true",
+            "inject_tool_delay = false",
+            "performance.settings.inject_tool_delay",
+            "true",
+            "false",
+        ),
+        (
+            QWEN,
+            "send_seed = false\n",
+            "",
+            "performance.settings.send_seed",
+            "false",
+            "(not set)",
+        ),
+        (
+            QWEN,
+            "top_k = 20",
+            "top_k = 40",
+            "performance.settings.top_k",
+            "20",
+            "40",
+        ),
+        (
+            QWEN,
+            "presence_penalty = 1.5",
+            "presence_penalty = 0.0",
+            "endpoint.extra_body",
+            "",
+            "",
+        ),
+        (
+            QWEN,
+            "max_completion_tokens = 8192",
+            "max_completion_tokens = 1024",
+            "performance.settings.max_completion_tokens",
+            "8192",
+            "1024",
+        ),
+        (
+            KIMI,
+            "top_p = 1.0",
+            "top_p = 1.0\ntop_k = 20",
+            "performance.settings.top_k",
+            "(not set)",
+            "20",
+        ),
+        (
+            KIMI,
+            "temperature = 1.0",
+            "temperature = 0.6",
+            "performance.settings.temperature",
+            "1.0",
+            "0.6",
+        ),
+    ];
+    for (preset, from, to, key, expected, actual) in cases {
+        let devs = deviations(&edit(preset, from, to), PERF);
+        let found: Vec<&Deviation> = devs.iter().filter(|d| d.key != "--mode").collect();
+        if key.is_empty() {
+            assert!(found.is_empty(), "{from} -> {to}: {found:?}");
+            continue;
+        }
+        assert_eq!(found.len(), 1, "{from} -> {to}: {found:?}");
+        let d = found[0];
+        assert_eq!(d.key, *key);
+        assert!(!d.rule.is_empty());
+        if !expected.is_empty() {
+            assert_eq!(
+                (d.expected.as_str(), d.actual.as_str()),
+                (*expected, *actual),
+                "{d:?}"
+            );
+        }
+    }
+    // A submission of a deviating config is refused, naming the rule.
+    let bad = edit(QWEN, "enable_salt = true", "enable_salt = false");
+    let config = RunConfig::parse(Path::new("q.toml"), &bad).unwrap();
+    let c = check(&serde_json::to_value(&config).unwrap(), &bad, BOTH);
+    let refusal = require(&c).unwrap_err().to_string();
+    assert!(
+        refusal.contains("performance.settings.enable_salt"),
+        "{refusal}"
+    );
+    assert!(
+        refusal.contains("enable_salt: true (README, official submission)"),
+        "{refusal}"
+    );
+}

@@ -16,11 +16,13 @@ pub const TARGET: Target = Target {
     run,
 };
 
-const SEEDS: [&str; 4] = [
+const SEEDS: [&str; 6] = [
     include_str!("../../../../configs/edge-full-run.toml"),
     include_str!("../../../../configs/bfcl-multi-turn.toml"),
     include_str!("../../../../configs/agentperf-sweep-demo.toml"),
     include_str!("../../../../configs/llama-smoke.toml"),
+    include_str!("../../../../configs/datacenter-qwen3.6-35b-a3b.toml"),
+    include_str!("../../../../configs/datacenter-kimi-k3.toml"),
 ];
 
 /// A TOML value's text, the awkward ones included.
