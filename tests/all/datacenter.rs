@@ -70,3 +70,75 @@ async fn reference_salts_keep_reuse_within_an_instance_and_none_across_passes() 
     assert!(later.iter().all(|(c, p)| c + 1 >= *p), "{later:?}");
     sim.shutdown().await;
 }
+
+/// The shipped Qwen preset, shortened to two edge conversations: a
+/// development run goes on, lists its deviations, and writes the point
+/// metrics the submission checker reads back with its own formulas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("dc-preset");
+    let shipped = include_str!("../../configs/datacenter-qwen3.6-35b-a3b.toml");
+    let mut config = shipped.to_owned();
+    for (from, to) in [
+        ("agentic_combined.jsonl", "agentic_coding_2.5h.jsonl"),
+        (
+            "num_trajectories_to_issue = 613",
+            "num_trajectories_to_issue = 2",
+        ),
+        ("tokenizer = \"qwen3.6\"", "tokenizer = \"none\""),
+        ("inject_tool_delay = true", "inject_tool_delay = false"),
+    ] {
+        assert!(config.contains(from), "the preset changed: {from}");
+        config = config.replace(from, to);
+    }
+    let cfg = dir.path().join("qwen.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = dir.path().join("out");
+    run_ok(
+        &cfg,
+        &out,
+        &["--endpoint", &sim.url(), "--mode", "perf"],
+        dir.path(),
+    )
+    .await;
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    for key in [
+        "performance.settings.num_trajectories_to_issue",
+        "performance.settings.inject_tool_delay",
+        "model.tokenizer",
+    ] {
+        assert!(
+            report.contains(key) || key == "model.tokenizer",
+            "{key} not in\n{report}"
+        );
+    }
+    let manifest = json(&out.join("run_manifest.json"));
+    assert_eq!(
+        manifest["compliance"]["rules"],
+        "mlperf-datacenter-agentic-v1.0-qwen3.6"
+    );
+    assert_eq!(manifest["compliance"]["compliant"], false);
+    let s = json(&out.join("performance/result_summary.json"));
+    let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k}: {s}"));
+    let secs = f("duration_ns") / 1e9;
+    assert_eq!(
+        f("system_tps"),
+        s["output_sequence_lengths"]["total"].as_f64().unwrap() / secs
+    );
+    let tpot_p90_ms = s["tpot"]["percentiles"]["90.0"].as_f64().unwrap() / 1e6;
+    assert!((f("tps_per_user") / (1000.0 / tpot_p90_ms) - 1.0).abs() < 0.01);
+    assert_eq!(
+        f("e2e_avg_interactivity"),
+        f("output_tokens_per_turn_total") / f("e2e_turn_time_seconds_total")
+    );
+    let fallback = s["output_sequence_lengths"]["total"].as_f64().unwrap()
+        / (s["latency"]["total"].as_f64().unwrap() / 1e9);
+    assert!((fallback / f("e2e_avg_interactivity") - 1.0).abs() < 0.01);
+    sim.shutdown().await;
+}

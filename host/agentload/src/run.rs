@@ -861,6 +861,16 @@ async fn run_performance(
     );
     agentload_results::write_jsonl(&cx.out.join("session_metrics.jsonl"), &each)?;
     summary.agentload.sessions = Some(sessions);
+    // The datacenter rules' point metrics, as their checker reads them.
+    if cx
+        .config
+        .rules
+        .as_deref()
+        .and_then(agentload_config::rules::find)
+        .is_some_and(|r| r.point_metrics)
+    {
+        summary.add_point_metrics();
+    }
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
     let completed = summary.n_samples_completed;

@@ -40,10 +40,61 @@ pub struct PerformanceSummary {
     /// Output tokens (`output_sequence_lengths.total`) per second.
     pub tps: Option<f64>,
     pub finish_reason_counts: FinishReasonCounts,
+    /// The Endpoints Rules v1.0 point metrics (datacenter rulesets only; the
+    /// edge reference writes none of these keys).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub point: Option<PointMetrics>,
     /// `load_pattern`, `warmup` and both seeds, as in `config.yaml`.
     pub run_config: Value,
     /// agentload's additions (not in the reference's schema).
     pub agentload: Extras,
+}
+
+/// A point's metrics as MLPerf Endpoints Rules v1.0 §4.1/4.2 define them
+/// and its submission checker reads them back (`point_summary.py`):
+/// `system_tps` = `output_sequence_lengths.total / (duration_ns / 1e9)`,
+/// `tpot_p90_ms` = `tpot.percentiles["90.0"] / 1e6`, `tps_per_user` =
+/// `1000 / tpot_p90_ms`, `e2e_avg_interactivity` =
+/// `output_tokens_per_turn_total / e2e_turn_time_seconds_total`,
+/// `ttft_p90_ms` = `ttft.percentiles["90.0"] / 1e6`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PointMetrics {
+    pub system_tps: Option<f64>,
+    pub tpot_p90_ms: Option<f64>,
+    pub tps_per_user: Option<f64>,
+    pub ttft_p90_ms: Option<f64>,
+    pub e2e_avg_interactivity: Option<f64>,
+    pub output_tokens_per_turn_total: u64,
+    pub e2e_turn_time_seconds_total: f64,
+}
+
+impl PerformanceSummary {
+    /// Adds the point metrics, from this summary's own series and the
+    /// interactivity totals (so the checker's formulas give them back).
+    pub fn add_point_metrics(&mut self) {
+        let p90_ms = |r: &Reported| {
+            r.series
+                .as_ref()
+                .and_then(|s| s.percentile("90.0"))
+                .map(|ns| ns / 1e6)
+        };
+        let tpot_p90_ms = p90_ms(&self.tpot).filter(|ms| *ms > 0.0 && ms.is_finite());
+        let i = &self.agentload.interactivity;
+        self.point = Some(PointMetrics {
+            system_tps: self
+                .output_sequence_lengths
+                .series
+                .as_ref()
+                .zip(self.duration_ns.filter(|d| *d > 0))
+                .map(|(osl, d)| osl.total_f64() / (d as f64 / 1e9)),
+            tpot_p90_ms,
+            tps_per_user: tpot_p90_ms.map(|ms| 1000.0 / ms),
+            ttft_p90_ms: p90_ms(&self.ttft),
+            e2e_avg_interactivity: i.mlperf_e2e_interactivity,
+            output_tokens_per_turn_total: i.output_tokens_per_turn_total,
+            e2e_turn_time_seconds_total: i.e2e_turn_time_seconds_total,
+        });
+    }
 }
 
 /// A series, or what the reference writes for an empty one: `{}`, or for a
@@ -442,6 +493,7 @@ pub fn summarize(
         qps: secs.map(|s| done.len() as f64 / s),
         tps,
         finish_reason_counts,
+        point: None,
         run_config,
         agentload: Extras {
             test_started_at: manifest.test_started_at.clone(),
@@ -635,6 +687,53 @@ mod tests {
             source,
             chat_template_sha256: Some("abc".into()),
         }
+    }
+
+    /// The point metrics, read back with the submission checker's formulas
+    /// over the same summary, agree (the checker allows 1 %; these are
+    /// equal), and the e2e fallback it uses without the totals agrees too.
+    #[test]
+    fn point_metrics_agree_with_the_checkers_formulas() {
+        let records = vec![turn(0, None), turn(100, None), turn(250, None)];
+        let mut s = summarize(
+            &records,
+            Some((0, 300_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Local),
+        );
+        let plain = serde_json::to_value(&s).unwrap();
+        assert!(
+            plain.get("system_tps").is_none(),
+            "edge summaries carry none"
+        );
+        s.add_point_metrics();
+        let v = serde_json::to_value(&s).unwrap();
+        let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+        let osl_total = v["output_sequence_lengths"]["total"].as_f64().unwrap();
+        let secs = v["duration_ns"].as_f64().unwrap() / 1e9;
+        assert_eq!(f("system_tps"), osl_total / secs);
+        let tpot_p90_ms = v["tpot"]["percentiles"]["90.0"].as_f64().unwrap() / 1e6;
+        assert_eq!(f("tpot_p90_ms"), tpot_p90_ms);
+        assert_eq!(f("tps_per_user"), 1000.0 / tpot_p90_ms);
+        assert_eq!(
+            f("ttft_p90_ms"),
+            v["ttft"]["percentiles"]["90.0"].as_f64().unwrap() / 1e6
+        );
+        assert_eq!(
+            f("e2e_avg_interactivity"),
+            f("output_tokens_per_turn_total") / f("e2e_turn_time_seconds_total")
+        );
+        // 3 turns of 31 tokens in 50 ms each: 93 / 0.15 s.
+        assert!((f("e2e_avg_interactivity") - 620.0).abs() < 1e-9);
+        let fallback = osl_total / (v["latency"]["total"].as_f64().unwrap() / 1e9);
+        assert!((fallback / f("e2e_avg_interactivity") - 1.0).abs() < 0.01);
+        // Placed after finish_reason_counts, before run_config.
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+        assert!(
+            at("finish_reason_counts") < at("system_tps") && at("system_tps") < at("run_config")
+        );
     }
 
     #[test]

@@ -123,6 +123,7 @@ pub const QWEN: Ruleset = Ruleset {
         ),
     ],
     closed: &[],
+    point_metrics: true,
 };
 
 /// Kimi K3: temperature 1.0, top_p 1.0, nothing else.
@@ -160,4 +161,5 @@ pub const KIMI: Ruleset = Ruleset {
         ),
     ],
     closed: &[],
+    point_metrics: true,
 };

@@ -23,6 +23,7 @@ pub const EDGE: Ruleset = Ruleset {
         ("accuracy.settings", Phase::Accuracy),
         ("accuracy.scorer_settings", Phase::Accuracy),
     ],
+    point_metrics: false,
 };
 
 const fn set(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {

@@ -30,6 +30,9 @@ pub struct Ruleset {
     rules: &'static [Rule],
     /// Tables that may hold only the keys `rules` names.
     closed: &'static [(&'static str, Phase)],
+    /// The rules define point metrics (`system_tps`, `tps_per_user`,
+    /// `e2e_avg_interactivity`, ...) that `result_summary.json` carries.
+    pub point_metrics: bool,
 }
 
 /// Which phase a rule belongs to (it is checked only when that phase runs).
