@@ -111,12 +111,8 @@ async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
     for key in [
         "performance.settings.num_trajectories_to_issue",
         "performance.settings.inject_tool_delay",
-        "model.tokenizer",
     ] {
-        assert!(
-            report.contains(key) || key == "model.tokenizer",
-            "{key} not in\n{report}"
-        );
+        assert!(report.contains(key), "{key} not in\n{report}");
     }
     let manifest = json(&out.join("run_manifest.json"));
     assert_eq!(
