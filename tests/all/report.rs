@@ -274,6 +274,7 @@ async fn sweep_report_renders_in_chromium_and_marks_the_frontier() {
     page.assert_clean(&[
         "pareto",
         "interactivity-by-level",
+        "session-time-by-level",
         "pareto-mlperf-e2e",
         "pareto-tps-per-user",
         "pareto-agentx",

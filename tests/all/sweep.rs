@@ -64,6 +64,9 @@ async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministic
     .await;
     let dir = scratch("sweep");
     let config = sweep_config(dir.path(), &sim.url(), "[1, 2, 4]", "");
+    let mut text_cfg = std::fs::read_to_string(&config).unwrap();
+    text_cfg.push_str("[session_slo]\nttft_ms = 10000.0\n");
+    std::fs::write(&config, text_cfg).unwrap();
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
@@ -75,6 +78,27 @@ async fn phases_end_by_their_rules_measure_steady_state_and_assign_deterministic
     // Every point carries the three interactivity definitions; the sweep's
     // own frontier is over AA's P25 speed, another can be asked for.
     assert_eq!(pareto["x"], "aa_p25");
+    // Each phase's sessions, from its facts: one per trajectory an agent
+    // ran, ended as the engine says, with their time split.
+    for phase in phases {
+        let s = &phase["sessions"];
+        let ended: u64 = s["ended"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(ended, s["sessions"].as_u64().unwrap(), "{s}");
+        assert!(
+            s["sessions"].as_u64().unwrap() >= phase["trajectories_completed"].as_u64().unwrap()
+        );
+        assert!(s["ended"]["finished"].as_u64().unwrap() >= 3, "{s}");
+        assert!(s["model_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["ttft_by_turn"][0]["n"].as_u64().unwrap() > 0, "{s}");
+        // The run sets [session_slo]: every finished session meets 10 s TTFT.
+        assert!(s["slo_ok"].as_u64().unwrap() >= 3, "{s}");
+        assert!(s["session_goodput_per_hour"].as_f64().unwrap() > 0.0, "{s}");
+    }
     for point in pareto["points"].as_array().unwrap() {
         let i = &point["interactivity"];
         for key in [

@@ -24,6 +24,7 @@ use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
     block_on, Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
 };
+use agentload_results::sessions::SessionTurn;
 use agentload_results::{run_dir, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use agentload_telemetry::{PowerSource, Telemetry, TelemetrySummary};
 use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
@@ -714,7 +715,7 @@ async fn execute(
             let mine: Vec<&TurnRecord> =
                 records.iter().filter(|r| r.segment == cx.segment).collect();
             let window = span_ns(&mine);
-            let facts: Vec<TurnFacts> = mine.iter().map(|r| TurnFacts::of(r, 0)).collect();
+            let facts: Vec<TurnFacts> = mine.iter().map(|r| TurnFacts::of(r, 0, 0)).collect();
             let mut summary = s.finish(window).await;
             summary.account(crate::sweep::phase_tokens(&facts));
             if !cx.overrides.quiet {
@@ -851,12 +852,17 @@ async fn run_performance(
             Some((o.id.clone(), end.as_str()?.to_owned()))
         })
         .collect();
+    let source = cx.config.model.token_source();
+    let turns: Vec<SessionTurn<'_>> = ex
+        .records
+        .iter()
+        .map(|r| SessionTurn::of_record(r, source))
+        .collect();
     let (each, sessions) = agentload_results::sessions::sessions(
-        &ex.records,
+        &turns,
         &order,
         &ends,
         cx.config.session_slo.as_ref(),
-        cx.config.model.token_source(),
         summary.duration_ns.map(|ns| ns as f64 / 1e9),
     );
     agentload_results::write_jsonl(&cx.out.join("session_metrics.jsonl"), &each)?;

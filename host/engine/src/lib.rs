@@ -45,7 +45,7 @@ pub use journal::{read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};
 pub use prior::Prior;
-pub use recorder::{Keeping, LogFiles, Recorder};
+pub use recorder::{Facts, Keeping, LogFiles, Recorder};
 pub use session::{
     drive, DriveError, Engine, Next, SessionEnd, SessionOutcome, SessionTask, TurnHooks,
     WorkloadDelays,

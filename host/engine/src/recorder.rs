@@ -78,24 +78,59 @@ impl Keeping<'_> {
 enum Kept {
     /// Whole records with their log lines.
     Records(Vec<LoggedTurn>),
-    /// The facts a sweep's metrics need (the records are on disk).
-    Facts(Vec<TurnFacts>),
+    /// The facts a sweep's metrics need (the records are on disk), and the
+    /// session ids they refer to by number.
+    Facts(Vec<TurnFacts>, SessionIds),
+}
+
+/// Session ids, each held once, numbered in order of first turn.
+#[derive(Default)]
+struct SessionIds {
+    names: Vec<String>,
+    numbers: std::collections::HashMap<String, u32>,
+}
+
+impl SessionIds {
+    fn number(&mut self, id: &str) -> u32 {
+        if let Some(n) = self.numbers.get(id) {
+            return *n;
+        }
+        let n = u32::try_from(self.names.len()).expect("fewer than 2^32 sessions");
+        self.names.push(id.to_owned());
+        self.numbers.insert(id.to_owned(), n);
+        n
+    }
+
+    fn facts(&mut self, t: &LoggedTurn) -> TurnFacts {
+        TurnFacts::of(&t.record, t.line, self.number(&t.record.session_id))
+    }
 }
 
 impl Kept {
     fn push(&mut self, line: u64, record: TurnRecord) {
         match self {
             Self::Records(all) => all.push(LoggedTurn { line, record }),
-            Self::Facts(all) => all.push(TurnFacts::of(&record, line)),
+            Self::Facts(all, ids) => {
+                let n = ids.number(&record.session_id);
+                all.push(TurnFacts::of(&record, line, n));
+            }
         }
     }
 
     fn retain_lines(&mut self, keep: impl Fn(u64) -> bool) {
         match self {
             Self::Records(all) => all.retain(|t| keep(t.line)),
-            Self::Facts(all) => all.retain(|f| keep(f.line)),
+            Self::Facts(all, _) => all.retain(|f| keep(f.line)),
         }
     }
+}
+
+/// A phase's facts ([`Recorder::finish_facts`]).
+pub struct Facts {
+    /// The turns that count, local counts merged.
+    pub turns: Vec<TurnFacts>,
+    /// `turns[i].session` names `sessions[turns[i].session]`.
+    pub sessions: Vec<String>,
 }
 
 /// Where and how a phase's log is kept.
@@ -224,14 +259,15 @@ impl Recorder {
     /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
     pub fn keeping_facts(self) -> Self {
         let kept = match self.kept.into_inner().expect("records lock") {
-            Kept::Records(all) => all
-                .iter()
-                .map(|t| TurnFacts::of(&t.record, t.line))
-                .collect(),
-            Kept::Facts(all) => all,
+            Kept::Records(all) => {
+                let mut ids = SessionIds::default();
+                let facts = all.iter().map(|t| ids.facts(t)).collect();
+                Kept::Facts(facts, ids)
+            }
+            facts => facts,
         };
         Self {
-            kept: Mutex::new(Kept::Facts(kept)),
+            kept: Mutex::new(kept),
             ..self
         }
     }
@@ -240,7 +276,7 @@ impl Recorder {
     pub fn snapshot(&self) -> Vec<TurnRecord> {
         match &*self.kept.lock().expect("records lock") {
             Kept::Records(all) => all.iter().map(|t| t.record.clone()).collect(),
-            Kept::Facts(_) => Vec::new(),
+            Kept::Facts(..) => Vec::new(),
         }
     }
 
@@ -282,16 +318,17 @@ impl Recorder {
 
     /// As [`Recorder::finish`], for a recorder [keeping
     /// facts](Recorder::keeping_facts): the facts that count, counts merged.
-    pub fn finish_facts(self) -> Result<Vec<TurnFacts>, WriteError> {
+    pub fn finish_facts(self) -> Result<Facts, WriteError> {
         let Closed { kept, counts, .. } = self.close()?;
-        let facts = match kept {
-            Kept::Facts(all) => all,
-            Kept::Records(all) => all
-                .iter()
-                .map(|t| TurnFacts::of(&t.record, t.line))
-                .collect(),
+        let (facts, ids) = match kept {
+            Kept::Facts(all, ids) => (all, ids),
+            Kept::Records(all) => {
+                let mut ids = SessionIds::default();
+                let facts = all.iter().map(|t| ids.facts(t)).collect();
+                (facts, ids)
+            }
         };
-        Ok(facts
+        let turns = facts
             .into_iter()
             .filter(|f| f.status != TurnStatus::Interrupted)
             .map(|mut f| {
@@ -300,7 +337,11 @@ impl Recorder {
                 }
                 f
             })
-            .collect())
+            .collect();
+        Ok(Facts {
+            turns,
+            sessions: ids.names,
+        })
     }
 
     /// Counts the phase's turns, closes and syncs the files.
@@ -351,8 +392,20 @@ mod tests {
         overflow.status = TurnStatus::Failed;
         overflow.error = Some("HTTP 400: exceed_context_size_error".into());
         recorder.keep(overflow, None).await.unwrap();
+        let mut other = TurnRecord::aborted("t", 1, "t:1", "{}");
+        other.status = TurnStatus::Aborted;
+        recorder.keep(other, None).await.unwrap();
         assert!(recorder.snapshot().is_empty(), "no records are kept");
-        let facts = recorder.finish_facts().unwrap();
+        let kept = recorder.finish_facts().unwrap();
+        // Session ids are held once, numbered in order of first turn.
+        assert_eq!(kept.sessions, ["s", "t"]);
+        let named: Vec<(&str, u32)> = kept
+            .turns
+            .iter()
+            .map(|f| (kept.sessions[f.session as usize].as_str(), f.turn))
+            .collect();
+        assert_eq!(named, [("s", 1), ("s", 2), ("t", 1)]);
+        let facts = &kept.turns[..2];
         assert_eq!(facts.len(), 2, "an interrupted turn does not count");
         let f = facts[0];
         assert_eq!(f.issued_ns, Some(5));

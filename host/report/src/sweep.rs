@@ -68,6 +68,58 @@ fn tier_marks(sw: &Sweep) -> Vec<Mark> {
         .collect()
 }
 
+/// Where the phase's session time went, per concurrency: model, tool and
+/// queue seconds summed over its sessions, as shares.
+fn session_time_by_level(sw: &Sweep) -> Option<super::page::Figure> {
+    let rows: Vec<(String, [f64; 3])> = sw
+        .phases()
+        .iter()
+        .filter_map(|p| {
+            let s = &p["sessions"];
+            let parts = [f(&s["model_s"])?, f(&s["tool_s"])?, f(&s["queue_s"])?];
+            let total: f64 = parts.iter().sum();
+            (total > 0.0).then(|| {
+                (
+                    format!("c{}", p["level"].as_u64().unwrap_or(0)),
+                    parts.map(|x| 100.0 * x / total),
+                )
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let n = rows.len();
+    let mut plot = Plot::new(
+        Axis::linear("share of session time (%)").range(0.0, 100.0),
+        Axis::linear("").range(0.0, n as f64),
+    )
+    .size(720, (n as u32 * 28 + 110).max(200));
+    plot.y_categories = rows.iter().map(|(name, _)| name.clone()).collect();
+    for (k, name) in ["model", "tool", "queue"].iter().enumerate() {
+        let bars: Vec<[f64; 4]> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, r))| {
+                let start: f64 = r[..k].iter().sum();
+                [
+                    start,
+                    super::charts::row(n, i) + 0.15,
+                    start + r[k],
+                    super::charts::row(n, i) + 0.85,
+                ]
+            })
+            .collect();
+        plot = plot.layer(Layer::new(*name, color(k), Shape::Rects(bars)));
+    }
+    figure(
+        "session-time-by-level",
+        "Where session time went, by concurrency",
+        "model: Σ (complete − issued); tool: Σ delays before a turn was due; queue: Σ (issued − due), the harness's lateness; over each phase's sessions.",
+        &plot,
+    )
+}
+
 /// Throughput against one interactivity definition, with that definition's
 /// own frontier (a phase is on it when no phase beats it on both).
 fn interactivity_pareto(
@@ -274,6 +326,8 @@ pub fn section(run: &RunDir) -> Option<Section> {
     s.figures(vec![
         figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: concurrent agents); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
         figure("interactivity-by-level", "Interactivity by concurrency, each definition", "MLPerf Endpoints: Σ output tokens / Σ turn seconds, and 1000 / TPOT p90; InferenceX AgentX: 1 / P90(E2EL / OSL); AA-AgentPerf: P25 output speed after the first token.", &by_definition),
+        session_time_by_level(sw),
+        figure("session-goodput-by-level", "Session goodput by concurrency", "Sessions meeting [session_slo] per hour of the phase; a trajectory cut at the phase's end does not count.", &Plot::new(agents(), Axis::linear("SLO-meeting sessions per hour")).layer(Layer::new("session goodput", color(2), Shape::Line(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"]))))).layer(Layer::unnamed(color(2), Shape::Dots(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"])), 4)))),
         interactivity_pareto(sw, "mlperf_e2e_interactivity", "pareto-mlperf-e2e", "Total throughput vs MLPerf e2e interactivity", "MLPerf e2e interactivity (tok/s)"),
         interactivity_pareto(sw, "mlperf_tps_per_user", "pareto-tps-per-user", "Total throughput vs MLPerf tps_per_user", "tps_per_user = 1000 / TPOT p90 (tok/s)"),
         interactivity_pareto(sw, "agentx_e2e_normalized_p90", "pareto-agentx", "Total throughput vs AgentX E2E-normalized interactivity", "1 / P90(E2EL / OSL) (tok/s)"),

@@ -207,6 +207,11 @@ pub struct CountingStats {
 pub struct TurnFacts {
     /// The record's 1-based line in `turns.jsonl` (0: not written).
     pub line: u64,
+    /// Its session, as an index into the phase's session ids (the recorder
+    /// keeping facts holds the table).
+    pub session: u32,
+    /// The workload's turn number.
+    pub turn: u32,
     pub status: TurnStatus,
     /// Refused for exceeding the server's context.
     pub context_overflow: bool,
@@ -223,11 +228,13 @@ pub struct TurnFacts {
 }
 
 impl TurnFacts {
-    /// The facts of `record`, written at `line`.
-    pub fn of(record: &TurnRecord, line: u64) -> Self {
+    /// The facts of `record`, written at `line`, of session number `session`.
+    pub fn of(record: &TurnRecord, line: u64, session: u32) -> Self {
         let usage = |key: &str| record.usage.as_ref()?.get(key)?.as_u64();
         Self {
             line,
+            session,
+            turn: record.turn,
             status: record.status,
             context_overflow: record.error.as_deref().is_some_and(|e| {
                 e.contains("exceed_context_size") || e.contains("exceeds the available context")

@@ -10,8 +10,9 @@
 //! later process adds each process's part.
 
 use crate::metrics::Spread;
-use crate::record::{TurnRecord, TurnStatus};
+use crate::record::{TurnFacts, TurnRecord, TurnStatus};
 use crate::summary::chosen_counts;
+pub use crate::summary::Counts;
 use agentload_config::{SessionSlo, TokenSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -99,8 +100,112 @@ pub struct TtftRow {
     pub p90_ms: f64,
 }
 
+/// What the session metrics read of one turn: a record's or a sweep
+/// fact's.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionTurn<'a> {
+    pub session: &'a str,
+    pub turn: u32,
+    pub segment: u32,
+    pub status: TurnStatus,
+    pub failure: Failure,
+    pub scheduled_ns: Option<u64>,
+    pub issued_ns: Option<u64>,
+    pub first_token_ns: Option<u64>,
+    pub complete_ns: Option<u64>,
+    /// ISL, OSL and output after the first chunk, from the chosen source.
+    pub counts: Option<Counts>,
+    /// The server's `usage.prompt_tokens` and cached tokens.
+    pub server_prompt: Option<u64>,
+    pub cached: Option<u64>,
+}
+
+/// Why a failed turn failed, as far as the session's end reason names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    None,
+    ContextOverflow,
+    Timeout,
+    Other,
+}
+
+impl<'a> SessionTurn<'a> {
+    /// A record's view; counts from `source`, else the other source.
+    pub fn of_record(r: &'a TurnRecord, source: TokenSource) -> Self {
+        let error = r.error.as_deref().unwrap_or("");
+        let failure = if r.status != TurnStatus::Failed {
+            Failure::None
+        } else if error.contains("exceed_context_size")
+            || error.contains("exceeds the available context")
+        {
+            Failure::ContextOverflow
+        } else if error.contains("timed out") || error.contains("timeout") {
+            Failure::Timeout
+        } else {
+            Failure::Other
+        };
+        Self {
+            session: &r.session_id,
+            turn: r.turn,
+            segment: r.segment,
+            status: r.status,
+            failure,
+            scheduled_ns: r.scheduled_ns,
+            issued_ns: r.issued_ns,
+            first_token_ns: r.first_token_ns,
+            complete_ns: r.complete_ns,
+            counts: chosen_counts(r, source),
+            server_prompt: r.server_isl(),
+            cached: r.usage.as_ref().and_then(|u| {
+                u.get("prompt_tokens_details")?
+                    .get("cached_tokens")?
+                    .as_u64()
+            }),
+        }
+    }
+
+    /// A sweep fact's view (`sessions` names the fact's session number):
+    /// local counts where they ran, else the server's.
+    pub fn of_fact(f: &TurnFacts, sessions: &'a [String]) -> Self {
+        let counts = match f.local_tokens {
+            Some(l) => Some(Counts {
+                isl: u64::from(l.isl),
+                osl: u64::from(l.osl),
+                after_first: u64::from(l.osl_after_first),
+            }),
+            None => f
+                .prompt_tokens
+                .zip(f.completion_tokens)
+                .map(|(isl, osl)| Counts {
+                    isl,
+                    osl,
+                    after_first: osl.saturating_sub(1),
+                }),
+        };
+        let failure = match (f.status, f.context_overflow) {
+            (TurnStatus::Failed, true) => Failure::ContextOverflow,
+            (TurnStatus::Failed, false) => Failure::Other,
+            _ => Failure::None,
+        };
+        Self {
+            session: sessions.get(f.session as usize).map_or("?", String::as_str),
+            turn: f.turn,
+            segment: 0,
+            status: f.status,
+            failure,
+            scheduled_ns: f.scheduled_ns,
+            issued_ns: f.issued_ns,
+            first_token_ns: f.first_token_ns,
+            complete_ns: f.complete_ns,
+            counts,
+            server_prompt: f.prompt_tokens,
+            cached: f.cached_tokens,
+        }
+    }
+}
+
 /// A completed turn's group: (from, to) of its turn index or ISL bucket.
-type GroupKey<'a> = dyn Fn(&TurnRecord) -> Option<(u64, Option<u64>)> + 'a;
+type GroupKey<'a> = dyn Fn(&SessionTurn<'_>) -> Option<(u64, Option<u64>)> + 'a;
 
 /// How a session ended, as the engine says it (`SessionEnd`'s snake-case
 /// name), for each session id.
@@ -120,49 +225,49 @@ fn lower(mut v: Vec<f64>, p: f64) -> Option<f64> {
 
 /// The end reason: the engine's, with a failed session's cause named when
 /// it is the context window or the turn timeout.
-fn end_reason(end: Option<&str>, turns: &[&TurnRecord]) -> String {
+fn end_reason(end: Option<&str>, turns: &[&SessionTurn<'_>]) -> String {
     let end = end.unwrap_or("finished");
     if end != "failed" {
         return end.to_owned();
     }
-    let error = turns
+    match turns
         .iter()
-        .find(|r| r.status == TurnStatus::Failed)
-        .and_then(|r| r.error.as_deref())
-        .unwrap_or("");
-    if error.contains("exceed_context_size") || error.contains("exceeds the available context") {
-        "context_overflow".into()
-    } else if error.contains("timed out") || error.contains("timeout") {
-        "timeout".into()
-    } else {
-        "failed".into()
+        .map(|t| t.failure)
+        .find(|f| *f != Failure::None)
+    {
+        Some(Failure::ContextOverflow) => "context_overflow".into(),
+        Some(Failure::Timeout) => "timeout".into(),
+        _ => "failed".into(),
     }
 }
 
-/// One session's metrics from its records (any order).
+/// One session's metrics from its turns (any order).
 pub fn session(
     id: &str,
-    records: &[&TurnRecord],
+    turns: &[&SessionTurn<'_>],
     end: Option<&str>,
     slo: Option<&SessionSlo>,
-    source: TokenSource,
 ) -> SessionMetrics {
-    let mut turns: Vec<&TurnRecord> = records.to_vec();
-    turns.sort_by_key(|r| (r.segment, r.turn));
-    let issued: Vec<&&TurnRecord> = turns.iter().filter(|r| r.issued_ns.is_some()).collect();
-    let done: Vec<&&TurnRecord> = issued
+    let mut turns: Vec<&SessionTurn<'_>> = turns.to_vec();
+    turns.sort_by_key(|t| (t.segment, t.turn));
+    let issued: Vec<&SessionTurn<'_>> = turns
         .iter()
         .copied()
-        .filter(|r| r.status == TurnStatus::Completed)
+        .filter(|t| t.issued_ns.is_some())
+        .collect();
+    let done: Vec<&SessionTurn<'_>> = issued
+        .iter()
+        .copied()
+        .filter(|t| t.status == TurnStatus::Completed)
         .collect();
     let secs = |a: Option<u64>, b: Option<u64>| ms(a, b).map_or(0.0, |m| m / 1e3);
     let model_s: f64 = issued
         .iter()
-        .map(|r| secs(r.issued_ns, r.complete_ns))
+        .map(|t| secs(t.issued_ns, t.complete_ns))
         .sum();
     let queue_s: f64 = issued
         .iter()
-        .map(|r| secs(r.scheduled_ns, r.issued_ns))
+        .map(|t| secs(t.scheduled_ns, t.issued_ns))
         .sum();
     let tool_s: f64 = issued
         .windows(2)
@@ -171,11 +276,11 @@ pub fn session(
         .sum();
     // Per process: first due (or issue) to last completion.
     let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    for r in &issued {
-        let (Some(start), Some(end)) = (r.scheduled_ns.or(r.issued_ns), r.complete_ns) else {
+    for t in &issued {
+        let (Some(start), Some(end)) = (t.scheduled_ns.or(t.issued_ns), t.complete_ns) else {
             continue;
         };
-        let span = spans.entry(r.segment).or_insert((start, end));
+        let span = spans.entry(t.segment).or_insert((start, end));
         span.0 = span.0.min(start);
         span.1 = span.1.max(end);
     }
@@ -185,61 +290,46 @@ pub fn session(
             .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e9)
             .sum::<f64>()
     });
-    let first_turn = issued.first().map(|r| (r.segment, r.turn));
+    let first_turn = issued.first().map(|t| (t.segment, t.turn));
     let ttft_cold_ms = done
         .iter()
-        .find(|r| Some((r.segment, r.turn)) == first_turn)
-        .and_then(|r| ms(r.issued_ns, r.first_token_ns));
+        .find(|t| Some((t.segment, t.turn)) == first_turn)
+        .and_then(|t| ms(t.issued_ns, t.first_token_ns));
     let warm: Vec<f64> = done
         .iter()
-        .filter(|r| Some((r.segment, r.turn)) != first_turn)
-        .filter_map(|r| ms(r.issued_ns, r.first_token_ns))
+        .filter(|t| Some((t.segment, t.turn)) != first_turn)
+        .filter_map(|t| ms(t.issued_ns, t.first_token_ns))
         .collect();
-    let counted: Vec<(&&&TurnRecord, crate::summary::Counts)> = done
-        .iter()
-        .filter_map(|r| Some((r, chosen_counts(r, source)?)))
-        .collect();
+    let counted: Vec<(&SessionTurn<'_>, Counts)> =
+        done.iter().filter_map(|t| Some((*t, t.counts?))).collect();
     let output_tokens: u64 = counted.iter().map(|(_, c)| c.osl).sum();
     let e2e: f64 = counted
         .iter()
-        .map(|(r, _)| secs(r.issued_ns, r.complete_ns))
+        .map(|(t, _)| secs(t.issued_ns, t.complete_ns))
         .sum();
-    let cached_tokens: u64 = done
-        .iter()
-        .filter_map(|r| {
-            r.usage
-                .as_ref()?
-                .get("prompt_tokens_details")?
-                .get("cached_tokens")?
-                .as_u64()
-        })
-        .sum();
-    let server_prompt: u64 = done.iter().filter_map(|r| r.server_isl()).sum();
-    let meets = |r: &TurnRecord, c: Option<crate::summary::Counts>, slo: &SessionSlo| -> bool {
+    let cached_tokens: u64 = done.iter().filter_map(|t| t.cached).sum();
+    let server_prompt: u64 = done.iter().filter_map(|t| t.server_prompt).sum();
+    let meets = |t: &SessionTurn<'_>, slo: &SessionSlo| -> bool {
         let ttft_ok = slo
             .ttft_ms
-            .is_none_or(|t| ms(r.issued_ns, r.first_token_ns).is_some_and(|v| v <= t));
-        let tpot_ok = slo.tpot_ms.is_none_or(|t| {
-            let Some(c) = c.filter(|c| c.after_first > 0) else {
+            .is_none_or(|limit| ms(t.issued_ns, t.first_token_ns).is_some_and(|v| v <= limit));
+        let tpot_ok = slo.tpot_ms.is_none_or(|limit| {
+            let Some(c) = t.counts.filter(|c| c.after_first > 0) else {
                 // One token or none: nothing after the first to be slow.
                 return true;
             };
-            ms(r.first_token_ns, r.complete_ns).is_some_and(|d| d / c.after_first as f64 <= t)
+            ms(t.first_token_ns, t.complete_ns).is_some_and(|d| d / c.after_first as f64 <= limit)
         });
         ttft_ok && tpot_ok
     };
     let end_reason = end_reason(end, &turns);
-    let turns_meeting_slo = slo.map(|slo| {
-        done.iter()
-            .filter(|r| meets(r, chosen_counts(r, source), slo))
-            .count() as u32
-    });
+    let turns_meeting_slo = slo.map(|slo| done.iter().filter(|t| meets(t, slo)).count() as u32);
     let slo_ok = slo.zip(turns_meeting_slo).map(|(slo, n)| {
         end_reason == "finished"
             && !done.is_empty()
             && n as f64 >= slo.min_turn_share * done.len() as f64
     });
-    let count = |s: TurnStatus| turns.iter().filter(|r| r.status == s).count() as u32;
+    let count = |s: TurnStatus| turns.iter().filter(|t| t.status == s).count() as u32;
     SessionMetrics {
         session_id: id.to_owned(),
         end_reason,
@@ -266,31 +356,25 @@ pub fn session(
     }
 }
 
-/// Every session of a phase, in the order of `order` (the plan's), and the
-/// summary; `seconds` is the phase's duration (for goodput).
+/// Every session of a phase, in the order of `order` (the plan's, or the
+/// order sessions ended), and the summary; `seconds` is the phase's
+/// duration (for goodput).
 pub fn sessions(
-    records: &[TurnRecord],
+    turns: &[SessionTurn<'_>],
     order: &[String],
     ends: &Ends,
     slo: Option<&SessionSlo>,
-    source: TokenSource,
     seconds: Option<f64>,
 ) -> (Vec<SessionMetrics>, SessionsSummary) {
-    let mut by_session: BTreeMap<&str, Vec<&TurnRecord>> = BTreeMap::new();
-    for r in records {
-        by_session.entry(r.session_id.as_str()).or_default().push(r);
+    let mut by_session: BTreeMap<&str, Vec<&SessionTurn<'_>>> = BTreeMap::new();
+    for t in turns {
+        by_session.entry(t.session).or_default().push(t);
     }
     let metrics: Vec<SessionMetrics> = order
         .iter()
         .filter_map(|id| {
-            let records = by_session.get(id.as_str())?;
-            Some(session(
-                id,
-                records,
-                ends.get(id).map(String::as_str),
-                slo,
-                source,
-            ))
+            let turns = by_session.get(id.as_str())?;
+            Some(session(id, turns, ends.get(id).map(String::as_str), slo))
         })
         .collect();
     let mut ended = BTreeMap::new();
@@ -298,15 +382,15 @@ pub fn sessions(
         *ended.entry(m.end_reason.clone()).or_insert(0) += 1;
     }
     let slo_ok = slo.map(|_| metrics.iter().filter(|m| m.slo_ok == Some(true)).count());
-    let completed: Vec<&TurnRecord> = records
+    let completed: Vec<&SessionTurn<'_>> = turns
         .iter()
-        .filter(|r| r.status == TurnStatus::Completed)
+        .filter(|t| t.status == TurnStatus::Completed)
         .collect();
     let rows = |key: &GroupKey<'_>| -> Vec<TtftRow> {
         let mut groups: BTreeMap<(u64, Option<u64>), Vec<f64>> = BTreeMap::new();
-        for r in &completed {
-            if let (Some(k), Some(t)) = (key(r), ms(r.issued_ns, r.first_token_ns)) {
-                groups.entry(k).or_default().push(t);
+        for t in &completed {
+            if let (Some(k), Some(v)) = (key(t), ms(t.issued_ns, t.first_token_ns)) {
+                groups.entry(k).or_default().push(v);
             }
         }
         groups
@@ -335,9 +419,9 @@ pub fn sessions(
         session_goodput_per_hour: slo_ok
             .zip(seconds.filter(|s| *s > 0.0))
             .map(|(n, s)| n as f64 * 3600.0 / s),
-        ttft_by_turn: rows(&|r| Some((u64::from(r.turn), None))),
-        ttft_by_isl: rows(&|r| {
-            let isl = chosen_counts(r, source)?.isl.max(1);
+        ttft_by_turn: rows(&|t| Some((u64::from(t.turn), None))),
+        ttft_by_isl: rows(&|t| {
+            let isl = t.counts?.isl.max(1);
             let from = 1u64 << (63 - isl.leading_zeros());
             Some((from, Some(from * 2)))
         }),
@@ -351,6 +435,10 @@ mod tests {
     use serde_json::json;
 
     const MS: u64 = 1_000_000;
+
+    fn view(r: &TurnRecord) -> SessionTurn<'_> {
+        SessionTurn::of_record(r, TokenSource::Server)
+    }
 
     /// A completed turn: due at `due` ms, issued `lag` later, first token
     /// after `ttft`, complete after `e2e` (ms), with server usage.
@@ -389,7 +477,8 @@ mod tests {
             tpot_ms: Some(20.0),
             min_turn_share: 0.5,
         };
-        let m = session("s", &[&b, &a], None, Some(&slo), TokenSource::Server);
+        let (va, vb) = (view(&a), view(&b));
+        let m = session("s", &[&vb, &va], None, Some(&slo));
         assert_eq!(
             (m.turns, m.completed, m.end_reason.as_str()),
             (2, 2, "finished")
@@ -413,7 +502,7 @@ mod tests {
             min_turn_share: 1.0,
             ..slo.clone()
         };
-        let m = session("s", &[&a, &b], None, Some(&strict), TokenSource::Server);
+        let m = session("s", &[&va, &vb], None, Some(&strict));
         assert_eq!(m.slo_ok, Some(false));
     }
 
@@ -428,28 +517,42 @@ mod tests {
             tpot_ms: None,
             min_turn_share: 1.0,
         };
-        let m = session(
-            "s",
-            &[&a, &b],
-            Some("failed"),
-            Some(&slo),
-            TokenSource::Server,
-        );
+        let m = session("s", &[&view(&a), &view(&b)], Some("failed"), Some(&slo));
         assert_eq!(m.end_reason, "context_overflow");
         assert_eq!(m.slo_ok, Some(false));
         b.error = Some("the turn timed out after 600 s".into());
-        let m = session("s", &[&a, &b], Some("failed"), None, TokenSource::Server);
+        let m = session("s", &[&view(&a), &view(&b)], Some("failed"), None);
         assert_eq!((m.end_reason.as_str(), m.slo_ok), ("timeout", None));
         a.segment = 0;
         assert_eq!(
-            session("s", &[&a], Some("interrupted"), None, TokenSource::Server).end_reason,
+            session("s", &[&view(&a)], Some("interrupted"), None).end_reason,
             "interrupted"
         );
     }
 
+    /// A sweep's facts give the same session numbers as the records.
+    #[test]
+    fn facts_and_records_agree() {
+        let a = turn("s", 1, 0, 1, 100, 500, (1000, 11, 0));
+        let b = turn("s", 2, 1501, 2, 50, 300, (1500, 21, 1000));
+        let ids = vec!["s".to_owned()];
+        let (fa, fb) = (TurnFacts::of(&a, 1, 0), TurnFacts::of(&b, 2, 0));
+        let from_facts = session(
+            "s",
+            &[
+                &SessionTurn::of_fact(&fa, &ids),
+                &SessionTurn::of_fact(&fb, &ids),
+            ],
+            None,
+            None,
+        );
+        let from_records = session("s", &[&view(&a), &view(&b)], None, None);
+        assert_eq!(from_facts, from_records);
+    }
+
     #[test]
     fn the_summary_counts_goodput_and_groups_ttft() {
-        let records = vec![
+        let records = [
             turn("a", 1, 0, 0, 100, 200, (1000, 5, 0)),
             turn("a", 2, 300, 0, 20, 100, (3000, 5, 0)),
             turn("b", 1, 0, 0, 300, 400, (1500, 5, 0)),
@@ -460,14 +563,8 @@ mod tests {
             min_turn_share: 1.0,
         };
         let order = vec!["a".to_owned(), "b".to_owned()];
-        let (each, s) = sessions(
-            &records,
-            &order,
-            &Ends::new(),
-            Some(&slo),
-            TokenSource::Server,
-            Some(1800.0),
-        );
+        let turns: Vec<SessionTurn<'_>> = records.iter().map(view).collect();
+        let (each, s) = sessions(&turns, &order, &Ends::new(), Some(&slo), Some(1800.0));
         assert_eq!(each.len(), 2);
         assert_eq!(s.slo_ok, Some(1));
         assert_eq!(s.slo_attainment_pct, Some(50.0));

@@ -307,12 +307,12 @@ pub struct TokenSetup {
 }
 
 /// One turn's counts from one source.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Counts {
-    pub(crate) isl: u64,
-    pub(crate) osl: u64,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counts {
+    pub isl: u64,
+    pub osl: u64,
     /// Output tokens after the first token-bearing chunk.
-    pub(crate) after_first: u64,
+    pub after_first: u64,
 }
 
 /// `r`'s counts from `configured`, else from the other source.

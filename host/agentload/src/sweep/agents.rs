@@ -36,6 +36,8 @@ pub struct PhaseInput {
 pub struct PhaseRun {
     /// Every turn's facts (the records are in the phase's `turns.jsonl`).
     pub facts: Vec<TurnFacts>,
+    /// The session ids `facts` number.
+    pub session_ids: Vec<String>,
     pub sessions: Vec<SessionOutcome>,
     pub workload: WorkloadPlugin,
     /// When the last agent issued its first request (ns after the phase start).
@@ -177,11 +179,12 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         |(reason, at)| (reason.to_string(), at),
     );
     let engine = Arc::try_unwrap(shared.engine).unwrap_or_else(|_| unreachable!("agents joined"));
-    let facts = engine.recorder.finish_facts()?;
+    let kept = engine.recorder.finish_facts()?;
     let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
     let all_active = hooks.all_active_ns.load(Ordering::SeqCst);
     Ok(PhaseRun {
-        facts,
+        facts: kept.turns,
+        session_ids: kept.sessions,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
         workload: engine.workload.into_first(),
         all_active_ns: (all_active != UNSET).then_some(all_active),

@@ -19,6 +19,7 @@ pub mod salt;
 
 pub use agentload_config::SweepConfig;
 
+use agentload_config::SessionSlo;
 use agentload_config::ToolDelayMode;
 use agentload_config::{table_json, PhaseConfig, RunConfig};
 use agentload_engine::tokens::LocalCounter;
@@ -26,6 +27,7 @@ use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender}
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
 use agentload_results::metrics::Definition;
+use agentload_results::sessions::{Ends, SessionTurn, SessionsSummary};
 use agentload_telemetry::{PhaseTokens, Telemetry, TelemetrySummary};
 use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
@@ -52,6 +54,9 @@ pub struct PhaseSummary {
     pub trajectories_failed: u32,
     #[serde(flatten)]
     pub metrics: PhaseMetrics,
+    /// The phase's sessions together (each agent's trajectories; a
+    /// trajectory cut at the phase's end ended `stopped`).
+    pub sessions: SessionsSummary,
     /// Server and accelerator telemetry (`[telemetry]`, the power command).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetrySummary>,
@@ -214,6 +219,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             &sweep.normalize,
         );
         let requests = run.facts.len();
+        let sessions = phase_sessions(&run, config.session_slo.as_ref(), wall_s);
         workload = run.workload;
         let summary = PhaseSummary {
             index,
@@ -228,6 +234,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             trajectories_cut: run.trajectories_cut,
             trajectories_failed: run.trajectories_failed,
             metrics: measured,
+            sessions,
             telemetry,
             normalized,
             harness_cpu_ms_per_request: cpu
@@ -272,6 +279,28 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         },
     )?;
     Ok(summary)
+}
+
+/// The phase's sessions, from its facts, over its `seconds`.
+fn phase_sessions(
+    run: &agents::PhaseRun,
+    slo: Option<&SessionSlo>,
+    seconds: f64,
+) -> SessionsSummary {
+    let turns: Vec<SessionTurn<'_>> = run
+        .facts
+        .iter()
+        .map(|f| SessionTurn::of_fact(f, &run.session_ids))
+        .collect();
+    let ends: Ends = run
+        .sessions
+        .iter()
+        .filter_map(|o| {
+            let end = serde_json::to_value(o.ended).ok()?;
+            Some((o.id.clone(), end.as_str()?.to_owned()))
+        })
+        .collect();
+    agentload_results::sessions::sessions(&turns, &run.session_ids, &ends, slo, Some(seconds)).1
 }
 
 /// The turns' server `usage`, summed (for the telemetry summary).
