@@ -255,7 +255,7 @@ impl Recorder {
     }
 
     /// Keeps only each turn's [`TurnFacts`] in memory from now on (those
-    /// kept so far too): memory then grows by about 150 bytes a turn, not by
+    /// kept so far too): memory then grows by about 190 bytes a turn, not by
     /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
     pub fn keeping_facts(self) -> Self {
         let kept = match self.kept.into_inner().expect("records lock") {

@@ -199,7 +199,7 @@ pub struct CountingStats {
     pub during_streams: u64,
 }
 
-/// What a sweep's metrics need of one turn, without its texts: about 150
+/// What a sweep's metrics need of one turn, without its texts: about 190
 /// bytes where a [`TurnRecord`] with its completion, usage and timings holds
 /// kilobytes. A phase of hundreds of thousands of turns keeps these in
 /// memory; the records themselves are on disk (`turns.jsonl`).
@@ -253,5 +253,20 @@ impl TurnFacts {
             }),
             local_tokens: record.local_tokens,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep keeps one of these per turn in memory: hundreds of
+    /// thousands of them in a long phase. The budget is the figure
+    /// docs/performance.md projects from.
+    #[test]
+    fn turn_facts_stay_small() {
+        let size = std::mem::size_of::<TurnFacts>();
+        eprintln!("TurnFacts: {size} bytes");
+        assert!(size <= 192, "TurnFacts grew to {size} bytes");
     }
 }
