@@ -847,10 +847,7 @@ async fn run_performance(
     let ends: agentload_results::sessions::Ends = ex
         .sessions
         .iter()
-        .filter_map(|o| {
-            let end = serde_json::to_value(o.ended).ok()?;
-            Some((o.id.clone(), end.as_str()?.to_owned()))
-        })
+        .map(|o| (o.id.clone(), o.ended.name().to_owned()))
         .collect();
     let source = cx.config.model.token_source();
     let turns: Vec<SessionTurn<'_>> = ex

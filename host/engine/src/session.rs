@@ -94,6 +94,17 @@ pub enum SessionEnd {
 }
 
 impl SessionEnd {
+    /// Its name in the result files (`finished`, `failed`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::PluginError => "plugin_error",
+            Self::Stopped => "stopped",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
     /// Whether a resume leaves the session as it is.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Finished | Self::Failed | Self::PluginError)
@@ -357,4 +368,22 @@ async fn end(
     out.ended = ended;
     engine.recorder.session_ended(&out).await?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_names_are_the_journals_spelling() {
+        for end in [
+            SessionEnd::Finished,
+            SessionEnd::Failed,
+            SessionEnd::PluginError,
+            SessionEnd::Stopped,
+            SessionEnd::Interrupted,
+        ] {
+            assert_eq!(serde_json::to_value(end).unwrap(), end.name());
+        }
+    }
 }

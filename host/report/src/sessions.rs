@@ -112,6 +112,27 @@ pub fn section(run: &RunDir) -> Option<Section> {
     Some(s)
 }
 
+/// One horizontal bar per row, model, tool and queue stacked (the run's
+/// sessions, the sweep's levels).
+pub(super) fn time_split(rows: &[(String, [f64; 3])], x: Axis, width: u32) -> Plot {
+    let n = rows.len();
+    let mut plot = Plot::new(x, Axis::linear("").range(0.0, n as f64))
+        .size(width, (n as u32 * 24 + 110).max(200));
+    plot.y_categories = rows.iter().map(|(name, _)| name.clone()).collect();
+    for (k, name) in ["model", "tool", "queue"].iter().enumerate() {
+        let bars: Vec<[f64; 4]> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, r))| {
+                let start: f64 = r[..k].iter().sum();
+                [start, row(n, i) + 0.15, start + r[k], row(n, i) + 0.85]
+            })
+            .collect();
+        plot = plot.layer(Layer::new(*name, color(k), Shape::Rects(bars)));
+    }
+    plot
+}
+
 /// Model, tool and queue seconds per session, stacked.
 fn time_bars(metrics: &[Value]) -> Option<super::page::Figure> {
     if metrics.is_empty() {
@@ -136,28 +157,15 @@ fn time_bars(metrics: &[Value]) -> Option<super::page::Figure> {
         }
         rows = vec![(format!("all {} sessions", rows.len()), all)];
     }
-    let n = rows.len();
     let widest = rows
         .iter()
         .map(|(_, r)| r.iter().sum::<f64>())
         .fold(0.0, f64::max);
-    let mut plot = Plot::new(
+    let plot = time_split(
+        &rows,
         Axis::linear("seconds").range(0.0, widest.max(1e-9) * 1.05),
-        Axis::linear("").range(0.0, n as f64),
-    )
-    .size(1400, (n as u32 * 22 + 110).max(200));
-    plot.y_categories = rows.iter().map(|(name, _)| name.clone()).collect();
-    for (k, name) in ["model", "tool", "queue"].iter().enumerate() {
-        let bars: Vec<[f64; 4]> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (_, r))| {
-                let start: f64 = r[..k].iter().sum();
-                [start, row(n, i) + 0.15, start + r[k], row(n, i) + 0.85]
-            })
-            .collect();
-        plot = plot.layer(Layer::new(*name, color(k), Shape::Rects(bars)));
-    }
+        1400,
+    );
     figure(
         "session-time",
         "Where each session's time went",

@@ -89,29 +89,11 @@ fn session_time_by_level(sw: &Sweep) -> Option<super::page::Figure> {
     if rows.is_empty() {
         return None;
     }
-    let n = rows.len();
-    let mut plot = Plot::new(
+    let plot = super::sessions::time_split(
+        &rows,
         Axis::linear("share of session time (%)").range(0.0, 100.0),
-        Axis::linear("").range(0.0, n as f64),
-    )
-    .size(720, (n as u32 * 28 + 110).max(200));
-    plot.y_categories = rows.iter().map(|(name, _)| name.clone()).collect();
-    for (k, name) in ["model", "tool", "queue"].iter().enumerate() {
-        let bars: Vec<[f64; 4]> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (_, r))| {
-                let start: f64 = r[..k].iter().sum();
-                [
-                    start,
-                    super::charts::row(n, i) + 0.15,
-                    start + r[k],
-                    super::charts::row(n, i) + 0.85,
-                ]
-            })
-            .collect();
-        plot = plot.layer(Layer::new(*name, color(k), Shape::Rects(bars)));
-    }
+        720,
+    );
     figure(
         "session-time-by-level",
         "Where session time went, by concurrency",

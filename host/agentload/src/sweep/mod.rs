@@ -295,10 +295,7 @@ fn phase_sessions(
     let ends: Ends = run
         .sessions
         .iter()
-        .filter_map(|o| {
-            let end = serde_json::to_value(o.ended).ok()?;
-            Some((o.id.clone(), end.as_str()?.to_owned()))
-        })
+        .map(|o| (o.id.clone(), o.ended.name().to_owned()))
         .collect();
     agentload_results::sessions::sessions(&turns, &run.session_ids, &ends, slo, Some(seconds)).1
 }

@@ -9,28 +9,7 @@
 //! named `swe-bench`). `stop_issuing_on_first_user_complete` must be false,
 //! which is what agentload does (the tail drains); it has no key.
 
-use super::{Phase, Rule, Ruleset, Want};
-
-const fn set(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
-    Rule {
-        key,
-        rule,
-        phase,
-        want: Want::Value {
-            json,
-            default: false,
-        },
-    }
-}
-
-const fn absent(key: &'static str, rule: &'static str, phase: Phase) -> Rule {
-    Rule {
-        key,
-        rule,
-        phase,
-        want: Want::Absent,
-    }
-}
+use super::{absent, set, Phase, Rule, Ruleset, Want};
 
 use Phase::{Accuracy as A, Always, Performance as P};
 

@@ -8,7 +8,7 @@
 //! Absent plugin settings take the official plugins' defaults, which are
 //! these values.
 
-use super::{Phase, Rule, Ruleset, Want};
+use super::{absent, set, setting, Phase, Rule, Ruleset, Want};
 
 /// The edge ruleset.
 pub const EDGE: Ruleset = Ruleset {
@@ -25,40 +25,6 @@ pub const EDGE: Ruleset = Ruleset {
     ],
     point_metrics: false,
 };
-
-const fn set(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
-    Rule {
-        key,
-        rule,
-        phase,
-        want: Want::Value {
-            json,
-            default: false,
-        },
-    }
-}
-
-/// A plugin setting: absent means the official plugin's default, `json`.
-const fn setting(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
-    Rule {
-        key,
-        rule,
-        phase,
-        want: Want::Value {
-            json,
-            default: true,
-        },
-    }
-}
-
-const fn absent(key: &'static str, rule: &'static str, phase: Phase) -> Rule {
-    Rule {
-        key,
-        rule,
-        phase,
-        want: Want::Absent,
-    }
-}
 
 use Phase::{Accuracy as A, Always, Performance as P};
 

@@ -69,6 +69,42 @@ enum Want {
     MultipleOf(u64),
 }
 
+/// A rule: `key` must be `json` (set in the config).
+const fn set(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
+    Rule {
+        key,
+        rule,
+        phase,
+        want: Want::Value {
+            json,
+            default: false,
+        },
+    }
+}
+
+/// A plugin setting: absent means the official plugin's default, `json`.
+const fn setting(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
+    Rule {
+        key,
+        rule,
+        phase,
+        want: Want::Value {
+            json,
+            default: true,
+        },
+    }
+}
+
+/// A rule: `key` must be absent (or empty).
+const fn absent(key: &'static str, rule: &'static str, phase: Phase) -> Rule {
+    Rule {
+        key,
+        rule,
+        phase,
+        want: Want::Absent,
+    }
+}
+
 /// A config key that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Deviation {
