@@ -115,7 +115,29 @@ async fn session_metrics_and_interactivity_match_the_turns() {
     let first_turns = s["ttft_by_turn"][0]["n"].as_u64().unwrap();
     assert_eq!(first_turns, 4, "{s}");
 
-    // MLPerf e2e interactivity: a ratio of sums over the completed turns.
+    // The performance window: 4 sessions on 2 slots, so tracking stopped
+    // at the third session end; the summary's metrics count the turns
+    // issued before it, the sessions above every turn.
+    let tracking = &summary["agentload"]["tracking"];
+    let mut ends: Vec<u64> = by_session
+        .values()
+        .map(|ts| ts.iter().map(|t| u(&t["complete_ns"])).max().unwrap())
+        .collect();
+    ends.sort_unstable();
+    let stop = u(&tracking["stop_ns"]);
+    assert_eq!(stop, ends[2], "{tracking}");
+    let turns: Vec<Value> = turns
+        .iter()
+        .filter(|t| u(&t["issued_ns"]) < stop)
+        .cloned()
+        .collect();
+    assert_eq!(u(&tracking["tracked"]) as usize, turns.len());
+    assert_eq!(u(&summary["n_samples_issued"]) as usize, turns.len());
+    assert_eq!(
+        u(&tracking["tail"]) as usize,
+        read_jsonl(&out.join("turns.jsonl")).len() - turns.len()
+    );
+    // MLPerf e2e interactivity: a ratio of sums over the window's completed turns.
     let i = &summary["agentload"]["interactivity"];
     let osl: u64 = turns
         .iter()

@@ -828,9 +828,25 @@ async fn run_performance(
     )
     .await?;
     agentload_results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
-    let mut summary = agentload_results::summarize(
+    // The metrics count the turns issued inside the performance window;
+    // the tail is journalled and scored all the same.
+    let tracking = agentload_results::tracking::window(
         &ex.records,
-        window_ns(&ex.records),
+        ex.plans.len(),
+        cx.config.load.concurrency,
+    );
+    let tracked: std::borrow::Cow<'_, [TurnRecord]> = if tracking.tail == 0 {
+        std::borrow::Cow::Borrowed(&ex.records)
+    } else {
+        ex.records
+            .iter()
+            .filter(|r| tracking.counts(r))
+            .cloned()
+            .collect()
+    };
+    let mut summary = agentload_results::summarize(
+        &tracked,
+        window_ns(&tracked),
         run_config,
         manifest,
         &agentload_results::TokenSetup {
@@ -842,6 +858,7 @@ async fn run_performance(
     summary.agentload.n_samples_interrupted = ex.interrupted;
     summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
     summary.agentload.telemetry = ex.telemetry;
+    summary.agentload.tracking = Some(tracking);
     // Each session's numbers, and the sessions together.
     let order: Vec<String> = ex.plans.iter().map(|p| p.id.clone()).collect();
     let ends: agentload_results::sessions::Ends = ex
@@ -905,6 +922,14 @@ async fn run_performance(
     text.push_str(&format!(
         "performance: {missing} of {expected} expected turns missing\n"
     ));
+    if let Some(t) = summary.agentload.tracking.as_ref().filter(|t| t.tail > 0) {
+        text.push_str(&format!(
+            "performance window: {} issued turns counted, {} in the tail (issued after the \
+             first session end once all {} sessions had started on {} slots; sent and scored, \
+             not in the metrics)\n",
+            t.tracked, t.tail, t.instances, t.concurrency
+        ));
+    }
     Ok(PerformanceResult {
         issued: summary.n_samples_issued,
         completed,

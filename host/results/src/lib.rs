@@ -22,6 +22,7 @@ pub mod run_dir;
 pub mod sessions;
 pub mod submission;
 mod summary;
+pub mod tracking;
 pub mod yaml;
 
 pub use accuracy::{

@@ -205,6 +205,10 @@ pub struct Extras {
     /// Interactivity by each of its three definitions (MLPerf Endpoints,
     /// InferenceX AgentX, AA-AgentPerf), over the completed turns.
     pub interactivity: crate::metrics::Interactivity,
+    /// The performance window: which issued turns these metrics count (the
+    /// reference's `STOP_PERFORMANCE_TRACKING`) and the tail after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<crate::tracking::Tracking>,
     /// The phase's sessions together (`session_metrics.jsonl` has each).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::sessions::SessionsSummary>,
@@ -532,6 +536,7 @@ pub fn summarize(
             n_samples_interrupted: 0,
             endpoints: Vec::new(),
             interactivity,
+            tracking: None,
             sessions: None,
             telemetry: None,
             manifest,
