@@ -162,6 +162,8 @@ struct Executed {
     harness: agentload_results::Harness,
     /// The phase's telemetry (this process's part of it).
     telemetry: Option<TelemetrySummary>,
+    /// When this process started the phase's sessions, ns on its clock.
+    start_ns: u64,
 }
 
 impl Context<'_> {
@@ -706,6 +708,9 @@ async fn execute(
     engine
         .stop
         .deadline(Duration::from_millis(config.load.max_duration_ms));
+    // START_PERFORMANCE_TRACKING: the phase's duration runs from here (a
+    // first turn's own delay included, as the reference counts it).
+    let start_ns = origin.elapsed().as_nanos() as u64;
     let ran = run_pool(engine.clone(), tasks, concurrency).await;
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
     let interrupted = engine.recorder.interrupted();
@@ -758,6 +763,7 @@ async fn execute(
             token_counting: counting,
         },
         telemetry,
+        start_ns,
     })
 }
 
@@ -790,12 +796,20 @@ fn span_ns(records: &[&TurnRecord]) -> Option<(u64, u64)> {
 }
 
 /// The time the phase's records span, summed over the processes that sent
-/// them (a resumed run does not count the time it was down).
-fn window_ns(records: &[TurnRecord]) -> Option<(u64, u64)> {
+/// them (a resumed run does not count the time it was down): from the
+/// phase's start (`started`: this process's segment and the time it
+/// started the sessions, the reference's START_PERFORMANCE_TRACKING; an
+/// earlier process's, from its first issue) to the last completion.
+fn window_ns(records: &[TurnRecord], started: (u32, u64)) -> Option<(u64, u64)> {
     let mut spans: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
     for r in records {
         let (Some(a), Some(b)) = (r.issued_ns, r.complete_ns) else {
             continue;
+        };
+        let a = if r.segment == started.0 {
+            a.min(started.1)
+        } else {
+            a
         };
         let span = spans.entry(r.segment).or_insert((a, b));
         span.0 = span.0.min(a);
@@ -846,7 +860,7 @@ async fn run_performance(
     };
     let mut summary = agentload_results::summarize(
         &tracked,
-        window_ns(&tracked),
+        window_ns(&tracked, (cx.segment, ex.start_ns)),
         run_config,
         manifest,
         &agentload_results::TokenSetup {

@@ -21,7 +21,9 @@ pub struct PerformanceSummary {
     pub n_samples_issued: u64,
     pub n_samples_completed: u64,
     pub n_samples_failed: u64,
-    /// First request issued to last completion; null when nothing completed.
+    /// The phase's start (when its sessions started, the reference's
+    /// START_PERFORMANCE_TRACKING) to the last counted completion; null
+    /// when nothing completed.
     pub duration_ns: Option<u64>,
     pub state: &'static str,
     /// The report has every metric it will get (no count left pending).
