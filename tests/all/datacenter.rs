@@ -136,5 +136,31 @@ async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
     let fallback = s["output_sequence_lengths"]["total"].as_f64().unwrap()
         / (s["latency"]["total"].as_f64().unwrap() / 1e9);
     assert!((fallback / f("e2e_avg_interactivity") - 1.0).abs() < 0.01);
+    // The full-run OSL block counts every performance turn, the window's
+    // tail included (two sessions on eight slots: the window closed at the
+    // first session's end).
+    let full = &s["output_sequence_lengths_full_run"];
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    let n = |k: &str| full[k].as_u64().unwrap_or_else(|| panic!("{k}: {full}"));
+    assert_eq!(
+        (n("n_turns_counted") + n("n_empty") + n("n_errors")) as usize,
+        turns.len(),
+        "{full}"
+    );
+    assert_eq!(full["partial"], false);
+    let osl_all: u64 = turns
+        .iter()
+        .map(|t| t["usage"]["completion_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        full["output_sequence_lengths"]["total"].as_u64(),
+        Some(osl_all)
+    );
+    assert!(
+        s["agentload"]["tracking"]["tail"].as_u64().unwrap() > 0,
+        "{}",
+        s["agentload"]["tracking"]
+    );
+    assert!(osl_all > s["output_sequence_lengths"]["total"].as_u64().unwrap());
     sim.shutdown().await;
 }

@@ -904,6 +904,10 @@ async fn run_performance(
         .is_some_and(|r| r.point_metrics)
     {
         summary.add_point_metrics();
+        summary.output_sequence_lengths_full_run = Some(agentload_results::FullRunOsl::of(
+            &ex.records,
+            cx.config.model.token_source(),
+        ));
     }
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 

@@ -33,7 +33,9 @@ pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 pub use record::{CompletionRecord, CountingStats, LocalTokens, TurnFacts, TurnRecord, TurnStatus};
 pub use reference_config::{reference_config, run_config, write_reference_config};
 pub use report_txt::write_report;
-pub use summary::{summarize, Harness, PerformanceSummary, PointMetrics, TimingError, TokenSetup};
+pub use summary::{
+    summarize, FullRunOsl, Harness, PerformanceSummary, PointMetrics, TimingError, TokenSetup,
+};
 
 use std::path::Path;
 

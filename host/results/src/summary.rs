@@ -46,6 +46,11 @@ pub struct PerformanceSummary {
     /// edge reference writes none of these keys).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub point: Option<PointMetrics>,
+    /// OSL over every performance turn, the window's tail and repeats
+    /// included (datacenter rulesets only; the reference's evaluation
+    /// harness adds it after `ea33275`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_sequence_lengths_full_run: Option<FullRunOsl>,
     /// `load_pattern`, `warmup` and both seeds, as in `config.yaml`.
     pub run_config: Value,
     /// agentload's additions (not in the reference's schema).
@@ -68,6 +73,46 @@ pub struct PointMetrics {
     pub e2e_avg_interactivity: Option<f64>,
     pub output_tokens_per_turn_total: u64,
     pub e2e_turn_time_seconds_total: f64,
+}
+
+/// `output_sequence_lengths_full_run` (the reference's `full_run_osl.py`):
+/// each performance turn counted with the OSL rule. A turn with no answer
+/// (failed, or not sent after a failure) or an empty one counts as empty;
+/// a completed turn no source could count is an error, and the block is
+/// then `partial` (a partial block must not feed the OSL gate).
+#[derive(Debug, Clone, Serialize)]
+pub struct FullRunOsl {
+    pub output_sequence_lengths: Reported,
+    pub n_turns_counted: u64,
+    pub n_empty: u64,
+    pub n_errors: u64,
+    pub n_undecodable: u64,
+    pub n_missing: u64,
+    pub partial: bool,
+}
+
+impl FullRunOsl {
+    /// The block over `records` (every performance turn of the run), with
+    /// counts from `source`, else the other source.
+    pub fn of(records: &[TurnRecord], source: TokenSource) -> Self {
+        let (mut osl, mut n_empty, mut n_errors) = (Vec::new(), 0, 0);
+        for r in records {
+            match (r.status, chosen_counts(r, source)) {
+                (TurnStatus::Completed, Some(c)) if c.osl > 0 => osl.push(c.osl),
+                (TurnStatus::Completed, None) => n_errors += 1,
+                _ => n_empty += 1,
+            }
+        }
+        Self {
+            n_turns_counted: osl.len() as u64,
+            output_sequence_lengths: Reported::new(Series::of(&osl, false), false),
+            n_empty,
+            n_errors,
+            n_undecodable: 0,
+            n_missing: 0,
+            partial: n_errors > 0,
+        }
+    }
 }
 
 impl PerformanceSummary {
@@ -500,6 +545,7 @@ pub fn summarize(
         tps,
         finish_reason_counts,
         point: None,
+        output_sequence_lengths_full_run: None,
         run_config,
         agentload: Extras {
             test_started_at: manifest.test_started_at.clone(),
@@ -741,6 +787,36 @@ mod tests {
         assert!(
             at("finish_reason_counts") < at("system_tps") && at("system_tps") < at("run_config")
         );
+    }
+
+    /// Every turn is counted, empty, or an error; errors make it partial.
+    #[test]
+    fn the_full_run_osl_block_counts_every_turn() {
+        let mut empty = turn(10, None);
+        empty.local_tokens = Some(LocalTokens {
+            isl: 100,
+            osl: 0,
+            osl_after_first: 0,
+            osl_count_ns: 0,
+        });
+        let mut failed = turn(20, None);
+        failed.status = TurnStatus::Failed;
+        let skipped = TurnRecord::aborted("s", 2, "s:2", "{}");
+        let records = [turn(0, None), empty, failed, skipped];
+        let block = FullRunOsl::of(&records, TokenSource::Local);
+        assert_eq!(
+            (block.n_turns_counted, block.n_empty, block.n_errors),
+            (1, 3, 0)
+        );
+        assert!(!block.partial);
+        let v = serde_json::to_value(&block).unwrap();
+        assert_eq!(v["output_sequence_lengths"]["total"], 31);
+        let mut uncounted = turn(30, None);
+        uncounted.usage = None;
+        uncounted.local_tokens = None;
+        let block = FullRunOsl::of(&[turn(0, None), uncounted], TokenSource::Local);
+        assert_eq!((block.n_turns_counted, block.n_errors), (1, 1));
+        assert!(block.partial);
     }
 
     #[test]
