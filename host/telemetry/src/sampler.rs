@@ -132,9 +132,11 @@ impl Telemetry {
             shared: shared.clone(),
         };
         reader.read_all().await;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
         let loops = (0..self.sources.len())
             .map(|i| {
                 let reader = reader.clone();
+                let mut stopped = stopped.clone();
                 let every = match &self.sources[i] {
                     Source::Power { interval, .. } => *interval,
                     _ => self.interval,
@@ -144,7 +146,12 @@ impl Telemetry {
                         tokio::time::interval_at(tokio::time::Instant::now() + every, every);
                     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     loop {
-                        tick.tick().await;
+                        tokio::select! {
+                            _ = tick.tick() => {}
+                            _ = stopped.changed() => break,
+                        }
+                        // A reading under way finishes (and is kept) before
+                        // the loop looks at the stop again.
                         reader.read(i).await;
                     }
                 })
@@ -152,6 +159,7 @@ impl Telemetry {
             .collect();
         Ok(Running {
             reader,
+            stop,
             loops,
             thread: Some(writer.thread),
             interval_s: self.interval.as_secs_f64(),
@@ -207,6 +215,8 @@ impl Telemetry {
 /// A phase being sampled.
 pub struct Running {
     reader: Reader,
+    /// Ends the loops, each after the reading it is taking.
+    stop: tokio::sync::watch::Sender<bool>,
     loops: Vec<tokio::task::JoinHandle<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), String>>>,
     interval_s: f64,
@@ -219,9 +229,7 @@ impl Running {
     /// phase's last response) and summarizes; `window` is the phase's
     /// steady-state window (ns on its clock), for the power over it.
     pub async fn finish(mut self, window: Option<(u64, u64)>) -> TelemetrySummary {
-        for l in &self.loops {
-            l.abort();
-        }
+        let _ = self.stop.send(true);
         for l in self.loops.drain(..) {
             let _ = l.await;
         }
