@@ -894,6 +894,16 @@ async fn run_performance(
         summary.duration_ns.map(|ns| ns as f64 / 1e9),
     );
     agentload_results::write_jsonl(&cx.out.join("session_metrics.jsonl"), &each)?;
+    if sessions.context_overflow_flagged {
+        let line = format!(
+            "flagged: {:.1} % of the sessions ({} of {}) ended on the context window (above 1 %)",
+            sessions.context_overflow_pct,
+            sessions.ended.get("context_overflow").copied().unwrap_or(0),
+            sessions.sessions
+        );
+        agentload_console::line(&format!("warning: {line}"));
+        text.push_str(&format!("{line}\n"));
+    }
     summary.agentload.sessions = Some(sessions);
     // The datacenter rules' point metrics, as their checker reads them.
     if cx

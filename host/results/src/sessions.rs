@@ -65,6 +65,11 @@ pub struct SessionsSummary {
     pub sessions: usize,
     /// Sessions by end reason.
     pub ended: BTreeMap<String, usize>,
+    /// Share of the sessions that ended on the context window, and whether
+    /// it is above 1 % (InferenceX AgentX flags such a run: its results
+    /// speak for shorter sessions than the workload's).
+    pub context_overflow_pct: f64,
+    pub context_overflow_flagged: bool,
     pub wall_s: Option<Spread>,
     /// Σ over sessions.
     pub model_s: f64,
@@ -404,9 +409,17 @@ pub fn sessions(
             })
             .collect()
     };
+    let overflowed = ended.get("context_overflow").copied().unwrap_or(0);
+    let context_overflow_pct = if metrics.is_empty() {
+        0.0
+    } else {
+        100.0 * overflowed as f64 / metrics.len() as f64
+    };
     let summary = SessionsSummary {
         sessions: metrics.len(),
         ended,
+        context_overflow_pct,
+        context_overflow_flagged: context_overflow_pct > 1.0,
         wall_s: Spread::of(metrics.iter().filter_map(|m| m.wall_s).collect()),
         model_s: metrics.iter().map(|m| m.model_s).sum(),
         tool_s: metrics.iter().map(|m| m.tool_s).sum(),
@@ -530,6 +543,25 @@ mod tests {
         );
     }
 
+    /// One session in two ending on the context window flags the run.
+    #[test]
+    fn context_overflows_above_one_percent_flag_the_run() {
+        let ok = turn("a", 1, 0, 0, 10, 20, (10, 2, 0));
+        let mut over = turn("b", 1, 0, 0, 10, 20, (10, 2, 0));
+        over.status = TurnStatus::Failed;
+        over.error = Some("HTTP 400: exceed_context_size_error".into());
+        let records = [ok, over];
+        let turns: Vec<SessionTurn<'_>> = records.iter().map(view).collect();
+        let order = vec!["a".to_owned(), "b".to_owned()];
+        let ends = Ends::from([("b".to_owned(), "failed".to_owned())]);
+        let (_, s) = sessions(&turns, &order, &ends, None, None);
+        assert_eq!(s.ended["context_overflow"], 1);
+        assert_eq!(
+            (s.context_overflow_pct, s.context_overflow_flagged),
+            (50.0, true)
+        );
+    }
+
     /// A sweep's facts give the same session numbers as the records.
     #[test]
     fn facts_and_records_agree() {
@@ -570,6 +602,10 @@ mod tests {
         assert_eq!(s.slo_attainment_pct, Some(50.0));
         assert_eq!(s.session_goodput_per_hour, Some(2.0));
         assert_eq!(s.ended["finished"], 2);
+        assert_eq!(
+            (s.context_overflow_pct, s.context_overflow_flagged),
+            (0.0, false)
+        );
         let by_turn: Vec<(u64, usize, f64)> = s
             .ttft_by_turn
             .iter()
