@@ -347,6 +347,8 @@ impl RunConfig {
             key: key.to_string(),
             message: message.to_string(),
         };
+        // A table's own check names its key and says what is wrong.
+        let keyed = |(key, message): (String, String)| invalid(&key, &message);
         if self.load.concurrency == 0 {
             return Err(invalid("load.concurrency", "must be at least 1"));
         }
@@ -420,25 +422,13 @@ impl RunConfig {
             }
         }
         if let Some(sweep) = &self.sweep {
-            sweep
-                .check()
-                .map_err(|(key, message)| ConfigError::Invalid {
-                    path: path.to_path_buf(),
-                    key,
-                    message,
-                })?;
+            sweep.check().map_err(keyed)?;
             if self.performance.is_none() {
                 return Err(invalid("sweep", "needs a [performance] phase to sweep"));
             }
         }
         if let Some(telemetry) = &self.telemetry {
-            telemetry
-                .check()
-                .map_err(|(key, message)| ConfigError::Invalid {
-                    path: path.to_path_buf(),
-                    key,
-                    message,
-                })?;
+            telemetry.check().map_err(keyed)?;
         }
         if let Some(slo) = &self.session_slo {
             for (key, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms)] {

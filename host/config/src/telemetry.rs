@@ -56,11 +56,6 @@ pub struct NvmlConfig {
 }
 
 impl TelemetryConfig {
-    /// Whether any source is configured.
-    pub fn any(&self) -> bool {
-        !self.scrape.is_empty() || self.nvml.is_some()
-    }
-
     /// The URL of scrape target `i`: a path alone is on `endpoint` (the
     /// endpoint's base URL).
     pub fn scrape_url(&self, i: usize, endpoint: &str) -> String {
@@ -181,7 +176,6 @@ mod tests {
             "#,
         );
         assert_eq!(t.check(), Ok(()));
-        assert!(t.any());
         assert_eq!(t.scrape_name(0), "scrape0");
         assert_eq!(t.scrape_name(1), "dcgm");
         assert_eq!(t.timeout_s, 2.0);

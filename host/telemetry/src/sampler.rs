@@ -891,6 +891,51 @@ mod tests {
         assert!(written.iter().skip(2).all(|l| l.gpus.len() == 1 && !l.ok()));
     }
 
+    /// A source slower than the interval is almost always mid-reading when
+    /// the phase ends: that reading completes and is kept, so every page
+    /// the server answered is a sample (none dropped by the stop).
+    #[tokio::test]
+    async fn finishing_mid_reading_loses_no_reading() {
+        let answered = Arc::new(AtomicU64::new(0));
+        let counter = answered.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = socket.read(&mut buf).await;
+                    tokio::time::sleep(Duration::from_millis(120)).await;
+                    let body = "llamacpp:requests_processing 1\n";
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    let _ = socket.write_all(format!("{head}{body}").as_bytes()).await;
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("telemetry.jsonl");
+        let t = Telemetry::with_sources(Some(&config(&[&url])), "http://127.0.0.1:9", None, None)
+            .unwrap()
+            .unwrap();
+        let running = t
+            .start(Instant::now(), &file, "telemetry.jsonl", 0)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let s = running.finish(None).await;
+        let server = &s.sources[0];
+        assert_eq!(server.failed, 0, "{server:?}");
+        assert!(server.samples >= 3, "{server:?}");
+        assert_eq!(server.samples as u64, answered.load(Ordering::SeqCst));
+        assert_eq!(lines(&file).len(), server.samples);
+    }
+
     #[tokio::test]
     async fn a_file_that_cannot_be_created_fails_before_the_phase() {
         let t = Telemetry::with_sources(

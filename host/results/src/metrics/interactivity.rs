@@ -65,14 +65,6 @@ pub enum Definition {
 }
 
 impl Definition {
-    /// Every definition, in the order reports list them.
-    pub const ALL: [Definition; 4] = [
-        Definition::AaP25,
-        Definition::MlperfE2e,
-        Definition::MlperfTpsPerUser,
-        Definition::AgentxP90,
-    ];
-
     /// Its value in `i`.
     pub fn of(self, i: &Interactivity) -> Option<f64> {
         match self {
