@@ -6,7 +6,9 @@
 #   apt packages: cmake, g++, make (llama-server build), curl (health
 #                 polls, fetch-data.sh), unzip, python3 with pip (data
 #                 wheels, parity fixtures), chromium-headless-shell and
-#                 fonts-dejavu-core (the HTML report check)
+#                 fonts-dejavu-core (the HTML report check), python3-venv
+#                 (kubernetes-validate), iproute2 and util-linux (the
+#                 sharded-run test's network and time namespaces)
 #   rustup:       the pinned toolchain's clippy and rustfmt, wasm32-wasip2
 #
 # Runs apt-get as root (CI and the developers' machines are root) or with
@@ -23,6 +25,11 @@ command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
 command -v python3 >/dev/null || need+=(python3 python3-pip)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
+# tests/all/shards.rs puts a shard in its own network namespace (ip netns, veth)
+# with its own monotonic clock (unshare --time).
+command -v ip >/dev/null || need+=(iproute2)
+command -v unshare >/dev/null || need+=(util-linux)
 # tests/all/report.rs renders the HTML reports in a real headless Chromium (and
 # its text needs a font).
 command -v chromium-headless-shell >/dev/null || need+=(chromium-headless-shell)

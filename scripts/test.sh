@@ -40,6 +40,15 @@ if ! python3 -c "import mpmath" 2>/dev/null; then
 fi
 python3 tests/bfcl-multi-parity/gen_multi_parity.py "$cache/data/bfcl_eval_src" \
   "$cache/data/bfcl_v4" "$cache/bfcl-multi-parity" > /dev/null
+# kubernetes-validate (pinned with digests; its wheel bundles the schemas):
+# tests/all/shards.rs checks the emitted Kubernetes objects with it, offline.
+k8s_venv="$cache/k8s-validate"
+if ! "$k8s_venv/bin/kubernetes-validate" --version 2>/dev/null | grep -qx 1.37.0; then
+  rm -rf "$k8s_venv"
+  python3 -m venv "$k8s_venv"
+  "$k8s_venv/bin/pip" install --quiet --require-hashes --only-binary=:all: -r tests/k8s/requirements.txt
+fi
+export AGENTLOAD_K8S_VALIDATE="$k8s_venv/bin/kubernetes-validate"
 # Data-dependent tests fail instead of skipping.
 export AGENTLOAD_REQUIRE_DATA=1
 export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"

@@ -31,6 +31,7 @@ mod resume;
 mod run_dir;
 mod sealing;
 mod sessions;
+mod shards;
 mod sweep;
 mod telemetry;
 mod wire_timing;

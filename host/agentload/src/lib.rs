@@ -33,4 +33,5 @@ pub mod resume;
 pub mod run;
 pub mod run_state;
 pub mod scoring;
+pub mod shards;
 pub mod sweep;

@@ -59,6 +59,11 @@ pub struct Overrides {
     pub handle_signals: bool,
     /// The run's stop; a fresh one when not given.
     pub stop: Option<Stop>,
+    /// This process is one shard of a sharded run (`agentload shard`).
+    pub shard: Option<crate::shards::ShardRun>,
+    /// Write a sharded run's result files from its shards' records
+    /// instead of sending (`agentload merge`).
+    pub merge: Option<Arc<crate::shards::merge::Merged>>,
 }
 
 /// Where the headline results are.
@@ -222,9 +227,21 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if submission {
         agentload_config::rules::require(&compliance)?;
     }
+    let sharded = overrides.shard.is_some() || overrides.merge.is_some();
+    if sharded && perf_cfg.is_some() && config.sweep.is_some() {
+        anyhow::bail!(
+            "a sweep cannot be sharded yet: its phases are measured over steady-state windows \
+             that the shards would have to agree on (run it from one host)"
+        );
+    }
     // Telemetry opens before anything is sent: a configured NVML source on
-    // a machine without the driver library stops the run here.
-    let telemetry = open_telemetry(&config)?;
+    // a machine without the driver library stops the run here. Of a sharded
+    // run's processes only shard 0 samples it (the server is the same).
+    let telemetry = match &overrides.shard {
+        Some(s) if s.slice.index != 0 => None,
+        _ if overrides.merge.is_some() => None,
+        _ => open_telemetry(&config)?,
+    };
     if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
             "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
@@ -242,7 +259,13 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let mut state = if overrides.resume {
         RunState::load(&out)?
     } else {
-        prepare_out_dir(&out, overrides.force)?;
+        // A merge writes beside the shards' uploads (`shards/`), replacing
+        // an earlier merge's files.
+        let force = overrides.force
+            || (overrides.merge.is_some() && out.join("run_manifest.json").is_file());
+        if overrides.merge.is_none() || force {
+            prepare_out_dir(&out, force)?;
+        }
         RunState::new(overrides.mode, overrides.submission)
     };
     let segment = state.begin_segment(&config.endpoint.url);
@@ -298,7 +321,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         datasets.extend(p.datasets.iter().cloned());
     }
     let mut checked = None;
-    if config.endpoint.preflight {
+    if config.endpoint.preflight && overrides.merge.is_none() {
         // The check runs on the first phase's client: its connection
         // carries the first turn (no connection is opened inside it).
         let concurrency = perf
@@ -612,7 +635,19 @@ async fn execute(
     log_path: &Path,
 ) -> Result<Executed> {
     let config = cx.config;
-    let plans = prepared.sessions.clone();
+    if let Some(merged) = &cx.overrides.merge {
+        return execute_merged(cx, name, prepared, merged, log_path);
+    }
+    let mut plans = prepared.sessions.clone();
+    let mut concurrency = concurrency;
+    if let Some(shard) = &cx.overrides.shard {
+        // This shard's sessions; its share of the slots (the accuracy
+        // phase runs one at a time on every shard).
+        plans = shard.slice.take(plans);
+        if name == "performance" {
+            concurrency = shard.slice.concurrency(concurrency)?;
+        }
+    }
     // No more connections than sessions to run on them.
     let concurrency = concurrency.min(plans.len().max(1));
     let expected: u32 = plans.iter().map(|s| s.expected_turns).sum();
@@ -679,8 +714,12 @@ async fn execute(
     let instances = config.plugins.workload_instances.unwrap_or(1);
     let workload = Instances::pool(prepared.workload, instances).await?;
     // The turns' clock and the telemetry's: its first samples are taken
-    // before the first request.
-    let origin = Instant::now();
+    // before the first request. A shard's starts with the others', at the
+    // coordinator's barrier.
+    let origin = match &cx.overrides.shard {
+        Some(shard) => shard.link.barrier(name, cx.segment).await?,
+        None => Instant::now(),
+    };
     let sampling = match &cx.telemetry {
         Some(t) => {
             let file = log_path.with_file_name("telemetry.jsonl");
@@ -712,6 +751,9 @@ async fn execute(
     // first turn's own delay included, as the reference counts it).
     let start_ns = origin.elapsed().as_nanos() as u64;
     let ran = run_pool(engine.clone(), tasks, concurrency).await;
+    if let Some(shard) = &cx.overrides.shard {
+        shard.link.end_phase()?;
+    }
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
     let interrupted = engine.recorder.interrupted();
     let (records, counting) = engine.recorder.finish_with_stats()?;
@@ -764,6 +806,49 @@ async fn execute(
         },
         telemetry,
         start_ns,
+    })
+}
+
+/// A phase of a merged sharded run: the shards' records, mapped onto one
+/// time line, written as the run's journal and handed on as if sent.
+fn execute_merged(
+    cx: &Context<'_>,
+    name: &'static str,
+    prepared: Prepared,
+    merged: &crate::shards::merge::Merged,
+    log_path: &Path,
+) -> Result<Executed> {
+    let phase = merged
+        .phase(name)
+        .with_context(|| format!("no shard has records of the {name} phase"))?;
+    phase.write_journal(log_path)?;
+    if phase.complete && merged.lost.is_none() {
+        cx.state
+            .lock()
+            .expect("state lock")
+            .set_phase(name, PhaseState::Complete);
+    }
+    let telemetry = (name == "performance")
+        .then(|| crate::shards::shard_zero_telemetry(merged))
+        .flatten();
+    let order: std::collections::HashMap<&str, usize> = prepared
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    let mut sessions = phase.sessions.clone();
+    sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
+    Ok(Executed {
+        records: phase.records(),
+        interrupted: phase.interrupted(),
+        sessions,
+        plans: prepared.sessions,
+        scorer: prepared.scorer,
+        phase: prepared.config,
+        harness: agentload_results::Harness::default(),
+        telemetry,
+        start_ns: 0,
     })
 }
 
@@ -873,6 +958,12 @@ async fn run_performance(
     summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
     summary.agentload.telemetry = ex.telemetry;
     summary.agentload.tracking = Some(tracking);
+    if let Some(merged) = &cx.overrides.merge {
+        summary.agentload.distributed = merged.distributed.clone();
+        if let Some(d) = &merged.distributed {
+            text.push_str(&d.lines());
+        }
+    }
     // Each session's numbers, and the sessions together.
     let order: Vec<String> = ex.plans.iter().map(|p| p.id.clone()).collect();
     let ends: agentload_results::sessions::Ends = ex

@@ -16,6 +16,11 @@ pub const INVALID: u8 = 3;
 /// answering as a Chat Completions server): an error even without
 /// `--require-valid`.
 pub const ALL_FAILED: u8 = 4;
+/// A shard of a sharded run was lost (missing at a start barrier, or
+/// silent before its upload completed): the run failed closed. The other
+/// shards' records are merged and on disk, and the run is INVALID; the
+/// message names the shard.
+pub const SHARD_LOST: u8 = 5;
 /// SIGINT or SIGTERM stopped the run; its results were written and marked
 /// INCOMPLETE (`agentload resume DIR` continues it). 128 + SIGINT, as shells
 /// report an interrupted command.

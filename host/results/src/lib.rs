@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod accuracy;
+pub mod distributed;
 pub mod exit;
 mod manifest;
 pub mod metrics;

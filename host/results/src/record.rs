@@ -85,6 +85,10 @@ pub struct TurnRecord {
     /// `agentload resume` (the time origin of the record's timestamps).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub segment: u32,
+    /// The shard that sent it, in a merged sharded run (its times are then
+    /// mapped onto the coordinator's clock; see `docs/distributed.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -133,6 +137,7 @@ impl TurnRecord {
             scheduled_ns: None,
             agent: None,
             segment: 0,
+            shard: None,
         }
     }
 

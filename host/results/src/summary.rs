@@ -263,6 +263,9 @@ pub struct Extras {
     /// a resumed run's is this process's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<agentload_telemetry::TelemetrySummary>,
+    /// A sharded run's merge: its shards, their clocks and loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<crate::distributed::Distributed>,
     pub manifest: RunManifest,
 }
 
@@ -587,6 +590,7 @@ pub fn summarize(
             tracking: None,
             sessions: None,
             telemetry: None,
+            distributed: None,
             manifest,
         },
     }

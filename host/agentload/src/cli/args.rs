@@ -10,7 +10,7 @@ use std::path::PathBuf;
     about = "Benchmark harness for agentic LLM inference",
     after_help = "Exit codes: 0 success; 1 an error stopped the command (its cause is printed); \
 2 usage error; 3 --require-valid and the run is not VALID; 4 a phase issued turns and every one \
-failed; 130 interrupted by SIGINT/SIGTERM (results written, marked INCOMPLETE; `agentload resume DIR` \
+failed; 5 a shard of a sharded run was lost (the others' records merged, run INVALID); 130 interrupted by SIGINT/SIGTERM (results written, marked INCOMPLETE; `agentload resume DIR` \
 continues)."
 )]
 pub struct Opts {
@@ -57,6 +57,35 @@ pub(super) enum Command {
         /// directory and the cache.
         #[arg(long = "grant", value_name = "PHASE.NAME=PATH")]
         grants: Vec<agentload_config::data::ExplicitGrant>,
+        /// Split the run over N local processes, each an `agentload shard`
+        /// as a Kubernetes pod runs it (shard 0 coordinates and merges into
+        /// the output directory; see docs/distributed.md).
+        #[arg(long, value_name = "N", conflicts_with = "grants")]
+        shards: Option<u32>,
+        /// With --shards: seconds a shard may stay silent before the run
+        /// fails (closed, naming the shard).
+        #[arg(long, default_value_t = 10.0, requires = "shards")]
+        silence_timeout_s: f64,
+    },
+    /// One shard of a sharded run (a Kubernetes pod runs this; `run
+    /// --shards N` starts N of them locally). Shard 0 also runs the
+    /// coordinator and writes the merged run into --out.
+    Shard(ShardArgs),
+    /// Write a sharded run's result files from its shards' directories
+    /// (their uploads in OUT/shards/<i>, or their own): percentiles are
+    /// order statistics over the union of the raw records.
+    Merge {
+        /// Output directory for the merged run.
+        #[arg(long)]
+        out: PathBuf,
+        /// Shard directories (each with its shard.json).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+    /// Kubernetes: the objects that run a sharded run, and its results.
+    K8s {
+        #[command(subcommand)]
+        command: K8sCommand,
     },
     /// Continue an interrupted or killed run from its own files: completed
     /// turns are kept, sessions cut short continue after their last
@@ -260,6 +289,105 @@ pub(super) enum Command {
     Plugin {
         #[command(subcommand)]
         command: crate::authoring::PluginCommand,
+    },
+}
+
+/// `agentload shard`'s arguments.
+#[derive(clap::Args)]
+pub(super) struct ShardArgs {
+    /// The run config (TOML); every shard must run the same.
+    pub(super) config: PathBuf,
+    /// Shards in the run.
+    #[arg(long)]
+    pub(super) shards: u32,
+    /// This shard's index (default: $JOB_COMPLETION_INDEX).
+    #[arg(long)]
+    pub(super) index: Option<u32>,
+    /// The run's id (every shard gives the same).
+    #[arg(long)]
+    pub(super) run_id: String,
+    /// Shard 0's coordinator, `http://HOST:PORT` (shard 0 itself may leave it out).
+    #[arg(long)]
+    pub(super) coordinator: Option<String>,
+    /// Where shard 0's coordinator listens.
+    #[arg(long, default_value = "0.0.0.0:7070")]
+    pub(super) listen: std::net::SocketAddr,
+    /// Shard 0 writes the address it listens on to this file.
+    #[arg(long)]
+    pub(super) addr_file: Option<PathBuf>,
+    /// The merged run's directory (shard 0); shards' uploads go to OUT/shards/<i>.
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// This shard's own run directory (default OUT/work/<i>).
+    #[arg(long)]
+    pub(super) work: Option<PathBuf>,
+    /// Base URL of the server (overrides `endpoint.url`).
+    #[arg(long)]
+    pub(super) endpoint: Option<String>,
+    #[arg(long, value_enum, default_value_t = Mode::Both)]
+    pub(super) mode: Mode,
+    #[arg(long)]
+    pub(super) submission: bool,
+    /// Continue this shard's run in its directory.
+    #[arg(long)]
+    pub(super) resume: bool,
+    /// Seconds the start barrier waits for the last shard.
+    #[arg(long, default_value_t = 300.0)]
+    pub(super) barrier_timeout_s: f64,
+    /// Seconds a shard may stay silent before the run fails.
+    #[arg(long, default_value_t = 10.0)]
+    pub(super) silence_timeout_s: f64,
+    /// Seconds shard 0 serves the merged results after writing them.
+    #[arg(long, default_value_t = 0.0)]
+    pub(super) linger_s: f64,
+    /// Exit 3 unless the merged run is VALID (shard 0).
+    #[arg(long)]
+    pub(super) require_valid: bool,
+}
+
+/// `agentload k8s`.
+#[derive(Subcommand)]
+pub(super) enum K8sCommand {
+    /// Print the ConfigMap, headless Service and Indexed Job (YAML, for
+    /// `kubectl apply -f -`).
+    Manifest {
+        /// The run config (TOML), put in the ConfigMap.
+        config: PathBuf,
+        /// Shards (pods).
+        #[arg(long)]
+        shards: u32,
+        /// The container image (deploy/Containerfile builds one).
+        #[arg(long)]
+        image: String,
+        /// Name of the objects and id of the run.
+        #[arg(long, default_value = "agentload")]
+        name: String,
+        #[arg(long)]
+        namespace: Option<String>,
+        /// The Job's activeDeadlineSeconds (default: load.max_duration_ms + 1 h + linger).
+        #[arg(long)]
+        deadline_s: Option<u64>,
+        /// Seconds shard 0 serves the merged results for `k8s fetch`.
+        #[arg(long, default_value_t = 1800)]
+        linger_s: u64,
+        /// A PersistentVolumeClaim holding the data directory (mounted read-only at /data).
+        #[arg(long)]
+        data_claim: Option<String>,
+        /// CPU each shard requests (and is limited to), e.g. 8.
+        #[arg(long)]
+        cpu: Option<String>,
+        /// Memory each shard requests (and is limited to), e.g. 16Gi.
+        #[arg(long)]
+        memory: Option<String>,
+    },
+    /// Download the merged run from shard 0's coordinator (e.g. through
+    /// `kubectl port-forward pod/NAME-0 7070`), each file checked against
+    /// its size and sha256.
+    Fetch {
+        /// The coordinator, e.g. http://127.0.0.1:7070.
+        url: String,
+        /// Where the files go.
+        out: PathBuf,
     },
 }
 

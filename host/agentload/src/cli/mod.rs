@@ -14,7 +14,7 @@ use crate::run::{Mode as RunMode, Overrides, RunResult};
 use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
-use args::{Command, Mode, SimArgs};
+use args::{Command, K8sCommand, Mode, SimArgs};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,8 +75,23 @@ fn fail(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(exit::FAILURE)
 }
 
+/// The run mode a `--mode` value selects.
+fn run_mode(mode: Mode) -> RunMode {
+    match mode {
+        Mode::Accuracy => RunMode::Accuracy,
+        Mode::Perf => RunMode::Performance,
+        Mode::Both => RunMode::Both,
+    }
+}
+
+/// A duration in seconds from the command line.
+fn seconds(s: f64, flag: &str) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(s)
+        .map_err(|_| anyhow::anyhow!("{flag} {s}: not a number of seconds"))
+}
+
 /// The exit code of a finished (or interrupted) run.
-pub(super) fn run_exit(result: &RunResult, require_valid: bool) -> u8 {
+pub(crate) fn run_exit(result: &RunResult, require_valid: bool) -> u8 {
     agentload_console::out(&format!("results in {}\n", result.out.display()));
     if result.interrupted.is_some() {
         return exit::INTERRUPTED;
@@ -113,12 +128,27 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             require_valid,
             force,
             grants,
+            shards,
+            silence_timeout_s,
         } => {
             let mode = match (mode, accuracy_only) {
-                (_, true) | (Mode::Accuracy, _) => RunMode::Accuracy,
-                (Mode::Perf, _) => RunMode::Performance,
-                (Mode::Both, _) => RunMode::Both,
+                (_, true) => RunMode::Accuracy,
+                (mode, false) => run_mode(mode),
             };
+            if let Some(shards) = shards {
+                return crate::shards::launch::launch(crate::shards::launch::Launch {
+                    config,
+                    shards,
+                    out,
+                    endpoint,
+                    mode,
+                    submission,
+                    force,
+                    require_valid,
+                    silence_timeout: seconds(silence_timeout_s, "--silence-timeout-s")?,
+                })
+                .await;
+            }
             let cfg = RunConfig::load(&config)?;
             let result = crate::run::run(
                 cfg,
@@ -135,6 +165,11 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             )
             .await?;
             Ok(run_exit(&result, require_valid))
+        }
+        Command::Resume {
+            dir, require_valid, ..
+        } if crate::shards::launch::is_sharded(&dir) => {
+            crate::shards::launch::resume(&dir, require_valid).await
         }
         Command::Resume {
             dir,
@@ -313,6 +348,66 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 .await
                 .map(|()| exit::SUCCESS)
         }
+        Command::Shard(a) => {
+            crate::shards::shard(crate::shards::ShardOpts {
+                config: a.config,
+                shards: a.shards,
+                index: a.index,
+                run_id: a.run_id,
+                coordinator: a.coordinator,
+                listen: a.listen,
+                addr_file: a.addr_file,
+                out: a.out,
+                work: a.work,
+                endpoint: a.endpoint,
+                mode: run_mode(a.mode),
+                submission: a.submission,
+                resume: a.resume,
+                barrier_timeout: seconds(a.barrier_timeout_s, "--barrier-timeout-s")?,
+                silence_timeout: seconds(a.silence_timeout_s, "--silence-timeout-s")?,
+                linger: seconds(a.linger_s, "--linger-s")?,
+                require_valid: a.require_valid,
+            })
+            .await
+        }
+        Command::Merge { out, dirs } => {
+            let result = crate::shards::merge_dirs(&out, &dirs).await?;
+            Ok(run_exit(&result, false))
+        }
+        Command::K8s { command } => match command {
+            K8sCommand::Manifest {
+                config,
+                shards,
+                image,
+                name,
+                namespace,
+                deadline_s,
+                linger_s,
+                data_claim,
+                cpu,
+                memory,
+            } => {
+                let yaml = crate::shards::k8s::manifest(&crate::shards::k8s::ManifestOpts {
+                    config,
+                    shards,
+                    image,
+                    name,
+                    namespace,
+                    deadline_s,
+                    linger_s,
+                    data_claim,
+                    cpu,
+                    memory,
+                })?;
+                agentload_console::out(&yaml);
+                Ok(exit::SUCCESS)
+            }
+            K8sCommand::Fetch { url, out } => {
+                let n = crate::shards::k8s::fetch(&url, &out).await?;
+                agentload_console::out(&format!("{n} files in {}\n", out.display()));
+                Ok(exit::SUCCESS)
+            }
+        },
         Command::Sim(args) => sim::serve_sim(args).await.map(|()| exit::SUCCESS),
         Command::Telemetry { config, endpoint } => telemetry::probe(&config, endpoint).await,
         Command::Demo { out, time_scale } => demo::demo(out, time_scale).await,

@@ -1,0 +1,66 @@
+//! `agentload k8s manifest` and `agentload k8s fetch`.
+
+use agentload_shards::k8s::{check_name, Manifest};
+use anyhow::{Context as _, Result};
+use std::path::{Path, PathBuf};
+
+/// `agentload k8s manifest`'s options.
+#[derive(Debug, Clone)]
+pub struct ManifestOpts {
+    pub config: PathBuf,
+    pub shards: u32,
+    pub image: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub deadline_s: Option<u64>,
+    pub linger_s: u64,
+    pub data_claim: Option<String>,
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+}
+
+/// The objects as YAML. The config is checked first (it must load, and its
+/// concurrency must split over the shards); the Job's deadline defaults to
+/// the run's `load.max_duration_ms` plus an hour for start-up, merge and
+/// fetch.
+pub fn manifest(o: &ManifestOpts) -> Result<String> {
+    check_name(&o.name).map_err(anyhow::Error::msg)?;
+    let config = agentload_config::RunConfig::load(&o.config)?;
+    let slice = agentload_shards::Slice::new(0, o.shards)?;
+    if config.performance.is_some() {
+        slice.concurrency(config.load.concurrency)?;
+    }
+    if config.sweep.is_some() {
+        anyhow::bail!("a sweep cannot be sharded yet (run it from one host)");
+    }
+    let config_toml = std::fs::read_to_string(&o.config)
+        .with_context(|| format!("cannot read {}", o.config.display()))?;
+    let deadline_s = o.deadline_s.unwrap_or_else(|| {
+        let run = match config.load.max_duration_ms {
+            0 => 24 * 3600,
+            ms => ms.div_ceil(1000),
+        };
+        run + 3600 + o.linger_s
+    });
+    let m = Manifest {
+        name: o.name.clone(),
+        namespace: o.namespace.clone(),
+        shards: o.shards,
+        image: o.image.clone(),
+        config_toml,
+        deadline_s,
+        linger_s: o.linger_s,
+        data_claim: o.data_claim.clone(),
+        cpu: o.cpu.clone(),
+        memory: o.memory.clone(),
+    };
+    Ok(m.yaml()?)
+}
+
+/// `agentload k8s fetch URL OUT`: the merged run's files, each checked
+/// against its listed size and digest.
+pub async fn fetch(url: &str, out: &Path) -> Result<usize> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let files = agentload_shards::fetch_results(url, out).await?;
+    Ok(files.len())
+}

@@ -1,0 +1,669 @@
+//! The coordinator: shard 0 serves it beside its own load. It admits the
+//! run's shards, releases each phase's start barrier once every shard is
+//! there, stores their uploads (synced, then acknowledged with size and
+//! digest), notices a shard that falls silent, and then serves the merged
+//! results. A shard missing at a barrier's deadline, or silent before its
+//! upload completed, fails the run closed: the cause names the shard.
+
+use crate::clock::Offset;
+use crate::protocol::*;
+use crate::ShardError;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// What the coordinator admits and how long it waits.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub count: u32,
+    pub run_id: String,
+    pub config_digest: String,
+    /// Uploads go to `dir/shards/<i>/`; results are served from `dir`.
+    pub dir: PathBuf,
+    /// How long a barrier waits for the last shard, from the first arrival.
+    pub barrier_timeout: Duration,
+    /// How long a shard may stay silent before it counts as lost.
+    pub silence_timeout: Duration,
+}
+
+#[derive(Debug)]
+struct Shard {
+    host: String,
+    offset: Offset,
+    seen: Instant,
+    phase: Option<String>,
+    uploaded: Option<Vec<Stored>>,
+    /// Silent past the timeout before its upload completed.
+    lost: bool,
+}
+
+#[derive(Debug, Default)]
+struct Barrier {
+    first: Option<Instant>,
+    arrived: BTreeSet<u32>,
+    start_ns: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    shards: BTreeMap<u32, Shard>,
+    barriers: BTreeMap<String, Barrier>,
+    failed: Option<String>,
+    results: Option<Vec<Stored>>,
+}
+
+struct State {
+    setup: Setup,
+    inner: Mutex<Inner>,
+    /// Bumped on every change that a waiting call may be waiting for.
+    changed: watch::Sender<u64>,
+}
+
+impl State {
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn fail(&self, inner: &mut Inner, why: String) {
+        if inner.failed.is_none() {
+            inner.failed = Some(why);
+        }
+        self.bump();
+    }
+}
+
+/// A running coordinator. It serves from a thread and runtime of its own, so
+/// that the shard's own load (or a plugin compile blocking a runtime worker)
+/// never delays an answer or the silence watch. Dropping it stops it.
+pub struct Coordinator {
+    state: Arc<State>,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The shards' uploads, as far as they came.
+#[derive(Debug)]
+pub struct Uploads {
+    /// The shards whose upload completed, with their files.
+    pub complete: BTreeMap<u32, Vec<Stored>>,
+    /// Why the run failed (a shard lost), when it did.
+    pub failed: Option<String>,
+}
+
+impl Coordinator {
+    /// Listens on `listen` (port 0: any) and serves until dropped.
+    pub fn start(listen: SocketAddr, setup: Setup) -> Result<Coordinator, ShardError> {
+        let io = |e: std::io::Error| {
+            ShardError::Io(format!("coordinator cannot listen on {listen}: {e}"))
+        };
+        let listener = std::net::TcpListener::bind(listen).map_err(io)?;
+        listener.set_nonblocking(true).map_err(io)?;
+        let addr = listener.local_addr().map_err(io)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io)?;
+        let state = Arc::new(State {
+            setup,
+            inner: Mutex::new(Inner::default()),
+            changed: watch::channel(0).0,
+        });
+        let (stop, mut stopped) = watch::channel(false);
+        let served = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("agentload-coordinator".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    tokio::spawn(watch_silence(Arc::downgrade(&served)));
+                    tokio::select! {
+                        _ = serve(listener, served) => {}
+                        _ = stopped.changed() => {}
+                    }
+                });
+            })
+            .map_err(io)?;
+        Ok(Coordinator {
+            state,
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits until every shard's upload is complete; when the run has
+    /// failed, until every shard still alive has uploaded (the lost ones
+    /// and those that never joined are left out, named in the cause).
+    pub async fn uploads(&self) -> Uploads {
+        let mut changed = self.state.changed.subscribe();
+        loop {
+            {
+                let inner = self.state.inner.lock().expect("coordinator lock");
+                let complete: BTreeMap<u32, Vec<Stored>> = inner
+                    .shards
+                    .iter()
+                    .filter_map(|(i, s)| s.uploaded.clone().map(|f| (*i, f)))
+                    .collect();
+                let settled = inner
+                    .shards
+                    .values()
+                    .all(|s| s.uploaded.is_some() || s.lost);
+                let all = complete.len() == self.state.setup.count as usize;
+                if all || (inner.failed.is_some() && settled) {
+                    return Uploads {
+                        complete,
+                        failed: inner.failed.clone(),
+                    };
+                }
+            }
+            if changed.changed().await.is_err() {
+                unreachable!("the state holds the sender");
+            }
+        }
+    }
+
+    /// Fails the run (the local launcher saw a shard's process end badly).
+    pub fn fail(&self, why: String) {
+        let mut inner = self.state.inner.lock().expect("coordinator lock");
+        self.state.fail(&mut inner, why);
+    }
+
+    /// Serves the merged run's `files` (paths relative to the directory) at `/v1/results`.
+    pub fn publish(&self, files: Vec<Stored>) {
+        self.state.inner.lock().expect("coordinator lock").results = Some(files);
+        self.state.bump();
+    }
+
+    /// Shards this coordinator has seen, with their clock offsets.
+    pub fn status(&self) -> Status {
+        status(&self.state)
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn status(state: &State) -> Status {
+    let inner = state.inner.lock().expect("coordinator lock");
+    Status {
+        run_id: state.setup.run_id.clone(),
+        count: state.setup.count,
+        shards: inner
+            .shards
+            .iter()
+            .map(|(i, s)| ShardStatus {
+                index: *i,
+                host: s.host.clone(),
+                offset: s.offset,
+                silent_s: s.seen.elapsed().as_secs_f64(),
+                phase: s.phase.clone(),
+                uploaded: s.uploaded.is_some(),
+            })
+            .collect(),
+        failed: inner.failed.clone(),
+        results: inner.results.is_some(),
+    }
+}
+
+/// Marks the run failed when a registered shard goes silent before its
+/// upload completed, or when a barrier's deadline passes.
+async fn watch_silence(state: std::sync::Weak<State>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let Some(state) = state.upgrade() else { return };
+        let mut inner = state.inner.lock().expect("coordinator lock");
+        let timeout = state.setup.silence_timeout;
+        let mut silent = Vec::new();
+        for (i, s) in inner.shards.iter_mut() {
+            if s.uploaded.is_none() && !s.lost && s.seen.elapsed() > timeout {
+                s.lost = true;
+                silent.push(format!("shard {i} ({})", s.host));
+            }
+        }
+        if !silent.is_empty() && inner.failed.is_some() {
+            // Settles `uploads` once the last live shard is accounted for.
+            state.bump();
+            continue;
+        }
+        if inner.failed.is_some() {
+            continue;
+        }
+        if !silent.is_empty() {
+            let why = format!(
+                "{} stopped answering (silent for more than {:.0} s) before its upload completed; \
+                 its sessions are missing from the merged run",
+                silent.join(", "),
+                state.setup.silence_timeout.as_secs_f64()
+            );
+            state.fail(&mut inner, why);
+            continue;
+        }
+        let count = state.setup.count;
+        let late: Option<String> = inner.barriers.iter().find_map(|(phase, b)| {
+            let first = b.first?;
+            (b.start_ns.is_none() && first.elapsed() > state.setup.barrier_timeout).then(|| {
+                let missing: Vec<String> = (0..count)
+                    .filter(|i| !b.arrived.contains(i))
+                    .map(|i| i.to_string())
+                    .collect();
+                format!(
+                    "shard(s) {} missing at the {phase} start barrier after {:.0} s",
+                    missing.join(", "),
+                    state.setup.barrier_timeout.as_secs_f64()
+                )
+            })
+        });
+        if let Some(why) = late {
+            state.fail(&mut inner, why);
+        }
+    }
+}
+
+async fn serve(listener: TcpListener, state: Arc<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(route(&state, req).await) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+type Answer = Response<Full<Bytes>>;
+
+fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> Answer {
+    let mut r = Response::new(Full::new(Bytes::from(
+        serde_json::to_vec(body).expect("plain data serializes"),
+    )));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A refused call: its status and the message the caller sees.
+struct Refusal(StatusCode, String);
+
+fn error(status: StatusCode, why: impl Into<String>) -> Refusal {
+    Refusal(status, why.into())
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(req: Request<Incoming>) -> Result<T, Refusal> {
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?
+        .to_bytes();
+    serde_json::from_slice(&body).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
+}
+
+async fn route(state: &Arc<State>, req: Request<Incoming>) -> Answer {
+    let path = req.uri().path().to_owned();
+    let answer = match (req.method().clone(), path.as_str()) {
+        (Method::GET, "/v1/clock") => Ok(json(
+            StatusCode::OK,
+            &ClockReading {
+                mono_ns: agentload_wire::clock::clock_monotonic_ns(),
+            },
+        )),
+        (Method::POST, "/v1/register") => register(state, req).await,
+        (Method::POST, "/v1/barrier") => barrier(state, req).await,
+        (Method::POST, "/v1/heartbeat") => heartbeat(state, req).await,
+        (Method::POST, "/v1/done") => done(state, req).await,
+        (Method::GET, "/v1/status") => Ok(json(StatusCode::OK, &status(state))),
+        (Method::GET, "/v1/results") => results(state),
+        (Method::GET, p) if p.starts_with("/v1/results/") => {
+            result_file(state, &p["/v1/results/".len()..]).await
+        }
+        (Method::PUT, p) if p.starts_with("/v1/upload/") => {
+            upload(state, &p["/v1/upload/".len()..], req).await
+        }
+        _ => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no such call: {path}"),
+        )),
+    };
+    answer.unwrap_or_else(|Refusal(status, error)| json(status, &ErrorBody { error }))
+}
+
+/// Marks shard `index` alive; an unknown shard is refused.
+fn seen(inner: &mut Inner, index: u32) -> Result<&mut Shard, Refusal> {
+    let shard = inner.shards.get_mut(&index).ok_or_else(|| {
+        error(
+            StatusCode::CONFLICT,
+            format!("shard {index} has not registered"),
+        )
+    })?;
+    shard.seen = Instant::now();
+    Ok(shard)
+}
+
+async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let r: Register = read_json(req).await?;
+    let setup = &state.setup;
+    let refuse = |why: String| Err(error(StatusCode::CONFLICT, why));
+    if r.run_id != setup.run_id {
+        return refuse(format!(
+            "shard {} belongs to run {}, this coordinator runs {}",
+            r.index, r.run_id, setup.run_id
+        ));
+    }
+    if r.config_digest != setup.config_digest {
+        return refuse(format!(
+            "shard {} runs config {}, the coordinator's is {}: every shard must run the same config",
+            r.index, r.config_digest, setup.config_digest
+        ));
+    }
+    if r.count != setup.count || r.index >= setup.count {
+        return refuse(format!(
+            "shard {} of {} does not fit a run of {} shards",
+            r.index, r.count, setup.count
+        ));
+    }
+    let mut inner = state.inner.lock().expect("coordinator lock");
+    if let Some(earlier) = inner.shards.get(&r.index) {
+        if earlier.host != r.host && earlier.seen.elapsed() < setup.silence_timeout {
+            return refuse(format!(
+                "shard {} is already registered from {} (a second pod with the same index?)",
+                r.index, earlier.host
+            ));
+        }
+    }
+    inner.shards.insert(
+        r.index,
+        Shard {
+            host: r.host,
+            offset: r.offset,
+            seen: Instant::now(),
+            phase: None,
+            uploaded: None,
+            lost: false,
+        },
+    );
+    state.bump();
+    Ok(json(StatusCode::OK, &Ack::default()))
+}
+
+/// Lead time between the last arrival and the start: enough for every
+/// shard to hear the answer and sleep until it.
+fn lead(inner: &Inner) -> Duration {
+    let worst = inner
+        .shards
+        .values()
+        .map(|s| s.offset.uncertainty_ns)
+        .max()
+        .unwrap_or(0);
+    Duration::from_millis(200).max(Duration::from_nanos(worst.saturating_mul(8)))
+}
+
+async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let a: Arrive = read_json(req).await?;
+    let mut changed = state.changed.subscribe();
+    {
+        let mut inner = state.inner.lock().expect("coordinator lock");
+        let shard = seen(&mut inner, a.index)?;
+        shard.offset = a.offset;
+        shard.phase = Some(a.phase.clone());
+        let lead = lead(&inner);
+        let b = inner.barriers.entry(a.phase.clone()).or_default();
+        b.first.get_or_insert_with(Instant::now);
+        b.arrived.insert(a.index);
+        if b.start_ns.is_none() && b.arrived.len() == state.setup.count as usize {
+            b.start_ns = Some(agentload_wire::clock::clock_monotonic_ns() + lead.as_nanos() as u64);
+        }
+        state.bump();
+    }
+    loop {
+        {
+            let inner = state.inner.lock().expect("coordinator lock");
+            if let Some(start_ns) = inner.barriers.get(&a.phase).and_then(|b| b.start_ns) {
+                return Ok(json(StatusCode::OK, &Start { start_ns }));
+            }
+            if let Some(why) = &inner.failed {
+                return Err(error(StatusCode::CONFLICT, why.clone()));
+            }
+        }
+        if changed.changed().await.is_err() {
+            return Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "coordinator stopping",
+            ));
+        }
+    }
+}
+
+async fn heartbeat(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let h: Heartbeat = read_json(req).await?;
+    let mut inner = state.inner.lock().expect("coordinator lock");
+    let shard = seen(&mut inner, h.index)?;
+    shard.offset = h.offset;
+    shard.phase = Some(h.phase);
+    Ok(json(
+        StatusCode::OK,
+        &Ack {
+            failed: inner.failed.clone(),
+        },
+    ))
+}
+
+/// A relative path of plain names (`a/b.jsonl`), at most 4 deep: nothing
+/// an upload or a download can use to leave its directory.
+pub fn safe_path(path: &str) -> Option<&str> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let plain = |p: &&str| {
+        !p.is_empty()
+            && *p != "."
+            && *p != ".."
+            && p.len() <= 128
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    (parts.len() <= 4 && parts.iter().all(plain)).then_some(path)
+}
+
+/// `/v1/upload/{i}/{path}`: the body streams to `shards/<i>/<path>.part`,
+/// is synced, then renamed; the answer carries what was written.
+async fn upload(state: &Arc<State>, rest: &str, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let bad = |why: String| error(StatusCode::BAD_REQUEST, why);
+    let (index, path) = rest
+        .split_once('/')
+        .ok_or_else(|| bad(format!("upload path {rest:?} is not {{index}}/{{path}}")))?;
+    let index: u32 = index
+        .parse()
+        .map_err(|_| bad(format!("shard index {index:?} is not a number")))?;
+    let path = safe_path(path).ok_or_else(|| bad(format!("upload path {path:?} is refused")))?;
+    {
+        let mut inner = state.inner.lock().expect("coordinator lock");
+        let shard = seen(&mut inner, index)?;
+        if shard.uploaded.is_some() {
+            return Err(error(
+                StatusCode::CONFLICT,
+                format!("shard {index} has already completed its upload"),
+            ));
+        }
+    }
+    let target = state
+        .setup
+        .dir
+        .join("shards")
+        .join(index.to_string())
+        .join(path);
+    let stored = store(&target, req.into_body())
+        .await
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let mut inner = state.inner.lock().expect("coordinator lock");
+    seen(&mut inner, index)?;
+    Ok(json(
+        StatusCode::OK,
+        &Stored {
+            path: path.to_owned(),
+            ..stored
+        },
+    ))
+}
+
+async fn store(target: &Path, mut body: Incoming) -> Result<Stored, String> {
+    let fail = |e: std::io::Error| format!("cannot store {}: {e}", target.display());
+    if let Some(dir) = target.parent() {
+        tokio::fs::create_dir_all(dir).await.map_err(fail)?;
+    }
+    let part = target.with_extension("part");
+    let mut file = tokio::fs::File::create(&part).await.map_err(fail)?;
+    let mut hash = Sha256::new();
+    let mut bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("upload cut: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            hash.update(&data);
+            bytes += data.len() as u64;
+            file.write_all(&data).await.map_err(fail)?;
+        }
+    }
+    file.sync_all().await.map_err(fail)?;
+    drop(file);
+    tokio::fs::rename(&part, target).await.map_err(fail)?;
+    Ok(Stored {
+        path: String::new(),
+        bytes,
+        sha256: hex::encode(hash.finalize()),
+    })
+}
+
+async fn done(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let d: Done = read_json(req).await?;
+    let dir = state.setup.dir.join("shards").join(d.index.to_string());
+    for f in &d.files {
+        let path = safe_path(&f.path).ok_or_else(|| {
+            error(
+                StatusCode::BAD_REQUEST,
+                format!("path {:?} is refused", f.path),
+            )
+        })?;
+        let have = std::fs::read(dir.join(path)).map_err(|e| {
+            error(
+                StatusCode::CONFLICT,
+                format!("shard {}: {path} is not stored: {e}", d.index),
+            )
+        })?;
+        let sha = hex::encode(Sha256::digest(&have));
+        if have.len() as u64 != f.bytes || sha != f.sha256 {
+            return Err(error(
+                StatusCode::CONFLICT,
+                format!(
+                    "shard {}: {path} is stored as {} bytes (sha256 {sha}), the shard sent {} (sha256 {})",
+                    d.index,
+                    have.len(),
+                    f.bytes,
+                    f.sha256
+                ),
+            ));
+        }
+    }
+    let mut inner = state.inner.lock().expect("coordinator lock");
+    let shard = seen(&mut inner, d.index)?;
+    shard.uploaded = Some(d.files);
+    let failed = inner.failed.clone();
+    state.bump();
+    Ok(json(StatusCode::OK, &Ack { failed }))
+}
+
+fn results(state: &Arc<State>) -> Result<Answer, Refusal> {
+    let inner = state.inner.lock().expect("coordinator lock");
+    match &inner.results {
+        Some(files) => Ok(json(StatusCode::OK, files)),
+        None => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            match &inner.failed {
+                Some(why) => format!("the run failed: {why}; the merge is not written yet"),
+                None => "the run is still going: no merged results yet".to_owned(),
+            },
+        )),
+    }
+}
+
+async fn result_file(state: &Arc<State>, path: &str) -> Result<Answer, Refusal> {
+    let listed = state
+        .inner
+        .lock()
+        .expect("coordinator lock")
+        .results
+        .as_ref()
+        .is_some_and(|files| files.iter().any(|f| f.path == path));
+    if !listed || safe_path(path).is_none() {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no result file {path:?}"),
+        ));
+    }
+    let bytes = tokio::fs::read(state.setup.dir.join(path))
+        .await
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let mut r = Response::new(Full::new(Bytes::from(bytes)));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/octet-stream"),
+    );
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upload_paths_stay_inside() {
+        assert!(safe_path("turns.jsonl").is_some());
+        assert!(safe_path("accuracy/turns.jsonl").is_some());
+        for bad in [
+            "../x",
+            "a/../../b",
+            "/etc/passwd",
+            "a//b",
+            "",
+            "a/./b",
+            "a b",
+            "a/b/c/d/e",
+        ] {
+            assert!(safe_path(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The coordinator's HTTP API (`/v1`), JSON bodies:
+//!
+//! | call | body | answer |
+//! | --- | --- | --- |
+//! | `GET /v1/clock` | – | [`ClockReading`]: a ping sample's middle |
+//! | `POST /v1/register` | [`Register`] | [`Ack`]; 409 when the run, config or index does not fit |
+//! | `POST /v1/barrier` | [`Arrive`] | [`Start`] once every shard arrived; 409 naming the missing shards at the deadline |
+//! | `POST /v1/heartbeat` | [`Heartbeat`] | [`Ack`] (`failed` says the run has failed) |
+//! | `PUT /v1/upload/{i}/{path}` | the file | [`Stored`]: its size and sha256 as written and synced |
+//! | `POST /v1/done` | [`Done`] | [`Ack`] once every listed file is there with its size and digest |
+//! | `GET /v1/status` | – | [`Status`] |
+//! | `GET /v1/results`, `GET /v1/results/{path}` | – | the merged run's file list, then each file |
+
+use crate::clock::Offset;
+use serde::{Deserialize, Serialize};
+
+/// The coordinator's monotonic clock, ns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClockReading {
+    pub mono_ns: u64,
+}
+
+/// A shard joining the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Register {
+    pub index: u32,
+    pub count: u32,
+    pub run_id: String,
+    /// sha256 of the run's resolved config: every shard runs the same one.
+    pub config_digest: String,
+    pub host: String,
+    pub offset: Offset,
+}
+
+/// A shard at a phase's start barrier.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Arrive {
+    pub index: u32,
+    /// `performance` or `accuracy`.
+    pub phase: String,
+    pub offset: Offset,
+}
+
+/// When the phase starts, on the coordinator's clock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Start {
+    pub start_ns: u64,
+}
+
+/// A shard is alive (sent every second while it runs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub index: u32,
+    pub phase: String,
+    pub offset: Offset,
+}
+
+/// A plain answer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Ack {
+    /// The run has failed (a shard is lost): the cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// An uploaded file as the coordinator stored it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stored {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// A shard's upload is complete: these files, with these sizes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Done {
+    pub index: u32,
+    pub files: Vec<Stored>,
+}
+
+/// An error answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
+/// One shard as the coordinator sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardStatus {
+    pub index: u32,
+    pub host: String,
+    pub offset: Offset,
+    /// Seconds since its last call.
+    pub silent_s: f64,
+    pub phase: Option<String>,
+    pub uploaded: bool,
+}
+
+/// The run as the coordinator sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub run_id: String,
+    pub count: u32,
+    pub shards: Vec<ShardStatus>,
+    pub failed: Option<String>,
+    /// The merged run's files are ready at `/v1/results`.
+    pub results: bool,
+}

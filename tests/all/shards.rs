@@ -1,0 +1,546 @@
+//! Sharded runs through the real binary: `run --shards N` (N local
+//! processes, the coordinator and the merge Kubernetes uses) against one
+//! process, a shard killed mid-run, shards on their own network stacks with
+//! a shifted clock, and the Kubernetes objects checked offline.
+
+use crate::common::*;
+use agentload_results::metrics::Series;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// `(session, turn)` of every record in a journal, with its status.
+fn keys(path: &Path) -> Vec<((String, u64), String)> {
+    read_jsonl(path)
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["session_id"].as_str().unwrap().to_owned(),
+                    r["turn"].as_u64().unwrap(),
+                ),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn span(r: &Value, from: &str, to: &str) -> Option<u64> {
+    r[to].as_u64()?.checked_sub(r[from].as_u64()?)
+}
+
+/// The summary's series fields that are order statistics or sums.
+fn exact_fields(series: &Value) -> Value {
+    serde_json::json!({
+        "total": series["total"], "min": series["min"], "max": series["max"],
+        "median": series["median"], "percentiles": series["percentiles"],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_shards_merge_exactly_into_the_one_shard_run() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("shards");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 20",
+        "[load]\nconcurrency = 8",
+    );
+    let one = dir.path().join("one");
+    let four = dir.path().join("four");
+    run_ok(
+        &config,
+        &one,
+        &["--shards", "1", "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    let out = run_ok(
+        &config,
+        &four,
+        &["--shards", "4", "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    assert!(out.contains("shards: 4 of 4 merged"), "{out}");
+
+    // The same (session, turn) records, each completed once.
+    let a = keys(&one.join("turns.jsonl"));
+    let b = keys(&four.join("turns.jsonl"));
+    assert_eq!(a.len(), 1007);
+    assert!(
+        b.iter().all(|(_, s)| s == "completed"),
+        "every turn completed"
+    );
+    let set =
+        |k: &[((String, u64), String)]| k.iter().map(|(k, _)| k.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(set(&a), set(&b));
+    assert_eq!(set(&b).len(), b.len(), "no turn twice");
+
+    // A session never crosses shards; every shard ran some.
+    let merged = read_jsonl(&four.join("turns.jsonl"));
+    let mut owner: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &merged {
+        let shard = r["shard"]
+            .as_u64()
+            .expect("merged records name their shard");
+        let s = r["session_id"].as_str().unwrap();
+        assert_eq!(
+            *owner.entry(s).or_insert(shard),
+            shard,
+            "{s} crossed shards"
+        );
+    }
+    assert_eq!(owner.values().collect::<BTreeSet<_>>().len(), 4);
+
+    // Percentiles: exact order statistics over the union of the shards' raw
+    // records (their own journals, on their own clocks), value for value,
+    // over the turns the merged run counts.
+    let summary = json(&four.join("performance/result_summary.json"));
+    let stop = summary["agentload"]["tracking"]["stop_ns"].as_u64();
+    let counted: BTreeSet<(String, u64)> = merged
+        .iter()
+        .filter(|r| stop.is_none_or(|s| r["issued_ns"].as_u64().unwrap() < s))
+        .map(|r| {
+            (
+                r["session_id"].as_str().unwrap().to_owned(),
+                r["turn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut raw = Vec::new();
+    for i in 0..4 {
+        raw.extend(read_jsonl(&four.join(format!("work/{i}/turns.jsonl"))));
+    }
+    assert_eq!(raw.len(), 1007);
+    let raw: Vec<&Value> = raw
+        .iter()
+        .filter(|r| {
+            counted.contains(&(
+                r["session_id"].as_str().unwrap().to_owned(),
+                r["turn"].as_u64().unwrap(),
+            ))
+        })
+        .collect();
+    for (name, from, to) in [
+        ("ttft", "issued_ns", "first_token_ns"),
+        ("latency", "issued_ns", "complete_ns"),
+    ] {
+        let values: Vec<u64> = raw.iter().filter_map(|r| span(r, from, to)).collect();
+        let exact = serde_json::to_value(Series::of(&values, true).unwrap()).unwrap();
+        assert_eq!(exact_fields(&summary[name]), exact_fields(&exact), "{name}");
+    }
+
+    // The shards' histograms, added up, agree with the exact values; each
+    // shard ran its share of the slots.
+    let d = &summary["agentload"]["distributed"];
+    assert_eq!(d["merged"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(d["histogram_check"]["agrees"], true, "{d}");
+    let shares: Vec<u64> = d["per_shard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shares, [2, 2, 2, 2]);
+    // One machine: every offset is about zero, within its bound.
+    for s in d["per_shard"].as_array().unwrap() {
+        let (o, u) = (
+            s["offset_ns"].as_i64().unwrap(),
+            s["offset_uncertainty_ns"].as_u64().unwrap(),
+        );
+        assert!(o.unsigned_abs() <= u, "{s}");
+    }
+    let report = std::fs::read_to_string(four.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    sim.shutdown().await;
+}
+
+/// The pid of the `agentload shard` process with this index writing to `out`.
+fn shard_pid(out: &Path, index: u32) -> Option<i32> {
+    let want = format!("--index\0{index}\0");
+    let out = out.to_str().unwrap();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd);
+        (cmd.contains("\0shard\0") && cmd.contains(&want) && cmd.contains(out)).then_some(pid)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_shard_fails_the_run_closed_and_names_it() {
+    let mut slow = replay_sim(trajectories());
+    slow.time_scale = 0.01;
+    let sim = start_sim(slow).await;
+    let dir = scratch("shard-kill");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 12",
+        "[load]\nconcurrency = 3",
+    );
+    let out = dir.path().join("out");
+    let mut run = spawn(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--shards",
+            "3",
+            "--silence-timeout-s",
+            "2",
+        ],
+        dir.path(),
+    );
+    // Shard 2 is killed (-9) once it has journalled some turns.
+    let log = out.join("work/2/turns.jsonl");
+    wait_for_lines(&log, 5, &mut run).await;
+    let pid = shard_pid(&out, 2).expect("shard 2 is running");
+    // SAFETY: kill(2) on a pid this test's child started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let kept = lines(&log);
+    let done = run.wait_with_output().await.unwrap();
+    let output = text(&done);
+    assert_eq!(done.status.code(), Some(5), "{output}");
+    assert!(
+        output.contains("shard 2"),
+        "the lost shard is named: {output}"
+    );
+    // The others' records are uploaded and merged; the run is INVALID.
+    for i in [0, 1] {
+        assert!(lines(&out.join(format!("shards/{i}/turns.jsonl"))) > 0);
+    }
+    assert!(lines(&log) >= kept, "the killed shard's journal stays");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("INVALID: shard 2"), "{report}");
+    assert!(report.contains("run INVALID"), "{report}");
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(
+        summary["agentload"]["distributed"]["merged"],
+        serde_json::json!([0, 1])
+    );
+    sim.shutdown().await;
+}
+
+/// A network namespace joined to this one by a veth pair, removed on drop.
+struct Netns {
+    name: String,
+    host_if: String,
+    /// This side's address and the namespace's.
+    host: String,
+    inside: String,
+}
+
+impl Netns {
+    fn create() -> Option<Netns> {
+        let id = std::process::id() % 200 + 20;
+        let n = Netns {
+            name: format!("agentload-test-{id}"),
+            host_if: format!("alh{id}"),
+            host: format!("10.213.{id}.1"),
+            inside: format!("10.213.{id}.2"),
+        };
+        let peer = format!("aln{id}");
+        let ip = |args: &[&str]| {
+            std::process::Command::new("ip")
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        // A leftover of an earlier, killed run goes first (quietly: usually there is none).
+        for args in [["netns", "del", &n.name], ["link", "del", &n.host_if]] {
+            let _ = std::process::Command::new("ip")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let ok = ip(&["netns", "add", &n.name])
+            && ip(&[
+                "link", "add", &n.host_if, "type", "veth", "peer", "name", &peer,
+            ])
+            && ip(&["link", "set", &peer, "netns", &n.name])
+            && ip(&["addr", "add", &format!("{}/24", n.host), "dev", &n.host_if])
+            && ip(&["link", "set", &n.host_if, "up"])
+            && ip(&[
+                "netns",
+                "exec",
+                &n.name,
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/24", n.inside),
+                "dev",
+                &peer,
+            ])
+            && ip(&["netns", "exec", &n.name, "ip", "link", "set", &peer, "up"])
+            && ip(&["netns", "exec", &n.name, "ip", "link", "set", "lo", "up"]);
+        ok.then_some(n)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for args in [["link", "del", &self.host_if], ["netns", "del", &self.name]] {
+            let _ = std::process::Command::new("ip").args(args).status();
+        }
+    }
+}
+
+/// Two shards on separate network stacks (the second in its own network
+/// namespace, on its own address, with its monotonic clock 7 s ahead in its
+/// own time namespace): the offset is recovered within its recorded bound,
+/// the shards start together on the coordinator's clock, and the merge is
+/// exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_on_separate_hosts_with_a_shifted_clock_merge_exactly() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network and time namespaces need root");
+        return;
+    }
+    let ns = Netns::create().expect("the test creates its network namespace and veth pair");
+    let sim = agentload_sim::start(
+        replay_sim(trajectories()),
+        std::sync::Arc::new(agentload_sim::ApproxTokenCounter),
+        std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+    )
+    .await
+    .unwrap();
+    let endpoint = format!(
+        "http://{}:{}",
+        ns.host,
+        sim.url().rsplit(':').next().unwrap()
+    );
+    let dir = scratch("shard-netns");
+    let config = edge_config(
+        dir.path(),
+        &endpoint,
+        "num_trajectories_to_issue = 6",
+        "[load]\nconcurrency = 2",
+    );
+    let out = dir.path().join("out");
+    let addr_file = dir.path().join("coordinator.addr");
+    let exe = env!("CARGO_BIN_EXE_agentload");
+    let shard = |index: &str| {
+        vec![
+            "shard".to_owned(),
+            config.to_str().unwrap().to_owned(),
+            "--shards".into(),
+            "2".into(),
+            "--index".into(),
+            index.to_owned(),
+            "--run-id".into(),
+            "netns".into(),
+            "--endpoint".into(),
+            endpoint.clone(),
+        ]
+    };
+    let mut zero = shard("0");
+    zero.extend([
+        "--listen".to_owned(),
+        format!("{}:0", ns.host),
+        "--addr-file".into(),
+        addr_file.to_str().unwrap().into(),
+        "--out".into(),
+        out.to_str().unwrap().into(),
+    ]);
+    let coordinator = tokio::process::Command::new(exe)
+        .args(&zero)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .kill_on_drop(true)
+        .output();
+    let coordinator = tokio::spawn(coordinator);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let addr = loop {
+        match std::fs::read_to_string(&addr_file) {
+            Ok(a) if !a.is_empty() => break a,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no coordinator address"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let mut one = shard("1");
+    one.extend([
+        "--coordinator".to_owned(),
+        format!("http://{addr}"),
+        "--out".into(),
+        dir.path().join("shard1").to_str().unwrap().into(),
+    ]);
+    let far = tokio::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            "unshare",
+            "--time",
+            "--fork",
+            "--monotonic",
+            "7",
+            exe,
+        ])
+        .args(&one)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(far.status.success(), "{}", text(&far));
+    let near = coordinator.await.unwrap().unwrap();
+    assert!(near.status.success(), "{}", text(&near));
+
+    let summary = json(&out.join("performance/result_summary.json"));
+    let d = &summary["agentload"]["distributed"];
+    let shard_of = |i: usize| &d["per_shard"][i];
+    // Coordinator minus shard 1 is -7 s, within the recorded bound.
+    let (o, u) = (
+        shard_of(1)["offset_ns"].as_i64().unwrap(),
+        shard_of(1)["offset_uncertainty_ns"].as_u64().unwrap(),
+    );
+    assert!((o + 7_000_000_000).unsigned_abs() <= u, "offset {o} ± {u}");
+    assert!(u < 50_000_000, "a veth round trip is short: ± {u} ns");
+    assert!(
+        shard_of(0)["offset_ns"].as_i64().unwrap().unsigned_abs()
+            <= shard_of(0)["offset_uncertainty_ns"].as_u64().unwrap()
+    );
+    // Started together on the coordinator's clock (7 s apart without the offset).
+    assert!(d["start_skew_ns"].as_u64().unwrap() < 100_000_000, "{d}");
+    assert_eq!(d["histogram_check"]["agrees"], true, "{d}");
+    let merged = read_jsonl(&out.join("turns.jsonl"));
+    assert!(merged.iter().all(|r| r["status"] == "completed"));
+    let sessions: BTreeSet<u64> = merged
+        .iter()
+        .map(|r| r["shard"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sessions, BTreeSet::from([0, 1]));
+    // Latencies are the shard's own durations, untouched by the offset.
+    let raw = read_jsonl(&out.join("shards/1/turns.jsonl"));
+    let ttft = |rs: &[Value]| -> BTreeSet<(String, u64, u64)> {
+        rs.iter()
+            .filter(|r| r.get("shard").is_none_or(|s| s == 1))
+            .map(|r| {
+                (
+                    r["session_id"].as_str().unwrap().to_owned(),
+                    r["turn"].as_u64().unwrap(),
+                    span(r, "issued_ns", "first_token_ns").unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(ttft(&raw), ttft(&merged));
+    sim.shutdown().await;
+}
+
+/// The emitted objects: pinned by a golden file (rewrite it with
+/// `AGENTLOAD_UPDATE_GOLDEN=1`), and valid for Kubernetes by
+/// `kubernetes-validate --strict` (offline; scripts/test.sh installs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubernetes_objects_are_valid_and_pinned() {
+    let k8s = manifest_dir().join("../../tests/k8s");
+    let dir = scratch("k8s");
+    let run = agentload(
+        &[
+            "k8s",
+            "manifest",
+            k8s.join("run.toml").to_str().unwrap(),
+            "--shards",
+            "4",
+            "--image",
+            "registry.example/agentload:0.1.0",
+            "--name",
+            "golden",
+            "--namespace",
+            "bench",
+            "--data-claim",
+            "agentload-data",
+            "--cpu",
+            "4",
+            "--memory",
+            "8Gi",
+            "--linger-s",
+            "600",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(run.status.success(), "{}", text(&run));
+    let yaml = String::from_utf8(run.stdout).unwrap();
+    let golden = k8s.join("golden.yaml");
+    if std::env::var_os("AGENTLOAD_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &yaml).unwrap();
+    }
+    assert_eq!(
+        yaml,
+        std::fs::read_to_string(&golden).unwrap(),
+        "the objects changed: review, then rewrite the golden file"
+    );
+    // The config travels whole; the deadline covers the run, an hour and the linger.
+    assert!(yaml.contains("activeDeadlineSeconds: 7800"), "{yaml}");
+    assert!(yaml.contains("concurrency = 64"), "{yaml}");
+
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let tool = match std::env::var_os("AGENTLOAD_K8S_VALIDATE") {
+        Some(t) => std::path::PathBuf::from(t),
+        None if std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_some() => {
+            panic!(
+                "AGENTLOAD_K8S_VALIDATE is not set (scripts/test.sh installs kubernetes-validate)"
+            )
+        }
+        None => {
+            eprintln!("skipped: kubernetes-validate not installed (scripts/test.sh installs it)");
+            return;
+        }
+    };
+    let check = std::process::Command::new(&tool)
+        .arg("--strict")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(check.status.success(), "{said}");
+    assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
+    // The check bites: a field Kubernetes does not know fails it.
+    std::fs::write(
+        &file,
+        yaml.replace("backoffLimit: 0", "backoffLimit: 0\n  retries: 2"),
+    )
+    .unwrap();
+    let bad = std::process::Command::new(&tool)
+        .arg("--strict")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success(), "an unknown field passed --strict");
+
+    // A split the run cannot have is refused before any object is printed.
+    let refused = agentload(
+        &[
+            "k8s",
+            "manifest",
+            k8s.join("run.toml").to_str().unwrap(),
+            "--shards",
+            "65",
+            "--image",
+            "x",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("load.concurrency = 64"),
+        "{}",
+        text(&refused)
+    );
+}
