@@ -25,7 +25,14 @@ const LAYERS: [&str; 13] = [
 ];
 
 /// Crates that need no unsafe code and must say so at their root.
-const NO_UNSAFE: [&str; 6] = ["console", "config", "telemetry", "results", "shards", "report"];
+const NO_UNSAFE: [&str; 6] = [
+    "console",
+    "config",
+    "telemetry",
+    "results",
+    "shards",
+    "report",
+];
 
 /// Each workspace crate's normal (not dev, not build) dependencies.
 fn normal_deps() -> BTreeMap<String, BTreeSet<String>> {

@@ -33,7 +33,8 @@ pub struct Setup {
     pub config_digest: String,
     /// Uploads go to `dir/shards/<i>/`; results are served from `dir`.
     pub dir: PathBuf,
-    /// How long a barrier waits for the last shard, from the first arrival.
+    /// How long a barrier waits, from the first arrival, for a shard that
+    /// never joined (a joined shard is waited for while it is alive).
     pub barrier_timeout: Duration,
     /// How long a shard may stay silent before it counts as lost.
     pub silence_timeout: Duration,
@@ -257,7 +258,7 @@ async fn watch_silence(state: std::sync::Weak<State>) {
         }
         if !silent.is_empty() {
             let why = format!(
-                "{} stopped answering (silent for more than {:.0} s) before its upload completed; \
+                "{} stopped answering (silent for more than {:.1} s) before its upload completed; \
                  its sessions are missing from the merged run",
                 silent.join(", "),
                 state.setup.silence_timeout.as_secs_f64()
@@ -265,20 +266,27 @@ async fn watch_silence(state: std::sync::Weak<State>) {
             state.fail(&mut inner, why);
             continue;
         }
+        // A barrier waits for every live shard (one still busy with its
+        // previous phase is alive: its silence is what would fail it); past
+        // the deadline, a shard that never joined fails the run.
         let count = state.setup.count;
+        let joined: BTreeSet<u32> = inner.shards.keys().copied().collect();
         let late: Option<String> = inner.barriers.iter().find_map(|(phase, b)| {
             let first = b.first?;
-            (b.start_ns.is_none() && first.elapsed() > state.setup.barrier_timeout).then(|| {
-                let missing: Vec<String> = (0..count)
-                    .filter(|i| !b.arrived.contains(i))
-                    .map(|i| i.to_string())
-                    .collect();
-                format!(
-                    "shard(s) {} missing at the {phase} start barrier after {:.0} s",
-                    missing.join(", "),
-                    state.setup.barrier_timeout.as_secs_f64()
-                )
-            })
+            let missing: Vec<String> = (0..count)
+                .filter(|i| !b.arrived.contains(i) && !joined.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            (b.start_ns.is_none()
+                && !missing.is_empty()
+                && first.elapsed() > state.setup.barrier_timeout)
+                .then(|| {
+                    format!(
+                        "shard(s) {} never joined: missing at the {phase} start barrier after {:.0} s",
+                        missing.join(", "),
+                        state.setup.barrier_timeout.as_secs_f64()
+                    )
+                })
         });
         if let Some(why) = late {
             state.fail(&mut inner, why);

@@ -15,6 +15,8 @@
 //! - `build`: host + plugin time per turn to produce a request, at the edge
 //!   dataset's peak ISL and on average.
 //! - `load`: component load time, cold (compiling) vs cached.
+//! - `shards`: the edge replay by `run --shards 1` and `--shards 4` against
+//!   one simulator, alternated: turns/s and the 4-to-1 ratio.
 //! - `edge`: a full `agentload demo` in a child process (wall time, peak
 //!   RSS), then its recorded completions re-scored (IoU over 1,007 turns,
 //!   the BFCL gate over 995 samples).
@@ -24,6 +26,7 @@ pub mod agents;
 pub mod build;
 pub mod edge;
 pub mod floor;
+pub mod shards;
 pub mod streams;
 
 use anyhow::{Context as _, Result};
@@ -198,8 +201,15 @@ pub async fn sections(
                 std::fs::remove_dir_all(&dir).ok();
                 rows.extend(r?);
             }
+            "shards" => {
+                let dir = std::env::temp_dir()
+                    .join(format!("agentload-bench-shards-{}", std::process::id()));
+                let r = shards::run(&dir, &data_dir).await;
+                std::fs::remove_dir_all(&dir).ok();
+                rows.extend(r?);
+            }
             other => anyhow::bail!(
-                "unknown bench section `{other}` (streams, agents, build, load, edge)"
+                "unknown bench section `{other}` (streams, agents, build, load, edge, shards)"
             ),
         }
     }

@@ -225,8 +225,8 @@ pub(super) enum Command {
     },
     /// Measure the harness's own costs and print a table.
     Bench {
-        /// Sections to run: streams, agents, build, load, edge (agents is not
-        /// in the default set: it runs for a minute or more).
+        /// Sections to run: streams, agents, build, load, edge, shards (agents
+        /// and shards are not in the default set: they run for minutes).
         #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
         sections: Vec<String>,
         /// Concurrent streams per level (streams section).

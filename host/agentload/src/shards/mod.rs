@@ -173,19 +173,23 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
     let beats = link.heartbeats(Duration::from_secs(1));
     let started_at = agentload_wire::clock::utc_now_rfc3339();
     let ran = run_shard(&opts, &config, slice, &link, &work).await;
-    let uploaded = match &ran {
-        Ok(_) => {
-            write_header(&link, &config, slice, &work, started_at)?;
+    // Whatever the run left on disk goes to the coordinator, also after an
+    // error (a refused barrier when another shard was lost): the records
+    // measured are kept in the merge.
+    let uploaded = match write_header(&link, &config, slice, &work, started_at) {
+        Ok(()) => {
             let files: Vec<String> = UPLOADED.iter().map(|f| f.to_string()).collect();
-            link.upload(&work, &files).await.map(|_| ())
+            link.upload(&work, &files)
+                .await
+                .map(|_| ())
+                .map_err(anyhow::Error::from)
         }
-        Err(_) => Ok(()),
+        Err(e) => Err(e),
     };
     drop(beats);
     let own = match ran {
         Ok(code) => code,
         Err(e) => {
-            // Shard 0 still merges what the others sent.
             agentload_console::line(&format!("error: shard {index}: {e:#}"));
             exit::FAILURE
         }

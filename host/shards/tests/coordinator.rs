@@ -1,0 +1,184 @@
+//! The coordinator and its links over real HTTP on loopback: barriers,
+//! uploads acknowledged with size and digest, and the two ways a run fails
+//! closed (a shard that never joins, a shard that falls silent), with the
+//! live shards' uploads kept.
+
+use agentload_shards::{Coordinator, Identity, Link, Setup, Slice};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn coordinator(dir: &std::path::Path, count: u32, barrier: Duration) -> Coordinator {
+    Coordinator::start(
+        "127.0.0.1:0".parse().unwrap(),
+        Setup {
+            count,
+            run_id: "run".into(),
+            config_digest: "sha256:c".into(),
+            dir: dir.to_path_buf(),
+            barrier_timeout: barrier,
+            silence_timeout: Duration::from_millis(600),
+        },
+    )
+    .unwrap()
+}
+
+async fn join(c: &Coordinator, index: u32, count: u32) -> Arc<Link> {
+    Link::join(
+        &format!("http://{}", c.addr()),
+        Identity {
+            slice: Slice::new(index, count).unwrap(),
+            run_id: "run".into(),
+            config_digest: "sha256:c".into(),
+            host: format!("host-{index}"),
+        },
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_starts_every_shard_together_and_uploads_are_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = coordinator(dir.path(), 2, Duration::from_secs(5));
+    let (a, b) = (join(&c, 0, 2).await, join(&c, 1, 2).await);
+    let (sa, sb) = tokio::join!(a.barrier("performance", 0), b.barrier("performance", 0));
+    let (sa, sb) = (sa.unwrap(), sb.unwrap());
+    let apart = sa.max(sb) - sa.min(sb);
+    assert!(apart < Duration::from_millis(5), "{apart:?}");
+    let anchor = &a.anchors()[0];
+    assert!(anchor.offset.offset_ns.unsigned_abs() <= anchor.offset.uncertainty_ns);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(work.path().join("accuracy")).unwrap();
+    std::fs::write(work.path().join("turns.jsonl"), "{}\n").unwrap();
+    std::fs::write(work.path().join("accuracy/turns.jsonl"), "[]\n").unwrap();
+    let files = [
+        "turns.jsonl".to_owned(),
+        "accuracy/turns.jsonl".into(),
+        "absent.json".into(),
+    ];
+    for link in [&a, &b] {
+        let sent = link.upload(work.path(), &files).await.unwrap();
+        assert_eq!(sent.len(), 2, "the absent file is skipped");
+    }
+    let uploads = c.uploads().await;
+    assert!(uploads.failed.is_none());
+    assert_eq!(uploads.complete.len(), 2);
+    assert_eq!(
+        std::fs::read(dir.path().join("shards/1/accuracy/turns.jsonl")).unwrap(),
+        b"[]\n"
+    );
+    // A shard that already completed its upload cannot send more.
+    let again = a.upload(work.path(), &files).await.unwrap_err();
+    assert!(again.to_string().contains("already completed"), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_of_another_config_or_a_second_pod_with_the_same_index_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = coordinator(dir.path(), 2, Duration::from_secs(5));
+    let _a = join(&c, 0, 2).await;
+    let other = Link::join(
+        &format!("http://{}", c.addr()),
+        Identity {
+            slice: Slice::new(1, 2).unwrap(),
+            run_id: "run".into(),
+            config_digest: "sha256:other".into(),
+            host: "h".into(),
+        },
+        Duration::from_secs(5),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        other
+            .to_string()
+            .contains("every shard must run the same config"),
+        "{other}"
+    );
+    let twin = Link::join(
+        &format!("http://{}", c.addr()),
+        Identity {
+            slice: Slice::new(0, 2).unwrap(),
+            run_id: "run".into(),
+            config_digest: "sha256:c".into(),
+            host: "another-pod".into(),
+        },
+        Duration::from_secs(5),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        twin.to_string().contains("already registered from host-0"),
+        "{twin}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_shard_fails_the_run_and_the_live_shards_uploads_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = coordinator(dir.path(), 3, Duration::from_millis(300));
+    let links = [
+        join(&c, 0, 3).await,
+        join(&c, 1, 3).await,
+        join(&c, 2, 3).await,
+    ];
+    let beats: Vec<_> = links[..2]
+        .iter()
+        .map(|l| l.heartbeats(Duration::from_millis(100)))
+        .collect();
+    let starts = futures_join(&links).await;
+    assert!(starts.iter().all(Result::is_ok));
+    // Shard 2 never beats again (killed). Shards 0 and 1 go on past the
+    // barrier timeout (alive: waited for), then meet at the next phase's
+    // barrier, which the lost shard fails.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let refused = links[0]
+        .barrier("accuracy", 0)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("shard 2 (host-2)"), "{refused}");
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("turns.jsonl"), "{}\n").unwrap();
+    for l in &links[..2] {
+        l.upload(work.path(), &["turns.jsonl".to_owned()])
+            .await
+            .unwrap();
+    }
+    drop(beats);
+    let uploads = c.uploads().await;
+    assert_eq!(uploads.complete.keys().copied().collect::<Vec<_>>(), [0, 1]);
+    assert!(uploads.failed.unwrap().contains("shard 2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_that_never_joins_fails_the_barrier_at_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = coordinator(dir.path(), 2, Duration::from_millis(400));
+    let a = join(&c, 0, 2).await;
+    let _beat = a.heartbeats(Duration::from_millis(100));
+    let refused = a.barrier("performance", 0).await.unwrap_err().to_string();
+    assert!(refused.contains("shard(s) 1 never joined"), "{refused}");
+    assert!(c.status().failed.is_some());
+}
+
+/// Every link at the performance barrier at once.
+async fn futures_join(links: &[Arc<Link>]) -> Vec<Result<std::time::Instant, String>> {
+    let tasks: Vec<_> = links
+        .iter()
+        .map(|l| {
+            let l = l.clone();
+            tokio::spawn(
+                async move { l.barrier("performance", 0).await.map_err(|e| e.to_string()) },
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
