@@ -135,6 +135,10 @@ async fn four_shards_merge_exactly_into_the_one_shard_run() {
     // The shards' histograms, added up, agree with the exact values; each
     // shard ran its share of the slots.
     let d = &summary["agentload"]["distributed"];
+    eprintln!(
+        "4 shards: start skew {} ns, first requests within {} ns, largest offset bound {} ns",
+        d["start_skew_ns"], d["first_issue_skew_ns"], d["max_offset_uncertainty_ns"]
+    );
     assert_eq!(d["merged"], serde_json::json!([0, 1, 2, 3]));
     assert_eq!(d["histogram_check"]["agrees"], true, "{d}");
     let shares: Vec<u64> = d["per_shard"]
@@ -403,6 +407,11 @@ async fn shards_on_separate_hosts_with_a_shifted_clock_merge_exactly() {
         shard_of(1)["offset_ns"].as_i64().unwrap(),
         shard_of(1)["offset_uncertainty_ns"].as_u64().unwrap(),
     );
+    eprintln!(
+        "netns shard 1: offset {o} ns ± {u} ns (true -7e9: error {} ns); start skew {} ns",
+        o + 7_000_000_000,
+        d["start_skew_ns"]
+    );
     assert!((o + 7_000_000_000).unsigned_abs() <= u, "offset {o} ± {u}");
     assert!(u < 50_000_000, "a veth round trip is short: ± {u} ns");
     assert!(
@@ -543,4 +552,83 @@ async fn the_kubernetes_objects_are_valid_and_pinned() {
         "{}",
         text(&refused)
     );
+}
+
+/// Every process of a sharded run killed (-9) mid-run, then `agentload
+/// resume DIR`: each shard continues its own journals, the merge is written,
+/// and the run is whole: every turn once, the lines journalled before the
+/// kill unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_sharded_run_resumes_whole() {
+    let mut slow = replay_sim(trajectories());
+    slow.time_scale = 0.003;
+    let sim = start_sim(slow).await;
+    let dir = scratch("shard-resume");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 20",
+        "[load]\nconcurrency = 4",
+    );
+    let out = dir.path().join("out");
+    let mut run = spawn(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--shards",
+            "2",
+        ],
+        dir.path(),
+    );
+    wait_for_lines(&out.join("work/1/turns.jsonl"), 40, &mut run).await;
+    let pids: Vec<i32> = (0..2).filter_map(|i| shard_pid(&out, i)).collect();
+    assert_eq!(pids.len(), 2);
+    run.start_kill().unwrap();
+    for pid in pids {
+        // SAFETY: kill(2) on processes this test's child started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    run.wait().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let before: Vec<Vec<u8>> = (0..2)
+        .map(|i| std::fs::read(out.join(format!("work/{i}/turns.jsonl"))).unwrap())
+        .collect();
+    let journalled: usize = before
+        .iter()
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .sum();
+    assert!(journalled < 1007, "killed before the end");
+
+    let done = agentload(
+        &["resume", out.to_str().unwrap(), "--require-valid"],
+        dir.path(),
+    )
+    .await;
+    assert!(done.status.success(), "{}", text(&done));
+    for (i, b) in before.iter().enumerate() {
+        let whole = b.len() - b.iter().rev().position(|&c| c == b'\n').unwrap_or(b.len());
+        let after = std::fs::read(out.join(format!("work/{i}/turns.jsonl"))).unwrap();
+        assert_eq!(
+            &after[..whole],
+            &b[..whole],
+            "shard {i}: lines before the kill unchanged"
+        );
+    }
+    let merged = keys(&out.join("turns.jsonl"));
+    let completed: BTreeSet<_> = merged
+        .iter()
+        .filter(|(_, s)| s == "completed")
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(completed.len(), 1007, "every turn completed");
+    assert_eq!(
+        merged.iter().filter(|(_, s)| s == "completed").count(),
+        1007,
+        "none twice"
+    );
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    sim.shutdown().await;
 }
