@@ -632,3 +632,105 @@ async fn a_killed_sharded_run_resumes_whole() {
     assert!(report.contains("run VALID"), "{report}");
     sim.shutdown().await;
 }
+
+/// Shard 0 serves the merged run after writing it (`--linger-s`), and
+/// `agentload k8s fetch` brings every file back, each checked against its
+/// listed size and digest: the files equal those on shard 0's disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merged_run_is_fetched_from_the_coordinator() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("shard-fetch");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 4",
+        "[load]\nconcurrency = 2",
+    );
+    let out = dir.path().join("out");
+    let addr_file = dir.path().join("addr");
+    let args = |index: &str| {
+        vec![
+            "shard".to_owned(),
+            config.to_str().unwrap().into(),
+            "--shards".into(),
+            "2".into(),
+            "--index".into(),
+            index.into(),
+            "--run-id".into(),
+            "fetch".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+        ]
+    };
+    let mut zero = args("0");
+    zero.extend([
+        "--addr-file".to_owned(),
+        addr_file.to_str().unwrap().into(),
+        "--out".into(),
+        out.to_str().unwrap().into(),
+        "--linger-s".into(),
+        "120".into(),
+    ]);
+    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
+    let mut coordinator = spawn(&zero, dir.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let addr = loop {
+        match std::fs::read_to_string(&addr_file) {
+            Ok(a) if !a.is_empty() => break a,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no coordinator address"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let url = format!("http://{addr}");
+    let mut one = args("1");
+    one.extend([
+        "--coordinator".to_owned(),
+        url.clone(),
+        "--out".into(),
+        dir.path().join("one").to_str().unwrap().into(),
+    ]);
+    let one: Vec<&str> = one.iter().map(String::as_str).collect();
+    let worker = agentload(&one, dir.path()).await;
+    assert!(worker.status.success(), "{}", text(&worker));
+    // Before the merge is written, fetch says why there is nothing yet;
+    // then it brings the files.
+    let fetched = dir.path().join("fetched");
+    let fetched_s = fetched.to_str().unwrap();
+    let got = loop {
+        let f = agentload(&["k8s", "fetch", &url, fetched_s], dir.path()).await;
+        if f.status.success() {
+            break text(&f);
+        }
+        assert!(text(&f).contains("no merged results yet"), "{}", text(&f));
+        assert!(std::time::Instant::now() < deadline, "no merged results");
+        assert!(coordinator.try_wait().unwrap().is_none(), "shard 0 ended");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert!(got.contains("files in"), "{got}");
+    let mut n = 0;
+    for name in [
+        "turns.jsonl",
+        "performance/result_summary.json",
+        "report.txt",
+        "scores.json",
+    ] {
+        assert_eq!(
+            std::fs::read(fetched.join(name)).unwrap(),
+            std::fs::read(out.join(name)).unwrap(),
+            "{name}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 4);
+    assert!(
+        !fetched.join("shards").exists(),
+        "the shards' uploads stay on shard 0"
+    );
+    coordinator.start_kill().unwrap();
+    sim.shutdown().await;
+}

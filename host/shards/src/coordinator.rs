@@ -389,6 +389,9 @@ async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, 
     let r: Register = read_json(req).await?;
     let setup = &state.setup;
     let refuse = |why: String| Err(error(StatusCode::CONFLICT, why));
+    let Some(offset) = Offset::estimate(&r.samples) else {
+        return refuse(format!("shard {} sent no clock samples", r.index));
+    };
     if r.run_id != setup.run_id {
         return refuse(format!(
             "shard {} belongs to run {}, this coordinator runs {}",
@@ -420,7 +423,7 @@ async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, 
         r.index,
         Shard {
             host: r.host,
-            offset: r.offset,
+            offset,
             seen: Instant::now(),
             phase: None,
             uploaded: None,

@@ -29,7 +29,9 @@ pub struct Register {
     /// sha256 of the run's resolved config: every shard runs the same one.
     pub config_digest: String,
     pub host: String,
-    pub offset: Offset,
+    /// The pings it took: the coordinator estimates the offset from them
+    /// itself.
+    pub samples: Vec<crate::clock::Sample>,
 }
 
 /// A shard at a phase's start barrier.

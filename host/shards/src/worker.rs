@@ -97,7 +97,8 @@ impl Link {
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
-        let offset = link.pings().await?;
+        link.pings().await?;
+        let samples = link.samples.lock().expect("samples lock").clone();
         let me = &link.me;
         link.post::<_, Ack>(
             "register",
@@ -107,7 +108,7 @@ impl Link {
                 run_id: me.run_id.clone(),
                 config_digest: me.config_digest.clone(),
                 host: me.host.clone(),
-                offset,
+                samples,
             },
         )
         .await?;
