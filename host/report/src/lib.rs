@@ -19,6 +19,7 @@ mod page;
 pub mod read;
 pub(crate) mod run_page;
 mod sessions;
+mod shards;
 mod sweep;
 mod telemetry;
 
@@ -64,6 +65,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         let mut sections = vec![run_page::header(r)];
         sections.extend(run_page::performance(r));
         sections.extend(sessions::section(r));
+        sections.extend(shards::section(r));
         sections.extend(sweep::section(r));
         sections.extend(telemetry::section(r));
         sections.extend(run_page::accuracy(r));
