@@ -701,6 +701,20 @@ async fn execute(
             None
         }
     };
+    let console = Console::new(name, Some(u64::from(expected)), cx.overrides.quiet);
+    if let Some(shard) = &cx.overrides.shard {
+        // The coordinator adds the shards' progress up from their heartbeats.
+        let progress = console.progress().clone();
+        shard.link.watch(Box::new(move || {
+            let c = progress.counts();
+            agentload_shards::Live {
+                completed: c.completed,
+                failed: c.failed,
+                output_tokens: c.output_tokens,
+                ttft_us: agentload_shards::header::to_buckets(&progress.ttft_us()),
+            }
+        }));
+    }
     let recorder = Recorder::open(
         LogFiles {
             turns: log_path,
@@ -709,7 +723,7 @@ async fn execute(
         },
         prior.turns,
         cx.counter.clone(),
-        Console::new(name, Some(u64::from(expected)), cx.overrides.quiet),
+        console,
     )?;
     let instances = config.plugins.workload_instances.unwrap_or(1);
     let workload = Instances::pool(prepared.workload, instances).await?;

@@ -27,6 +27,11 @@ impl Console {
         }
     }
 
+    /// The phase's live counts and TTFT histogram.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
     /// A console that prints nothing.
     pub fn silent() -> Self {
         Self::new("", None, true)

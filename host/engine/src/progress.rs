@@ -160,6 +160,11 @@ impl Progress {
         self.turn(r.status, tokens, ttft);
     }
 
+    /// The TTFT histogram so far (µs, 1 µs to 1 h, 3 significant digits).
+    pub fn ttft_us(&self) -> hdrhistogram::Histogram<u64> {
+        self.inner.ttft_us.lock().expect("ttft lock").clone()
+    }
+
     /// The counts so far.
     pub fn counts(&self) -> Counts {
         let i = &self.inner;

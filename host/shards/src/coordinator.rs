@@ -49,6 +49,8 @@ struct Shard {
     uploaded: Option<Vec<Stored>>,
     /// Silent past the timeout before its upload completed.
     lost: bool,
+    /// Its progress in `phase`, as last reported.
+    live: Option<Live>,
 }
 
 #[derive(Debug, Default)]
@@ -230,7 +232,44 @@ fn status(state: &State) -> Status {
             .collect(),
         failed: inner.failed.clone(),
         results: inner.results.is_some(),
+        live: live_total(&inner),
     }
+}
+
+/// The progress of the phase most shards report, added up.
+fn live_total(inner: &Inner) -> Option<LiveTotal> {
+    let mut phases: BTreeMap<&str, u32> = BTreeMap::new();
+    for s in inner.shards.values().filter(|s| s.live.is_some()) {
+        *phases.entry(s.phase.as_deref()?).or_default() += 1;
+    }
+    let phase = phases.iter().max_by_key(|(_, n)| **n)?.0.to_string();
+    let mut total = LiveTotal {
+        phase: phase.clone(),
+        shards_reporting: 0,
+        completed: 0,
+        failed: 0,
+        output_tokens: 0,
+        ttft_p50_ms: None,
+        ttft_p99_ms: None,
+    };
+    let mut ttft = crate::header::live_histogram();
+    for s in inner
+        .shards
+        .values()
+        .filter(|s| s.phase.as_deref() == Some(&phase))
+    {
+        let Some(live) = &s.live else { continue };
+        total.shards_reporting += 1;
+        total.completed += live.completed;
+        total.failed += live.failed;
+        total.output_tokens += live.output_tokens;
+        crate::header::add(&mut ttft, &live.ttft_us);
+    }
+    if !ttft.is_empty() {
+        total.ttft_p50_ms = Some(ttft.value_at_quantile(0.5) as f64 / 1e3);
+        total.ttft_p99_ms = Some(ttft.value_at_quantile(0.99) as f64 / 1e3);
+    }
+    Some(total)
 }
 
 /// Marks the run failed when a registered shard goes silent before its
@@ -428,6 +467,7 @@ async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, 
             phase: None,
             uploaded: None,
             lost: false,
+            live: None,
         },
     );
     state.bump();
@@ -488,6 +528,7 @@ async fn heartbeat(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer,
     let shard = seen(&mut inner, h.index)?;
     shard.offset = h.offset;
     shard.phase = Some(h.phase);
+    shard.live = h.live;
     Ok(json(
         StatusCode::OK,
         &Ack {

@@ -46,6 +46,19 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS).expect("valid bounds")
 }
 
+/// The live progress histogram's layout (µs, 1 µs to 1 h, 3 digits: the
+/// engine's progress histogram).
+pub fn live_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, SIGNIFICANT_DIGITS).expect("valid bounds")
+}
+
+/// A histogram's recorded buckets as `[value, count]`.
+pub fn to_buckets(h: &Histogram<u64>) -> Vec<[u64; 2]> {
+    h.iter_recorded()
+        .map(|b| [b.value_iterated_to(), b.count_at_value()])
+        .collect()
+}
+
 /// TTFT and end-to-end latency, ns, as `[value, count]` per recorded bucket:
 /// lossless for the histogram, readable in JSON.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -90,9 +103,7 @@ fn buckets(values: &[u64]) -> Vec<[u64; 2]> {
     for v in values {
         h.saturating_record(*v);
     }
-    h.iter_recorded()
-        .map(|b| [b.value_iterated_to(), b.count_at_value()])
-        .collect()
+    to_buckets(&h)
 }
 
 /// Adds serialized buckets into `into`.

@@ -23,8 +23,9 @@ pub mod worker;
 pub use clock::{Offset, Sample};
 pub use coordinator::{Coordinator, Setup, Uploads};
 pub use header::{LatencyHistograms, ShardHeader};
+pub use protocol::{Live, LiveTotal};
 pub use slice::{Slice, SliceError};
-pub use worker::{fetch_results, Heartbeats, Identity, Link, PhaseAnchor};
+pub use worker::{fetch_results, Heartbeats, Identity, Link, LiveSource, PhaseAnchor};
 
 /// What goes wrong between shards.
 #[derive(Debug, thiserror::Error)]

@@ -49,12 +49,39 @@ pub struct Start {
     pub start_ns: u64,
 }
 
-/// A shard is alive (sent every second while it runs).
+/// A shard is alive (sent every second while it runs), with its progress.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Heartbeat {
     pub index: u32,
     pub phase: String,
     pub offset: Offset,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<Live>,
+}
+
+/// A shard's progress in its current phase: counts, and its TTFT
+/// histogram (µs, the shared layout of [`crate::header::live_histogram`])
+/// as `[value, count]` per recorded bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Live {
+    pub completed: u64,
+    pub failed: u64,
+    pub output_tokens: u64,
+    pub ttft_us: Vec<[u64; 2]>,
+}
+
+/// The shards' progress added up: their histograms merged bucket for
+/// bucket, so the percentiles are those of all their turns (within the
+/// histograms' 3 significant digits).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LiveTotal {
+    pub phase: String,
+    pub shards_reporting: u32,
+    pub completed: u64,
+    pub failed: u64,
+    pub output_tokens: u64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
 }
 
 /// A plain answer.
@@ -107,4 +134,6 @@ pub struct Status {
     pub failed: Option<String>,
     /// The merged run's files are ready at `/v1/results`.
     pub results: bool,
+    /// Progress of the phase most shards are in.
+    pub live: Option<LiveTotal>,
 }

@@ -54,6 +54,8 @@ pub struct Link {
     me: Identity,
     samples: Mutex<Vec<Sample>>,
     anchors: Mutex<Vec<PhaseAnchor>>,
+    /// The current phase's progress, read at each heartbeat.
+    live: Mutex<Option<LiveSource>>,
     /// Where the anchors are kept as they change (a killed shard's journals
     /// stay mappable, and a resume adds to them).
     anchors_file: Mutex<Option<std::path::PathBuf>>,
@@ -81,6 +83,7 @@ impl Link {
             samples: Mutex::new(Vec::new()),
             anchors: Mutex::new(Vec::new()),
             anchors_file: Mutex::new(None),
+            live: Mutex::new(None),
             phase: Mutex::new(String::from("joining")),
         });
         let until = Instant::now() + deadline;
@@ -222,6 +225,12 @@ impl Link {
         Ok(start_at)
     }
 
+    /// Reports `source` with each heartbeat from now on (the current
+    /// phase's progress).
+    pub fn watch(&self, source: LiveSource) {
+        *self.live.lock().expect("live lock") = Some(source);
+    }
+
     /// Records the phase's final offset estimate (call when it ends).
     pub fn end_phase(&self) -> Result<(), ShardError> {
         let offset = self.offset();
@@ -273,6 +282,7 @@ impl Link {
                             index: link.me.slice.index,
                             phase: link.phase.lock().expect("phase lock").clone(),
                             offset: link.offset(),
+                            live: link.live.lock().expect("live lock").as_ref().map(|f| f()),
                         };
                         let sent = client
                             .post(format!("{}/v1/heartbeat", link.base))
@@ -345,6 +355,9 @@ impl Link {
         .await
     }
 }
+
+/// A phase's progress as the heartbeat reads it.
+pub type LiveSource = Box<dyn Fn() -> Live + Send + Sync>;
 
 /// The heartbeat thread; dropping it stops the heartbeats.
 pub struct Heartbeats {

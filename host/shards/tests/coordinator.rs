@@ -42,10 +42,38 @@ async fn a_barrier_starts_every_shard_together_and_uploads_are_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let c = coordinator(dir.path(), 2, Duration::from_secs(5));
     let (a, b) = (join(&c, 0, 2).await, join(&c, 1, 2).await);
+    // Each shard's progress, from its heartbeats, adds up at the coordinator.
+    for (link, ttft_ms) in [(&a, 10u64), (&b, 1000)] {
+        link.watch(Box::new(move || {
+            let mut h = agentload_shards::header::live_histogram();
+            h.record_n(ttft_ms * 1000, 50).unwrap();
+            agentload_shards::Live {
+                completed: 50,
+                failed: 1,
+                output_tokens: 500,
+                ttft_us: agentload_shards::header::to_buckets(&h),
+            }
+        }));
+    }
+    let beats = [
+        a.heartbeats(Duration::from_millis(50)),
+        b.heartbeats(Duration::from_millis(50)),
+    ];
     let (sa, sb) = tokio::join!(a.barrier("performance", 0), b.barrier("performance", 0));
     let (sa, sb) = (sa.unwrap(), sb.unwrap());
     let apart = sa.max(sb) - sa.min(sb);
     assert!(apart < Duration::from_millis(5), "{apart:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let live = c.status().live.expect("progress reported");
+    assert_eq!(
+        (live.shards_reporting, live.completed, live.failed),
+        (2, 100, 2)
+    );
+    assert_eq!(live.phase, "performance");
+    // Half the turns at 10 ms, half at 1 s: the merged p50 is 10 ms, p99 1 s.
+    assert!((live.ttft_p50_ms.unwrap() - 10.0).abs() < 0.05, "{live:?}");
+    assert!((live.ttft_p99_ms.unwrap() - 1000.0).abs() < 1.0, "{live:?}");
+    drop(beats);
     let anchor = &a.anchors()[0];
     assert!(anchor.offset.offset_ns.unsigned_abs() <= anchor.offset.uncertainty_ns);
     let work = tempfile::tempdir().unwrap();

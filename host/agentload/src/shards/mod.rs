@@ -150,7 +150,7 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
             std::fs::write(file, c.addr().to_string())
                 .with_context(|| format!("cannot write {}", file.display()))?;
         }
-        Some(c)
+        Some(Arc::new(c))
     } else {
         None
     };
@@ -171,6 +171,8 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
     let link = Link::join(&url, identity, opts.barrier_timeout).await?;
     link.keep_anchors(&work.join("anchors.json"))?;
     let beats = link.heartbeats(Duration::from_secs(1));
+    // Shard 0 shows every shard's progress together.
+    let shown = coordinator.clone().map(|c| tokio::spawn(show_progress(c)));
     let started_at = agentload_wire::clock::utc_now_rfc3339();
     let ran = run_shard(&opts, &config, slice, &link, &work).await;
     // Whatever the run left on disk goes to the coordinator, also after an
@@ -187,6 +189,9 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
         Err(e) => Err(e),
     };
     drop(beats);
+    if let Some(task) = shown {
+        task.abort();
+    }
     let own = match ran {
         Ok(code) => code,
         Err(e) => {
@@ -230,6 +235,36 @@ async fn run_shard(
     Ok(crate::cli::run_exit(&result, false))
 }
 
+/// Every `AGENTLOAD_PROGRESS_INTERVAL_S` (10 s), one line with all the
+/// shards' progress: counts summed, TTFT percentiles from their histograms
+/// merged bucket for bucket.
+async fn show_progress(c: Arc<Coordinator>) {
+    let every = std::env::var("AGENTLOAD_PROGRESS_INTERVAL_S")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(Duration::from_secs(10));
+    loop {
+        tokio::time::sleep(every).await;
+        let status = c.status();
+        let Some(live) = status.live else { continue };
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+        agentload_console::line(&format!(
+            "all shards ({} of {} reporting, {}): {} turns completed, {} failed, {} output tokens; \
+             TTFT p50 {} ms p99 {} ms",
+            live.shards_reporting,
+            status.count,
+            live.phase,
+            live.completed,
+            live.failed,
+            live.output_tokens,
+            ms(live.ttft_p50_ms),
+            ms(live.ttft_p99_ms)
+        ));
+    }
+}
+
 /// `shard.json`: the run, the slice, the clock anchors, the histograms.
 fn write_header(
     link: &Link,
@@ -261,7 +296,7 @@ fn write_header(
 /// Shard 0 after its own part: waits for every upload (or the failure),
 /// merges, serves the merged files for `agentload k8s fetch`, and returns
 /// the run's exit code.
-async fn merge_and_serve(opts: &ShardOpts, config: RunConfig, c: Coordinator) -> Result<u8> {
+async fn merge_and_serve(opts: &ShardOpts, config: RunConfig, c: Arc<Coordinator>) -> Result<u8> {
     let uploads = c.uploads().await;
     if let Some(why) = &uploads.failed {
         agentload_console::line(&format!("error: the sharded run failed: {why}"));
