@@ -161,6 +161,18 @@ async fn four_shards_merge_exactly_into_the_one_shard_run() {
     sim.shutdown().await;
 }
 
+/// `agentload run CONFIG --out OUT EXTRA...`, started (from OUT's parent).
+fn spawn_sharded(config: &Path, out: &Path, extra: &[&str]) -> tokio::process::Child {
+    let mut args = vec![
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    spawn(&args, out.parent().unwrap())
+}
+
 /// The pid of the `agentload shard` process with this index writing to `out`.
 fn shard_pid(out: &Path, index: u32) -> Option<i32> {
     let want = format!("--index\0{index}\0");
@@ -186,18 +198,10 @@ async fn a_killed_shard_fails_the_run_closed_and_names_it() {
         "[load]\nconcurrency = 3",
     );
     let out = dir.path().join("out");
-    let mut run = spawn(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--shards",
-            "3",
-            "--silence-timeout-s",
-            "2",
-        ],
-        dir.path(),
+    let mut run = spawn_sharded(
+        &config,
+        &out,
+        &["--shards", "3", "--silence-timeout-s", "2"],
     );
     // Shard 2 is killed (-9) once it has journalled some turns.
     let log = out.join("work/2/turns.jsonl");
@@ -571,17 +575,7 @@ async fn a_killed_sharded_run_resumes_whole() {
         "[load]\nconcurrency = 4",
     );
     let out = dir.path().join("out");
-    let mut run = spawn(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--shards",
-            "2",
-        ],
-        dir.path(),
-    );
+    let mut run = spawn_sharded(&config, &out, &["--shards", "2"]);
     wait_for_lines(&out.join("work/1/turns.jsonl"), 40, &mut run).await;
     let pids: Vec<i32> = (0..2).filter_map(|i| shard_pid(&out, i)).collect();
     assert_eq!(pids.len(), 2);

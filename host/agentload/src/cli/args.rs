@@ -350,36 +350,7 @@ pub(super) struct ShardArgs {
 pub(super) enum K8sCommand {
     /// Print the ConfigMap, headless Service and Indexed Job (YAML, for
     /// `kubectl apply -f -`).
-    Manifest {
-        /// The run config (TOML), put in the ConfigMap.
-        config: PathBuf,
-        /// Shards (pods).
-        #[arg(long)]
-        shards: u32,
-        /// The container image (deploy/Containerfile builds one).
-        #[arg(long)]
-        image: String,
-        /// Name of the objects and id of the run.
-        #[arg(long, default_value = "agentload")]
-        name: String,
-        #[arg(long)]
-        namespace: Option<String>,
-        /// The Job's activeDeadlineSeconds (default: load.max_duration_ms + 1 h + linger).
-        #[arg(long)]
-        deadline_s: Option<u64>,
-        /// Seconds shard 0 serves the merged results for `k8s fetch`.
-        #[arg(long, default_value_t = 1800)]
-        linger_s: u64,
-        /// A PersistentVolumeClaim holding the data directory (mounted read-only at /data).
-        #[arg(long)]
-        data_claim: Option<String>,
-        /// CPU each shard requests (and is limited to), e.g. 8.
-        #[arg(long)]
-        cpu: Option<String>,
-        /// Memory each shard requests (and is limited to), e.g. 16Gi.
-        #[arg(long)]
-        memory: Option<String>,
-    },
+    Manifest(crate::shards::k8s::ManifestOpts),
     /// Download the merged run from shard 0's coordinator (e.g. through
     /// `kubectl port-forward pod/NAME-0 7070`), each file checked against
     /// its size and sha256.

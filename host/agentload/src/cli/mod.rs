@@ -375,30 +375,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             Ok(run_exit(&result, false))
         }
         Command::K8s { command } => match command {
-            K8sCommand::Manifest {
-                config,
-                shards,
-                image,
-                name,
-                namespace,
-                deadline_s,
-                linger_s,
-                data_claim,
-                cpu,
-                memory,
-            } => {
-                let yaml = crate::shards::k8s::manifest(&crate::shards::k8s::ManifestOpts {
-                    config,
-                    shards,
-                    image,
-                    name,
-                    namespace,
-                    deadline_s,
-                    linger_s,
-                    data_claim,
-                    cpu,
-                    memory,
-                })?;
+            K8sCommand::Manifest(opts) => {
+                let yaml = crate::shards::k8s::manifest(&opts)?;
                 agentload_console::out(&yaml);
                 Ok(exit::SUCCESS)
             }

@@ -5,17 +5,35 @@ use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 
 /// `agentload k8s manifest`'s options.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ManifestOpts {
+    /// The run config (TOML), put in the ConfigMap.
     pub config: PathBuf,
+    /// Shards (pods).
+    #[arg(long)]
     pub shards: u32,
+    /// The container image (deploy/Containerfile builds one).
+    #[arg(long)]
     pub image: String,
+    /// Name of the objects and id of the run.
+    #[arg(long, default_value = "agentload")]
     pub name: String,
+    #[arg(long)]
     pub namespace: Option<String>,
+    /// The Job's activeDeadlineSeconds (default: load.max_duration_ms + 1 h + linger).
+    #[arg(long)]
     pub deadline_s: Option<u64>,
+    /// Seconds shard 0 serves the merged results for `k8s fetch`.
+    #[arg(long, default_value_t = 1800)]
     pub linger_s: u64,
+    /// A PersistentVolumeClaim holding the data directory (mounted read-only at /data).
+    #[arg(long)]
     pub data_claim: Option<String>,
+    /// CPU each shard requests (and is limited to), e.g. 8.
+    #[arg(long)]
     pub cpu: Option<String>,
+    /// Memory each shard requests (and is limited to), e.g. 16Gi.
+    #[arg(long)]
     pub memory: Option<String>,
 }
 
