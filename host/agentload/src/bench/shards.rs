@@ -50,10 +50,12 @@ pub async fn run(dir: &Path, data_dir: &Path) -> Result<Vec<Row>> {
     )?;
     let mut qps: [Vec<f64>; 2] = Default::default();
     let mut wall: [Vec<f64>; 2] = Default::default();
+    let mut cpu_ms: [Vec<f64>; 2] = Default::default();
     for round in 0..ROUNDS {
         for (k, shards) in [1u32, 4].into_iter().enumerate() {
             let out = dir.join(format!("r{round}-s{shards}"));
             let t = Instant::now();
+            let cpu = super::children_usage().cpu_s;
             let status = tokio::process::Command::new(&exe)
                 .arg("run")
                 .arg(&config)
@@ -70,11 +72,28 @@ pub async fn run(dir: &Path, data_dir: &Path) -> Result<Vec<Row>> {
                 out.join("performance/result_summary.json"),
             )?)?;
             qps[k].push(summary["qps"].as_f64().unwrap_or(f64::NAN));
+            // The launcher and its shards (waited for), start-up and merge included.
+            let journal = std::fs::read(out.join("turns.jsonl"))?;
+            let turns = journal.iter().filter(|&&b| b == b'\n').count() as f64;
+            cpu_ms[k].push((super::children_usage().cpu_s - cpu) * 1e3 / turns);
         }
     }
     let median = |v: &mut Vec<f64>| super::percentile(v, 50.0);
     let (q1, q4) = (median(&mut qps[0]), median(&mut qps[1]));
+    let (c1, c4) = (median(&mut cpu_ms[0]), median(&mut cpu_ms[1]));
+    let row = |what: &str, value: f64, unit: &'static str| Row::new("shards", what, value, unit);
     Ok(vec![
+        row(
+            "1 shard: harness CPU per turn (every process, start-up and merge in)",
+            c1,
+            "ms",
+        ),
+        row(
+            "4 shards: harness CPU per turn (every process, start-up and merge in)",
+            c4,
+            "ms",
+        ),
+        row("4 shards / 1 shard, CPU per turn", c4 / c1, "x"),
         Row::new(
             "shards",
             "1 shard: turns/s over the window, median",
