@@ -167,3 +167,57 @@ async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
     assert!(osl_all >= s["output_sequence_lengths"]["total"].as_u64().unwrap());
     sim.shutdown().await;
 }
+
+/// `agentload check`: seven points laid out as `r<C>/` with their summaries
+/// pass the Rules v1.0 region checks; a short point and a misnamed one fail
+/// them, with exit code 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reads_the_points_and_applies_the_region_rules() {
+    let dir = scratch("dc-check");
+    let point = |name: &str, c: u64, secs: u64| {
+        let d = dir.path().join("points").join(name).join("performance");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("result_summary.json"),
+            serde_json::json!({
+                "duration_ns": secs * 1_000_000_000,
+                "run_config": {"load_pattern": {"type": "agentic_inference", "target_concurrency": c}},
+            })
+            .to_string(),
+        )
+        .unwrap();
+    };
+    for c in [16, 20, 26, 60, 100, 117, 1024] {
+        point(&format!("r{c}"), c, 1300);
+    }
+    let points = dir.path().join("points");
+    let args = [
+        "check",
+        points.to_str().unwrap(),
+        "--max-supported-concurrency",
+        "1024",
+    ];
+    let ok = agentload(&args, dir.path()).await;
+    let out = text(&ok);
+    assert!(ok.status.success(), "{out}");
+    assert!(
+        out.contains("Low 17-26, Medium 27-117, High 118-1024, margin 1025-1127"),
+        "{out}"
+    );
+    assert!(out.contains("c20     Ultra Low + Low"), "{out}");
+    // A Low point under 1200 s, and a directory not named for its concurrency.
+    point("r20", 20, 900);
+    point("r61", 60, 1300);
+    std::fs::remove_dir_all(points.join("r60")).unwrap();
+    let bad = agentload(&args, dir.path()).await;
+    let out = text(&bad);
+    assert_eq!(bad.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("FAIL point-duration: r20 900 s < 1200 s"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL point-directories: not r<concurrency>: r61"),
+        "{out}"
+    );
+}

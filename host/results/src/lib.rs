@@ -18,6 +18,7 @@ mod manifest;
 pub mod metrics;
 pub mod record;
 mod reference_config;
+pub mod regions;
 mod report_txt;
 pub mod run_dir;
 pub mod sessions;

@@ -82,6 +82,18 @@ pub(super) enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Check a datacenter submission's points (DIR/r<C>/, one full run per
+    /// concurrency) against the Endpoints Rules v1.0 regions: directory
+    /// names, 7-32 points, every point in range, coverage of Ultra Low, Low,
+    /// Medium and High, and each point's minimum duration. Exits 3 when a
+    /// check fails.
+    Check {
+        /// The directory holding the r<C> points.
+        dir: PathBuf,
+        /// The declared max_supported_concurrency (C_max, above 32).
+        #[arg(long)]
+        max_supported_concurrency: u64,
+    },
     /// Kubernetes: the objects that run a sharded run, and its results.
     K8s {
         #[command(subcommand)]

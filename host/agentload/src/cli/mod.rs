@@ -374,6 +374,14 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             let result = crate::shards::merge_dirs(&out, &dirs).await?;
             Ok(run_exit(&result, false))
         }
+        Command::Check {
+            dir,
+            max_supported_concurrency,
+        } => {
+            let (text, passed) = crate::points::check(&dir, max_supported_concurrency)?;
+            agentload_console::out(&text);
+            Ok(if passed { exit::SUCCESS } else { exit::INVALID })
+        }
         Command::K8s { command } => match command {
             K8sCommand::Manifest(opts) => {
                 let yaml = crate::shards::k8s::manifest(&opts)?;

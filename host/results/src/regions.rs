@@ -1,0 +1,353 @@
+//! The MLPerf Endpoints Rules v1.0 concurrency regions and the checks on a
+//! set of points (one full run per concurrency): the region math of §5 with
+//! its rounding (round-half-to-even) and the reference's f64 margin, the
+//! point count, coverage and duration rules (see
+//! `../shared/spec/reference-datacenter-agentic.md` §6, §8 rows 11-12).
+
+use serde::Serialize;
+
+/// Ultra Low is `[1, ULTRA_LOW_MAX]`; the smallest concurrency is clamped to it.
+pub const ULTRA_LOW_MAX: u64 = 32;
+/// Points a submission has at least and at most.
+pub const MIN_POINTS: usize = 7;
+pub const MAX_POINTS: usize = 32;
+/// Minimum steady-state duration: Ultra Low, and every other region.
+pub const MIN_DURATION_ULTRA_LOW_S: f64 = 600.0;
+pub const MIN_DURATION_S: f64 = 1200.0;
+
+/// An inclusive range of concurrencies (empty when `lo > hi`: colliding
+/// boundaries give a region of zero width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Range {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl Range {
+    pub fn contains(&self, c: u64) -> bool {
+        self.lo <= c && c <= self.hi
+    }
+}
+
+/// The regions for a submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Regions {
+    pub c_min: u64,
+    pub c_max: u64,
+    pub ultra_low: Range,
+    pub low: Range,
+    pub medium: Range,
+    pub high: Range,
+    /// In range, but it does not cover High.
+    pub margin: Range,
+}
+
+/// A region's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Region {
+    UltraLow,
+    Low,
+    Medium,
+    High,
+    Margin,
+}
+
+impl Region {
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::UltraLow => "Ultra Low",
+            Region::Low => "Low",
+            Region::Medium => "Medium",
+            Region::High => "High",
+            Region::Margin => "margin",
+        }
+    }
+}
+
+/// Region math that cannot be done.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegionError {
+    #[error("max_supported_concurrency must be above {ULTRA_LOW_MAX} (it is {0})")]
+    CMaxTooSmall(u64),
+    #[error("no points")]
+    NoPoints,
+}
+
+impl Regions {
+    /// The regions from the smallest submitted concurrency and the declared
+    /// `max_supported_concurrency`.
+    pub fn new(smallest: u64, c_max: u64) -> Result<Regions, RegionError> {
+        if c_max <= ULTRA_LOW_MAX {
+            return Err(RegionError::CMaxTooSmall(c_max));
+        }
+        let c_min = smallest.clamp(1, ULTRA_LOW_MAX);
+        let i = ((c_max - c_min) as f64).log2() / 3.0;
+        let end = |k: f64| (c_min as f64 + 2f64.powf(k * i)).round_ties_even() as u64;
+        let (low_end, med_end) = (end(1.0), end(2.0));
+        Ok(Regions {
+            c_min,
+            c_max,
+            ultra_low: Range {
+                lo: 1,
+                hi: ULTRA_LOW_MAX,
+            },
+            low: Range {
+                lo: c_min + 1,
+                hi: low_end,
+            },
+            medium: Range {
+                lo: low_end + 1,
+                hi: med_end,
+            },
+            high: Range {
+                lo: med_end + 1,
+                hi: c_max,
+            },
+            // The reference's f64 product: 1.10 * 100 is 110.00000000000001.
+            margin: Range {
+                lo: c_max + 1,
+                hi: (1.10 * c_max as f64).ceil() as u64,
+            },
+        })
+    }
+
+    /// The regions `c` is in (Ultra Low overlaps Low when C_min < 32).
+    pub fn of(&self, c: u64) -> Vec<Region> {
+        [
+            (Region::UltraLow, self.ultra_low),
+            (Region::Low, self.low),
+            (Region::Medium, self.medium),
+            (Region::High, self.high),
+            (Region::Margin, self.margin),
+        ]
+        .into_iter()
+        .filter(|(_, r)| r.contains(c))
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
+
+/// One point as the checks see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointRun {
+    /// Its directory name (`r<C>`).
+    pub dir: String,
+    pub concurrency: u64,
+    /// The steady-state duration the rules measure, s.
+    pub duration_s: Option<f64>,
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// The 2026-10-C1 point and curve checks agentload can make from result
+/// files: directory names, count, C_max, every point in range, coverage of
+/// the four regions, and each point's duration against its region's minimum.
+pub fn check_points(points: &[PointRun], c_max: u64) -> Result<(Regions, Vec<Check>), RegionError> {
+    let smallest = points
+        .iter()
+        .map(|p| p.concurrency)
+        .min()
+        .ok_or(RegionError::NoPoints)?;
+    let regions = Regions::new(smallest, c_max)?;
+    let mut checks = Vec::new();
+    let mut push = |name, passed, detail: String| {
+        checks.push(Check {
+            name,
+            passed,
+            detail,
+        })
+    };
+    let misnamed: Vec<&str> = points
+        .iter()
+        .filter(|p| p.dir != format!("r{}", p.concurrency))
+        .map(|p| p.dir.as_str())
+        .collect();
+    push(
+        "point-directories",
+        misnamed.is_empty(),
+        if misnamed.is_empty() {
+            "every point is r<its concurrency>".into()
+        } else {
+            format!("not r<concurrency>: {}", misnamed.join(", "))
+        },
+    );
+    let n = points.len();
+    push(
+        "point-count",
+        (MIN_POINTS..=MAX_POINTS).contains(&n),
+        format!("{n} points (between {MIN_POINTS} and {MAX_POINTS})"),
+    );
+    let outside: Vec<String> = points
+        .iter()
+        .filter(|p| p.concurrency < 1 || p.concurrency > regions.margin.hi)
+        .map(|p| p.concurrency.to_string())
+        .collect();
+    push(
+        "concurrency-in-range",
+        outside.is_empty(),
+        if outside.is_empty() {
+            format!(
+                "every point in [1, {}] (margin included)",
+                regions.margin.hi
+            )
+        } else {
+            format!("outside [1, {}]: {}", regions.margin.hi, outside.join(", "))
+        },
+    );
+    let covered = |r: Region| {
+        points
+            .iter()
+            .any(|p| regions.of(p.concurrency).contains(&r))
+    };
+    let missing: Vec<&str> = [Region::UltraLow, Region::Low, Region::Medium, Region::High]
+        .into_iter()
+        .filter(|r| !covered(*r))
+        .map(Region::name)
+        .collect();
+    push(
+        "region-coverage",
+        missing.is_empty(),
+        if missing.is_empty() {
+            "a point in each of Ultra Low, Low, Medium and High".into()
+        } else {
+            format!("no point in {}", missing.join(", "))
+        },
+    );
+    let lmh = points
+        .iter()
+        .filter(|p| {
+            regions
+                .of(p.concurrency)
+                .iter()
+                .any(|r| matches!(r, Region::Low | Region::Medium | Region::High))
+        })
+        .count();
+    push(
+        "low-medium-high-points",
+        lmh >= 6,
+        format!("{lmh} points in Low/Medium/High (one each and 3 more: at least 6)"),
+    );
+    let short: Vec<String> = points
+        .iter()
+        .filter_map(|p| {
+            let need = if regions.of(p.concurrency) == [Region::UltraLow] {
+                MIN_DURATION_ULTRA_LOW_S
+            } else {
+                MIN_DURATION_S
+            };
+            match p.duration_s {
+                Some(d) if d >= need => None,
+                Some(d) => Some(format!("{} {d:.0} s < {need:.0} s", p.dir)),
+                None => Some(format!("{} has no duration", p.dir)),
+            }
+        })
+        .collect();
+    push(
+        "point-duration",
+        short.is_empty(),
+        if short.is_empty() {
+            "every point ran its region's minimum (600 s Ultra Low, 1200 s others)".into()
+        } else {
+            short.join("; ")
+        },
+    );
+    Ok((regions, checks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(r: &Regions) -> [(u64, u64); 4] {
+        [r.low, r.medium, r.high, r.margin].map(|x| (x.lo, x.hi))
+    }
+
+    #[test]
+    fn the_verified_vectors() {
+        // §6: C_max, C_min -> Low / Med / High / margin.
+        let cases = [
+            (1024, 16, [(17, 26), (27, 117), (118, 1024), (1025, 1127)]),
+            (8192, 32, [(33, 52), (53, 437), (438, 8192), (8193, 9012)]),
+            (256, 1, [(2, 7), (8, 41), (42, 256), (257, 282)]),
+            (64, 2, [(3, 6), (7, 18), (19, 64), (65, 71)]),
+        ];
+        for (c_max, c_min, want) in cases {
+            assert_eq!(
+                spans(&Regions::new(c_min, c_max).unwrap()),
+                want,
+                "{c_max} {c_min}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_margin_is_the_f64_product_and_c_min_is_clamped() {
+        for (c_max, end) in [(50, 56), (100, 111), (200, 221)] {
+            assert_eq!(Regions::new(1, c_max).unwrap().margin.hi, end, "{c_max}");
+        }
+        // It is one above the exact ceil(1.1 * C_max) for 925 of [33, 20000].
+        let above = (33..=20000u64)
+            .filter(|&c| Regions::new(1, c).unwrap().margin.hi == (11 * c).div_ceil(10) + 1)
+            .count();
+        assert_eq!(above, 925);
+        assert_eq!(Regions::new(64, 1024).unwrap().c_min, 32);
+        assert_eq!(Regions::new(32, 32), Err(RegionError::CMaxTooSmall(32)));
+    }
+
+    fn point(c: u64, s: f64) -> PointRun {
+        PointRun {
+            dir: format!("r{c}"),
+            concurrency: c,
+            duration_s: Some(s),
+        }
+    }
+
+    #[test]
+    fn a_complete_curve_passes_and_each_rule_bites() {
+        let good: Vec<PointRun> = [16, 20, 26, 60, 100, 117, 1024]
+            .into_iter()
+            .map(|c| point(c, 1300.0))
+            .collect();
+        let (regions, checks) = check_points(&good, 1024).unwrap();
+        assert_eq!(regions.of(20), [Region::UltraLow, Region::Low]);
+        assert!(checks.iter().all(|c| c.passed), "{checks:?}");
+        let failed = |points: &[PointRun], c_max| -> Vec<&'static str> {
+            check_points(points, c_max)
+                .unwrap()
+                .1
+                .into_iter()
+                .filter(|c| !c.passed)
+                .map(|c| c.name)
+                .collect()
+        };
+        // No High point: the margin is in range but does not cover High.
+        let mut no_high = good.clone();
+        no_high[6] = point(1100, 1300.0);
+        assert_eq!(
+            failed(&no_high, 1024),
+            ["region-coverage", "low-medium-high-points"]
+        );
+        let mut short = good.clone();
+        short[3].duration_s = Some(1199.0);
+        short[0].duration_s = Some(600.0);
+        assert_eq!(failed(&short, 1024), ["point-duration"]);
+        let mut renamed = good.clone();
+        renamed[2].dir = "r25".into();
+        assert_eq!(failed(&renamed, 1024), ["point-directories"]);
+        let mut beyond = good.clone();
+        beyond.push(point(1200, 1300.0));
+        assert_eq!(failed(&beyond, 1024), ["concurrency-in-range"]);
+        // Six points: the smallest is C_min, below Low, so one fewer in L/M/H too.
+        assert_eq!(
+            failed(&good[1..], 1024),
+            ["point-count", "low-medium-high-points"]
+        );
+    }
+}
