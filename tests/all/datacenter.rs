@@ -221,3 +221,71 @@ async fn check_reads_the_points_and_applies_the_region_rules() {
         "{out}"
     );
 }
+
+/// `run --points`: one full run per concurrency in `r<C>/`, and
+/// `points.json` with each point's coordinates and the non-dominated ones;
+/// with `--max-supported-concurrency` the region checks run on them (two
+/// points are too few: reported, not fatal, in development).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn points_run_one_full_run_per_concurrency() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("dc-points");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 4", "");
+    let out = dir.path().join("points");
+    let said = run_ok(
+        &config,
+        &out,
+        &["--points", "1,4", "--max-supported-concurrency", "64"],
+        dir.path(),
+    )
+    .await;
+    assert!(said.contains("FAIL point-count: 2 points"), "{said}");
+    let points = json(&out.join("points.json"));
+    let list = points["points"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    for (p, c) in list.iter().zip([1, 4]) {
+        assert_eq!(p["dir"], format!("r{c}"));
+        let summary = json(&out.join(format!("r{c}/performance/result_summary.json")));
+        assert_eq!(
+            summary["run_config"]["load_pattern"]["target_concurrency"],
+            c
+        );
+        let tps = summary["output_sequence_lengths"]["total"]
+            .as_f64()
+            .unwrap()
+            / (summary["duration_ns"].as_f64().unwrap() / 1e9);
+        assert!(
+            (p["system_tps"].as_f64().unwrap() - tps).abs() < 1e-6,
+            "{p}"
+        );
+        assert_eq!(
+            p["e2e_interactivity"],
+            summary["agentload"]["interactivity"]["mlperf_e2e_interactivity"]
+        );
+    }
+    // Non-dominated: no other point at least as good on both axes, better on one.
+    let xy: Vec<(f64, f64)> = list
+        .iter()
+        .map(|p| {
+            (
+                p["e2e_interactivity"].as_f64().unwrap(),
+                p["system_tps"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    for (i, p) in list.iter().enumerate() {
+        let dominated = xy.iter().enumerate().any(|(j, q)| {
+            j != i && q.0 >= xy[i].0 && q.1 >= xy[i].1 && (q.0 > xy[i].0 || q.1 > xy[i].1)
+        });
+        assert_eq!(p["non_dominated"], !dominated, "{p}");
+    }
+    assert_eq!(points["region_checks_passed"], false);
+    // The points page: the step curve through the non-dominated points.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("official curve (step function)"),
+        "points page"
+    );
+    assert!(page.contains("r4"), "points page lists r4");
+    sim.shutdown().await;
+}

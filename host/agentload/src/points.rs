@@ -94,3 +94,138 @@ fn text(r: &Regions, points: &[PointRun], checks: &[Check]) -> String {
     }
     s
 }
+
+/// One point's Pareto coordinates (Rules v1.0: Y `system_tps`, X
+/// `e2e_interactivity`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PointResult {
+    pub dir: String,
+    pub concurrency: u64,
+    /// Output tokens per second of the run's window.
+    pub system_tps: Option<f64>,
+    /// MLPerf `e2e_interactivity` (Σ output tokens / Σ turn seconds).
+    pub e2e_interactivity: Option<f64>,
+    pub verdict: String,
+    /// No other point is at least as good on both axes and better on one.
+    pub non_dominated: bool,
+}
+
+/// A point's coordinates from its `result_summary.json`: the rules' point
+/// metrics when the run wrote them, else the same formulas on its series.
+pub fn point_of(
+    dir: &str,
+    concurrency: u64,
+    summary: &serde_json::Value,
+    verdict: &str,
+) -> PointResult {
+    let system_tps = summary["system_tps"].as_f64().or_else(|| {
+        let osl = summary["output_sequence_lengths"]["total"].as_f64()?;
+        let secs = summary["duration_ns"].as_f64()? / 1e9;
+        (secs > 0.0).then(|| osl / secs)
+    });
+    let e2e_interactivity = summary["e2e_avg_interactivity"]
+        .as_f64()
+        .or_else(|| summary["agentload"]["interactivity"]["mlperf_e2e_interactivity"].as_f64());
+    PointResult {
+        dir: dir.to_owned(),
+        concurrency,
+        system_tps,
+        e2e_interactivity,
+        verdict: verdict.to_owned(),
+        non_dominated: false,
+    }
+}
+
+/// Marks the points no other point dominates (≥ on both axes, > on one);
+/// a point without both coordinates is never on the frontier.
+pub fn mark_frontier(points: &mut [PointResult]) {
+    let xy: Vec<Option<(f64, f64)>> = points
+        .iter()
+        .map(|p| Some((p.e2e_interactivity?, p.system_tps?)))
+        .collect();
+    for (i, p) in points.iter_mut().enumerate() {
+        p.non_dominated = xy[i].is_some_and(|(x, y)| {
+            !xy.iter()
+                .flatten()
+                .any(|&(qx, qy)| qx >= x && qy >= y && (qx > x || qy > y))
+        });
+    }
+}
+
+/// `agentload run CONFIG --points C1,C2,...`: one full run per concurrency
+/// into `OUT/r<C>/` (each as `agentload run` would write it), then
+/// `OUT/points.json` with each point's Pareto coordinates and, with
+/// `c_max`, the region checks. Returns the exit code.
+pub async fn run_points(
+    config: agentload_config::RunConfig,
+    levels: &[u64],
+    c_max: Option<u64>,
+    overrides: &crate::run::Overrides,
+    require_valid: bool,
+) -> Result<u8> {
+    let out = overrides
+        .out
+        .clone()
+        .unwrap_or_else(|| config.report_dir.clone());
+    let mut results = Vec::new();
+    let mut code = agentload_results::exit::SUCCESS;
+    for &c in levels {
+        anyhow::ensure!(c >= 1, "--points: a concurrency must be at least 1");
+        let mut cfg = config.clone();
+        cfg.load.concurrency = c as usize;
+        let dir = format!("r{c}");
+        agentload_console::line(&format!("point {dir}: concurrency {c}"));
+        let result = crate::run::run(
+            cfg,
+            &crate::run::Overrides {
+                out: Some(out.join(&dir)),
+                ..overrides.clone()
+            },
+        )
+        .await
+        .with_context(|| format!("point {dir}"))?;
+        let summary = out.join(&dir).join("performance/result_summary.json");
+        let v: serde_json::Value = match std::fs::read(&summary) {
+            Ok(bytes) => serde_json::from_slice(&bytes)?,
+            Err(_) => serde_json::Value::Null,
+        };
+        results.push(point_of(&dir, c, &v, result.verdict()));
+        code = code.max(crate::cli::run_exit(&result, require_valid));
+        if result.interrupted.is_some() {
+            break;
+        }
+    }
+    mark_frontier(&mut results);
+    let mut text = String::from("points (Y system_tps, X e2e_interactivity; * not dominated):\n");
+    for p in &results {
+        let f = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+        text.push_str(&format!(
+            "{} {:<8} system_tps {:>10}  e2e_interactivity {:>8}  {}\n",
+            if p.non_dominated { '*' } else { ' ' },
+            p.dir,
+            f(p.system_tps),
+            f(p.e2e_interactivity),
+            p.verdict
+        ));
+    }
+    let mut checks = None;
+    if let Some(c_max) = c_max {
+        let (t, passed) = check(&out, c_max)?;
+        text.push_str(&t);
+        checks = Some(passed);
+        if !passed && (overrides.submission || require_valid) {
+            code = code.max(agentload_results::exit::INVALID);
+        }
+    }
+    agentload_results::write_json(
+        &out.join("points.json"),
+        &serde_json::json!({ "points": results, "region_checks_passed": checks }),
+    )?;
+    // The page reads the files just written; failing to draw it loses nothing.
+    match agentload_report::write_for_run(&out) {
+        Ok(path) => text.push_str(&format!("report: {}\n", path.display())),
+        Err(e) => agentload_console::line(&format!("error: report.html not written: {e:#}")),
+    }
+    agentload_console::out(&text);
+    Ok(code)
+}

@@ -16,6 +16,7 @@ mod error;
 pub mod export;
 pub mod headline;
 mod page;
+mod points;
 pub mod read;
 pub(crate) mod run_page;
 mod sessions;
@@ -102,8 +103,27 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
     Ok(page::render(&page)?)
 }
 
-/// Reads `dirs` and writes their page to `out`.
+/// Reads `dirs` and writes their page to `out` (for a directory of
+/// datacenter points, `points.json` and no run of its own, the points page).
 pub fn write(dirs: &[PathBuf], labels: &[String], out: &Path) -> Result<()> {
+    if let [dir] = dirs {
+        let file = dir.join("points.json");
+        if file.is_file() && !dir.join("run_manifest.json").exists() {
+            let text = std::fs::read_to_string(&file).map_err(io("read", &file))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| ReportError::Malformed {
+                    path: file.clone(),
+                    message: e.to_string(),
+                })?;
+            let page = points::page(
+                &value,
+                &dir.display().to_string(),
+                format!("agentload {}", env!("CARGO_PKG_VERSION")),
+            );
+            let html = page::render(&page)?;
+            return std::fs::write(out, html).map_err(io("write", out));
+        }
+    }
     let runs = dirs
         .iter()
         .map(|d| RunDir::read(d))

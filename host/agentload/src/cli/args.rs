@@ -62,6 +62,20 @@ pub(super) enum Command {
         /// the output directory; see docs/distributed.md).
         #[arg(long, value_name = "N", conflicts_with = "grants")]
         shards: Option<u32>,
+        /// One full run per concurrency into OUT/r<C>/ (a datacenter
+        /// submission's points), then OUT/points.json with each point's
+        /// system_tps and e2e_interactivity and the non-dominated ones.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "C1,C2,...",
+            conflicts_with = "shards"
+        )]
+        points: Vec<u64>,
+        /// With --points: the declared C_max; the region checks of
+        /// `agentload check` run on the points.
+        #[arg(long, requires = "points")]
+        max_supported_concurrency: Option<u64>,
         /// With --shards: seconds a shard may stay silent before the run
         /// fails (closed, naming the shard).
         #[arg(long, default_value_t = 10.0, requires = "shards")]

@@ -130,6 +130,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             grants,
             shards,
             silence_timeout_s,
+            points,
+            max_supported_concurrency,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) => RunMode::Accuracy,
@@ -150,20 +152,27 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 .await;
             }
             let cfg = RunConfig::load(&config)?;
-            let result = crate::run::run(
-                cfg,
-                &Overrides {
-                    endpoint,
-                    out,
-                    mode,
-                    submission,
-                    force,
-                    handle_signals: true,
-                    grants,
-                    ..Overrides::default()
-                },
-            )
-            .await?;
+            let overrides = Overrides {
+                endpoint,
+                out,
+                mode,
+                submission,
+                force,
+                handle_signals: true,
+                grants,
+                ..Overrides::default()
+            };
+            if !points.is_empty() {
+                return crate::points::run_points(
+                    cfg,
+                    &points,
+                    max_supported_concurrency,
+                    &overrides,
+                    require_valid,
+                )
+                .await;
+            }
+            let result = crate::run::run(cfg, &overrides).await?;
             Ok(run_exit(&result, require_valid))
         }
         Command::Resume {
