@@ -182,10 +182,12 @@ async fn check_reads_the_points_and_applies_the_region_rules() {
             serde_json::json!({
                 "duration_ns": secs * 1_000_000_000,
                 "run_config": {"load_pattern": {"type": "agentic_inference", "target_concurrency": c}},
+                "output_sequence_lengths_full_run": {"output_sequence_lengths": {"avg": 400.0}},
             })
             .to_string(),
         )
         .unwrap();
+        std::fs::write(d.join("../scores.json"), r#"{"score": 0.6}"#).unwrap();
     };
     for c in [16, 20, 26, 60, 100, 117, 1024] {
         point(&format!("r{c}"), c, 1300);
@@ -205,6 +207,19 @@ async fn check_reads_the_points_and_applies_the_region_rules() {
         "{out}"
     );
     assert!(out.contains("c20     Ultra Low + Low"), "{out}");
+    // Qwen's gates: inline >= 55.86 %, the checker's OSL band [344, 422].
+    let gated = [&args[..], &["--model", "qwen3.6-35b-a3b"]].concat();
+    let ok = agentload(&gated, dir.path()).await;
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(text(&ok).contains("pass osl-band"), "{}", text(&ok));
+    std::fs::write(points.join("r26/scores.json"), r#"{"score": 0.55}"#).unwrap();
+    let low = agentload(&gated, dir.path()).await;
+    assert_eq!(low.status.code(), Some(3));
+    assert!(
+        text(&low).contains("FAIL inline-accuracy: below 55.86 %: r26 55.00 %"),
+        "{}",
+        text(&low)
+    );
     // A Low point under 1200 s, and a directory not named for its concurrency.
     point("r20", 20, 900);
     point("r61", 60, 1300);

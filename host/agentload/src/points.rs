@@ -3,7 +3,9 @@
 //! count, coverage and duration checks (the EV 2026-10-C1 point and curve
 //! checks that result files alone decide).
 
-use agentload_results::regions::{check_points, Check, PointRun, Regions};
+use agentload_results::regions::{
+    check_gates, check_points, gates, Check, OslBands, PointRun, Regions,
+};
 use anyhow::{Context as _, Result};
 use std::path::Path;
 
@@ -36,21 +38,58 @@ pub fn read_points(dir: &Path) -> Result<Vec<PointRun>> {
                     summary.display()
                 )
             })?;
+        let scores: Option<serde_json::Value> = std::fs::read(path.join("scores.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
         points.push(PointRun {
             dir: name,
             concurrency,
             duration_s: v["duration_ns"].as_f64().map(|ns| ns / 1e9),
+            inline_score: scores.and_then(|s| s["score"].as_f64()),
+            osl_full_run_avg: v["output_sequence_lengths_full_run"]["output_sequence_lengths"]
+                ["avg"]
+                .as_f64(),
         });
     }
     points.sort_by_key(|p| p.concurrency);
     Ok(points)
 }
 
+/// What `check` applies beyond the regions: a model's accuracy gates.
+#[derive(Debug, Clone, Copy)]
+pub struct Gating<'a> {
+    /// A model of `agentload_results::regions::GATES`.
+    pub model: Option<&'a str>,
+    pub bands: OslBands,
+}
+
+/// The model whose gates a datacenter ruleset implies.
+pub fn model_of_rules(rules: Option<&str>) -> Option<&'static str> {
+    match rules? {
+        "mlperf-datacenter-agentic-v1.0-qwen3.6" => Some("qwen3.6-35b-a3b"),
+        "mlperf-datacenter-agentic-v1.0-kimi-k3" => Some("kimi-k3"),
+        _ => None,
+    }
+}
+
 /// The checks, as text; the second value says whether every check passed.
-pub fn check(dir: &Path, c_max: u64) -> Result<(String, bool)> {
+pub fn check(dir: &Path, c_max: u64, gating: Gating<'_>) -> Result<(String, bool)> {
     let points = read_points(dir)?;
-    let (regions, checks) =
+    let (regions, mut checks) =
         check_points(&points, c_max).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    if let Some(model) = gating.model {
+        let g = gates(model).with_context(|| {
+            let known: Vec<&str> = agentload_results::regions::GATES
+                .iter()
+                .map(|g| g.model)
+                .collect();
+            format!(
+                "--model {model}: no published gates (known: {})",
+                known.join(", ")
+            )
+        })?;
+        checks.extend(check_gates(&points, g, gating.bands));
+    }
     Ok((
         text(&regions, &points, &checks),
         checks.iter().all(|c| c.passed),
@@ -210,7 +249,11 @@ pub async fn run_points(
     }
     let mut checks = None;
     if let Some(c_max) = c_max {
-        let (t, passed) = check(&out, c_max)?;
+        let gating = Gating {
+            model: model_of_rules(config.rules.as_deref()),
+            bands: OslBands::Checker,
+        };
+        let (t, passed) = check(&out, c_max, gating)?;
         text.push_str(&t);
         checks = Some(passed);
         if !passed && (overrides.submission || require_valid) {

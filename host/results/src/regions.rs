@@ -136,6 +136,117 @@ pub struct PointRun {
     pub concurrency: u64,
     /// The steady-state duration the rules measure, s.
     pub duration_s: Option<f64>,
+    /// The inline scorer's score (`scores.json`), a fraction.
+    pub inline_score: Option<f64>,
+    /// `output_sequence_lengths_full_run.output_sequence_lengths.avg`.
+    pub osl_full_run_avg: Option<f64>,
+}
+
+/// A model's accuracy gates (`../shared/spec/reference-datacenter-agentic.md`
+/// §5.4): data, with both known OSL band sets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Gates {
+    pub model: &'static str,
+    /// Inline score × 100 at least this, per point.
+    pub inline_min_pct: f64,
+    /// The OSL per-turn mean band of the reference's README (E), inclusive.
+    pub osl_band_readme: Option<(f64, f64)>,
+    /// The OSL band of the checker's catalog (EV `@131fe1b2`), inclusive.
+    pub osl_band_checker: (f64, f64),
+    /// The SWE-bench mean of the four band means, at least this (%).
+    pub swe_bench_mean_min_pct: f64,
+}
+
+/// The three models with published gates.
+pub const GATES: [Gates; 3] = [
+    Gates {
+        model: "kimi-k3",
+        inline_min_pct: 58.32,
+        osl_band_readme: Some((390.0, 475.0)),
+        osl_band_checker: (425.0, 520.0),
+        swe_bench_mean_min_pct: 93.5,
+    },
+    Gates {
+        model: "qwen3.6-35b-a3b",
+        inline_min_pct: 55.86,
+        osl_band_readme: Some((355.0, 434.0)),
+        osl_band_checker: (344.0, 422.0),
+        swe_bench_mean_min_pct: 69.0,
+    },
+    Gates {
+        model: "deepseek-v4.1-flash",
+        inline_min_pct: 52.36,
+        osl_band_readme: None,
+        osl_band_checker: (793.0, 970.0),
+        swe_bench_mean_min_pct: 96.4,
+    },
+];
+
+/// Which OSL band set a check uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum OslBands {
+    /// The checker's catalog (what the automated checks apply).
+    Checker,
+    /// The reference README's.
+    Readme,
+}
+
+/// A model's gates by name (as in [`GATES`]).
+pub fn gates(model: &str) -> Option<&'static Gates> {
+    GATES.iter().find(|g| g.model == model)
+}
+
+/// The per-point accuracy gates: the inline score and the OSL band (on the
+/// full-run block, with no fallback to the windowed OSL, as the checker).
+pub fn check_gates(points: &[PointRun], g: &Gates, bands: OslBands) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let low: Vec<String> = points
+        .iter()
+        .filter_map(|p| match p.inline_score {
+            Some(s) if (0.0..=1.0).contains(&s) && s * 100.0 >= g.inline_min_pct => None,
+            Some(s) => Some(format!("{} {:.2} %", p.dir, s * 100.0)),
+            None => Some(format!("{} has no inline score (scores.json)", p.dir)),
+        })
+        .collect();
+    checks.push(Check {
+        name: "inline-accuracy",
+        passed: low.is_empty(),
+        detail: if low.is_empty() {
+            format!("every point's inline score >= {} %", g.inline_min_pct)
+        } else {
+            format!("below {} %: {}", g.inline_min_pct, low.join("; "))
+        },
+    });
+    let band = match bands {
+        OslBands::Checker => Some(g.osl_band_checker),
+        OslBands::Readme => g.osl_band_readme,
+    };
+    let Some((lo, hi)) = band else {
+        checks.push(Check {
+            name: "osl-band",
+            passed: false,
+            detail: format!("{} has no OSL band in this set", g.model),
+        });
+        return checks;
+    };
+    let outside: Vec<String> = points
+        .iter()
+        .filter_map(|p| match p.osl_full_run_avg {
+            Some(a) if (lo..=hi).contains(&a) => None,
+            Some(a) => Some(format!("{} {a:.1}", p.dir)),
+            None => Some(format!("{} has no output_sequence_lengths_full_run", p.dir)),
+        })
+        .collect();
+    checks.push(Check {
+        name: "osl-band",
+        passed: outside.is_empty(),
+        detail: if outside.is_empty() {
+            format!("every point's full-run OSL mean in [{lo}, {hi}]")
+        } else {
+            format!("outside [{lo}, {hi}]: {}", outside.join("; "))
+        },
+    });
+    checks
 }
 
 /// One check's outcome.
@@ -306,7 +417,51 @@ mod tests {
             dir: format!("r{c}"),
             concurrency: c,
             duration_s: Some(s),
+            inline_score: Some(0.6),
+            osl_full_run_avg: Some(400.0),
         }
+    }
+
+    #[test]
+    fn the_accuracy_gates_per_point() {
+        let qwen = gates("qwen3.6-35b-a3b").unwrap();
+        let mut pts = vec![point(16, 1300.0), point(20, 1300.0)];
+        let failed = |pts: &[PointRun], bands| -> Vec<String> {
+            check_gates(pts, qwen, bands)
+                .into_iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("{}: {}", c.name, c.detail))
+                .collect()
+        };
+        assert!(failed(&pts, OslBands::Checker).is_empty());
+        // 433 is inside the README's band, outside the checker's.
+        pts[1].osl_full_run_avg = Some(433.0);
+        assert_eq!(
+            failed(&pts, OslBands::Checker),
+            ["osl-band: outside [344, 422]: r20 433.0"]
+        );
+        assert!(failed(&pts, OslBands::Readme).is_empty());
+        pts[0].inline_score = Some(0.5585);
+        pts[1].osl_full_run_avg = None;
+        let f = failed(&pts, OslBands::Readme);
+        assert!(f[0].contains("r16 55.85 %"), "{f:?}");
+        assert!(
+            f[1].contains("r20 has no output_sequence_lengths_full_run"),
+            "{f:?}"
+        );
+        // Bounds are inclusive; a score is a fraction.
+        pts[0].inline_score = Some(0.5586);
+        pts[1].osl_full_run_avg = Some(422.0);
+        assert!(failed(&pts, OslBands::Checker).is_empty());
+        pts[0].inline_score = Some(55.86);
+        assert_eq!(failed(&pts, OslBands::Checker).len(), 1);
+        assert!(check_gates(
+            &pts,
+            gates("deepseek-v4.1-flash").unwrap(),
+            OslBands::Readme
+        )
+        .iter()
+        .any(|c| !c.passed && c.detail.contains("no OSL band")));
     }
 
     #[test]

@@ -107,6 +107,14 @@ pub(super) enum Command {
         /// The declared max_supported_concurrency (C_max, above 32).
         #[arg(long)]
         max_supported_concurrency: u64,
+        /// Also gate each point's inline score and full-run OSL mean by
+        /// this model's published thresholds (kimi-k3, qwen3.6-35b-a3b,
+        /// deepseek-v4.1-flash).
+        #[arg(long)]
+        model: Option<String>,
+        /// Which OSL bands: the checker's catalog or the reference README's.
+        #[arg(long, value_enum, default_value_t = OslBandSet::Checker)]
+        osl_bands: OslBandSet,
     },
     /// Kubernetes: the objects that run a sharded run, and its results.
     K8s {
@@ -386,6 +394,15 @@ pub(super) enum K8sCommand {
         /// Where the files go.
         out: PathBuf,
     },
+}
+
+/// `agentload check --osl-bands`.
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub(super) enum OslBandSet {
+    /// The checker's catalog (EV @131fe1b2): what the automated checks apply.
+    Checker,
+    /// The reference README's.
+    Readme,
 }
 
 /// The interactivity definitions (`agentload pareto --x`).

@@ -386,8 +386,17 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         Command::Check {
             dir,
             max_supported_concurrency,
+            model,
+            osl_bands,
         } => {
-            let (text, passed) = crate::points::check(&dir, max_supported_concurrency)?;
+            let gating = crate::points::Gating {
+                model: model.as_deref(),
+                bands: match osl_bands {
+                    args::OslBandSet::Checker => agentload_results::regions::OslBands::Checker,
+                    args::OslBandSet::Readme => agentload_results::regions::OslBands::Readme,
+                },
+            };
+            let (text, passed) = crate::points::check(&dir, max_supported_concurrency, gating)?;
             agentload_console::out(&text);
             Ok(if passed { exit::SUCCESS } else { exit::INVALID })
         }
