@@ -158,6 +158,57 @@ async fn four_shards_merge_exactly_into_the_one_shard_run() {
     }
     let report = std::fs::read_to_string(four.join("report.txt")).unwrap();
     assert!(report.contains("run VALID"), "{report}");
+
+    // `agentload merge` from the uploaded shard directories, offline, writes
+    // the same numbers again.
+    let again = dir.path().join("again");
+    let mut args = vec![
+        "merge".to_owned(),
+        "--out".into(),
+        again.to_str().unwrap().into(),
+    ];
+    args.extend((0..4).map(|i| {
+        four.join(format!("shards/{i}"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let merged_again = agentload(&args, dir.path()).await;
+    assert!(merged_again.status.success(), "{}", text(&merged_again));
+    let second = json(&again.join("performance/result_summary.json"));
+    for key in [
+        "ttft",
+        "latency",
+        "tpot",
+        "n_samples_completed",
+        "duration_ns",
+        "qps",
+    ] {
+        assert_eq!(second[key], summary[key], "{key}");
+    }
+    assert_eq!(
+        second["agentload"]["distributed"],
+        summary["agentload"]["distributed"]
+    );
+    // A shard given twice is refused before anything is written.
+    let twice = agentload(
+        &[
+            "merge",
+            "--out",
+            dir.path().join("twice").to_str().unwrap(),
+            four.join("shards/1").to_str().unwrap(),
+            four.join("shards/1").to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(!twice.status.success());
+    assert!(
+        text(&twice).contains("shard 1 is given twice"),
+        "{}",
+        text(&twice)
+    );
     sim.shutdown().await;
 }
 
