@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// Pings taken on joining and at each barrier.
 const PINGS: usize = 16;
+/// How long before a phase's start a shard stops sleeping and watches the clock.
+const SPIN: Duration = Duration::from_millis(3);
 
 /// Who this shard is.
 #[derive(Debug, Clone)]
@@ -209,7 +211,13 @@ impl Link {
         let now_mono = clock_monotonic_ns();
         let now = Instant::now();
         let start_at = now + Duration::from_nanos(at_shard.saturating_sub(now_mono));
-        tokio::time::sleep_until(start_at.into()).await;
+        // The timer wheel's millisecond (and a loaded machine's lateness)
+        // would be start skew: sleep to just before the start, then wait out
+        // the rest on the clock.
+        tokio::time::sleep_until((start_at - SPIN.min(start_at - now)).into()).await;
+        while Instant::now() < start_at {
+            std::hint::spin_loop();
+        }
         let woke_mono_ns = clock_monotonic_ns();
         let mut anchors = self.anchors.lock().expect("anchors lock");
         anchors.push(PhaseAnchor {

@@ -187,16 +187,33 @@ async fn start(
             spawn(&exe, &opts(index, Some(format!("http://{addr}"))))?,
         ));
     }
-    let mut code = exit::FAILURE;
+    // A shard that ends badly is said at once (shard 0's coordinator fails
+    // the run when it misses it); the run ends with shard 0, whose exit code
+    // is the merged run's.
+    let mut workers = tokio::task::JoinSet::new();
+    let mut zero = None;
     for (index, mut child) in children {
-        let status = child.wait().await?;
         if index == 0 {
-            code = status.code().map_or(exit::FAILURE, |c| c as u8);
-        } else if !status.success() {
-            agentload_console::line(&format!("shard {index} ended: {status}"));
+            zero = Some(child);
+            continue;
         }
+        workers.spawn(async move {
+            match child.wait().await {
+                Ok(status) if !status.success() => {
+                    agentload_console::line(&format!("shard {index} ended: {status}"))
+                }
+                Err(e) => agentload_console::line(&format!("shard {index}: {e}")),
+                Ok(_) => {}
+            }
+        });
     }
-    Ok(code)
+    let status = zero.expect("shard 0 was started").wait().await?;
+    // The others have uploaded by now (or are lost); give them a moment to exit.
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(status.code().map_or(exit::FAILURE, |c| c as u8))
 }
 
 fn spawn(exe: &Path, o: &ShardOpts) -> Result<Child> {
