@@ -35,7 +35,7 @@ impl std::fmt::Debug for ShardRun {
 /// The files a shard hands to the coordinator (those it has), relative to
 /// its directory: its journals, its header, and what its run wrote about
 /// itself.
-const UPLOADED: [&str; 16] = [
+const UPLOADED: [&str; 18] = [
     "shard.json",
     "config.toml",
     "run_manifest.json",
@@ -43,12 +43,15 @@ const UPLOADED: [&str; 16] = [
     "report.txt",
     "turns.jsonl",
     "turns.tokens.jsonl",
+    // A resume's restarted sessions: their old lines must not count.
+    "turns.superseded.jsonl",
     "sessions.jsonl",
     "sessions.json",
     "telemetry.jsonl",
     "performance/result_summary.json",
     "accuracy/turns.jsonl",
     "accuracy/turns.tokens.jsonl",
+    "accuracy/turns.superseded.jsonl",
     "accuracy/sessions.jsonl",
     "accuracy/sessions.json",
     "accuracy/telemetry.jsonl",
@@ -401,4 +404,26 @@ pub async fn merge_dirs(out: &Path, dirs: &[PathBuf]) -> Result<RunResult> {
     let config = RunConfig::load(&first.join("config.toml"))?;
     let state = crate::run_state::RunState::load(first)?;
     merge_into(config, out, merged, state.run_mode()?, state.submission).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UPLOADED;
+    use agentload_engine::journal::{sessions_file, side_file};
+    use std::path::Path;
+
+    #[test]
+    fn every_journal_a_merge_reads_is_uploaded() {
+        for turns in ["turns.jsonl", "accuracy/turns.jsonl"] {
+            let turns = Path::new(turns);
+            let mut needed = vec![turns.to_path_buf(), sessions_file(turns)];
+            needed.extend(["tokens", "superseded"].map(|k| side_file(turns, k)));
+            needed.push(turns.with_file_name("sessions.json"));
+            for path in needed {
+                let path = path.to_str().unwrap().to_owned();
+                assert!(UPLOADED.contains(&path.as_str()), "{path} is not uploaded");
+            }
+        }
+        assert!(UPLOADED.contains(&"shard.json"));
+    }
 }
