@@ -212,6 +212,23 @@ async fn four_shards_merge_exactly_into_the_one_shard_run() {
     sim.shutdown().await;
 }
 
+/// The address shard 0 writes to `file` once its coordinator listens.
+async fn coordinator_addr(file: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match std::fs::read_to_string(file) {
+            Ok(a) if !a.is_empty() => return a,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no coordinator address"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
 /// `agentload run CONFIG --out OUT EXTRA...`, started (from OUT's parent).
 fn spawn_sharded(config: &Path, out: &Path, extra: &[&str]) -> tokio::process::Child {
     let mut args = vec![
@@ -412,19 +429,7 @@ async fn shards_on_separate_hosts_with_a_shifted_clock_merge_exactly() {
         .kill_on_drop(true)
         .output();
     let coordinator = tokio::spawn(coordinator);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let addr = loop {
-        match std::fs::read_to_string(&addr_file) {
-            Ok(a) if !a.is_empty() => break a,
-            _ => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "no coordinator address"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        }
-    };
+    let addr = coordinator_addr(&addr_file).await;
     let mut one = shard("1");
     one.extend([
         "--coordinator".to_owned(),
@@ -718,19 +723,7 @@ async fn the_merged_run_is_fetched_from_the_coordinator() {
     ]);
     let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
     let mut coordinator = spawn(&zero, dir.path());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let addr = loop {
-        match std::fs::read_to_string(&addr_file) {
-            Ok(a) if !a.is_empty() => break a,
-            _ => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "no coordinator address"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        }
-    };
+    let addr = coordinator_addr(&addr_file).await;
     let url = format!("http://{addr}");
     let mut one = args("1");
     one.extend([
@@ -744,6 +737,7 @@ async fn the_merged_run_is_fetched_from_the_coordinator() {
     assert!(worker.status.success(), "{}", text(&worker));
     // Before the merge is written, fetch says why there is nothing yet;
     // then it brings the files.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let fetched = dir.path().join("fetched");
     let fetched_s = fetched.to_str().unwrap();
     let got = loop {
@@ -757,7 +751,6 @@ async fn the_merged_run_is_fetched_from_the_coordinator() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
     assert!(got.contains("files in"), "{got}");
-    let mut n = 0;
     for name in [
         "turns.jsonl",
         "performance/result_summary.json",
@@ -769,9 +762,7 @@ async fn the_merged_run_is_fetched_from_the_coordinator() {
             std::fs::read(out.join(name)).unwrap(),
             "{name}"
         );
-        n += 1;
     }
-    assert_eq!(n, 4);
     assert!(
         !fetched.join("shards").exists(),
         "the shards' uploads stay on shard 0"

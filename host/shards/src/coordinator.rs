@@ -186,12 +186,6 @@ impl Coordinator {
         }
     }
 
-    /// Fails the run (the local launcher saw a shard's process end badly).
-    pub fn fail(&self, why: String) {
-        let mut inner = self.state.inner.lock().expect("coordinator lock");
-        self.state.fail(&mut inner, why);
-    }
-
     /// Serves the merged run's `files` (paths relative to the directory) at `/v1/results`.
     pub fn publish(&self, files: Vec<Stored>) {
         self.state.inner.lock().expect("coordinator lock").results = Some(files);

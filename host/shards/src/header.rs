@@ -3,7 +3,6 @@
 //! clock onto the coordinator's, and its latency histograms (the merge's
 //! cross-check).
 
-use crate::slice::Slice;
 use crate::worker::PhaseAnchor;
 use agentload_results::TurnRecord;
 use hdrhistogram::Histogram;
@@ -25,16 +24,6 @@ pub struct ShardHeader {
     pub anchors: Vec<PhaseAnchor>,
     /// The performance phase's completed turns.
     pub histograms: LatencyHistograms,
-}
-
-impl ShardHeader {
-    /// The slice this header claims.
-    pub fn slice(&self) -> Slice {
-        Slice {
-            index: self.index,
-            count: self.count,
-        }
-    }
 }
 
 /// Bounds and precision every shard uses, so histograms add bucket for bucket.

@@ -30,9 +30,6 @@ pub enum SliceError {
 }
 
 impl Slice {
-    /// The whole run in one process.
-    pub const WHOLE: Slice = Slice { index: 0, count: 1 };
-
     /// Shard `index` of `count`, checked.
     pub fn new(index: u32, count: u32) -> Result<Self, SliceError> {
         if count == 0 {
@@ -69,11 +66,6 @@ impl Slice {
             .map(|(_, t)| t)
             .collect()
     }
-
-    /// Whether this is the whole run (one shard).
-    pub fn is_whole(&self) -> bool {
-        self.count == 1
-    }
 }
 
 impl std::fmt::Display for Slice {
@@ -104,7 +96,7 @@ mod tests {
             .collect();
         assert_eq!(shares, [3, 3, 2, 2]);
         assert_eq!(shares.iter().sum::<usize>(), 10);
-        assert_eq!(Slice::WHOLE.concurrency(5).unwrap(), 5);
+        assert_eq!(Slice::new(0, 1).unwrap().concurrency(5).unwrap(), 5);
     }
 
     #[test]
