@@ -107,8 +107,10 @@ impl RunResult {
 /// The performance phase's headline.
 #[derive(Debug)]
 pub struct PerformanceResult {
+    /// The reference's `n_samples_issued` (skipped turns included).
     pub issued: u64,
-    pub completed: u64,
+    /// Turns answered (`n_samples_succeeded`).
+    pub succeeded: u64,
     pub missing: u64,
     pub score: Option<f64>,
 }
@@ -402,7 +404,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         (Some(p), None) => {
             let run_config = agentload_results::run_config(&reference);
             let r = run_performance(&cx, p, manifest.clone(), run_config, &mut text).await?;
-            if r.issued > 0 && r.completed == 0 {
+            if r.issued > 0 && r.succeeded == 0 {
                 all_failed.push("performance");
             }
             Some(r)
@@ -1026,7 +1028,7 @@ async fn run_performance(
     }
     agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
 
-    let completed = summary.n_samples_completed;
+    let succeeded = summary.agentload.n_samples_succeeded;
     let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
     let missing = missing_turns(&ex.plans, &ex.records);
     let mut score = None;
@@ -1065,7 +1067,7 @@ async fn run_performance(
     }
     Ok(PerformanceResult {
         issued: summary.n_samples_issued,
-        completed,
+        succeeded,
         missing,
         score,
     })

@@ -136,7 +136,7 @@ fn performance(out: &mut Vec<Headline>, s: &Value) {
         "performance.turns_completed".into(),
         "turns completed".into(),
         "",
-        n("n_samples_completed"),
+        crate::read::succeeded(s),
         Better::Higher,
     );
     push(

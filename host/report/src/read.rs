@@ -225,6 +225,15 @@ pub fn histogram(series: &Value) -> Option<Histogram> {
     (buckets.len() == counts.len() && !counts.is_empty()).then_some(Histogram { buckets, counts })
 }
 
+/// The answered turns of a `result_summary.json`: `agentload.n_samples_succeeded`,
+/// else (a run written before agentload kept the reference's counters, whose
+/// `n_samples_completed` then meant answered) `n_samples_completed`.
+pub fn succeeded(summary: &Value) -> Option<f64> {
+    summary["agentload"]["n_samples_succeeded"]
+        .as_f64()
+        .or_else(|| summary["n_samples_completed"].as_f64())
+}
+
 /// The accuracy report entries of `accuracy_results.json` in either shape,
 /// with the gate wherever it is (top level or in the entry).
 #[derive(Debug, Clone)]

@@ -364,7 +364,7 @@ pub fn performance(run: &RunDir) -> Option<Section> {
         "turns completed",
         format!(
             "{} / {}",
-            number(summary["n_samples_completed"].as_f64().unwrap_or(0.0)),
+            number(crate::read::succeeded(summary).unwrap_or(0.0)),
             number(summary["n_samples_issued"].as_f64().unwrap_or(0.0))
         ),
     )];

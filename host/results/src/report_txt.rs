@@ -47,13 +47,22 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
     }
     let _ = writeln!(
         out,
-        "turns: issued {}  completed {}  failed {}  aborted {}   duration {:.1} s",
+        "turns: issued {}  completed {}  failed {}  (succeeded {}, aborted {})   duration {:.1} s",
         summary.n_samples_issued,
         summary.n_samples_completed,
         summary.n_samples_failed,
+        summary.agentload.n_samples_succeeded,
         summary.agentload.n_samples_aborted,
         summary.duration_ns.unwrap_or(0) as f64 / 1e9
     );
+    if summary.n_samples_failed > 0 {
+        let _ = writeln!(
+            out,
+            "flagged: {} turns failed; the reference counts them as completed too, so the \
+             Endpoints checker's completed + failed == issued check fails on this run",
+            summary.n_samples_failed
+        );
+    }
     if summary.agentload.n_samples_interrupted > 0 {
         let _ = writeln!(
             out,

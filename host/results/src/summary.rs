@@ -18,8 +18,15 @@ pub struct PerformanceSummary {
     /// The reference writes 0 here (its session start is not surfaced);
     /// agentload's wall-clock start is `agentload.test_started_at`.
     pub test_started_at: u64,
+    /// The reference's counters, as its metrics aggregator counts events:
+    /// every tracked turn sent, plus each turn skipped after its session
+    /// failed (the reference issues those with a synthetic ISSUED);
     pub n_samples_issued: u64,
+    /// every one of those with a COMPLETE event: **failed and skipped turns
+    /// included** (so `completed + failed == issued` breaks whenever a turn
+    /// failed; the answered turns are `agentload.n_samples_succeeded`);
     pub n_samples_completed: u64,
+    /// and every one with an ERROR event: failed and skipped turns.
     pub n_samples_failed: u64,
     /// The phase's start (when its sessions started, the reference's
     /// START_PERFORMANCE_TRACKING) to the last counted completion; null
@@ -73,6 +80,9 @@ pub struct PointMetrics {
     pub e2e_avg_interactivity: Option<f64>,
     pub output_tokens_per_turn_total: u64,
     pub e2e_turn_time_seconds_total: f64,
+    /// The answered turns (the datacenter spec's §8 row 7: the reference's
+    /// `n_samples_completed` counts failed turns too).
+    pub n_samples_succeeded: u64,
 }
 
 /// `output_sequence_lengths_full_run` (the reference's `full_run_osl.py`):
@@ -140,6 +150,7 @@ impl PerformanceSummary {
             e2e_avg_interactivity: i.mlperf_e2e_interactivity,
             output_tokens_per_turn_total: i.output_tokens_per_turn_total,
             e2e_turn_time_seconds_total: i.e2e_turn_time_seconds_total,
+            n_samples_succeeded: self.agentload.n_samples_succeeded,
         });
     }
 }
@@ -238,6 +249,9 @@ pub struct Extras {
     pub server_timings_check: Option<ServerTimingsCheck>,
     /// The harness's own costs, outside the measured turns.
     pub harness: Harness,
+    /// Turns answered: the reference's `n_samples_completed` less its
+    /// `n_samples_failed`.
+    pub n_samples_succeeded: u64,
     /// Turns not sent because an earlier turn of their session failed.
     pub n_samples_aborted: u64,
     /// Turns sent but cut by a signal in the process that wrote this
@@ -434,11 +448,27 @@ pub fn summarize(
     manifest: RunManifest,
     tokens: &TokenSetup,
 ) -> PerformanceSummary {
-    let issued: Vec<&TurnRecord> = records.iter().filter(|r| r.issued_ns.is_some()).collect();
+    let issued: Vec<&TurnRecord> = records
+        .iter()
+        .filter(|r| r.issued_ns.is_some())
+        .filter(|r| matches!(r.status, TurnStatus::Completed | TurnStatus::Failed))
+        .collect();
     let done: Vec<&TurnRecord> = issued
         .iter()
         .copied()
         .filter(|r| r.status == TurnStatus::Completed)
+        .collect();
+    let aborted = records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Aborted)
+        .count();
+    // The reference's latency series: every tracked COMPLETE, failed turns
+    // included, and each skipped turn's synthetic ISSUED..COMPLETE, which
+    // is a few µs there and 0 here (a quirk, reproduced; README "Counters").
+    let latency: Vec<u64> = issued
+        .iter()
+        .filter_map(|r| span(r.issued_ns, r.complete_ns))
+        .chain(std::iter::repeat_n(0, aborted))
         .collect();
     let collect = |f: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
         done.iter().filter_map(|r| f(r)).collect()
@@ -526,9 +556,9 @@ pub fn summarize(
         version: env!("CARGO_PKG_VERSION"),
         git_sha: option_env!("AGENTLOAD_GIT_SHA").map(str::to_string),
         test_started_at: 0,
-        n_samples_issued: issued.len() as u64,
-        n_samples_completed: done.len() as u64,
-        n_samples_failed: (issued.len() - done.len()) as u64,
+        n_samples_issued: (issued.len() + aborted) as u64,
+        n_samples_completed: (issued.len() + aborted) as u64,
+        n_samples_failed: (issued.len() - done.len() + aborted) as u64,
         duration_ns,
         state: "complete",
         complete: true,
@@ -537,14 +567,11 @@ pub fn summarize(
             true,
         ),
         tpot: Reported::new(tpot, true),
-        latency: Reported::new(
-            Series::of(&collect(&|r| span(r.issued_ns, r.complete_ns)), true),
-            true,
-        ),
+        latency: Reported::new(Series::of(&latency, true), true),
         output_sequence_lengths: Reported::new(osls, false),
         input_sequence_lengths: Reported::new(isls, false),
         legacy_loadgen_window_duration_ns: None,
-        qps: secs.map(|s| done.len() as f64 / s),
+        qps: secs.map(|s| (issued.len() + aborted) as f64 / s),
         tps,
         finish_reason_counts,
         point: None,
@@ -580,10 +607,8 @@ pub fn summarize(
             ),
             server_timings_check,
             harness: Harness::default(),
-            n_samples_aborted: records
-                .iter()
-                .filter(|r| r.status == TurnStatus::Aborted)
-                .count() as u64,
+            n_samples_succeeded: done.len() as u64,
+            n_samples_aborted: aborted as u64,
             n_samples_interrupted: 0,
             endpoints: Vec::new(),
             interactivity,
@@ -791,6 +816,47 @@ mod tests {
         assert!(
             at("finish_reason_counts") < at("system_tps") && at("system_tps") < at("run_config")
         );
+    }
+
+    /// The reference's aggregator counts events: a failed turn has ISSUED,
+    /// ERROR and COMPLETE, a skipped one the same three synthetic events.
+    /// So `completed` includes both, `failed` counts both, the latency
+    /// series has one sample per COMPLETE (a skipped turn's is 0), and
+    /// `qps` divides every COMPLETE. The answered turns are
+    /// `n_samples_succeeded`, in `agentload` and at the top level with the
+    /// point metrics.
+    #[test]
+    fn counters_are_the_references_failed_and_skipped_turns_included() {
+        let mut failed = turn(100, None);
+        failed.status = TurnStatus::Failed;
+        failed.completion = None;
+        failed.first_token_ns = None;
+        failed.complete_ns = Some(130_000_000);
+        let skipped = TurnRecord::aborted("s", 2, "s:2", "{}");
+        let records = vec![turn(0, None), failed, skipped];
+        let mut s = summarize(
+            &records,
+            Some((0, 130_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Local),
+        );
+        s.add_point_metrics();
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["n_samples_issued"], 3, "{v}");
+        assert_eq!(v["n_samples_completed"], 3);
+        assert_eq!(v["n_samples_failed"], 2);
+        assert_eq!(v["n_samples_succeeded"], 1);
+        assert_eq!(v["agentload"]["n_samples_succeeded"], 1);
+        assert_eq!(v["agentload"]["n_samples_aborted"], 1);
+        let latency = &v["latency"];
+        assert_eq!(latency["total"], 50_000_000 + 30_000_000, "{latency}");
+        assert_eq!(latency["min"], 0);
+        assert_eq!(latency["max"], 50_000_000);
+        assert_eq!(v["qps"].as_f64().unwrap(), 3.0 / 0.13);
+        // Only the answered turn has a TTFT and tokens.
+        assert_eq!(v["ttft"]["total"], 10_000_000);
+        assert_eq!(v["output_sequence_lengths"]["total"], 31);
     }
 
     /// Every turn is counted, empty, or an error; errors make it partial.
