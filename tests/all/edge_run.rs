@@ -119,7 +119,7 @@ async fn full_replay_against_the_oracle_scores_one() {
     let rescore = agentload(&["rescore", out.to_str().unwrap()], dir.path()).await;
     assert!(rescore.status.success(), "{}", text(&rescore));
     assert_eq!(
-        std::fs::read(out.join("rescore/shell-iou@0.1.0/scores.json")).unwrap(),
+        std::fs::read(out.join("rescore/shell-iou@0.2.0/scores.json")).unwrap(),
         std::fs::read(out.join("scores.json")).unwrap()
     );
     let manifest = json(&out.join("run_manifest.json"));

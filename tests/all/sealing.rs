@@ -161,7 +161,7 @@ async fn a_locked_digest_under_another_name_is_refused() {
     let msg = submission_refused(dir.path(), &config, &[]).await;
     assert!(
         msg.contains("coding_replay.wasm")
-            && msg.contains("is the locked shell-iou@0.1.0's")
+            && msg.contains("is the locked shell-iou@0.2.0's")
             && msg.contains("under another plugin's name"),
         "{msg}"
     );

@@ -94,6 +94,9 @@ pub enum Body {
         tool_calls: Vec<ToolCall>,
         /// The row's `tool_calls` exactly as in the file (compact JSON), `[]` when absent.
         tool_calls_json: String,
+        /// The row's `intent_codes` (the workflow domain's ground truth) as
+        /// compact JSON, when present.
+        intent_codes_json: Option<String>,
     },
     /// A tool row: one or more results.
     Tool {

@@ -42,6 +42,9 @@ struct ClientTurn {
     assistant_turn: u32,
     /// That assistant row's `tool_calls` as recorded, `[]` when none.
     expected_tool_calls: String,
+    /// That assistant row's `intent_codes` as recorded (workflow
+    /// conversations' ground truth), when it has them.
+    expected_intent_codes: Option<String>,
 }
 
 impl ConversationReplay {
@@ -93,17 +96,20 @@ impl ConversationReplay {
                 Some(seconds) if settings.inject_tool_delay => (seconds * 1000.0).round() as u64,
                 _ => 0,
             };
-            let (assistant_turn, expected_tool_calls) = match rows.get(index + 1) {
-                Some(Row {
-                    turn,
-                    body:
-                        Body::Assistant {
-                            tool_calls_json, ..
-                        },
-                    ..
-                }) => (*turn, tool_calls_json.clone()),
-                _ => (row.turn.saturating_add(1), "[]".to_owned()),
-            };
+            let (assistant_turn, expected_tool_calls, expected_intent_codes) =
+                match rows.get(index + 1) {
+                    Some(Row {
+                        turn,
+                        body:
+                            Body::Assistant {
+                                tool_calls_json,
+                                intent_codes_json,
+                                ..
+                            },
+                        ..
+                    }) => (*turn, tool_calls_json.clone(), intent_codes_json.clone()),
+                    _ => (row.turn.saturating_add(1), "[]".to_owned(), None),
+                };
             turns.push(ClientTurn {
                 turn: row.turn,
                 end: messages.len(),
@@ -119,6 +125,7 @@ impl ConversationReplay {
                 },
                 assistant_turn,
                 expected_tool_calls,
+                expected_intent_codes,
             });
         }
         Self {
@@ -168,11 +175,27 @@ impl ConversationReplay {
             .with_tools_json(turn.tools.map(|i| self.tools[i].clone()))
             .with_sampling(turn.sampling.clone())
             .with_delay_ms(turn.delay_ms)
-            // The recorded tool calls verbatim.
-            .with_expected_json(format!(
-                "{{\"conversation_id\":{},\"repeat\":{repeat},\"assistant_turn\":{},\"tool_calls\":{}}}",
-                self.id_json, turn.assistant_turn, turn.expected_tool_calls
-            ))
+            // The recorded tool calls and intent codes verbatim.
+            .with_expected_json(turn.expected_json(&self.id_json, repeat))
+    }
+}
+
+impl ClientTurn {
+    /// The scorer's view of the turn: the conversation, the pass, the
+    /// recorded assistant row's turn and tool calls, and its `intent_codes`
+    /// when it has them (the key is left out otherwise, so a coding turn's
+    /// JSON is what it was before workflow conversations were scored).
+    fn expected_json(&self, id_json: &str, repeat: u32) -> String {
+        let mut json = format!(
+            "{{\"conversation_id\":{id_json},\"repeat\":{repeat},\"assistant_turn\":{},\"tool_calls\":{}",
+            self.assistant_turn, self.expected_tool_calls
+        );
+        if let Some(codes) = &self.expected_intent_codes {
+            json.push_str(",\"intent_codes\":");
+            json.push_str(codes);
+        }
+        json.push('}');
+        json
     }
 }
 
@@ -260,6 +283,39 @@ mod tests {
     }
 
     const TOOLS: &str = r#"[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]"#;
+
+    /// A workflow conversation's assistant rows carry `intent_codes`: the
+    /// expected JSON passes them on verbatim (any JSON value: the scorer
+    /// keeps the string entries of a list), and a row without them adds
+    /// no key.
+    #[test]
+    fn intent_codes_reach_the_expected_json_verbatim() {
+        let text = jsonl(&[
+            user("sim_7", 1),
+            with(reply("sim_7", 2), "intent_codes", json!(["i042", 3, null])),
+            with(user("sim_7", 3), "content", json!("and then?")),
+            with(reply("sim_7", 4), "intent_codes", json!("I001")),
+            user("sim_7", 5),
+            reply("sim_7", 6),
+        ]);
+        let replays = replays(&text, &Settings::default());
+        let json = |i| {
+            replays[0]
+                .request(i, "sim_7", 0, None)
+                .into_request("sim_7")
+                .expected_json
+        };
+        assert_eq!(
+            json(0),
+            r#"{"conversation_id":"sim_7","repeat":0,"assistant_turn":2,"tool_calls":[],"intent_codes":["i042",3,null]}"#
+        );
+        assert_eq!(expected_of(&json(1))["intent_codes"], "I001");
+        assert!(expected_of(&json(2)).get("intent_codes").is_none());
+    }
+
+    fn expected_of(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
 
     #[test]
     fn conversation_with_system_tools_and_parallel_calls() {

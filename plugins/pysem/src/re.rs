@@ -105,15 +105,18 @@ impl Compiler<'_> {
             Some('*') => (0, usize::MAX),
             Some('+') => (1, usize::MAX),
             Some('?') => (0, 1),
+            // `braces` consumes the whole `{m,n}`.
             Some('{') => match self.braces() {
-                Some(r) => r,
+                Some(r) => {
+                    self.i -= 1;
+                    r
+                }
                 None => return atom,
             },
             _ => return atom,
         };
-        if self.p[self.i] != '{' {
-            self.i += 1;
-        }
+        // Past the quantifier's (last) character.
+        self.i += 1;
         let lazy = self.p.get(self.i) == Some(&'?');
         if lazy {
             self.i += 1;
@@ -521,6 +524,25 @@ mod tests {
         let c = alt.match_at(&t, 0).unwrap();
         assert!(c.group(&t, 1).is_none());
         assert_eq!(c.group(&t, 2).unwrap(), "1, 2");
+    }
+
+    /// `{m}`, `{m,}` and `{m,n}` consume exactly themselves (what follows
+    /// is still pattern), greedy unless `?` follows; a `{` that is no
+    /// quantifier is literal.
+    #[test]
+    fn counted_repetition() {
+        let re = Regex::new(r"\b(I\d{3})\b", false);
+        let t = chars("I12 I1234 I123.");
+        let m = re.search(&t, 0).unwrap();
+        assert_eq!(m.group(&t, 1).as_deref(), Some("I123"));
+        let re = Regex::new(r"a{2,}?(a{1,2})x{,1}$", false);
+        let t = chars("aaaaax");
+        assert_eq!(
+            re.fullmatch(&t).unwrap().group(&t, 1).as_deref(),
+            Some("aa")
+        );
+        let re = Regex::new(r"a{x}", false);
+        assert!(re.fullmatch(&chars("a{x}")).is_some());
     }
 
     #[test]

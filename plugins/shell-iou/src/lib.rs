@@ -1,11 +1,15 @@
-//! `shell-iou`: the MLPerf Edge Agentic reference's inline accuracy check
-//! as an agentload scorer component. Each turn scores the multiset IoU of the
-//! canonical shell executables in the recorded assistant row's bash calls
-//! and in the model's (the `shell-actions` library); the aggregate is the
-//! reference's `scores.json`, byte for byte.
+//! `shell-iou`: the MLPerf agentic reference's inline accuracy check
+//! (`AgenticInferenceInlineScorer`) as an agentload scorer component. A
+//! coding turn scores the multiset IoU of the canonical shell executables in
+//! the recorded assistant row's bash calls and in the model's (the
+//! `shell-actions` library); a workflow turn (`sim_N` conversations, the
+//! datacenter data set) scores 1 when the model's intent code is one of the
+//! recorded row's `intent_codes`. The aggregate is the reference's
+//! `scores.json`, byte for byte.
 
 #![forbid(unsafe_code)]
 
+pub mod intent;
 pub mod report;
 pub mod turn;
 
@@ -14,7 +18,7 @@ mod dataset_check;
 
 use agentload_sdk::{export_scorer, Completion, Config, Error, Item, Report, Scorer, Verdict};
 use shell_actions::canon::{Arguments, Call};
-use turn::Turn;
+use turn::{Answer, Turn};
 
 /// The scorer: no settings, no data files.
 #[derive(Debug, Default)]
@@ -55,21 +59,26 @@ export_scorer!(ShellIou);
 
 /// Canonicalizes one item; errors name the item.
 fn evaluate(item: &Item) -> Result<Turn, Error> {
-    let calls = item.completion.as_ref().map(model_calls);
-    Turn::evaluate(&item.expected_json, calls)
+    let answer = item.completion.as_ref().map(answer);
+    Turn::evaluate(&item.expected_json, answer)
         .map_err(|e| Error::input(format!("item {}: {e}", item.item_id)))
 }
 
-/// The model's tool calls; their arguments are JSON text.
-fn model_calls(completion: &Completion) -> Vec<Call<'_>> {
-    completion
-        .tool_calls
-        .iter()
-        .map(|call| Call {
-            name: &call.name,
-            arguments: Arguments::Text(&call.arguments),
-        })
-        .collect()
+/// The model's answer: its tool calls (arguments are JSON text), its
+/// reasoning and its content.
+fn answer(completion: &Completion) -> Answer<'_> {
+    Answer {
+        calls: completion
+            .tool_calls
+            .iter()
+            .map(|call| Call {
+                name: &call.name,
+                arguments: Arguments::Text(&call.arguments),
+            })
+            .collect(),
+        reasoning_content: &completion.reasoning_content,
+        content: &completion.content,
+    }
 }
 
 #[cfg(test)]
@@ -111,7 +120,7 @@ mod tests {
         let info = ShellIou::describe(package_info!());
         assert_eq!(
             (info.name.as_str(), info.version.as_str()),
-            ("shell-iou", "0.1.0")
+            ("shell-iou", "0.2.0")
         );
         assert!(ShellIou.configure(Config::with_settings("{}")).is_ok());
         let e = ShellIou
@@ -206,11 +215,26 @@ mod tests {
             matches!(&e, Error::Input(m) if m.starts_with("item 2:")),
             "{e}"
         );
+    }
+
+    /// A workflow item is scored on the completion's text, reasoning first.
+    #[test]
+    fn workflow_items_score_the_intent_code() {
         let mut workflow = item("2", bash("ls"), None);
         workflow.expected_json = json!({"conversation_id": "sim_3", "repeat": 0,
-            "assistant_turn": 2, "tool_calls": []})
+            "assistant_turn": 2, "tool_calls": [], "intent_codes": ["I010"]})
         .to_string();
-        let e = ShellIou.score(&workflow).unwrap_err();
-        assert!(matches!(&e, Error::Input(m) if m.contains("sim_N")), "{e}");
+        workflow.completion = Some(Completion {
+            reasoning_content: "the user wants a refund: intent: I010".into(),
+            ..Completion::text("I011")
+        });
+        let verdict = ShellIou.score(&workflow).unwrap();
+        assert_eq!(verdict.score, 1.0);
+        assert_eq!(
+            verdict.detail,
+            json!({"gt_intents": ["I010"], "model_intent": "I010", "missing": false})
+        );
+        workflow.completion = Some(Completion::text("I011"));
+        assert_eq!(ShellIou.score(&workflow).unwrap().score, 0.0);
     }
 }

@@ -17,10 +17,10 @@ use serde_json::{json, Map, Value};
 
 use pysem::json::{dumps_with, Format};
 
-use crate::turn::{Turn, NO_GROUND_TRUTH};
+use crate::turn::{Truth, Turn, NO_GROUND_TRUTH};
 
-/// Every domain this scorer reports; workflow turns are rejected upstream.
-const DOMAIN: &str = "coding";
+/// The domains, in the order the reference reports them.
+const DOMAINS: [&str; 2] = ["coding", "workflow"];
 
 /// The aggregate of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,12 +56,18 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
     let mean = (!scored.is_empty()).then(|| round4(total / scored.len() as f64));
     let missing = scored.iter().filter(|t| t.missing).count();
 
+    // Each domain's mean, summed in the same order as the whole.
     let mut domains = Map::new();
-    if let Some(mean) = mean {
-        domains.insert(
-            DOMAIN.into(),
-            json!({"score": mean, "scored": scored.len()}),
-        );
+    for domain in DOMAINS {
+        let of: Vec<f64> = scored
+            .iter()
+            .filter(|t| t.domain() == domain)
+            .map(|t| t.score())
+            .collect();
+        if !of.is_empty() {
+            let mean = round4(of.iter().sum::<f64>() / of.len() as f64);
+            domains.insert(domain.into(), json!({"score": mean, "scored": of.len()}));
+        }
     }
     let mut result = Map::new();
     result.insert("score".into(), json!(mean));
@@ -96,12 +102,26 @@ fn per_turn_row(turn: &Turn) -> Value {
     row.insert("conversation_id".into(), json!(turn.conversation_id));
     row.insert("repeat".into(), json!(turn.repeat.max(1)));
     row.insert("turn".into(), json!(turn.assistant_turn));
-    row.insert("domain".into(), json!(DOMAIN));
+    row.insert("domain".into(), json!(turn.domain()));
     if turn.missing {
         row.insert("missing".into(), json!(true));
     }
-    row.insert("gt_actions".into(), json!(turn.gt_actions));
-    row.insert("model_actions".into(), json!(turn.model_actions));
+    match &turn.truth {
+        Truth::Coding {
+            gt_actions,
+            model_actions,
+        } => {
+            row.insert("gt_actions".into(), json!(gt_actions));
+            row.insert("model_actions".into(), json!(model_actions));
+        }
+        Truth::Workflow {
+            gt_intents,
+            model_intent,
+        } => {
+            row.insert("gt_intents".into(), json!(gt_intents));
+            row.insert("model_intent".into(), json!(model_intent));
+        }
+    }
     row.insert("score".into(), json!(round4(turn.score())));
     Value::Object(row)
 }
@@ -109,18 +129,18 @@ fn per_turn_row(turn: &Turn) -> Value {
 /// Excluded dataset turns, once each whatever the repeat, sorted by
 /// (conversation, turn), in the reference's shape.
 fn excluded_turns(turns: &[Turn]) -> Vec<Value> {
-    let excluded: BTreeSet<(&str, u64)> = turns
+    let excluded: BTreeSet<(&str, u64, &str)> = turns
         .iter()
         .filter(|t| t.exclusion().is_some())
-        .map(|t| (t.conversation_id.as_str(), t.assistant_turn))
+        .map(|t| (t.conversation_id.as_str(), t.assistant_turn, t.domain()))
         .collect();
     excluded
         .into_iter()
-        .map(|(conversation_id, turn)| {
+        .map(|(conversation_id, turn, domain)| {
             json!({
                 "conversation_id": conversation_id,
                 "turn": turn,
-                "domain": DOMAIN,
+                "domain": domain,
                 "exclude_reason": NO_GROUND_TRUTH,
             })
         })
@@ -136,14 +156,34 @@ fn round4(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn owned(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
     fn turn(id: &str, repeat: u64, at: u64, gt: &[&str], model: Option<&[&str]>) -> Turn {
-        let owned = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect();
         Turn {
             conversation_id: id.into(),
             repeat,
             assistant_turn: at,
-            gt_actions: owned(gt),
-            model_actions: model.map(owned).unwrap_or_default(),
+            truth: Truth::Coding {
+                gt_actions: owned(gt),
+                model_actions: model.map(owned).unwrap_or_default(),
+            },
+            missing: model.is_none(),
+        }
+    }
+
+    /// A workflow turn; `model` is `None` when missing, `Some(None)` when
+    /// the answer named no intent.
+    fn intent(id: &str, repeat: u64, at: u64, gt: &[&str], model: Option<Option<&str>>) -> Turn {
+        Turn {
+            conversation_id: id.into(),
+            repeat,
+            assistant_turn: at,
+            truth: Truth::Workflow {
+                gt_intents: owned(gt),
+                model_intent: model.flatten().map(str::to_owned),
+            },
             missing: model.is_none(),
         }
     }
@@ -301,5 +341,68 @@ mod tests {
             "{json}"
         );
         assert!(json.is_ascii());
+    }
+
+    /// Coding and workflow turns together: one mean over both, each
+    /// domain's own mean (coding first), workflow rows with `gt_intents`
+    /// and `model_intent`, excluded turns with their domain.
+    #[test]
+    fn mixed_domains() {
+        let turns = [
+            turn("django__1", 0, 2, &["ls"], Some(&["ls", "cat"])),
+            intent("sim_1", 0, 2, &["I001", "I002"], Some(Some("I002"))),
+            intent("sim_1", 2, 2, &["I001", "I002"], Some(None)),
+            intent("sim_1", 0, 4, &[], Some(Some("I003"))),
+            intent("sim_2", 0, 2, &["I009"], None),
+        ];
+        let scores = scores(&turns).unwrap();
+        // (0.5 + 1 + 0 + 0) / 4.
+        assert_eq!(scores.score, 0.375);
+        let v: Value = serde_json::from_str(&scores.json).unwrap();
+        assert_eq!(
+            v["domains"],
+            json!({"coding": {"score": 0.5, "scored": 1},
+                   "workflow": {"score": 0.3333, "scored": 3}})
+        );
+        let keys: Vec<&str> = v["domains"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["coding", "workflow"]);
+        assert_eq!(
+            v["turns"],
+            json!({"issued": 5, "expected": 4, "observed": 3, "missing": 1, "scored": 4})
+        );
+        let hit = &v["per_turn"][1];
+        let keys: Vec<&str> = hit
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "conversation_id",
+                "repeat",
+                "turn",
+                "domain",
+                "gt_intents",
+                "model_intent",
+                "score"
+            ]
+        );
+        assert_eq!(hit["model_intent"], "I002");
+        assert_eq!(hit["score"], 1.0);
+        assert_eq!(v["per_turn"][2]["repeat"], 2);
+        assert!(v["per_turn"][2]["model_intent"].is_null());
+        assert_eq!(v["per_turn"][3]["missing"], true);
+        assert_eq!(
+            v["excluded_turns"],
+            json!([{"conversation_id": "sim_1", "turn": 4, "domain": "workflow",
+                    "exclude_reason": "no ground truth"}])
+        );
     }
 }

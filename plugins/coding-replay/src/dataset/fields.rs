@@ -22,6 +22,8 @@ pub(super) struct Fields {
     pub reasoning_content: Option<Value>,
     pub tool_calls: Option<Value>,
     pub tool_results: Option<Value>,
+    /// The workflow domain's ground truth on assistant rows.
+    pub intent_codes: Option<Value>,
     pub system: Option<Value>,
     pub name: Option<Value>,
     /// The schema's generation parameters, in [`GENERATION_PARAMETERS`] order.
@@ -48,6 +50,7 @@ impl Fields {
             Key::ReasoningContent => &mut self.reasoning_content,
             Key::ToolCalls => &mut self.tool_calls,
             Key::ToolResults => &mut self.tool_results,
+            Key::IntentCodes => &mut self.intent_codes,
             Key::System => &mut self.system,
             Key::Name => &mut self.name,
             Key::Parameter(i) => &mut self.parameters[i],
@@ -67,6 +70,7 @@ enum Key {
     ReasoningContent,
     ToolCalls,
     ToolResults,
+    IntentCodes,
     System,
     Name,
     Parameter(usize),
@@ -84,6 +88,7 @@ impl Key {
             "reasoning_content" => Key::ReasoningContent,
             "tool_calls" => Key::ToolCalls,
             "tool_results" => Key::ToolResults,
+            "intent_codes" => Key::IntentCodes,
             "system" => Key::System,
             "name" => Key::Name,
             other => GENERATION_PARAMETERS

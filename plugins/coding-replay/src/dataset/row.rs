@@ -20,7 +20,12 @@ pub(super) fn parse(f: Fields, line: u32) -> Result<(String, Row), String> {
     let body = match f.role.as_ref().map(Value::as_str) {
         None => return Err("missing required key 'role'".to_owned()),
         Some(Some("user")) => user(f.content)?,
-        Some(Some("assistant")) => assistant(f.content, f.reasoning_content, f.tool_calls)?,
+        Some(Some("assistant")) => assistant(
+            f.content,
+            f.reasoning_content,
+            f.tool_calls,
+            f.intent_codes.as_ref(),
+        )?,
         Some(Some("tool")) => tool(f.tool_results)?,
         Some(_) => return Err("'role' must be one of \"user\", \"assistant\", \"tool\"".to_owned()),
     };
@@ -112,6 +117,7 @@ fn assistant(
     content: Option<Value>,
     reasoning_content: Option<Value>,
     tool_calls: Option<Value>,
+    intent_codes: Option<&Value>,
 ) -> Result<Body, String> {
     let content = optional_string(content, "content")?;
     let reasoning_content = optional_string(reasoning_content, "reasoning_content")?;
@@ -140,6 +146,9 @@ fn assistant(
         reasoning_content,
         tool_calls,
         tool_calls_json,
+        // Any JSON value, as the reference's loader keeps it: the scorer
+        // reads the string entries of a list and ignores anything else.
+        intent_codes_json: intent_codes.map(Value::to_string),
     })
 }
 
