@@ -168,6 +168,108 @@ async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
     sim.shutdown().await;
 }
 
+/// Writes the datacenter-shaped stand-in (`agentload dataset datacenter`)
+/// into `dir/data/agentic_combined.jsonl`, delays scaled to a thousandth.
+pub(crate) async fn standin_data(dir: &std::path::Path, workflow: u32) -> std::path::PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let file = data.join("agentic_combined.jsonl");
+    let edge = trajectories();
+    let made = agentload(
+        &[
+            "dataset",
+            "datacenter",
+            "--edge",
+            edge.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+            "--workflow",
+            &workflow.to_string(),
+            "--delay-scale",
+            "0.001",
+        ],
+        dir,
+    )
+    .await;
+    assert!(made.status.success(), "{}", text(&made));
+    file
+}
+
+/// The inline scorer's two domains through the real binary: the Qwen
+/// preset over the stand-in (one coding trajectory and six workflow
+/// conversations, two passes, salts and delays on) against the oracle.
+/// Every scored turn of both domains scores 1 (the oracle answers with the
+/// recorded rows), repeats are scored as `repeat` 2, the codeless closing
+/// replies are excluded, and the counts add up to the journal's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inline_scorer_scores_coding_and_workflow_turns() {
+    let dir = scratch("dc-inline");
+    let file = standin_data(dir.path(), 6).await;
+    let sim = start_sim(replay_sim(file.clone())).await;
+    let shipped = include_str!("../../configs/datacenter-qwen3.6-35b-a3b.toml");
+    let ids: Vec<String> = std::iter::once("dc-astropy__astropy-12907".to_owned())
+        .chain((1..=6).map(|k| format!("sim_{k}")))
+        .collect();
+    let mut config = shipped.replace(
+        "num_trajectories_to_issue = 613",
+        &format!(
+            "num_trajectories_to_issue = 14\nconversations = {}",
+            serde_json::to_string(&ids).unwrap()
+        ),
+    );
+    config = config.replace("tokenizer = \"qwen3.6\"", "tokenizer = \"none\"");
+    config.insert_str(0, &format!("data_dir = {:?}\n", dir.path().join("data")));
+    let cfg = dir.path().join("qwen.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = dir.path().join("out");
+    run_ok(
+        &cfg,
+        &out,
+        &["--endpoint", &sim.url(), "--mode", "perf"],
+        dir.path(),
+    )
+    .await;
+    let scores = json(&out.join("scores.json"));
+    let domains = &scores["domains"];
+    assert_eq!(domains["coding"]["score"], 1.0, "{domains}");
+    assert_eq!(domains["workflow"]["score"], 1.0, "{domains}");
+    assert_eq!(scores["score"], 1.0);
+    // The generated data: each workflow conversation names 1-3 intents.
+    let rows = read_jsonl(&file);
+    let coded = rows
+        .iter()
+        .filter(|r| {
+            r["conversation_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("sim_"))
+        })
+        .filter(|r| r["intent_codes"].is_array())
+        .count();
+    assert_eq!(domains["workflow"]["scored"], 2 * coded, "two passes");
+    let per_turn = scores["per_turn"].as_array().unwrap();
+    let workflow_rows: Vec<&Value> = per_turn
+        .iter()
+        .filter(|r| r["domain"] == "workflow")
+        .collect();
+    assert!(workflow_rows
+        .iter()
+        .all(|r| r["model_intent"].is_string() && r["score"] == 1.0));
+    assert!(workflow_rows.iter().any(|r| r["repeat"] == 2));
+    let excluded = scores["excluded_turns"].as_array().unwrap();
+    assert!(
+        excluded
+            .iter()
+            .filter(|r| r["domain"] == "workflow")
+            .count()
+            >= 6,
+        "each sim_N's closing reply: {excluded:?}"
+    );
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    assert_eq!(scores["turns"]["issued"], turns.len());
+    assert_eq!(scores["turns"]["missing"], 0);
+    sim.shutdown().await;
+}
+
 /// `agentload check`: seven points laid out as `r<C>/` with their summaries
 /// pass the Rules v1.0 region checks; a short point and a misnamed one fail
 /// them, with exit code 3.

@@ -35,4 +35,5 @@ pub mod run;
 pub mod run_state;
 pub mod scoring;
 pub mod shards;
+pub mod standin_data;
 pub mod sweep;

@@ -116,6 +116,11 @@ pub(super) enum Command {
         #[arg(long, value_enum, default_value_t = OslBandSet::Checker)]
         osl_bands: OslBandSet,
     },
+    /// Build data sets for tests and comparisons.
+    Dataset {
+        #[command(subcommand)]
+        command: DatasetCommand,
+    },
     /// Kubernetes: the objects that run a sharded run, and its results.
     K8s {
         #[command(subcommand)]
@@ -377,6 +382,31 @@ pub(super) struct ShardArgs {
     /// Exit 3 unless the merged run is VALID (shard 0).
     #[arg(long)]
     pub(super) require_valid: bool,
+}
+
+/// `agentload dataset`.
+#[derive(Subcommand)]
+pub(super) enum DatasetCommand {
+    /// A datacenter-shaped stand-in for the unpublished
+    /// `agentic_combined.jsonl`: the edge trajectories as `dc-<id>` and
+    /// `sim_N` workflow conversations with intent codes and tool delays.
+    Datacenter {
+        /// The edge trajectories (agentic_coding_2.5h.jsonl).
+        #[arg(long)]
+        edge: PathBuf,
+        /// Where the JSONL goes.
+        #[arg(long)]
+        out: PathBuf,
+        /// How many sim_N workflow conversations.
+        #[arg(long, default_value_t = 24)]
+        workflow: u32,
+        /// Every recorded tool delay is multiplied by this.
+        #[arg(long, default_value_t = 1.0)]
+        delay_scale: f64,
+        /// Draws the workflow conversations.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 /// `agentload k8s`.

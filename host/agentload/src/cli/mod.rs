@@ -14,7 +14,7 @@ use crate::run::{Mode as RunMode, Overrides, RunResult};
 use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
-use args::{Command, K8sCommand, Mode, SimArgs};
+use args::{Command, DatasetCommand, K8sCommand, Mode, SimArgs};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -399,6 +399,31 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             let (text, passed) = crate::points::check(&dir, max_supported_concurrency, gating)?;
             agentload_console::out(&text);
             Ok(if passed { exit::SUCCESS } else { exit::INVALID })
+        }
+        Command::Dataset {
+            command:
+                DatasetCommand::Datacenter {
+                    edge,
+                    out,
+                    workflow,
+                    delay_scale,
+                    seed,
+                },
+        } => {
+            let options = crate::standin_data::Options {
+                workflow,
+                delay_scale,
+                seed,
+            };
+            let w = crate::standin_data::write(&edge, &out, &options)?;
+            agentload_console::line(&format!(
+                "wrote {}: {} coding and {} workflow conversations, {} rows",
+                out.display(),
+                w.coding,
+                w.workflow,
+                w.rows
+            ));
+            Ok(exit::SUCCESS)
         }
         Command::K8s { command } => match command {
             K8sCommand::Manifest(opts) => {
