@@ -47,6 +47,11 @@ pub struct SimConfig {
     /// Faults injected into given requests (default none), as `"KIND@N"` strings (see
     /// [`crate::FAULT_HELP`]); at most one per request.
     pub faults: Vec<Fault>,
+    /// Appends every chat-completions request to this JSONL file (default
+    /// none): its number, `X-Session-ID` and body, for comparing what two
+    /// clients sent. Each line is written and flushed as the request
+    /// arrives.
+    pub request_log: Option<std::path::PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -64,6 +69,7 @@ impl Default for SimConfig {
             first_token_overhead_ms: 0.0,
             responder: ResponderConfig::Echo,
             faults: Vec::new(),
+            request_log: None,
         }
     }
 }

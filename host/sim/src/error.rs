@@ -23,6 +23,15 @@ pub enum SimError {
         #[source]
         source: std::io::Error,
     },
+    /// The request log could not be created.
+    #[error("cannot create the request log {path}: {source}")]
+    RequestLog {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A line of a responder input file is malformed.
     #[error("{path}:{line}: {reason}")]
     Parse {

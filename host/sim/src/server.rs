@@ -54,6 +54,8 @@ struct State {
     faults: HashMap<u64, FaultKind>,
     /// Ends stalls when the server stops.
     stop: watch::Receiver<bool>,
+    /// [`SimConfig::request_log`], open.
+    request_log: Option<std::sync::Mutex<std::fs::File>>,
 }
 
 /// What the server counts, for [`SimHandle`] and `GET /agentload/stats`.
@@ -138,7 +140,17 @@ pub async fn start(
     let id_seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
+    let request_log = match &config.request_log {
+        Some(path) => Some(std::sync::Mutex::new(std::fs::File::create(path).map_err(
+            |source| SimError::RequestLog {
+                path: path.clone(),
+                source,
+            },
+        )?)),
+        None => None,
+    };
     let state = Arc::new(State {
+        request_log,
         model: config.model.clone(),
         ctx_size: config.ctx_size,
         scheduler: scheduler::spawn(
@@ -317,6 +329,20 @@ async fn route(
     }
 }
 
+/// One line of the request log: `{"n", "session", "body"}`. A failed write
+/// is reported once per request on stderr; the request is still answered.
+fn log_request(log: &std::sync::Mutex<std::fs::File>, n: u64, session: Option<&str>, body: &Value) {
+    use std::io::Write;
+    let mut line = json!({"n": n, "session": session, "body": body}).to_string();
+    line.push('\n');
+    let mut file = log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Err(e) = file.write_all(line.as_bytes()) {
+        eprintln!("agentload sim: request {n} not logged: {e}");
+    }
+}
+
 /// Answers one chat completion: prepares the job (prompt and answer tokens) and hands it to the
 /// scheduler. Errors (including the context-size check, made once a slot is taken, as llama.cpp
 /// does) are answered before any streaming starts. `fault` is the fault injected into this
@@ -340,8 +366,11 @@ async fn chat(
         .to_bytes();
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::invalid_request(format!("invalid JSON body: {e}")))?;
-    let chat = ChatRequest::parse(&body)?;
     let n = state.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(log) = &state.request_log {
+        log_request(log, n, session.as_deref(), &body);
+    }
+    let chat = ChatRequest::parse(&body)?;
     let mut ids = SplitMix64::new(state.id_seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let answer = match state.responder.answer(&chat, session.as_deref(), &mut ids) {
         Ok(answer) => answer,

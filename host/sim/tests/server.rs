@@ -625,3 +625,49 @@ async fn stamps_are_taken_at_the_syscalls_on_the_shared_monotonic_clock() {
     }
     sim.shutdown().await;
 }
+
+/// `request_log`: one line per chat request, in arrival order, with its
+/// session header and its body exactly as sent (a malformed one is not
+/// logged: there is no body to keep); an unwritable path fails the start.
+#[tokio::test]
+async fn the_request_log_keeps_every_body() {
+    let log = temp_file("");
+    let s = sim(SimConfig {
+        request_log: Some(log.clone()),
+        ..fast()
+    })
+    .await;
+    let first = json!({"messages": [{"role": "system", "content": "[salt: ba75]\n\nBe helpful"},
+                                     user("hi")], "max_tokens": 2, "top_k": 20});
+    post(&s, Some("conv1__repeat_2"), first.clone())
+        .await
+        .text()
+        .await
+        .unwrap();
+    let second = json!({"messages": [user("é")], "max_tokens": 1});
+    post(&s, None, second.clone()).await.text().await.unwrap();
+    s.shutdown().await;
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"n": 0, "session": "conv1__repeat_2", "body": first}),
+            json!({"n": 1, "session": null, "body": second}),
+        ]
+    );
+    let bad = start(
+        SimConfig {
+            request_log: Some("/nonexistent-dir/requests.jsonl".into()),
+            ..fast()
+        },
+        Arc::new(ApproxTokenCounter),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert!(bad.to_string().contains("request log"), "{bad}");
+}

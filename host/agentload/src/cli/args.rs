@@ -532,6 +532,10 @@ pub(super) struct SimArgs {
     /// `--help` lists the kinds).
     #[arg(long = "fault", value_name = "KIND@N", long_help = agentload_sim::FAULT_HELP)]
     pub(super) faults: Vec<agentload_sim::Fault>,
+    /// Append every chat request (number, X-Session-ID, body) to this JSONL
+    /// file, to compare what two clients sent.
+    #[arg(long, value_name = "FILE")]
+    pub(super) log_requests: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

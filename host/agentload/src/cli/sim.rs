@@ -36,6 +36,7 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         cache_tokens: args.cache_tokens,
         responder,
         faults: args.faults.clone(),
+        request_log: args.log_requests.clone(),
         ..Default::default()
     })
 }

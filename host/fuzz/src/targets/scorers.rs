@@ -94,23 +94,35 @@ fn run_shell_iou(budget: Budget, seed: u64) -> Result<Report, Failure> {
                 "tool_calls": recorded,
             })
             .to_string();
-            let as_calls = || {
-                calls.iter().map(|(name, args)| Call {
-                    name,
-                    arguments: Arguments::Text(args),
-                })
+            let answer = shell_iou::turn::Answer {
+                calls: calls
+                    .iter()
+                    .map(|(name, args)| Call {
+                        name,
+                        arguments: Arguments::Text(args),
+                    })
+                    .collect(),
+                reasoning_content: "",
+                content: "",
             };
-            let turn = shell_iou::turn::Turn::evaluate(&expected, Some(as_calls()))
+            let turn = shell_iou::turn::Turn::evaluate(&expected, Some(answer))
                 .map_err(|e| TestCaseError::fail(format!("a well-formed turn failed: {e}")))?;
             let score = turn.score();
             prop_assert!((0.0..=1.0).contains(&score), "score {}", score);
             if turn.exclusion().is_none() {
                 prop_assert_eq!(score, 1.0, "scored against itself: {:?}", turn);
             }
-            prop_assert_eq!(&turn.gt_actions, &turn.model_actions);
+            let shell_iou::turn::Truth::Coding {
+                gt_actions,
+                model_actions,
+            } = &turn.truth
+            else {
+                return Err(TestCaseError::fail(format!("not a coding turn: {turn:?}")));
+            };
+            prop_assert_eq!(gt_actions, model_actions);
             let _ = turn.detail();
-            let missing = shell_iou::turn::Turn::evaluate(&expected, None::<Vec<Call>>)
-                .map_err(TestCaseError::fail)?;
+            let missing =
+                shell_iou::turn::Turn::evaluate(&expected, None).map_err(TestCaseError::fail)?;
             prop_assert_eq!(missing.score(), 0.0);
             Ok(())
         },
