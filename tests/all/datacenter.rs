@@ -406,3 +406,105 @@ async fn points_run_one_full_run_per_concurrency() {
     assert!(page.contains("r4"), "points page lists r4");
     sim.shutdown().await;
 }
+
+/// The acceptance's sweep: `run --points` writes a seven-point set (C_max
+/// 64: Ultra Low 1, Low 2-5, Medium 6-17, High 18-64) that `check` accepts,
+/// its durations checked at a development scale (the runs last seconds,
+/// not 600/1200 s, and the check says so). The same set without its
+/// Medium points, made up to seven with two more Low ones, is refused,
+/// naming Medium.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seven_point_sweep_passes_check_and_a_set_without_medium_fails() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("dc-seven");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
+    let full = dir.path().join("full");
+    let said = run_ok(
+        &config,
+        &full,
+        &[
+            "--points",
+            "1,2,4,8,16,32,64",
+            "--max-supported-concurrency",
+            "64",
+            "--min-duration-scale",
+            "0",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(
+        said.contains("Ultra Low 1-32, Low 2-5, Medium 6-17, High 18-64"),
+        "{said}"
+    );
+    assert!(!said.contains("FAIL"), "{said}");
+    assert_eq!(
+        json(&full.join("points.json"))["region_checks_passed"],
+        true
+    );
+    let check = |set: &std::path::Path, scale: &'static str| {
+        let set = set.to_str().unwrap().to_owned();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let args = [
+                "check",
+                &set,
+                "--max-supported-concurrency",
+                "64",
+                "--min-duration-scale",
+                scale,
+            ];
+            agentload(&args, &dir).await
+        }
+    };
+    let ok = check(&full, "0").await;
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(
+        text(&ok).contains("pass point-duration: every point ran its region's minimum")
+            && text(&ok).contains("scaled by 0"),
+        "{}",
+        text(&ok)
+    );
+    // At the rules' durations the same set fails: seconds, not minutes.
+    let real = check(&full, "1").await;
+    assert_eq!(real.status.code(), Some(3), "{}", text(&real));
+    assert!(
+        text(&real).contains("FAIL point-duration"),
+        "{}",
+        text(&real)
+    );
+
+    let partial = dir.path().join("no-medium");
+    run_ok(&config, &partial, &["--points", "3,5"], dir.path()).await;
+    for c in [1, 2, 4, 32, 64] {
+        let from = full.join(format!("r{c}"));
+        let copied = copy_dir(&from, &partial.join(format!("r{c}")));
+        assert!(copied > 0, "{}", from.display());
+    }
+    let bad = check(&partial, "0").await;
+    let out = text(&bad);
+    assert_eq!(bad.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("FAIL region-coverage: no point in Medium"),
+        "{out}"
+    );
+    assert_eq!(out.matches("FAIL").count(), 1, "only the coverage: {out}");
+    sim.shutdown().await;
+}
+
+/// Copies a run directory (files and folders); returns the files copied.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> usize {
+    std::fs::create_dir_all(to).unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            n += copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+            n += 1;
+        }
+    }
+    n
+}

@@ -41,6 +41,7 @@ pub fn read_points(dir: &Path) -> Result<Vec<PointRun>> {
         let scores: Option<serde_json::Value> = std::fs::read(path.join("scores.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
+        let swe_bench_score = swe_bench_score(&path)?;
         points.push(PointRun {
             dir: name,
             concurrency,
@@ -49,18 +50,44 @@ pub fn read_points(dir: &Path) -> Result<Vec<PointRun>> {
             osl_full_run_avg: v["output_sequence_lengths_full_run"]["output_sequence_lengths"]
                 ["avg"]
                 .as_f64(),
+            swe_bench_score,
         });
     }
     points.sort_by_key(|p| p.concurrency);
     Ok(points)
 }
 
-/// What `check` applies beyond the regions: a model's accuracy gates.
+/// A point's SWE-bench score: the `swe_bench` entry of its
+/// `accuracy_results.json` (a submission's layout) or
+/// `accuracy/accuracy_results.json` (an agentload run directory); none
+/// without one, or when the run scored nothing (`score` null).
+fn swe_bench_score(point: &Path) -> Result<Option<f64>> {
+    let Some(file) = ["accuracy_results.json", "accuracy/accuracy_results.json"]
+        .iter()
+        .map(|f| point.join(f))
+        .find(|p| p.is_file())
+    else {
+        return Ok(None);
+    };
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)
+        .with_context(|| format!("{} is not JSON", file.display()))?;
+    Ok(v["accuracy_scores"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["dataset_name"] == "swe_bench")
+        .and_then(|e| e["score"].as_f64()))
+}
+
+/// What `check` applies beyond the regions.
 #[derive(Debug, Clone, Copy)]
 pub struct Gating<'a> {
-    /// A model of `agentload_results::regions::GATES`.
+    /// A model of `agentload_results::regions::GATES`: its accuracy gates.
     pub model: Option<&'a str>,
     pub bands: OslBands,
+    /// The minimum durations are multiplied by this: 1 for the rules, less
+    /// for development runs (the check says so).
+    pub duration_scale: f64,
 }
 
 /// The model whose gates a datacenter ruleset implies.
@@ -75,8 +102,12 @@ pub fn model_of_rules(rules: Option<&str>) -> Option<&'static str> {
 /// The checks, as text; the second value says whether every check passed.
 pub fn check(dir: &Path, c_max: u64, gating: Gating<'_>) -> Result<(String, bool)> {
     let points = read_points(dir)?;
-    let (regions, mut checks) =
-        check_points(&points, c_max).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    anyhow::ensure!(
+        gating.duration_scale >= 0.0 && gating.duration_scale <= 1.0,
+        "--min-duration-scale must be within [0, 1]"
+    );
+    let (regions, mut checks) = check_points(&points, c_max, gating.duration_scale)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     if let Some(model) = gating.model {
         let g = gates(model).with_context(|| {
             let known: Vec<&str> = agentload_results::regions::GATES
@@ -88,7 +119,7 @@ pub fn check(dir: &Path, c_max: u64, gating: Gating<'_>) -> Result<(String, bool
                 known.join(", ")
             )
         })?;
-        checks.extend(check_gates(&points, g, gating.bands));
+        checks.extend(check_gates(&points, &regions, g, gating.bands));
     }
     Ok((
         text(&regions, &points, &checks),
@@ -199,6 +230,7 @@ pub async fn run_points(
     config: agentload_config::RunConfig,
     levels: &[u64],
     c_max: Option<u64>,
+    duration_scale: f64,
     overrides: &crate::run::Overrides,
     require_valid: bool,
 ) -> Result<u8> {
@@ -252,6 +284,7 @@ pub async fn run_points(
         let gating = Gating {
             model: model_of_rules(config.rules.as_deref()),
             bands: OslBands::Checker,
+            duration_scale,
         };
         let (t, passed) = check(&out, c_max, gating)?;
         text.push_str(&t);

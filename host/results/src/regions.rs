@@ -140,6 +140,9 @@ pub struct PointRun {
     pub inline_score: Option<f64>,
     /// `output_sequence_lengths_full_run.output_sequence_lengths.avg`.
     pub osl_full_run_avg: Option<f64>,
+    /// The SWE-bench score (`accuracy_results.json`, the `swe_bench`
+    /// entry), a fraction.
+    pub swe_bench_score: Option<f64>,
 }
 
 /// A model's accuracy gates (`../shared/spec/reference-datacenter-agentic.md`
@@ -196,26 +199,38 @@ pub fn gates(model: &str) -> Option<&'static Gates> {
     GATES.iter().find(|g| g.model == model)
 }
 
-/// The per-point accuracy gates: the inline score and the OSL band (on the
-/// full-run block, with no fallback to the windowed OSL, as the checker).
-pub fn check_gates(points: &[PointRun], g: &Gates, bands: OslBands) -> Vec<Check> {
+/// The accuracy gates of the 2026-10-C1 curve checks: per point the inline
+/// score and the OSL band (on the full-run block, with no fallback to the
+/// windowed OSL), and over the curve the SWE-bench mean of band means. As
+/// there, a point without a score or an OSL block is a warning, not a
+/// failure.
+pub fn check_gates(
+    points: &[PointRun],
+    regions: &Regions,
+    g: &Gates,
+    bands: OslBands,
+) -> Vec<Check> {
     let mut checks = Vec::new();
     let low: Vec<String> = points
         .iter()
         .filter_map(|p| match p.inline_score {
             Some(s) if (0.0..=1.0).contains(&s) && s * 100.0 >= g.inline_min_pct => None,
             Some(s) => Some(format!("{} {:.2} %", p.dir, s * 100.0)),
-            None => Some(format!("{} has no inline score (scores.json)", p.dir)),
+            None => None,
         })
         .collect();
     checks.push(Check {
         name: "inline-accuracy",
         passed: low.is_empty(),
-        detail: if low.is_empty() {
-            format!("every point's inline score >= {} %", g.inline_min_pct)
-        } else {
-            format!("below {} %: {}", g.inline_min_pct, low.join("; "))
-        },
+        detail: with_missing(
+            if low.is_empty() {
+                format!("every point's inline score >= {} %", g.inline_min_pct)
+            } else {
+                format!("below {} %: {}", g.inline_min_pct, low.join("; "))
+            },
+            points.iter().filter(|p| p.inline_score.is_none()),
+            "no inline score (scores.json)",
+        ),
     });
     let band = match bands {
         OslBands::Checker => Some(g.osl_band_checker),
@@ -234,19 +249,126 @@ pub fn check_gates(points: &[PointRun], g: &Gates, bands: OslBands) -> Vec<Check
         .filter_map(|p| match p.osl_full_run_avg {
             Some(a) if (lo..=hi).contains(&a) => None,
             Some(a) => Some(format!("{} {a:.1}", p.dir)),
-            None => Some(format!("{} has no output_sequence_lengths_full_run", p.dir)),
+            None => None,
         })
         .collect();
     checks.push(Check {
         name: "osl-band",
         passed: outside.is_empty(),
-        detail: if outside.is_empty() {
-            format!("every point's full-run OSL mean in [{lo}, {hi}]")
-        } else {
-            format!("outside [{lo}, {hi}]: {}", outside.join("; "))
-        },
+        detail: with_missing(
+            if outside.is_empty() {
+                format!("every point's full-run OSL mean in [{lo}, {hi}]")
+            } else {
+                format!("outside [{lo}, {hi}]: {}", outside.join("; "))
+            },
+            points.iter().filter(|p| p.osl_full_run_avg.is_none()),
+            "no output_sequence_lengths_full_run",
+        ),
     });
+    checks.push(swe_bench_gate(points, regions, g));
     checks
+}
+
+/// `detail`, and a warning naming the points in `missing`.
+fn with_missing<'a>(
+    detail: String,
+    missing: impl Iterator<Item = &'a PointRun>,
+    what: &str,
+) -> String {
+    let missing: Vec<&str> = missing.map(|p| p.dir.as_str()).collect();
+    if missing.is_empty() {
+        detail
+    } else {
+        format!("{detail}; warning: {what} at {}", missing.join(", "))
+    }
+}
+
+/// The SWE-bench gate (`agentic-accuracy-swebench`): the mean over the four
+/// mandatory bands (Ultra Low, Low, Medium, High; not the margin) of each
+/// band's mean score, a point counting in every band its concurrency lies
+/// in; several results in a band are averaged and missing bands leave the
+/// mean of the others, each with a warning; no result at all is a warning.
+/// The rules' other two readings (R1: the mean over every point; R2: over
+/// the four mandatory points) are reported beside it.
+fn swe_bench_gate(points: &[PointRun], regions: &Regions, g: &Gates) -> Check {
+    let name = "swe-bench-accuracy";
+    let scored: Vec<(&PointRun, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p, p.swe_bench_score?)))
+        .collect();
+    if scored.is_empty() {
+        return Check {
+            name,
+            passed: true,
+            detail: "warning: no point has a SWE-bench result (accuracy_results.json, swe_bench)"
+                .into(),
+        };
+    }
+    let bad: Vec<String> = scored
+        .iter()
+        .filter(|(_, s)| !(0.0..=1.0).contains(s))
+        .map(|(p, s)| format!("{} {s}", p.dir))
+        .collect();
+    if !bad.is_empty() {
+        return Check {
+            name,
+            passed: false,
+            detail: format!("scores outside [0, 1]: {}", bad.join("; ")),
+        };
+    }
+    let bands = [
+        (Region::UltraLow, regions.ultra_low),
+        (Region::Low, regions.low),
+        (Region::Medium, regions.medium),
+        (Region::High, regions.high),
+    ];
+    let mut warnings = Vec::new();
+    let mut means = Vec::new();
+    let mut shown = Vec::new();
+    for (region, range) in bands {
+        let of: Vec<f64> = scored
+            .iter()
+            .filter(|(p, _)| range.contains(p.concurrency))
+            .map(|(_, s)| *s)
+            .collect();
+        match of.len() {
+            0 => warnings.push(format!("no result in {}", region.name())),
+            n => {
+                if n > 1 {
+                    warnings.push(format!("{n} results in {} averaged", region.name()));
+                }
+                let mean = of.iter().sum::<f64>() / n as f64;
+                shown.push(format!("{} {:.2}", region.name(), mean * 100.0));
+                means.push(mean);
+            }
+        }
+    }
+    let all = scored.iter().map(|(_, s)| s).sum::<f64>() / scored.len() as f64;
+    if means.is_empty() {
+        return Check {
+            name,
+            passed: true,
+            detail: format!(
+                "warning: no SWE-bench result in a mandatory band (R1, every point: {:.2} %)",
+                all * 100.0
+            ),
+        };
+    }
+    let mean = means.iter().sum::<f64>() / means.len() as f64 * 100.0;
+    let mut detail = format!(
+        "mean of band means {mean:.2} % ({}) against {} %; R1 (every point) {:.2} %",
+        shown.join(", "),
+        g.swe_bench_mean_min_pct,
+        all * 100.0
+    );
+    if !warnings.is_empty() {
+        detail.push_str(&format!("; warning: {}", warnings.join(", ")));
+    }
+    Check {
+        name,
+        passed: mean >= g.swe_bench_mean_min_pct,
+        detail,
+    }
 }
 
 /// One check's outcome.
@@ -259,8 +381,14 @@ pub struct Check {
 
 /// The 2026-10-C1 point and curve checks agentload can make from result
 /// files: directory names, count, C_max, every point in range, coverage of
-/// the four regions, and each point's duration against its region's minimum.
-pub fn check_points(points: &[PointRun], c_max: u64) -> Result<(Regions, Vec<Check>), RegionError> {
+/// the four regions, and each point's duration against its region's
+/// minimum times `duration_scale` (1 for the rules; less for development
+/// runs, which the check then says).
+pub fn check_points(
+    points: &[PointRun],
+    c_max: u64,
+    duration_scale: f64,
+) -> Result<(Regions, Vec<Check>), RegionError> {
     let smallest = points
         .iter()
         .map(|p| p.concurrency)
@@ -348,11 +476,12 @@ pub fn check_points(points: &[PointRun], c_max: u64) -> Result<(Regions, Vec<Che
     let short: Vec<String> = points
         .iter()
         .filter_map(|p| {
-            let need = if regions.of(p.concurrency) == [Region::UltraLow] {
-                MIN_DURATION_ULTRA_LOW_S
-            } else {
-                MIN_DURATION_S
-            };
+            let need = duration_scale
+                * if regions.of(p.concurrency) == [Region::UltraLow] {
+                    MIN_DURATION_ULTRA_LOW_S
+                } else {
+                    MIN_DURATION_S
+                };
             match p.duration_s {
                 Some(d) if d >= need => None,
                 Some(d) => Some(format!("{} {d:.0} s < {need:.0} s", p.dir)),
@@ -360,13 +489,18 @@ pub fn check_points(points: &[PointRun], c_max: u64) -> Result<(Regions, Vec<Che
             }
         })
         .collect();
+    let scaled = if duration_scale == 1.0 {
+        String::new()
+    } else {
+        format!(" (minimums scaled by {duration_scale}: a development check, not the rules')")
+    };
     push(
         "point-duration",
         short.is_empty(),
         if short.is_empty() {
-            "every point ran its region's minimum (600 s Ultra Low, 1200 s others)".into()
+            format!("every point ran its region's minimum (600 s Ultra Low, 1200 s others){scaled}")
         } else {
-            short.join("; ")
+            format!("{}{scaled}", short.join("; "))
         },
     );
     Ok((regions, checks))
@@ -419,7 +553,12 @@ mod tests {
             duration_s: Some(s),
             inline_score: Some(0.6),
             osl_full_run_avg: Some(400.0),
+            swe_bench_score: None,
         }
+    }
+
+    fn regions() -> Regions {
+        Regions::new(16, 1024).unwrap()
     }
 
     #[test]
@@ -427,7 +566,7 @@ mod tests {
         let qwen = gates("qwen3.6-35b-a3b").unwrap();
         let mut pts = vec![point(16, 1300.0), point(20, 1300.0)];
         let failed = |pts: &[PointRun], bands| -> Vec<String> {
-            check_gates(pts, qwen, bands)
+            check_gates(pts, &regions(), qwen, bands)
                 .into_iter()
                 .filter(|c| !c.passed)
                 .map(|c| format!("{}: {}", c.name, c.detail))
@@ -444,10 +583,16 @@ mod tests {
         pts[0].inline_score = Some(0.5585);
         pts[1].osl_full_run_avg = None;
         let f = failed(&pts, OslBands::Readme);
+        assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].contains("r16 55.85 %"), "{f:?}");
+        // A point without the block is a warning, as in the checker.
+        let all = check_gates(&pts, &regions(), qwen, OslBands::Readme);
+        let osl = all.iter().find(|c| c.name == "osl-band").unwrap();
+        assert!(osl.passed, "{osl:?}");
         assert!(
-            f[1].contains("r20 has no output_sequence_lengths_full_run"),
-            "{f:?}"
+            osl.detail
+                .contains("warning: no output_sequence_lengths_full_run at r20"),
+            "{osl:?}"
         );
         // Bounds are inclusive; a score is a fraction.
         pts[0].inline_score = Some(0.5586);
@@ -457,6 +602,7 @@ mod tests {
         assert_eq!(failed(&pts, OslBands::Checker).len(), 1);
         assert!(check_gates(
             &pts,
+            &regions(),
             gates("deepseek-v4.1-flash").unwrap(),
             OslBands::Readme
         )
@@ -470,11 +616,11 @@ mod tests {
             .into_iter()
             .map(|c| point(c, 1300.0))
             .collect();
-        let (regions, checks) = check_points(&good, 1024).unwrap();
+        let (regions, checks) = check_points(&good, 1024, 1.0).unwrap();
         assert_eq!(regions.of(20), [Region::UltraLow, Region::Low]);
         assert!(checks.iter().all(|c| c.passed), "{checks:?}");
         let failed = |points: &[PointRun], c_max| -> Vec<&'static str> {
-            check_points(points, c_max)
+            check_points(points, c_max, 1.0)
                 .unwrap()
                 .1
                 .into_iter()
@@ -493,6 +639,19 @@ mod tests {
         short[3].duration_s = Some(1199.0);
         short[0].duration_s = Some(600.0);
         assert_eq!(failed(&short, 1024), ["point-duration"]);
+        // A development check scales the minimums, and says so.
+        let (_, scaled) = check_points(&short, 1024, 0.5).unwrap();
+        let duration = scaled.iter().find(|c| c.name == "point-duration").unwrap();
+        assert!(
+            duration.passed && duration.detail.contains("scaled by 0.5"),
+            "{duration:?}"
+        );
+        short[3].duration_s = Some(599.0);
+        assert!(!check_points(&short, 1024, 0.5)
+            .unwrap()
+            .1
+            .iter()
+            .all(|c| c.passed));
         let mut renamed = good.clone();
         renamed[2].dir = "r25".into();
         assert_eq!(failed(&renamed, 1024), ["point-directories"]);
@@ -504,5 +663,52 @@ mod tests {
             failed(&good[1..], 1024),
             ["point-count", "low-medium-high-points"]
         );
+    }
+
+    /// The SWE-bench gate is the mean of the four band means: a point counts
+    /// in every band its concurrency lies in (r20 is Ultra Low and Low),
+    /// several in a band are averaged, missing bands leave the mean of the
+    /// others; warnings say which. No result at all is a warning only.
+    #[test]
+    fn the_swe_bench_gate_is_the_mean_of_band_means() {
+        let qwen = gates("qwen3.6-35b-a3b").unwrap();
+        let swe = |pts: &[PointRun]| {
+            check_gates(pts, &regions(), qwen, OslBands::Checker)
+                .into_iter()
+                .find(|c| c.name == "swe-bench-accuracy")
+                .unwrap()
+        };
+        let mut pts: Vec<PointRun> = [16, 20, 26, 60, 100, 117, 1024]
+            .into_iter()
+            .map(|c| point(c, 1300.0))
+            .collect();
+        let none = swe(&pts);
+        assert!(
+            none.passed && none.detail.starts_with("warning: no point"),
+            "{none:?}"
+        );
+        // Ultra Low {16: 0.60, 20: 0.80, 26: 0.70} -> 0.70; Low {20, 26} -> 0.75;
+        // Medium {60: 0.70}; High {1024: 0.66}: (0.70 + 0.75 + 0.70 + 0.66) / 4 = 70.25 %.
+        for (i, s) in [(0, 0.60), (1, 0.80), (2, 0.70), (3, 0.70), (6, 0.66)] {
+            pts[i].swe_bench_score = Some(s);
+        }
+        let c = swe(&pts);
+        assert!(c.passed, "{c:?}");
+        assert!(c.detail.starts_with("mean of band means 70.25 %"), "{c:?}");
+        assert!(
+            c.detail.contains("3 results in Ultra Low averaged"),
+            "{c:?}"
+        );
+        assert!(c.detail.contains("2 results in Low averaged"), "{c:?}");
+        assert!(c.detail.contains("R1 (every point) 69.20 %"), "{c:?}");
+        // Below 69 %, it fails; a missing band is a warning.
+        pts[6].swe_bench_score = None;
+        pts[3].swe_bench_score = Some(0.5);
+        let c = swe(&pts);
+        assert!(!c.passed, "{c:?}");
+        assert!(c.detail.contains("no result in High"), "{c:?}");
+        // A percentage where a fraction belongs fails.
+        pts[3].swe_bench_score = Some(70.0);
+        assert!(swe(&pts).detail.contains("outside [0, 1]"));
     }
 }

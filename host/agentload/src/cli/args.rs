@@ -76,6 +76,10 @@ pub(super) enum Command {
         /// `agentload check` run on the points.
         #[arg(long, requires = "points")]
         max_supported_concurrency: Option<u64>,
+        /// With --max-supported-concurrency: the region checks' minimum
+        /// durations multiplied by this, in [0, 1] (development runs).
+        #[arg(long, default_value_t = 1.0, requires = "max_supported_concurrency")]
+        min_duration_scale: f64,
         /// With --shards: seconds a shard may stay silent before the run
         /// fails (closed, naming the shard).
         #[arg(long, default_value_t = 10.0, requires = "shards")]
@@ -115,6 +119,10 @@ pub(super) enum Command {
         /// Which OSL bands: the checker's catalog or the reference README's.
         #[arg(long, value_enum, default_value_t = OslBandSet::Checker)]
         osl_bands: OslBandSet,
+        /// Multiply the minimum point durations (600 s / 1200 s) by this, in
+        /// [0, 1]: a development check of short runs, which it says.
+        #[arg(long, default_value_t = 1.0)]
+        min_duration_scale: f64,
     },
     /// Build data sets for tests and comparisons.
     Dataset {

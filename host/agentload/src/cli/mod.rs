@@ -132,6 +132,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             silence_timeout_s,
             points,
             max_supported_concurrency,
+            min_duration_scale,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) => RunMode::Accuracy,
@@ -167,6 +168,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                     cfg,
                     &points,
                     max_supported_concurrency,
+                    min_duration_scale,
                     &overrides,
                     require_valid,
                 )
@@ -388,6 +390,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             max_supported_concurrency,
             model,
             osl_bands,
+            min_duration_scale,
         } => {
             let gating = crate::points::Gating {
                 model: model.as_deref(),
@@ -395,6 +398,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                     args::OslBandSet::Checker => agentload_results::regions::OslBands::Checker,
                     args::OslBandSet::Readme => agentload_results::regions::OslBands::Readme,
                 },
+                duration_scale: min_duration_scale,
             };
             let (text, passed) = crate::points::check(&dir, max_supported_concurrency, gating)?;
             agentload_console::out(&text);
