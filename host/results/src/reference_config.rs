@@ -106,7 +106,10 @@ fn dataset(config: &RunConfig, phase: &PhaseConfig, performance: bool, data_dir:
     if performance {
         let mut agentic = Map::new();
         agentic.insert("turn_timeout_s".into(), json!(config.load.turn_timeout_s));
-        agentic.insert("enable_salt".into(), false.into());
+        agentic.insert(
+            "enable_salt".into(),
+            setting(Some(phase), "enable_salt").unwrap_or(Value::Bool(false)),
+        );
         agentic.insert(
             "inject_tool_delay".into(),
             setting(Some(phase), "inject_tool_delay").unwrap_or(Value::Bool(false)),
@@ -397,6 +400,23 @@ mod tests {
         );
         assert_eq!(s["client"]["transport"]["type"], "zmq");
         assert_eq!(keys(&v["endpoint_config"]), ["endpoints", "api_type"]);
+    }
+
+    /// The datacenter preset's agentic block: salts and delays as
+    /// configured (`enable_salt` was once written false whatever the config
+    /// said), 613 trajectories, its turn timeout.
+    #[test]
+    fn the_datacenter_preset_has_its_agentic_flags() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../configs/datacenter-qwen3.6-35b-a3b.toml");
+        let config = RunConfig::load(&path).unwrap();
+        let v = reference_config(&config, false, Path::new("data"), Path::new("o"));
+        assert_eq!(
+            v["datasets"][0]["agentic_inference"],
+            json!({"turn_timeout_s": 14400.0, "enable_salt": true, "inject_tool_delay": true,
+                   "routing_headers": ["X-Session-ID"], "num_trajectories_to_issue": 613,
+                   "stop_issuing_on_first_user_complete": false})
+        );
     }
 
     #[test]

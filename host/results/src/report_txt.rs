@@ -59,7 +59,9 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
         let _ = writeln!(
             out,
             "flagged: {} turns failed; the reference counts them as completed too, so the \
-             Endpoints checker's completed + failed == issued check fails on this run",
+             Endpoints checker's accounting check fails on this run where it reads completed + \
+             failed == issued (policy 2026-10-C1 @131fe1b2; @65996db4 reads completed == issued, \
+             which holds)",
             summary.n_samples_failed
         );
     }
