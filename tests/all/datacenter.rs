@@ -474,6 +474,65 @@ async fn a_seven_point_sweep_passes_check_and_a_set_without_medium_fails() {
         text(&real)
     );
 
+    // point.yaml per point: what the runs recorded plus the disclosures;
+    // a required disclosure nobody gave is refused by name.
+    let refused = agentload(
+        &[
+            "point-yaml",
+            full.to_str().unwrap(),
+            "--max-supported-concurrency",
+            "64",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("point.yaml needs division, model_name, model_precision"),
+        "{}",
+        text(&refused)
+    );
+    let disclosure = dir.path().join("disclosure.toml");
+    std::fs::write(
+        &disclosure,
+        "division = \"Standardized\"\nmodel_name = \"qwen3_6-35b-a3b\"\n\
+         model_precision = \"bf16\"\nlink_to_model = \"https://example.org/m\"\n\
+         dataset_type = \"performance\"\ndataset_link = \"https://example.org/d\"\n\
+         shared_src = \"src/agentload\"\nshared_docs = \"docs\"\nseed_set = \"A\"\n\
+         target_cohort = \"2026-10-C1\"\n[checkpoint]\nrepository = \"Qwen/Qwen3.6-35B-A3B\"\n",
+    )
+    .unwrap();
+    let wrote = agentload(
+        &[
+            "point-yaml",
+            full.to_str().unwrap(),
+            "--max-supported-concurrency",
+            "64",
+            "--disclosure",
+            disclosure.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(wrote.status.success(), "{}", text(&wrote));
+    let yaml = std::fs::read_to_string(full.join("r4/point.yaml")).unwrap();
+    for line in [
+        "concurrency: 4",
+        "region: low_concurrency",
+        "dataset: agentic_coding_2.5h",
+        "load_pattern: agentic_inference",
+        "num_trajectories_to_issue: 2",
+        "max_supported_concurrency: 64",
+        "eval_method: agentic_inference_inline",
+        "division: Standardized",
+        "repository: Qwen/Qwen3.6-35B-A3B",
+    ] {
+        assert!(yaml.contains(line), "{line} not in\n{yaml}");
+    }
+    assert!(std::fs::read_to_string(full.join("r1/point.yaml"))
+        .unwrap()
+        .contains("region: low_latency"));
+
     let partial = dir.path().join("no-medium");
     run_ok(&config, &partial, &["--points", "3,5"], dir.path()).await;
     for c in [1, 2, 4, 32, 64] {

@@ -28,6 +28,7 @@ pub mod bench;
 pub mod cli;
 pub mod endpoint;
 pub mod grants;
+pub mod point_yaml;
 pub mod points;
 pub mod rescore;
 pub mod resume;

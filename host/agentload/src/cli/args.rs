@@ -124,6 +124,23 @@ pub(super) enum Command {
         #[arg(long, default_value_t = 1.0)]
         min_duration_scale: f64,
     },
+    /// Write each datacenter point's point.yaml (DIR/r<C>/point.yaml): what
+    /// the runs recorded, and the submitter's declarations from a TOML file
+    /// (division, model_precision, link_to_model, dataset_type, dataset_link,
+    /// shared_src, shared_docs, seed_set, target_cohort, checkpoint, ...).
+    PointYaml {
+        /// The directory holding the r<C> points (agentload run directories).
+        dir: PathBuf,
+        /// The declared max_supported_concurrency (C_max).
+        #[arg(long)]
+        max_supported_concurrency: u64,
+        /// TOML whose top-level keys are point.yaml keys.
+        #[arg(long)]
+        disclosure: Option<PathBuf>,
+        /// Write required fields nobody gave as null instead of refusing.
+        #[arg(long)]
+        draft: bool,
+    },
     /// Build data sets for tests and comparisons.
     Dataset {
         #[command(subcommand)]

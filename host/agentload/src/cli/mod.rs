@@ -404,6 +404,29 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agentload_console::out(&text);
             Ok(if passed { exit::SUCCESS } else { exit::INVALID })
         }
+        Command::PointYaml {
+            dir,
+            max_supported_concurrency,
+            disclosure,
+            draft,
+        } => {
+            let disclosure = match &disclosure {
+                Some(path) => crate::point_yaml::read_disclosure(path)?,
+                None => Default::default(),
+            };
+            let written =
+                crate::point_yaml::write(&dir, max_supported_concurrency, &disclosure, draft)?;
+            let mut text = String::new();
+            for path in written {
+                text.push_str(&format!(
+                    "{}
+",
+                    path.display()
+                ));
+            }
+            agentload_console::out(&text);
+            Ok(exit::SUCCESS)
+        }
         Command::Dataset {
             command:
                 DatasetCommand::Datacenter {
