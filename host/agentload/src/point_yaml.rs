@@ -175,11 +175,8 @@ fn point(
 
 /// The model's name in the checker's catalog, from the datacenter ruleset.
 fn catalog_model(rules: Option<&str>) -> Option<&'static str> {
-    match rules? {
-        "mlperf-datacenter-agentic-v1.0-qwen3.6" => Some("qwen3_6-35b-a3b"),
-        "mlperf-datacenter-agentic-v1.0-kimi-k3" => Some("kimi-k3"),
-        _ => None,
-    }
+    let model = crate::points::model_of_rules(rules)?;
+    agentload_results::regions::gates(model).map(|g| g.catalog)
 }
 
 /// `accuracy.inline` (the inline scorer's method and score) and

@@ -150,6 +150,8 @@ pub struct PointRun {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Gates {
     pub model: &'static str,
+    /// The model's name in the checker's catalog (`point.yaml` `model_name`).
+    pub catalog: &'static str,
     /// Inline score × 100 at least this, per point.
     pub inline_min_pct: f64,
     /// The OSL per-turn mean band of the reference's README (E), inclusive.
@@ -164,6 +166,7 @@ pub struct Gates {
 pub const GATES: [Gates; 3] = [
     Gates {
         model: "kimi-k3",
+        catalog: "kimi-k3",
         inline_min_pct: 58.32,
         osl_band_readme: Some((390.0, 475.0)),
         osl_band_checker: (425.0, 520.0),
@@ -171,6 +174,7 @@ pub const GATES: [Gates; 3] = [
     },
     Gates {
         model: "qwen3.6-35b-a3b",
+        catalog: "qwen3_6-35b-a3b",
         inline_min_pct: 55.86,
         osl_band_readme: Some((355.0, 434.0)),
         osl_band_checker: (344.0, 422.0),
@@ -178,6 +182,7 @@ pub const GATES: [Gates; 3] = [
     },
     Gates {
         model: "deepseek-v4.1-flash",
+        catalog: "deepseek-v4_1-flash",
         inline_min_pct: 52.36,
         osl_band_readme: None,
         osl_band_checker: (793.0, 970.0),
@@ -194,9 +199,11 @@ pub enum OslBands {
     Readme,
 }
 
-/// A model's gates by name (as in [`GATES`]).
+/// A model's gates by name or catalog name (as in [`GATES`]).
 pub fn gates(model: &str) -> Option<&'static Gates> {
-    GATES.iter().find(|g| g.model == model)
+    GATES
+        .iter()
+        .find(|g| g.model == model || g.catalog == model)
 }
 
 /// The accuracy gates of the 2026-10-C1 curve checks: per point the inline

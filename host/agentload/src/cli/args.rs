@@ -111,9 +111,10 @@ pub(super) enum Command {
         /// The declared max_supported_concurrency (C_max, above 32).
         #[arg(long)]
         max_supported_concurrency: u64,
-        /// Also gate each point's inline score and full-run OSL mean by
-        /// this model's published thresholds (kimi-k3, qwen3.6-35b-a3b,
-        /// deepseek-v4.1-flash).
+        /// Also gate the points' inline scores, full-run OSL means and
+        /// SWE-bench mean by this model's published thresholds (kimi-k3,
+        /// qwen3.6-35b-a3b, deepseek-v4.1-flash, or the catalog's
+        /// qwen3_6-35b-a3b, deepseek-v4_1-flash).
         #[arg(long)]
         model: Option<String>,
         /// Which OSL bands: the checker's catalog or the reference README's.
