@@ -232,3 +232,98 @@ async fn a_configured_template_and_the_server_source() {
     );
     sim.shutdown().await;
 }
+
+/// A model's own Hugging Face `tokenizer.json` (`model.tokenizer = PATH`)
+/// counts through the `tokenizers` crate, rendered with the
+/// `chat_template` of the `tokenizer_config.json` beside it. The test's
+/// tokenizer makes every character one token and its template renders the
+/// contents only, so the first turn's ISL is the characters of the system
+/// prompt and the first user message. `config.yaml` names the folder as
+/// the reference's `tokenizer_name`. A missing file, and a folder without a
+/// template, are refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_tokenizer_json_counts_with_its_own_template() {
+    let sim = oracle().await;
+    let dir = scratch("tokenizer-json");
+    let model = dir.path().join("model");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(
+        model.join("tokenizer.json"),
+        serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(?s)."},
+                              "behavior": "Isolated", "invert": false},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let template = "{% for m in messages %}{{ m.content }}{% endfor %}";
+    std::fs::write(
+        model.join("tokenizer_config.json"),
+        serde_json::json!({"chat_template": template}).to_string(),
+    )
+    .unwrap();
+    let path = edge_config(
+        dir.path(),
+        &sim.url(),
+        &format!("conversations = [\"{CONV}\"]"),
+        "",
+    );
+    let cfg = std::fs::read_to_string(&path).unwrap().replace(
+        "tokenizer = \"none\"",
+        "tokenizer = \"model/tokenizer.json\"",
+    );
+    std::fs::write(&path, &cfg).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&path, &out, &[], dir.path()).await;
+    let summary = json(&out.join("performance/result_summary.json"));
+    let extra = &summary["agentload"];
+    assert_eq!(extra["token_count_source"], "local", "{extra}");
+    let sha = agentload_tokenizer::ChatTemplate::new(template).unwrap();
+    assert_eq!(extra["token_counts"]["chat_template_sha256"], sha.sha256());
+    let rows: Vec<Value> = std::fs::read_to_string(trajectories())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["conversation_id"] == CONV)
+        .collect();
+    let chars = |v: &Value| v.as_str().unwrap_or("").chars().count() as u64;
+    let first = chars(&rows[0]["system"]) + chars(&rows[0]["content"]);
+    assert_eq!(local_isls(&out)[0], first);
+    let yaml = std::fs::read_to_string(out.join("config.yaml")).unwrap();
+    assert!(yaml.contains("tokenizer_name: model"), "{yaml}");
+
+    std::fs::remove_file(model.join("tokenizer_config.json")).unwrap();
+    let run = agentload(
+        &["run", path.to_str().unwrap(), "--out", "out2"],
+        dir.path(),
+    )
+    .await;
+    assert!(!run.status.success());
+    assert!(
+        text(&run).contains("model.chat_template: not set")
+            && text(&run).contains("tokenizer_config.json"),
+        "{}",
+        text(&run)
+    );
+    std::fs::write(
+        &path,
+        cfg.replace("model/tokenizer.json", "nowhere/tokenizer.json"),
+    )
+    .unwrap();
+    let run = agentload(
+        &["run", path.to_str().unwrap(), "--out", "out3"],
+        dir.path(),
+    )
+    .await;
+    assert!(!run.status.success());
+    assert!(
+        text(&run).contains("model.tokenizer: no file nowhere/tokenizer.json"),
+        "{}",
+        text(&run)
+    );
+    sim.shutdown().await;
+}

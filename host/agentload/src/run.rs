@@ -27,7 +27,7 @@ use agentload_plugin_host::{
 use agentload_results::sessions::SessionTurn;
 use agentload_results::{run_dir, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 use agentload_telemetry::{PowerSource, Telemetry, TelemetrySummary};
-use agentload_tokenizer::{ChatTemplate, QwenTokenizer};
+use agentload_tokenizer::{ChatTemplate, QwenTokenizer, Tokenizer};
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -1207,16 +1207,37 @@ fn load_counter(
         .map(|path| agentload_engine::tokens::load_template(path, data_dir))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let with_template =
-        |tokenizer: Arc<QwenTokenizer>, template: Option<ChatTemplate>| match template {
-            Some(template) => tokenizer
-                .with_template(template)
-                .map(Arc::new)
-                .map_err(|e| format!("model.chat_template: {e}")),
-            None => Ok(tokenizer),
+    if config.model.tokenizer != "qwen3.6" {
+        // A model's own tokenizer.json: checked now, loaded when counting starts.
+        let path =
+            agentload_engine::tokens::model_file(Path::new(&config.model.tokenizer), data_dir);
+        anyhow::ensure!(
+            path.is_file(),
+            "model.tokenizer: no file {} (looked in the working directory and {})",
+            config.model.tokenizer,
+            data_dir.display()
+        );
+        let template = match template {
+            Some(t) => t,
+            None => agentload_engine::tokens::template_beside(&path).map_err(anyhow::Error::msg)?,
         };
-    if let Some(tokenizer) = loaded {
-        let tokenizer = with_template(tokenizer, template).map_err(anyhow::Error::msg)?;
+        let sha = template.sha256().to_owned();
+        return Ok(Some(Arc::new(LocalCounter::lazy(sha, move || {
+            Tokenizer::hugging_face(&path, template)
+                .map(Arc::new)
+                .map_err(|e| format!("model.tokenizer: {e}"))
+        }))));
+    }
+    let with_template = |tokenizer: Tokenizer, template: Option<ChatTemplate>| match template {
+        Some(template) => tokenizer
+            .with_template(template)
+            .map(Arc::new)
+            .map_err(|e| format!("model.chat_template: {e}")),
+        None => Ok(Arc::new(tokenizer)),
+    };
+    if let Some(vocab) = loaded {
+        let tokenizer =
+            with_template(Tokenizer::qwen(vocab), template).map_err(anyhow::Error::msg)?;
         return Ok(Some(Arc::new(LocalCounter::new(tokenizer))));
     }
     // The vocabulary loads when the first phase ends (counting never runs beside a stream),
@@ -1233,7 +1254,7 @@ fn load_counter(
         |t| t.sha256().to_owned(),
     );
     Ok(Some(Arc::new(LocalCounter::lazy(sha, move || {
-        let tokenizer = QwenTokenizer::load(&path).map_err(|e| e.to_string())?;
-        with_template(Arc::new(tokenizer), template)
+        let vocab = QwenTokenizer::load(&path).map_err(|e| e.to_string())?;
+        with_template(Tokenizer::qwen(Arc::new(vocab)), template)
     }))))
 }

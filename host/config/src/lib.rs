@@ -108,7 +108,10 @@ pub enum RunKind {
 pub struct ModelConfig {
     /// Sent as `model`.
     pub name: String,
-    /// Tokenizer for local counts (`qwen3.6`, or `none`).
+    /// Tokenizer for local counts: `qwen3.6` (built in), a model's Hugging
+    /// Face `tokenizer.json` (a file, looked up as `chat_template` is; its
+    /// chat template is `chat_template`, else the `chat_template` of the
+    /// `tokenizer_config.json` beside it), or `none`.
     #[serde(default = "default_tokenizer")]
     pub tokenizer: String,
     /// The model's Jinja chat template for local counts (a file; relative
@@ -449,10 +452,12 @@ impl RunConfig {
                 ));
             }
         }
-        if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none") {
+        if !matches!(self.model.tokenizer.as_str(), "qwen3.6" | "none")
+            && !self.model.tokenizer.ends_with(".json")
+        {
             return Err(invalid(
                 "model.tokenizer",
-                "must be \"qwen3.6\" or \"none\"",
+                "must be \"qwen3.6\", \"none\" or a Hugging Face tokenizer.json file",
             ));
         }
         if self.model.tokenizer == "none" {
@@ -779,6 +784,21 @@ url = "http://127.0.0.1:1"
             .unwrap_err()
             .to_string();
         assert!(err.contains("model.chat_template"), "{err}");
+        // A model's own tokenizer.json, or nothing else.
+        let json = MINIMAL.replace(
+            "name = \"m\"",
+            "name = \"m\"\ntokenizer = \"models/k3/tokenizer.json\"",
+        );
+        let c = RunConfig::parse(Path::new("t.toml"), &json).unwrap();
+        assert_eq!(c.model.token_source(), TokenSource::Local);
+        let other = json.replace("tokenizer.json", "tokenizer.model");
+        let err = RunConfig::parse(Path::new("t.toml"), &other)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("model.tokenizer") && err.contains("tokenizer.json"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -294,7 +294,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("turns.tokens.jsonl");
         let mut worker = CountWorker::start(
-            Arc::new(LocalCounter::new(Arc::new(tokenizer))),
+            Arc::new(LocalCounter::new(Arc::new(
+                agentload_tokenizer::Tokenizer::qwen(Arc::new(tokenizer)),
+            ))),
             &out,
             Durability::Write,
         )

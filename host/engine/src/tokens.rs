@@ -1,12 +1,14 @@
-//! Local token counts with the Qwen3.6 tokenizer and the model's chat
-//! template, as the reference counts (the default source of ISL, OSL, TPOT
+//! Local token counts with the Qwen3.6 tokenizer or a model's Hugging Face
+//! `tokenizer.json`, and the model's chat template, as the reference counts (the default source of ISL, OSL, TPOT
 //! and `tps`, and the check on the server's `usage`). Counting happens when
 //! a phase ends, never beside a stream; the vocabulary (~100 ms to load) loads
 //! then, not at start-up ([`LocalCounter::lazy`]).
 
 use crate::LocalTokens;
 use agentload_client::Assembled;
-use agentload_tokenizer::{ChatOptions, ChatTemplate, QwenTokenizer, TIKTOKEN_RELATIVE_PATH};
+use agentload_tokenizer::{
+    ChatOptions, ChatTemplate, QwenTokenizer, Tokenizer, TIKTOKEN_RELATIVE_PATH,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -36,15 +38,20 @@ pub fn find_qwen(data_dir: &Path) -> Result<PathBuf, String> {
     Ok(path.clone())
 }
 
-/// Reads and compiles a model's chat template file (`model.chat_template`):
-/// an absolute path, else relative to the working directory, else to the
-/// data directory. Errors name the file.
-pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, String> {
-    let found = if path.is_absolute() || path.is_file() {
+/// A model file named in the config: an absolute path, else relative to
+/// the working directory, else to the data directory.
+pub fn model_file(path: &Path, data_dir: &Path) -> PathBuf {
+    if path.is_absolute() || path.is_file() {
         path.to_path_buf()
     } else {
         data_dir.join(path)
-    };
+    }
+}
+
+/// Reads and compiles a model's chat template file (`model.chat_template`,
+/// found as [`model_file`] finds it). Errors name the file.
+pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, String> {
+    let found = model_file(path, data_dir);
     let source = std::fs::read_to_string(&found).map_err(|e| {
         format!(
             "model.chat_template: cannot read {} (looked in the working directory and {}): {e}",
@@ -55,20 +62,49 @@ pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, Strin
     ChatTemplate::new(source).map_err(|e| format!("model.chat_template {}: {e}", found.display()))
 }
 
+/// The chat template a Hugging Face model ships beside its `tokenizer.json`:
+/// `chat_template` of the `tokenizer_config.json` in the same folder (a
+/// string, or a list of `{name, template}` of which `default` is taken).
+/// Errors say what to set instead.
+pub fn template_beside(tokenizer_json: &Path) -> Result<ChatTemplate, String> {
+    let config = tokenizer_json.with_file_name("tokenizer_config.json");
+    let unset = |why: String| {
+        format!(
+            "model.chat_template: not set, and {why}; set model.chat_template to the model's \
+             Jinja template file"
+        )
+    };
+    let text = std::fs::read_to_string(&config)
+        .map_err(|e| unset(format!("{} cannot be read ({e})", config.display())))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| unset(format!("{} is not JSON ({e})", config.display())))?;
+    let source = match &v["chat_template"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(named) => named
+            .iter()
+            .find(|t| t["name"] == "default")
+            .and_then(|t| t["template"].as_str())
+            .map(str::to_owned),
+        _ => None,
+    }
+    .ok_or_else(|| unset(format!("{} has no chat_template", config.display())))?;
+    ChatTemplate::new(source).map_err(|e| format!("the chat_template of {}: {e}", config.display()))
+}
+
 /// Makes the tokenizer on first use.
-type Loader = Box<dyn FnOnce() -> Result<Arc<QwenTokenizer>, String> + Send>;
+type Loader = Box<dyn FnOnce() -> Result<Arc<Tokenizer>, String> + Send>;
 
 /// Counts prompt and completion tokens the way the reference does.
 pub struct LocalCounter {
     template_sha256: String,
-    tokenizer: OnceLock<Result<Arc<QwenTokenizer>, String>>,
+    tokenizer: OnceLock<Result<Arc<Tokenizer>, String>>,
     loader: Mutex<Option<Loader>>,
 }
 
 impl LocalCounter {
     /// A counter over a loaded vocabulary and its chat template (see
-    /// [`load_qwen`], [`QwenTokenizer::with_template`]).
-    pub fn new(tokenizer: Arc<QwenTokenizer>) -> Self {
+    /// [`load_qwen`], [`Tokenizer::with_template`]).
+    pub fn new(tokenizer: Arc<Tokenizer>) -> Self {
         Self {
             template_sha256: tokenizer.template().sha256().to_owned(),
             tokenizer: OnceLock::from(Ok(tokenizer)),
@@ -80,7 +116,7 @@ impl LocalCounter {
     /// with the template of sha256 `template_sha256`.
     pub fn lazy(
         template_sha256: String,
-        load: impl FnOnce() -> Result<Arc<QwenTokenizer>, String> + Send + 'static,
+        load: impl FnOnce() -> Result<Arc<Tokenizer>, String> + Send + 'static,
     ) -> Self {
         Self {
             template_sha256,
@@ -95,7 +131,7 @@ impl LocalCounter {
     }
 
     /// Loads the tokenizer now, if it is not yet; the load's error, if it failed.
-    pub fn load(&self) -> Result<&QwenTokenizer, &str> {
+    pub fn load(&self) -> Result<&Tokenizer, &str> {
         let loaded = self.tokenizer.get_or_init(|| {
             let load = self.loader.lock().expect("loader lock").take();
             load.map_or_else(|| Err("no tokenizer".to_owned()), |load| load())

@@ -21,10 +21,17 @@ use std::path::Path;
 const HEADER: &str = "# Written by agentload: this run in the reference's config schema \
 (mlcommons/endpoints BenchmarkConfig).\n# agentload's own resolved config is config.toml.\n";
 
-/// The Hugging Face id of a tokenizer agentload counts with.
-fn tokenizer_name(tokenizer: &str) -> Option<&'static str> {
+/// The Hugging Face id of a tokenizer agentload counts with, or for a
+/// `tokenizer.json` the folder holding it (what `from_pretrained` loads).
+fn tokenizer_name(tokenizer: &str) -> Option<String> {
     match tokenizer {
-        "qwen3.6" => Some("Qwen/Qwen3.6-27B"),
+        "qwen3.6" => Some("Qwen/Qwen3.6-27B".into()),
+        json if json.ends_with(".json") => Some(
+            Path::new(json)
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| ".".into(), |p| p.display().to_string()),
+        ),
         _ => None,
     }
 }

