@@ -45,6 +45,9 @@ struct ClientTurn {
     /// That assistant row's `intent_codes` as recorded (workflow
     /// conversations' ground truth), when it has them.
     expected_intent_codes: Option<String>,
+    /// An assistant row follows this client row (the reference scores, and
+    /// counts as issued, only such turns).
+    answer_row: bool,
 }
 
 impl ConversationReplay {
@@ -96,7 +99,7 @@ impl ConversationReplay {
                 Some(seconds) if settings.inject_tool_delay => (seconds * 1000.0).round() as u64,
                 _ => 0,
             };
-            let (assistant_turn, expected_tool_calls, expected_intent_codes) =
+            let (assistant_turn, expected_tool_calls, expected_intent_codes, answer_row) =
                 match rows.get(index + 1) {
                     Some(Row {
                         turn,
@@ -107,8 +110,13 @@ impl ConversationReplay {
                                 ..
                             },
                         ..
-                    }) => (*turn, tool_calls_json.clone(), intent_codes_json.clone()),
-                    _ => (row.turn.saturating_add(1), "[]".to_owned(), None),
+                    }) => (
+                        *turn,
+                        tool_calls_json.clone(),
+                        intent_codes_json.clone(),
+                        true,
+                    ),
+                    _ => (row.turn.saturating_add(1), "[]".to_owned(), None, false),
                 };
             turns.push(ClientTurn {
                 turn: row.turn,
@@ -126,6 +134,7 @@ impl ConversationReplay {
                 assistant_turn,
                 expected_tool_calls,
                 expected_intent_codes,
+                answer_row,
             });
         }
         Self {
@@ -183,8 +192,9 @@ impl ConversationReplay {
 impl ClientTurn {
     /// The scorer's view of the turn: the conversation, the pass, the
     /// recorded assistant row's turn and tool calls, and its `intent_codes`
-    /// when it has them (the key is left out otherwise, so a coding turn's
-    /// JSON is what it was before workflow conversations were scored).
+    /// when it has them; `"answer_row":false` when no assistant row follows.
+    /// Both keys are left out otherwise, so a coding turn's JSON is what it
+    /// was before they existed.
     fn expected_json(&self, id_json: &str, repeat: u32) -> String {
         let mut json = format!(
             "{{\"conversation_id\":{id_json},\"repeat\":{repeat},\"assistant_turn\":{},\"tool_calls\":{}",
@@ -193,6 +203,9 @@ impl ClientTurn {
         if let Some(codes) = &self.expected_intent_codes {
             json.push_str(",\"intent_codes\":");
             json.push_str(codes);
+        }
+        if !self.answer_row {
+            json.push_str(",\"answer_row\":false");
         }
         json.push('}');
         json
@@ -509,7 +522,7 @@ mod tests {
         assert_eq!((last.turn, last.item_id.as_str()), (3, "a/4"));
         assert_eq!(
             last.expected_json,
-            r#"{"conversation_id":"a","repeat":0,"assistant_turn":4,"tool_calls":[]}"#
+            r#"{"conversation_id":"a","repeat":0,"assistant_turn":4,"tool_calls":[],"answer_row":false}"#
         );
     }
 

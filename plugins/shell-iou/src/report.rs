@@ -7,9 +7,10 @@
 //! once per dataset turn, and the text laid out as `json.dumps(result,
 //! indent=2)` writes it.
 //!
-//! The `turns` counts follow the reference: `issued` counts every item,
-//! while `expected`, `observed` and `missing` count scorable turns only (a
-//! turn without ground truth is neither expected nor missing).
+//! The `turns` counts follow the reference: `issued` counts every item an
+//! assistant row follows (the reference pairs no other), while `expected`,
+//! `observed` and `missing` count scorable turns only (a turn without
+//! ground truth is neither expected nor missing).
 
 use std::collections::BTreeSet;
 
@@ -34,8 +35,11 @@ pub struct Scores {
 /// Aggregates the turns of a run (any order). Fails when two turns share a
 /// conversation, repeat and assistant turn.
 pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
+    // Turns no assistant row follows are in no count (the reference never
+    // pairs them with ground truth).
+    let turns: Vec<&Turn> = turns.iter().filter(|t| t.answer_row).collect();
     let mut keys = BTreeSet::new();
-    for turn in turns {
+    for turn in &turns {
         if !keys.insert((&turn.conversation_id, turn.repeat, turn.assistant_turn)) {
             return Err(format!(
                 "turn {} of {:?} (repeat {}) was given twice",
@@ -44,7 +48,11 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
         }
     }
 
-    let mut scored: Vec<&Turn> = turns.iter().filter(|t| t.exclusion().is_none()).collect();
+    let mut scored: Vec<&Turn> = turns
+        .iter()
+        .copied()
+        .filter(|t| t.exclusion().is_none())
+        .collect();
     scored.sort_by(|a, b| {
         (&a.conversation_id, a.repeat, a.assistant_turn).cmp(&(
             &b.conversation_id,
@@ -86,7 +94,7 @@ pub fn scores(turns: &[Turn]) -> Result<Scores, String> {
         "per_turn".into(),
         scored.iter().map(|t| per_turn_row(t)).collect(),
     );
-    let excluded = excluded_turns(turns);
+    let excluded = excluded_turns(&turns);
     if !excluded.is_empty() {
         result.insert("excluded_turns".into(), Value::Array(excluded));
     }
@@ -128,7 +136,7 @@ fn per_turn_row(turn: &Turn) -> Value {
 
 /// Excluded dataset turns, once each whatever the repeat, sorted by
 /// (conversation, turn), in the reference's shape.
-fn excluded_turns(turns: &[Turn]) -> Vec<Value> {
+fn excluded_turns(turns: &[&Turn]) -> Vec<Value> {
     let excluded: BTreeSet<(&str, u64, &str)> = turns
         .iter()
         .filter(|t| t.exclusion().is_some())
@@ -170,6 +178,7 @@ mod tests {
                 model_actions: model.map(owned).unwrap_or_default(),
             },
             missing: model.is_none(),
+            answer_row: true,
         }
     }
 
@@ -185,6 +194,7 @@ mod tests {
                 model_intent: model.flatten().map(str::to_owned),
             },
             missing: model.is_none(),
+            answer_row: true,
         }
     }
 
@@ -404,5 +414,20 @@ mod tests {
             json!([{"conversation_id": "sim_1", "turn": 4, "domain": "workflow",
                     "exclude_reason": "no ground truth"}])
         );
+    }
+
+    /// A client row no assistant row follows is in no count: not issued,
+    /// not excluded (the reference never pairs it).
+    #[test]
+    fn turns_without_an_answer_row_count_nowhere() {
+        let mut last = turn("a", 0, 4, &[], None);
+        last.answer_row = false;
+        let turns = [turn("a", 0, 2, &["ls"], Some(&["ls"])), last];
+        let v: Value = serde_json::from_str(&scores(&turns).unwrap().json).unwrap();
+        assert_eq!(
+            v["turns"],
+            json!({"issued": 1, "expected": 1, "observed": 1, "missing": 0, "scored": 1})
+        );
+        assert!(v.get("excluded_turns").is_none(), "{v}");
     }
 }

@@ -14,6 +14,14 @@ use crate::intent;
 /// Why a turn without ground truth is excluded (the reference's words).
 pub const NO_GROUND_TRUTH: &str = "no ground truth";
 
+/// Why a turn no assistant row follows is left out of the report (the
+/// reference never pairs it, so counts it nowhere, not even as issued).
+pub const NO_ANSWER_ROW: &str = "no recorded assistant row";
+
+fn yes() -> bool {
+    true
+}
+
 /// The `expected-json` the `coding-replay` workload attaches to each turn.
 #[derive(Deserialize)]
 struct Expected {
@@ -23,6 +31,8 @@ struct Expected {
     tool_calls: Vec<Value>,
     #[serde(default)]
     intent_codes: Option<Value>,
+    #[serde(default = "yes")]
+    answer_row: bool,
 }
 
 /// What the model answered, as far as scoring reads it.
@@ -62,6 +72,9 @@ pub struct Turn {
     pub truth: Truth,
     /// The turn was expected but never answered.
     pub missing: bool,
+    /// An assistant row follows the turn's client row in the data set;
+    /// without one the turn is in no count of the report.
+    pub answer_row: bool,
 }
 
 impl Turn {
@@ -92,6 +105,7 @@ impl Turn {
             assistant_turn: expected.assistant_turn,
             truth,
             missing,
+            answer_row: expected.answer_row,
         })
     }
 
@@ -104,6 +118,8 @@ impl Turn {
             conversation_id: String,
             repeat: u64,
             assistant_turn: u64,
+            #[serde(default = "yes")]
+            answer_row: bool,
         }
         #[derive(Deserialize)]
         struct Coding {
@@ -143,6 +159,7 @@ impl Turn {
             assistant_turn: key.assistant_turn,
             truth,
             missing,
+            answer_row: key.answer_row,
         })
     }
 
@@ -154,8 +171,12 @@ impl Turn {
         }
     }
 
-    /// The exclusion reason, when the ground truth has nothing to score.
+    /// The exclusion reason, when there is nothing to score: no assistant
+    /// row, or a ground truth without actions or codes.
     pub fn exclusion(&self) -> Option<&'static str> {
+        if !self.answer_row {
+            return Some(NO_ANSWER_ROW);
+        }
         let empty = match &self.truth {
             Truth::Coding { gt_actions, .. } => gt_actions.is_empty(),
             Truth::Workflow { gt_intents, .. } => gt_intents.is_empty(),
