@@ -71,6 +71,16 @@ async fn reference_salts_keep_reuse_within_an_instance_and_none_across_passes() 
     sim.shutdown().await;
 }
 
+/// Runs a (changed) preset's `config` text in `dir` against `url`, its
+/// performance phase only; returns the run directory.
+async fn run_preset(dir: &std::path::Path, config: &str, url: &str) -> std::path::PathBuf {
+    let cfg = dir.join("qwen.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = dir.join("out");
+    run_ok(&cfg, &out, &["--endpoint", url, "--mode", "perf"], dir).await;
+    out
+}
+
 /// The shipped Qwen preset, shortened to two edge conversations: a
 /// development run goes on, lists its deviations, and writes the point
 /// metrics the submission checker reads back with its own formulas.
@@ -93,24 +103,18 @@ async fn the_qwen_preset_runs_in_development_with_its_point_metrics() {
         ),
         ("tokenizer = \"qwen3.6\"", "tokenizer = \"none\""),
         ("inject_tool_delay = true", "inject_tool_delay = false"),
+        // The OSL checks below read the server's usage.
+        ("include_usage = false", "include_usage = true"),
     ] {
         assert!(config.contains(from), "the preset changed: {from}");
         config = config.replace(from, to);
     }
-    let cfg = dir.path().join("qwen.toml");
-    std::fs::write(&cfg, config).unwrap();
-    let out = dir.path().join("out");
-    run_ok(
-        &cfg,
-        &out,
-        &["--endpoint", &sim.url(), "--mode", "perf"],
-        dir.path(),
-    )
-    .await;
+    let out = run_preset(dir.path(), &config, &sim.url()).await;
     let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
     for key in [
         "performance.settings.num_trajectories_to_issue",
         "performance.settings.inject_tool_delay",
+        "endpoint.include_usage",
     ] {
         assert!(report.contains(key), "{key} not in\n{report}");
     }
@@ -219,16 +223,7 @@ async fn the_inline_scorer_scores_coding_and_workflow_turns() {
     );
     config = config.replace("tokenizer = \"qwen3.6\"", "tokenizer = \"none\"");
     config.insert_str(0, &format!("data_dir = {:?}\n", dir.path().join("data")));
-    let cfg = dir.path().join("qwen.toml");
-    std::fs::write(&cfg, config).unwrap();
-    let out = dir.path().join("out");
-    run_ok(
-        &cfg,
-        &out,
-        &["--endpoint", &sim.url(), "--mode", "perf"],
-        dir.path(),
-    )
-    .await;
+    let out = run_preset(dir.path(), &config, &sim.url()).await;
     let scores = json(&out.join("scores.json"));
     let domains = &scores["domains"];
     assert_eq!(domains["coding"]["score"], 1.0, "{domains}");

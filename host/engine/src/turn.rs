@@ -20,11 +20,11 @@ pub struct TurnSender {
     pub segment: u32,
 }
 
-/// A sent turn: its record, and for an answered turn what local token
-/// counting needs.
+/// A sent turn: its record, and for a turn that reached the server (answered
+/// or failed) what local token counting needs.
 pub struct Sent {
     pub record: TurnRecord,
-    /// The request body as sent, and the answer.
+    /// The request body as sent, and the answer (empty for a failed turn).
     pub answered: Option<(RequestBody, Assembled)>,
 }
 
@@ -102,9 +102,11 @@ impl TurnSender {
             Err(e) => {
                 record.status = TurnStatus::Failed;
                 record.error = Some(e.to_string());
+                // The reference counts a failed turn's prompt too (its ISL
+                // is taken at ISSUED); the empty answer counts 0.
                 Sent {
                     record,
-                    answered: None,
+                    answered: Some((sent, Assembled::default())),
                 }
             }
         }

@@ -90,21 +90,39 @@ pub fn accuracy_entry(report: &Value, records: &[TurnRecord]) -> Option<Value> {
 }
 
 /// The performance phase's inline entry: the inline scorer's score over the
-/// phase's turns (`unit_samples` the planned turns, `total_samples` the
-/// issued ones).
+/// phase's turns. As the reference: `unit_samples` is the data set's client
+/// turns (one pass: each conversation's turns once, whatever the repeats),
+/// `total_samples` the phase's issued turns, those skipped after a failure
+/// included (the reference issues them).
 pub fn performance_entry(score: f64, records: &[TurnRecord]) -> Value {
+    let one_pass: std::collections::BTreeSet<(&str, u32)> = records
+        .iter()
+        .map(|r| (base_conversation(&r.session_id), r.turn))
+        .collect();
+    let issued = records
+        .iter()
+        .filter(|r| r.issued_ns.is_some() || r.status == TurnStatus::Aborted)
+        .count();
     json!({
         "dataset_name": "performance",
         "extractor": null,
         "ground_truth_column": null,
         "score": score,
-        "unit_samples": records.len(),
+        "unit_samples": one_pass.len(),
         "num_repeats": 1,
-        "total_samples": records.iter().filter(|r| r.issued_ns.is_some()).count(),
+        "total_samples": issued,
         "duration_s": phase_seconds(records),
         "complete": true,
         "dataset_type": "performance",
     })
+}
+
+/// A session's conversation: its id without a `__repeat_<k>` suffix.
+fn base_conversation(session_id: &str) -> &str {
+    match session_id.rsplit_once("__repeat_") {
+        Some((base, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => session_id,
+    }
 }
 
 fn is_performance(entry: &Value) -> bool {
@@ -252,6 +270,33 @@ mod tests {
         assert!(accuracy_entry(&json!([1]), &records).is_none());
     }
 
+    /// As the reference: `unit_samples` the data set's client turns once
+    /// (repeats are the same turns), `total_samples` every issued turn of
+    /// the phase, the ones skipped after a failure included.
+    #[test]
+    fn the_performance_entry_counts_as_the_reference() {
+        let turn = |session: &str, turn: u32, status: TurnStatus| {
+            let mut r = done(1, 5);
+            r.session_id = session.into();
+            r.turn = turn;
+            r.status = status;
+            if status == TurnStatus::Aborted {
+                r.issued_ns = None;
+            }
+            r
+        };
+        let records = [
+            turn("a", 1, TurnStatus::Completed),
+            turn("a", 2, TurnStatus::Completed),
+            turn("a__repeat_2", 1, TurnStatus::Failed),
+            turn("a__repeat_2", 2, TurnStatus::Aborted),
+            turn("b__repeat_x", 1, TurnStatus::Completed),
+        ];
+        let e = performance_entry(0.5, &records);
+        assert_eq!(e["unit_samples"], 3, "a/1, a/2, b__repeat_x/1: {e}");
+        assert_eq!(e["total_samples"], 5);
+    }
+
     #[test]
     fn no_local_counts_no_output_lengths() {
         let mut r = done(0, 5);
@@ -290,7 +335,9 @@ mod tests {
 
     #[test]
     fn wrapper_orders_entries_and_averages_accuracy_only() {
-        let records = vec![done(0, 3), done(1000, 4)];
+        let mut second = done(1000, 4);
+        second.turn = 2;
+        let records = vec![done(0, 3), second];
         let perf = performance_entry(0.6335, &records);
         assert_eq!(perf["unit_samples"], 2);
         assert_eq!(perf["total_samples"], 2);

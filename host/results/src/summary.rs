@@ -494,7 +494,24 @@ pub fn summarize(
             chosen.push((*r, c));
         }
     }
-    let (isls, osls, tpot, tps) = token_series(&chosen, secs);
+    let (answered_isls, osls, tpot, tps) = token_series(&chosen, secs);
+    // The reference counts every sent turn's prompt at ISSUED, failed ones
+    // included; only local counts have them (a failed turn has no usage).
+    let failed_isls: Vec<u64> = issued
+        .iter()
+        .filter(|r| r.status == TurnStatus::Failed && configured == TokenSource::Local)
+        .filter_map(|r| r.local_tokens.map(|l| u64::from(l.isl)))
+        .collect();
+    let isls = if failed_isls.is_empty() {
+        answered_isls
+    } else {
+        let all: Vec<u64> = chosen
+            .iter()
+            .map(|(_, c)| c.isl)
+            .chain(failed_isls)
+            .collect();
+        Series::of(&all, false)
+    };
     let interactivity = crate::metrics::Interactivity::of(
         &chosen
             .iter()
@@ -854,9 +871,20 @@ mod tests {
         assert_eq!(latency["min"], 0);
         assert_eq!(latency["max"], 50_000_000);
         assert_eq!(v["qps"].as_f64().unwrap(), 3.0 / 0.13);
-        // Only the answered turn has a TTFT and tokens.
+        // Only the answered turn has a TTFT and output tokens; the failed
+        // one's prompt is counted (locally: it has no usage).
         assert_eq!(v["ttft"]["total"], 10_000_000);
         assert_eq!(v["output_sequence_lengths"]["total"], 31);
+        assert_eq!(v["input_sequence_lengths"]["total"], 200);
+        let server = summarize(
+            &records,
+            Some((0, 130_000_000)),
+            json!({}),
+            manifest(),
+            &setup(TokenSource::Server),
+        );
+        let server = serde_json::to_value(&server).unwrap();
+        assert_eq!(server["input_sequence_lengths"]["total"], 102);
     }
 
     /// Every turn is counted, empty, or an error; errors make it partial.

@@ -273,6 +273,21 @@ fn dataset() -> Option<String> {
     text
 }
 
+/// The turns a data-set test checks: every one in release builds; in debug
+/// builds, where encoding is several times slower, every 25th and the
+/// largest.
+fn turns_to_check(want: &[u64]) -> Vec<usize> {
+    let stride = if cfg!(debug_assertions) { 25 } else { 1 };
+    let largest = want
+        .iter()
+        .enumerate()
+        .max_by_key(|&(_, n)| n)
+        .map(|(i, _)| i);
+    (0..want.len())
+        .filter(|&i| i % stride == 0 || Some(i) == largest)
+        .collect()
+}
+
 #[test]
 fn dataset_isl_matches_reference() {
     let Some(tok) = tokenizer() else { return };
@@ -281,18 +296,8 @@ fn dataset_isl_matches_reference() {
     let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
     let requests = dataset_requests(&jsonl);
     assert_eq!(requests.len(), want.len());
-    // Every turn in release builds; a spread of turns (the largest among
-    // them) in debug builds, where encoding is several times slower.
-    let stride = if cfg!(debug_assertions) { 25 } else { 1 };
-    let largest = want
-        .iter()
-        .enumerate()
-        .max_by_key(|&(_, n)| n)
-        .map(|(i, _)| i);
-    for (i, (messages, tools)) in requests.iter().enumerate() {
-        if i % stride != 0 && Some(i) != largest {
-            continue;
-        }
+    for i in turns_to_check(&want) {
+        let (messages, tools) = &requests[i];
         let n = tok
             .count_chat(messages, tools.as_deref(), &reference_isl())
             .expect("renders");
@@ -497,17 +502,9 @@ fn a_tokenizer_json_counts_the_edge_set_as_the_reference() {
     let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
     let requests = dataset_requests(&jsonl);
     assert_eq!(requests.len(), want.len());
-    let stride = if cfg!(debug_assertions) { 25 } else { 1 };
-    let largest = want
-        .iter()
-        .enumerate()
-        .max_by_key(|&(_, n)| n)
-        .map(|(i, _)| i);
     let mut agreed = 0;
-    for (i, (messages, tools)) in requests.iter().enumerate() {
-        if i % stride != 0 && Some(i) != largest {
-            continue;
-        }
+    for i in turns_to_check(&want) {
+        let (messages, tools) = &requests[i];
         let n = hf
             .count_chat(messages, tools.as_deref(), &reference_isl())
             .expect("renders");
@@ -525,7 +522,7 @@ fn a_tokenizer_json_counts_the_edge_set_as_the_reference() {
         agreed += 1;
     }
     eprintln!(
-        "tokenizer.json: {agreed} of {} turns checked agree (stride {stride})",
+        "tokenizer.json: {agreed} of {} turns checked agree",
         want.len()
     );
     for case in chats["completions"].as_array().expect("completions") {

@@ -22,6 +22,12 @@ macro_rules! datacenter_rules {
     ($($extra:expr),* $(,)?) => {
         &[
             set("endpoint.stream", "streaming on (streaming \"on\")", Always, "true"),
+            set(
+                "endpoint.include_usage",
+                "no stream_options in the request (the reference's request has no such field)",
+                Always,
+                "false",
+            ),
             absent("sweep", "one point per run, at its concurrency (points are separate runs)", Always),
             set(
                 "performance.workload",

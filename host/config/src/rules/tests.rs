@@ -327,6 +327,14 @@ fn datacenter_deviations_name_key_rule_and_both_values() {
             "false",
         ),
         (
+            KIMI,
+            "include_usage = false",
+            "include_usage = true",
+            "endpoint.include_usage",
+            "false",
+            "true",
+        ),
+        (
             QWEN,
             "send_seed = false\n",
             "",
