@@ -243,7 +243,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     if sharded && acc_cfg.as_ref().is_some_and(SweBench::selected_by) {
         anyhow::bail!(
             "the SWE-bench phase runs once, from one host: run the shards with --mode perf, \
-             then the SWE-bench phase alone (--mode acc)"
+             then the SWE-bench phase alone (--mode accuracy)"
         );
     }
     if sharded && perf_cfg.is_some() && config.sweep.is_some() {
