@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The host's crates, bottom first: a crate may depend (outside its tests)
 /// only on crates before it.
-const LAYERS: [&str; 13] = [
+const LAYERS: [&str; 14] = [
     "agentload-wire",
     "agentload-console",
     "agentload-client",
+    "agentload-swebench",
     "agentload-tokenizer",
     "agentload-sim",
     "agentload-config",
@@ -25,8 +26,9 @@ const LAYERS: [&str; 13] = [
 ];
 
 /// Crates that need no unsafe code and must say so at their root.
-const NO_UNSAFE: [&str; 6] = [
+const NO_UNSAFE: [&str; 7] = [
     "console",
+    "swebench",
     "config",
     "telemetry",
     "results",
@@ -95,7 +97,12 @@ fn every_host_crate_depends_only_on_lower_ones() {
 #[test]
 fn the_wire_and_the_client_know_nothing_of_plugins_engines_or_results() {
     let deps = normal_deps();
-    for low in ["agentload-wire", "agentload-client", "agentload-sim"] {
+    for low in [
+        "agentload-wire",
+        "agentload-client",
+        "agentload-swebench",
+        "agentload-sim",
+    ] {
         let reached = reaches(&deps, low);
         for high in [
             "agentload-plugin-host",

@@ -32,6 +32,7 @@ mod run_dir;
 mod sealing;
 mod sessions;
 mod shards;
+mod swe_bench;
 mod sweep;
 mod telemetry;
 mod wire_timing;

@@ -34,7 +34,7 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
 
 /// The API key, from the environment only (never from a file, never
 /// written into the results).
-fn api_key_from_env() -> Option<String> {
+pub(crate) fn api_key_from_env() -> Option<String> {
     ["AGENTLOAD_API_KEY", "OPENAI_API_KEY"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))

@@ -10,6 +10,7 @@
 //! | `agentload-wire` | the stamped socket and the clocks |
 //! | `agentload-console` | stderr lines above the progress bar, stdout |
 //! | `agentload-client` | the HTTP/SSE client: **every timestamp is taken there** |
+//! | `agentload-swebench` | the SWE-bench service's client, its score and the reference's files |
 //! | `agentload-sim` | the embedded simulated endpoint |
 //! | `agentload-config` | the run config, rules, seal and data grants |
 //! | `agentload-plugin-host` | wasmtime, the sandbox, limits, compile cache, WIT bindings |
@@ -19,7 +20,8 @@
 //!
 //! Here: [`cli`] (the command line: `Opts` and `run`, as `main` calls them),
 //! [`run`] (one configured run, end to end), [`run_state`] and [`resume`], [`rescore`]
-//! and [`scoring`] (scoring recorded turns), [`sweep`] (concurrency sweeps),
+//! and [`scoring`] (scoring recorded turns), [`swe_bench`] (the SWE-bench phase
+//! on the reference's service), [`sweep`] (concurrency sweeps),
 //! [`bench`] and [`authoring`] (`plugin new` / `plugin check`). The threat
 //! model is `SECURITY.md`.
 
@@ -37,4 +39,5 @@ pub mod run_state;
 pub mod scoring;
 pub mod shards;
 pub mod standin_data;
+pub mod swe_bench;
 pub mod sweep;

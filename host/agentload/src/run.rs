@@ -14,6 +14,7 @@ use crate::run_state::{PhaseState, RunState};
 use crate::scoring;
 use agentload_client::ChatClient;
 use agentload_config::seal::Seal;
+use agentload_config::swe_bench::SweBench;
 use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
@@ -86,10 +87,9 @@ impl RunResult {
     pub fn valid(&self) -> bool {
         self.interrupted.is_none()
             && self.performance.as_ref().is_none_or(|p| p.missing == 0)
-            && self
-                .accuracy
-                .as_ref()
-                .is_none_or(|a| a.missing == 0 && a.gate_passed != Some(false))
+            && self.accuracy.as_ref().is_none_or(|a| {
+                a.missing == 0 && a.gate_passed != Some(false) && a.failed.is_none()
+            })
     }
 
     /// `VALID`, `INVALID` or `INCOMPLETE`.
@@ -123,6 +123,16 @@ pub struct AccuracyResult {
     pub score: Option<f64>,
     /// The scorer's `gate.passed`, when its report has one.
     pub gate_passed: Option<bool>,
+    /// Why the phase gave no complete score (the SWE-bench service's run
+    /// failed, say), if it did not.
+    pub failed: Option<String>,
+}
+
+/// The accuracy phase, prepared: plugins on the turn engine, or SWE-bench
+/// on the reference's service.
+enum Accuracy {
+    Plugins(Box<Prepared>),
+    SweBench(Box<crate::swe_bench::Phase>),
 }
 
 /// A phase with its plugins loaded and its workload configured.
@@ -230,6 +240,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         agentload_config::rules::require(&compliance)?;
     }
     let sharded = overrides.shard.is_some() || overrides.merge.is_some();
+    if sharded && acc_cfg.as_ref().is_some_and(SweBench::selected_by) {
+        anyhow::bail!(
+            "the SWE-bench phase runs once, from one host: run the shards with --mode perf, \
+             then the SWE-bench phase alone (--mode accuracy)"
+        );
+    }
     if sharded && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
             "a sweep cannot be sharded yet: its phases are measured over steady-state windows \
@@ -292,7 +308,21 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
     let (perf, acc) = std::thread::scope(|scope| {
         let acc = acc_cfg.map(|p| {
             let (engine, config, policy) = (&engine, &config, policy("accuracy"));
-            scope.spawn(move || prepare(engine, config, p, &policy).context("accuracy phase"))
+            scope.spawn(move || {
+                if SweBench::selected_by(&p) {
+                    let explicit = explicit_grants(&p, &policy)?;
+                    crate::swe_bench::prepare(
+                        config,
+                        &p,
+                        &policy.grants(config, &explicit),
+                        overrides.quiet,
+                    )
+                    .map(|s| Accuracy::SweBench(Box::new(s)))
+                } else {
+                    prepare(engine, config, p, &policy).map(|p| Accuracy::Plugins(Box::new(p)))
+                }
+                .context("accuracy phase")
+            })
         });
         let perf = perf_cfg
             .map(|p| {
@@ -308,19 +338,27 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         (perf, acc)
     });
     let (mut perf, mut acc) = (perf?, acc?);
+    let acc_plugins = match &acc {
+        Some(Accuracy::Plugins(p)) => Some(&**p),
+        _ => None,
+    };
     let seals: Vec<PluginSeal> = perf
         .iter()
-        .chain(acc.iter())
+        .chain(acc_plugins)
         .flat_map(|p| p.seals.iter().cloned())
         .collect();
     let sealed = seals.iter().all(|s| matches!(s.seal, Seal::Sealed { .. }));
 
     let mut plugins = Vec::new();
     let mut datasets = Vec::new();
-    for p in perf.iter().chain(acc.iter()) {
+    for p in perf.iter().chain(acc_plugins) {
         plugins.push(p.workload.identity().clone());
         plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
         datasets.extend(p.datasets.iter().cloned());
+    }
+    if let Some(Accuracy::SweBench(swe)) = &acc {
+        datasets.extend(swe.datasets.iter().cloned());
+        swe.preflight().await?;
     }
     let mut checked = None;
     if config.endpoint.preflight && overrides.merge.is_none() {
@@ -412,12 +450,15 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         (None, _) => None,
     };
     let accuracy = match acc.take() {
-        Some(p) if !cx.stop.stopped() => {
-            let (r, issued, completed) = run_accuracy(&cx, p, &mut text).await?;
+        Some(Accuracy::Plugins(p)) if !cx.stop.stopped() => {
+            let (r, issued, completed) = run_accuracy(&cx, *p, &mut text).await?;
             if issued > 0 && completed == 0 {
                 all_failed.push("accuracy");
             }
             Some(r)
+        }
+        Some(Accuracy::SweBench(swe)) if !cx.stop.stopped() => {
+            run_swe_bench(&cx, *swe, &mut text).await?
         }
         _ => None,
     };
@@ -512,6 +553,37 @@ struct Policy<'a> {
     submission: bool,
 }
 
+impl<'a> Policy<'a> {
+    /// How the phase's files are granted, `explicit` the command line's.
+    fn grants(&self, config: &RunConfig, explicit: &'a BTreeMap<String, PathBuf>) -> Grants<'a> {
+        Grants {
+            data_dir: self.data_dir,
+            explicit,
+            max_bytes: Limits::bytes(config.plugins.limits.granted_file_mib),
+            locked_only: self.submission,
+        }
+    }
+}
+
+/// The phase's `--grant PHASE.NAME=PATH` files, by grant name; a name the
+/// phase does not grant is refused.
+fn explicit_grants(phase: &PhaseConfig, policy: &Policy<'_>) -> Result<BTreeMap<String, PathBuf>> {
+    let mut explicit = BTreeMap::new();
+    for g in policy.explicit.iter().filter(|g| g.phase == policy.phase) {
+        if !phase.data.contains_key(&g.name) && !phase.scorer_data.contains_key(&g.name) {
+            anyhow::bail!(
+                "--grant {}.{}: the {} phase has no grant `{}` in [{0}.data] or [{0}.scorer_data]",
+                g.phase,
+                g.name,
+                g.phase,
+                g.name
+            );
+        }
+        explicit.insert(g.name.clone(), g.path.clone());
+    }
+    Ok(explicit)
+}
+
 /// Loads a phase's plugins, grants its data and configures its workload.
 fn prepare(
     engine: &Arc<PluginEngine>,
@@ -556,25 +628,8 @@ fn prepare(
     let (component, file, workload_seal) = load(&phase.workload)?;
     let mut workload = block_on(WorkloadPlugin::new(engine.clone(), &component, limits))?;
     described(&file, &workload_seal.seal, &workload.identity().name)?;
-    let mut explicit = BTreeMap::new();
-    for g in policy.explicit.iter().filter(|g| g.phase == policy.phase) {
-        if !phase.data.contains_key(&g.name) && !phase.scorer_data.contains_key(&g.name) {
-            anyhow::bail!(
-                "--grant {}.{}: the {} phase has no grant `{}` in [{0}.data] or [{0}.scorer_data]",
-                g.phase,
-                g.name,
-                g.phase,
-                g.name
-            );
-        }
-        explicit.insert(g.name.clone(), g.path.clone());
-    }
-    let how = Grants {
-        data_dir: policy.data_dir,
-        explicit: &explicit,
-        max_bytes: Limits::bytes(limits.granted_file_mib),
-        locked_only: submission,
-    };
+    let explicit = explicit_grants(&phase, policy)?;
+    let how = policy.grants(config, &explicit);
     let (files, mut datasets) = grant_files(&phase.data, &how)?;
     let (scorer_files, scorer_datasets) = grant_files(&phase.scorer_data, &how)?;
     datasets.extend(scorer_datasets);
@@ -1156,6 +1211,7 @@ async fn run_accuracy(
         missing,
         score: None,
         gate_passed: None,
+        failed: None,
     };
     let _ = writeln!(
         text,
@@ -1186,6 +1242,37 @@ async fn run_accuracy(
         }
     }
     Ok((result, issued, completed))
+}
+
+/// The SWE-bench phase, after the performance phase: the remote run (a
+/// signal cancels it there), its files and its accuracy entry. A resumed
+/// run keeps a SWE-bench phase that already ended.
+async fn run_swe_bench(
+    cx: &Context<'_>,
+    swe: crate::swe_bench::Phase,
+    text: &mut String,
+) -> Result<Option<AccuracyResult>> {
+    if cx.state.lock().expect("state lock").phase("accuracy") == PhaseState::Complete {
+        let _ = writeln!(
+            text,
+            "swe_bench: ended in an earlier segment (accuracy/accuracy_results.json)"
+        );
+        return Ok(None);
+    }
+    let Some(ended) = swe.run(&cx.out, &cx.stop, cx.overrides.quiet, text).await? else {
+        return Ok(None);
+    };
+    cx.state
+        .lock()
+        .expect("state lock")
+        .set_phase("accuracy", PhaseState::Complete);
+    Ok(Some(AccuracyResult {
+        samples: ended.evaluated,
+        missing: 0,
+        score: ended.score,
+        gate_passed: None,
+        failed: ended.failed,
+    }))
 }
 
 /// The local counter: the vocabulary with the model's chat template. A

@@ -15,6 +15,7 @@ mod paths;
 pub mod plugin_path;
 pub mod rules;
 pub mod seal;
+pub mod swe_bench;
 mod sweep;
 mod telemetry;
 
@@ -60,7 +61,8 @@ pub struct RunConfig {
     pub output: OutputConfig,
     /// The performance phase.
     pub performance: Option<PhaseConfig>,
-    /// The accuracy phase (run after the performance phase, at concurrency 1).
+    /// The accuracy phase (run after the performance phase, at concurrency
+    /// 1), or the SWE-bench phase (`workload = "swe-bench"`, [`swe_bench`]).
     pub accuracy: Option<PhaseConfig>,
     /// Run the performance phase as a concurrency sweep instead of one pass.
     pub sweep: Option<SweepConfig>,
@@ -402,6 +404,13 @@ impl RunConfig {
         }
         if let Err(e) = base_url(&self.endpoint.url) {
             return Err(invalid("endpoint.url", &e));
+        }
+        if let Some(phase) = self
+            .accuracy
+            .as_ref()
+            .filter(|p| swe_bench::SweBench::selected_by(p))
+        {
+            swe_bench::SweBench::from_phase(phase).map_err(keyed)?;
         }
         for (key, phase) in [
             ("performance", &self.performance),

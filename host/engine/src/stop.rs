@@ -116,6 +116,11 @@ impl Stop {
         }
     }
 
+    /// Resolves once issuing has stopped (a signal, a deadline, an end rule).
+    pub async fn halted(&self) {
+        self.until(Self::stopped).await;
+    }
+
     /// Resolves once in-flight turns are to be cut.
     pub async fn hardened(&self) {
         self.until(Self::hard).await;

@@ -125,6 +125,25 @@ fn base_conversation(session_id: &str) -> &str {
     }
 }
 
+/// The SWE-bench entry, as the reference writes an external scorer's:
+/// `unit_samples` and `total_samples` the evaluated instance count, no
+/// phase timing (no request is issued from here), `score` null when the
+/// service's run gave none.
+pub fn swe_bench_entry(score: Option<f64>, evaluated: usize, complete: bool) -> Value {
+    json!({
+        "dataset_name": "swe_bench",
+        "extractor": null,
+        "ground_truth_column": null,
+        "score": score,
+        "unit_samples": evaluated,
+        "num_repeats": 1,
+        "total_samples": evaluated,
+        "duration_s": 0.0,
+        "complete": complete,
+        "dataset_type": "accuracy",
+    })
+}
+
 fn is_performance(entry: &Value) -> bool {
     entry.get("dataset_type").and_then(Value::as_str) == Some("performance")
 }
@@ -331,6 +350,33 @@ mod tests {
         assert_eq!(names, ["bfcl_v4::function_calling", "performance"]);
         assert_eq!(v["accuracy_scores"][1]["score"], 0.75);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_swe_bench_entry_has_the_reference_keys_and_comes_before_the_inline_one() {
+        let entry = swe_bench_entry(Some(0.5), 4, true);
+        let keys: Vec<&str> = entry
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ENTRY_KEYS[..10]);
+        assert_eq!(
+            (
+                entry["unit_samples"].clone(),
+                entry["total_samples"].clone()
+            ),
+            (json!(4), json!(4))
+        );
+        let perf = performance_entry(0.25, &[done(0, 3)]);
+        let wrapper = accuracy_results(&[perf, entry]);
+        assert_eq!(wrapper["average_accuracy"], 0.5);
+        assert_eq!(wrapper["accuracy_scores"][0]["dataset_name"], "swe_bench");
+        // No score from the service: null, and no average.
+        let failed = accuracy_results(&[swe_bench_entry(None, 4, false)]);
+        assert!(failed.get("average_accuracy").is_none(), "{failed}");
+        assert_eq!(failed["accuracy_scores"][0]["score"], Value::Null);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod tracking;
 pub mod yaml;
 
 pub use accuracy::{
-    accuracy_entry, accuracy_results, find_breakdown_entry, performance_entry,
+    accuracy_entry, accuracy_results, find_breakdown_entry, performance_entry, swe_bench_entry,
     write_accuracy_results, ACCURACY_RESULTS,
 };
 pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};

@@ -63,6 +63,8 @@ fn dataset(config: &RunConfig, phase: &PhaseConfig, performance: bool, data_dir:
             phase.data.get("trajectories").map(|f| data_dir.join(f)),
         ),
         "bfcl-single" => ("bfcl_v4::function_calling".to_string(), None),
+        // Loaded by the reference from Hugging Face, not from a path.
+        agentload_config::swe_bench::WORKLOAD => ("swe_bench".to_string(), None),
         other => (other.to_string(), first_file),
     };
     d.insert("name".into(), name.into());
@@ -92,6 +94,14 @@ fn dataset(config: &RunConfig, phase: &PhaseConfig, performance: bool, data_dir:
         if !params.is_empty() {
             d.insert("generate_params".into(), Value::Object(params));
         }
+    }
+    if workload == agentload_config::swe_bench::WORKLOAD {
+        // The settings are the reference's extras (the token only as the
+        // `${VAR}` the config names).
+        d.insert(
+            "accuracy_config".into(),
+            json!({"eval_method": "swe_bench_scorer", "num_repeats": 1, "extras": phase.settings}),
+        );
     }
     let scorer = phase.scorer.as_deref().map(plugin_name);
     match scorer.as_deref() {
@@ -299,6 +309,24 @@ mod tests {
 
     fn keys(v: &Value) -> Vec<&str> {
         v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    /// The Kimi preset's SWE-bench phase is the reference YAML's swe_bench
+    /// dataset, its token still the placeholder.
+    #[test]
+    fn the_swe_bench_phase_is_the_references_swe_bench_dataset() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/datacenter-kimi-k3.toml");
+        let config = RunConfig::load(&path).unwrap();
+        let v = reference_config(&config, false, Path::new("/data"), Path::new("out"));
+        assert_eq!(
+            v["datasets"][1],
+            json!({"name": "swe_bench", "type": "accuracy", "accuracy_config": {
+                "eval_method": "swe_bench_scorer", "num_repeats": 1, "extras": {
+                    "swebench_service_url": "http://localhost:18080",
+                    "swebench_service_auth_token": "${SWEBENCH_SERVICE_AUTH_TOKEN}",
+                    "num_instances": 200, "workers": 100}}})
+        );
     }
 
     /// The keys and shapes the reference's `to_yaml_file` writes for

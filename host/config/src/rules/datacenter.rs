@@ -4,10 +4,11 @@
 //! `qwen_agentic_benchmark.yaml`) in agentload's config keys. One ruleset
 //! per model: their locked sampling differs.
 //!
-//! What agentload cannot run yet is still a rule, so a submission is refused
-//! rather than wrongly accepted: the SWE-bench accuracy phase (a workload
-//! named `swe-bench`). `stop_issuing_on_first_user_complete` must be false,
-//! which is what agentload does (the tail drains); it has no key.
+//! The SWE-bench accuracy phase is `[accuracy] workload = "swe-bench"`
+//! (eval_method `swe_bench_scorer`), run with `--mode both` against the
+//! reference's SWE-bench service; it always runs once (`num_repeats` 1 has no
+//! key). `stop_issuing_on_first_user_complete` must be false, which is what
+//! agentload does (the tail drains); it has no key either.
 
 use super::{absent, set, Phase, Rule, Ruleset, Want};
 
@@ -77,6 +78,12 @@ macro_rules! datacenter_rules {
                 "the SWE-bench accuracy phase (eval_method swe_bench_scorer, 200 instances, run with --mode both)",
                 A,
                 "\"swe-bench\"",
+            ),
+            set(
+                "accuracy.settings.num_instances",
+                "SWE-bench num_instances: 200 (README, official submission)",
+                A,
+                "200",
             ),
             $($extra,)*
         ]

@@ -264,17 +264,14 @@ fn keys(devs: &[Deviation]) -> Vec<&str> {
     devs.iter().map(|d| d.key.as_str()).collect()
 }
 
-/// The datacenter presets mirror the reference's YAMLs: in a perf run only
-/// the missing accuracy phase deviates; the SWE-bench phase agentload lacks
-/// keeps a submission refused, naming it.
+/// The datacenter presets mirror the reference's YAMLs, SWE-bench phase
+/// included: compliant with `--mode both`; a perf-only run deviates only in
+/// its mode.
 #[test]
-fn the_datacenter_presets_deviate_only_where_agentload_lacks_swe_bench() {
+fn the_datacenter_presets_are_compliant_in_mode_both() {
     for preset in [QWEN, KIMI] {
         assert_eq!(keys(&deviations(preset, PERF)), ["--mode"], "{preset}");
-        let both = deviations(preset, BOTH);
-        assert!(keys(&both).contains(&"accuracy.workload"), "{both:?}");
-        let swe = both.iter().find(|d| d.key == "accuracy.workload").unwrap();
-        assert_eq!(swe.expected, "\"swe-bench\"");
+        assert_eq!(deviations(preset, BOTH), [], "{preset}");
     }
 }
 
@@ -375,6 +372,30 @@ fn datacenter_deviations_name_key_rule_and_both_values() {
             "20",
         ),
         (
+            QWEN,
+            "num_instances = 200",
+            "num_instances = 100",
+            "accuracy.settings.num_instances",
+            "200",
+            "100",
+        ),
+        (
+            QWEN,
+            "swebench_template = \"qwen_tools\"",
+            "swebench_template = \"default\"",
+            "accuracy.settings.swebench_template",
+            "\"qwen_tools\"",
+            "\"default\"",
+        ),
+        (
+            KIMI,
+            "workers = 100",
+            "workers = 100\nswebench_template = \"qwen_tools\"",
+            "accuracy.settings.swebench_template",
+            "(not set)",
+            "\"qwen_tools\"",
+        ),
+        (
             KIMI,
             "temperature = 1.0",
             "temperature = 0.6",
@@ -384,7 +405,7 @@ fn datacenter_deviations_name_key_rule_and_both_values() {
         ),
     ];
     for (preset, from, to, key, expected, actual) in cases {
-        let devs = deviations(&edit(preset, from, to), PERF);
+        let devs = deviations(&edit(preset, from, to), BOTH);
         let found: Vec<&Deviation> = devs.iter().filter(|d| d.key != "--mode").collect();
         if key.is_empty() {
             assert!(found.is_empty(), "{from} -> {to}: {found:?}");
