@@ -433,6 +433,10 @@ async fn a_seven_point_sweep_passes_check_and_a_set_without_medium_fails() {
         "{said}"
     );
     assert!(!said.contains("FAIL"), "{said}");
+    assert!(
+        said.contains("warning: every point sends the same prompts (no salts)"),
+        "{said}"
+    );
     assert_eq!(
         json(&full.join("points.json"))["region_checks_passed"],
         true

@@ -222,6 +222,27 @@ pub fn mark_frontier(points: &mut [PointResult]) {
     }
 }
 
+/// Why every point sends byte-identical prompts, when it does: a replay's
+/// salts are the same at every point (the reference's take no seed,
+/// `seeded64` takes the one `salt_seed`), and without salts nothing
+/// differs, so a server kept up between points can serve a later point from
+/// the prefix cache an earlier one filled (datacenter spec §8 row 2).
+fn same_prompts_every_point(config: &agentload_config::RunConfig) -> Option<String> {
+    let phase = config.performance.as_ref()?;
+    (phase.workload == "coding-replay").then(|| {
+        let salted = phase.settings.get("enable_salt").and_then(|v| v.as_bool()) == Some(true);
+        format!(
+            "every point sends the same prompts ({}): restart or flush the server between \
+             points, or its prefix cache carries one point's prompts into the next",
+            if salted {
+                "the salts are the same at every point"
+            } else {
+                "no salts"
+            }
+        )
+    })
+}
+
 /// `agentload run CONFIG --points C1,C2,...`: one full run per concurrency
 /// into `OUT/r<C>/` (each as `agentload run` would write it), then
 /// `OUT/points.json` with each point's Pareto coordinates and, with
@@ -238,6 +259,10 @@ pub async fn run_points(
         .out
         .clone()
         .unwrap_or_else(|| config.report_dir.clone());
+    let reuse = same_prompts_every_point(&config).filter(|_| levels.len() > 1);
+    if let Some(why) = &reuse {
+        agentload_console::line(&format!("warning: {why}"));
+    }
     let mut results = Vec::new();
     let mut code = agentload_results::exit::SUCCESS;
     for &c in levels {
@@ -278,6 +303,9 @@ pub async fn run_points(
             f(p.e2e_interactivity),
             p.verdict
         ));
+    }
+    if let Some(why) = &reuse {
+        text.push_str(&format!("warning: {why}\n"));
     }
     let mut checks = None;
     if let Some(c_max) = c_max {
