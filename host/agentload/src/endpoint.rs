@@ -1,8 +1,8 @@
 //! The endpoint as a run talks to it: the client and the request-body
 //! options, from the config (shared by `run` and the sweep).
 
-use agentload_client::{ChatClient, ClientOptions};
-use agentload_config::{base_url, RunConfig};
+use agentload_client::{ChatClient, ClientOptions, FirstToken};
+use agentload_config::{base_url, RunConfig, TtftTrigger};
 use agentload_engine::BodyOptions;
 use anyhow::Result;
 use std::time::Duration;
@@ -19,6 +19,10 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
         max_connections: concurrency,
         max_response_bytes: config.endpoint.max_response_bytes,
         timestamps: config.endpoint.timestamps,
+        first_token: match config.endpoint.ttft_trigger {
+            TtftTrigger::Reference => FirstToken::Reference,
+            TtftTrigger::Rules => FirstToken::Rules,
+        },
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),

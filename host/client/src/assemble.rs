@@ -70,9 +70,25 @@ impl Extra {
 #[error("{0}")]
 pub struct NotJson(pub String);
 
+/// Which chunk stops the TTFT clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FirstToken {
+    /// The reference's: non-empty `content`, else non-empty
+    /// `reasoning_content`/`reasoning`, else any delta carrying `tool_calls`
+    /// (even one with nothing in its strings).
+    #[default]
+    Reference,
+    /// The Endpoints Rules' reading: the first fragment with `len(s) > 0` in
+    /// any category, so a tool-call delta counts only when its function name
+    /// or arguments carry text (datacenter spec §8 row 10).
+    Rules,
+}
+
 /// Accumulates chunks into an [`Assembled`].
 #[derive(Debug, Default)]
 pub struct CompletionAssembler {
+    /// What bears a token.
+    first_token: FirstToken,
     out: Assembled,
     /// The last non-null `usage`, `timings` and simulator stamps, as sent;
     /// parsed into `out` by [`finish`](Self::finish).
@@ -83,9 +99,17 @@ pub struct CompletionAssembler {
 }
 
 impl CompletionAssembler {
+    /// An assembler whose chunks bear a token as `first_token` says.
+    pub fn new(first_token: FirstToken) -> Self {
+        Self {
+            first_token,
+            ..Self::default()
+        }
+    }
+
     /// Adds one `data:` payload; returns whether it carried a token (non-empty
-    /// content or reasoning, or any tool-call delta). Role-only and usage-only
-    /// chunks do not.
+    /// content or reasoning, or a tool-call delta as [`FirstToken`] reads
+    /// it). Role-only and usage-only chunks do not.
     ///
     /// # Errors
     /// When the payload is not JSON (nothing of it is kept).
@@ -131,7 +155,12 @@ impl CompletionAssembler {
         let Some(delta) = choice.delta else {
             return false;
         };
-        let has_call = delta.tool_calls.is_some_and(|c| !c.is_empty());
+        let has_call = delta
+            .tool_calls
+            .is_some_and(|calls| match self.first_token {
+                FirstToken::Reference => !calls.is_empty(),
+                FirstToken::Rules => calls.iter().any(call_has_text),
+            });
         let bearing = !delta.content.is_empty() || !delta.reasoning.is_empty() || has_call;
         if bearing && self.out.first_chunk.is_none() {
             self.out.first_chunk = Some(FirstChunk {
@@ -242,6 +271,18 @@ impl CompletionAssembler {
             }
         }
     }
+}
+
+/// Whether a tool-call delta carries text: a non-empty function name or
+/// arguments.
+fn call_has_text(call: &Value) -> bool {
+    let f = &call["function"];
+    let text = |v: &Value| match v {
+        Value::String(s) => !s.is_empty(),
+        Value::Null => false,
+        _ => true,
+    };
+    text(&f["name"]) || text(&f["arguments"])
 }
 
 /// What a chunk says, whichever way it was parsed.
@@ -498,6 +539,30 @@ mod tests {
         assert_eq!(out.usage.unwrap()["completion_tokens"], 2);
         assert_eq!(out.finish_reason.as_deref(), Some("stop"));
         assert_eq!(out.first_chunk.unwrap().reasoning_bytes, 2);
+    }
+
+    /// A tool-call delta with nothing in its strings bears the reference's
+    /// first token, not the rules' (which wait for a name or arguments);
+    /// content bears both.
+    #[test]
+    fn the_first_token_trigger() {
+        let empty_call = r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"","arguments":""}}]}}]}"#;
+        let named =
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"bash"}}]}}]}"#;
+        let text = r#"{"choices":[{"delta":{"content":"x"}}]}"#;
+        let bears = |trigger, chunk: &str| {
+            let mut a = CompletionAssembler::new(trigger);
+            a.push_chunk(chunk).unwrap()
+        };
+        assert!(bears(FirstToken::Reference, empty_call));
+        assert!(!bears(FirstToken::Rules, empty_call));
+        assert!(bears(FirstToken::Rules, named));
+        assert!(bears(FirstToken::Rules, text) && bears(FirstToken::Reference, text));
+        let mut rules = CompletionAssembler::new(FirstToken::Rules);
+        assert!(!rules.push_chunk(empty_call).unwrap());
+        assert!(rules.push_chunk(named).unwrap());
+        let first = rules.finish().first_chunk.unwrap();
+        assert!(first.tool_call, "{first:?}");
     }
 
     #[test]

@@ -11,7 +11,9 @@ mod sse;
 mod stream;
 mod wire;
 
-pub use assemble::{Assembled, CompletionAssembler, FirstChunk, NotJson, ToolCallRecord};
+pub use assemble::{
+    Assembled, CompletionAssembler, FirstChunk, FirstToken, NotJson, ToolCallRecord,
+};
 pub use body::RequestBody;
 pub use connection::EndpointError;
 pub use preflight::{preflight, PreflightError};

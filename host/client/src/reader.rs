@@ -19,6 +19,14 @@ pub(super) struct StreamReader {
 }
 
 impl StreamReader {
+    /// A reader whose assembler reads first tokens as `first_token` says.
+    pub(super) fn new(first_token: super::assemble::FirstToken) -> Self {
+        Self {
+            assembler: CompletionAssembler::new(first_token),
+            ..Self::default()
+        }
+    }
+
     /// Parses `bytes` that arrived at `now`.
     pub(super) fn feed(
         &mut self,

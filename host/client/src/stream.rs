@@ -13,7 +13,7 @@
 //! ends without a `finish_reason` or without `[DONE]`; a body over the response-size cap; a
 //! broken connection; the turn timeout.
 
-use super::assemble::{Assembled, CompletionAssembler};
+use super::assemble::{Assembled, CompletionAssembler, FirstToken};
 use super::body::{Frames, RequestBody};
 use super::connection::{Connection, Endpoint, EndpointError, Pool};
 use super::reader::StreamReader;
@@ -55,6 +55,8 @@ pub struct ClientOptions {
     pub max_response_bytes: u64,
     /// Which moment of a read stamps the bytes it returned (`endpoint.timestamps`).
     pub timestamps: Timestamps,
+    /// Which chunk stops the TTFT clock (`endpoint.ttft_trigger`).
+    pub first_token: FirstToken,
 }
 
 /// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
@@ -249,6 +251,7 @@ struct Inner {
     authorization: Option<HeaderValue>,
     turn_timeout: Duration,
     max_response_bytes: u64,
+    first_token: FirstToken,
     /// The latest warm-up.
     setup: Mutex<Option<Setup>>,
 }
@@ -290,6 +293,7 @@ impl ChatClient {
                 authorization,
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
+                first_token: opts.first_token,
                 setup: Mutex::new(None),
             }),
         })
@@ -626,7 +630,7 @@ impl ChatClient {
             assembler.push_response(&value);
             return stream_error(assembler.finish());
         }
-        let mut reader = StreamReader::default();
+        let mut reader = StreamReader::new(inner.first_token);
         let mut first_token_due = true;
         let body = resp.body_mut();
         let ended = loop {

@@ -121,6 +121,7 @@ fn client(url: &str, cap: u64, timeout: Duration) -> ChatClient {
         max_connections: 1,
         max_response_bytes: cap,
         timestamps: Timestamps::default(),
+        first_token: Default::default(),
     })
     .unwrap()
 }
@@ -553,6 +554,7 @@ async fn concurrent_sessions_keep_one_connection_each() {
         max_connections: 4,
         max_response_bytes: 0,
         timestamps: Timestamps::default(),
+        first_token: Default::default(),
     })
     .unwrap();
     c.warm_up(4).await.unwrap();
@@ -682,6 +684,7 @@ async fn with_read_stamps_the_work_runs_before_the_request() {
         max_connections: 1,
         max_response_bytes: 0,
         timestamps: Timestamps::Read,
+        first_token: Default::default(),
     })
     .unwrap();
     c.warm_up(1).await.unwrap();

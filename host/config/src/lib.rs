@@ -202,6 +202,21 @@ pub struct EndpointConfig {
     /// read returned them, as a client without kernel stamps sees it.
     #[serde(default)]
     pub timestamps: agentload_wire::Timestamps,
+    /// What stops the TTFT clock: `reference` (default: non-empty content or
+    /// reasoning, or any tool-call delta, as the reference's client) or
+    /// `rules` (the Endpoints Rules' first fragment with text in any
+    /// category: a tool-call delta counts only with a name or arguments).
+    #[serde(default)]
+    pub ttft_trigger: TtftTrigger,
+}
+
+/// `endpoint.ttft_trigger`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TtftTrigger {
+    #[default]
+    Reference,
+    Rules,
 }
 
 fn default_max_response_bytes() -> u64 {

@@ -255,6 +255,7 @@ async fn run_workload(
             max_connections: 1,
             max_response_bytes: 0,
             timestamps: Timestamps::default(),
+            first_token: Default::default(),
         })?,
         body: BodyOptions {
             model: "agentload-sim".into(),

@@ -374,6 +374,7 @@ async fn level(
         max_connections: n,
         max_response_bytes: 0,
         timestamps: Timestamps::default(),
+        first_token: Default::default(),
     })?);
     // The level's peak resident set, without a sampler on the runtime being
     // measured: the kernel's high-water mark, reset before the level.

@@ -24,6 +24,12 @@ macro_rules! datacenter_rules {
         &[
             set("endpoint.stream", "streaming on (streaming \"on\")", Always, "true"),
             set(
+                "endpoint.ttft_trigger",
+                "TTFT as the reference's client stops it (any tool-call delta counts)",
+                Always,
+                "\"reference\"",
+            ),
+            set(
                 "endpoint.include_usage",
                 "no stream_options in the request (the reference's request has no such field)",
                 Always,

@@ -333,6 +333,14 @@ fn datacenter_deviations_name_key_rule_and_both_values() {
         ),
         (
             QWEN,
+            "include_usage = false",
+            "include_usage = false\nttft_trigger = \"rules\"",
+            "endpoint.ttft_trigger",
+            "\"reference\"",
+            "\"rules\"",
+        ),
+        (
+            QWEN,
             "send_seed = false\n",
             "",
             "performance.settings.send_seed",
