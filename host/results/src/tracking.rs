@@ -8,7 +8,7 @@
 //! still sent, journalled and scored. At concurrency 1 the window closes at
 //! the last session's end: every turn counts.
 
-use crate::record::TurnRecord;
+use crate::record::{TurnRecord, TurnStatus};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -24,6 +24,10 @@ pub struct Tracking {
     /// Issued turns counted, and issued after the stop (the tail).
     pub tracked: usize,
     pub tail: usize,
+    /// When each failed session failed (its failed turn's completion): the
+    /// moment the reference issues the skipped rest of it.
+    #[serde(skip)]
+    failed_at: BTreeMap<String, u64>,
 }
 
 /// The window of `records` (one process's: a resumed run's processes each
@@ -37,6 +41,11 @@ pub fn window(records: &[TurnRecord], instances: usize, concurrency: usize) -> T
             *e = (*e).max(end);
         }
     }
+    let failed_at: BTreeMap<String, u64> = records
+        .iter()
+        .filter(|r| r.status == TurnStatus::Failed)
+        .filter_map(|r| Some((r.session_id.clone(), r.complete_ns?)))
+        .collect();
     let mut ends: Vec<u64> = ends.into_values().collect();
     ends.sort_unstable();
     let slots = concurrency.clamp(1, instances.max(1));
@@ -53,16 +62,25 @@ pub fn window(records: &[TurnRecord], instances: usize, concurrency: usize) -> T
         stop_ns,
         tracked: issued - tail,
         tail,
+        failed_at,
     }
 }
 
 impl Tracking {
-    /// Whether `record` counts in the performance metrics (unissued ones,
-    /// the aborted rest of a failed session, always do).
+    /// Whether `record` counts in the performance metrics. A turn skipped
+    /// after its session failed counts when the failure came no later than
+    /// the stop: the reference issues the skipped turns as the failure ends
+    /// the session, before that end can stop tracking.
     pub fn counts(&self, record: &TurnRecord) -> bool {
-        match (self.stop_ns, record.issued_ns) {
-            (Some(stop), Some(issued)) => issued < stop,
-            _ => true,
+        let Some(stop) = self.stop_ns else {
+            return true;
+        };
+        match record.issued_ns {
+            Some(issued) => issued < stop,
+            None => self
+                .failed_at
+                .get(&record.session_id)
+                .is_none_or(|&failed| failed <= stop),
         }
     }
 }
@@ -106,6 +124,32 @@ mod tests {
         assert_eq!(window(&records, 5, 8).stop_ns, Some(10));
         // Fewer sessions ended than the window needs (a cut phase): no stop.
         assert_eq!(window(&records[..2], 5, 2).stop_ns, None);
+    }
+
+    /// The rest of a session that failed counts when the failure came by
+    /// the stop (the STOP-triggering failure included), not after it.
+    #[test]
+    fn skipped_turns_count_with_their_failure() {
+        let mut early = turn("a", 0, 10);
+        early.status = TurnStatus::Failed;
+        let mut late = turn("c", 35, 45);
+        late.status = TurnStatus::Failed;
+        let records = vec![
+            early,
+            TurnRecord::aborted("a", 2, "a:2", ""),
+            turn("b", 0, 40),
+            late,
+            TurnRecord::aborted("c", 2, "c:2", ""),
+        ];
+        // Three sessions on two slots: the window closes at the second end, 40.
+        let t = window(&records, 3, 2);
+        assert_eq!(t.stop_ns, Some(40));
+        assert!(t.counts(&records[1]), "failed at 10, by the stop");
+        assert!(t.counts(&records[3]), "the failed turn was issued at 35");
+        assert!(
+            !t.counts(&records[4]),
+            "its session failed at 45, after the stop"
+        );
     }
 
     #[test]
