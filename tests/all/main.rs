@@ -23,6 +23,7 @@ mod fail_fast;
 mod faults;
 mod fetch_scripts;
 mod layers;
+mod live_replies;
 mod llama_server;
 mod plugin_crates;
 mod reference_files;

@@ -111,7 +111,7 @@ async fn check_reports_and_runs_a_workload_built_against_an_older_wit() {
     );
     assert_eq!(
         report["supported_versions"],
-        "agentload:plugin@0.1.0, agentload:plugin@0.2.0"
+        "agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0"
     );
     assert!(report["exports"]
         .as_array()
@@ -213,4 +213,85 @@ min_score = {min_score}
         assert_eq!(names, ["old-workload", "old-scorer"], "{manifest:#}");
     }
     sim.shutdown().await;
+}
+
+/// The version before the current one, `agentload:plugin@0.2.0`, frozen:
+/// its `next-turn` returns the next request alone (no live-reply review)
+/// and a turn keeps the previous request's messages (`keep`). The fixture
+/// `tests/plugins/prev-workload` keeps each previous request and adds the
+/// answer, so a run whose every turn completes shows the answer and the
+/// kept messages crossing the 0.2.0 boundary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_loads_a_workload_built_against_the_previous_wit() {
+    let dir = scratch("prev-workload-run");
+    let log = dir.path().join("requests.jsonl");
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0,
+        responder: ResponderConfig::Echo,
+        request_log: Some(log.clone()),
+        ..Default::default()
+    })
+    .await;
+    let config = format!(
+        r#"name = "prev-workload"
+[model]
+name = "m"
+tokenizer = "none"
+[endpoint]
+url = "{}"
+[performance]
+workload = "{}"
+report_file = "none.json"
+[performance.settings]
+sessions = 2
+turns = 3
+"#,
+        sim.url(),
+        test_plugin("prev_workload").display()
+    );
+    std::fs::write(dir.path().join("run.toml"), config).unwrap();
+    let out = dir.path().join("out");
+    let run = agentload(
+        &["run", "run.toml", "--out", out.to_str().unwrap()],
+        dir.path(),
+    )
+    .await;
+    let output = text(&run);
+    assert!(run.status.success(), "{output}");
+    assert_eq!(sim.requests_served(), 6, "{output}");
+    sim.shutdown().await;
+    let sessions = json(&out.join("sessions.json"));
+    for s in sessions.as_array().expect("a list of sessions") {
+        assert_eq!(s["completed"], 3, "{s}");
+    }
+    // The third request of a session: the kept first two turns, each
+    // answer (the echo of its user message) and the new user message.
+    let requests = read_jsonl(&log);
+    let third = requests
+        .iter()
+        .find(|r| r["session"] == "prev-1" && r["body"]["messages"].as_array().unwrap().len() == 5)
+        .unwrap_or_else(|| panic!("no third request of prev-1 in {requests:#?}"));
+    let texts: Vec<&str> = third["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "prev-1 says hello 1",
+            "prev-1 says hello 1",
+            "prev-1 says hello 2",
+            "prev-1 says hello 2",
+            "prev-1 says hello 3"
+        ]
+    );
+    let manifest = json(&out.join("run_manifest.json"));
+    assert_eq!(manifest["plugins"][0]["name"], "prev-workload");
+    assert_eq!(manifest["plugins"][0]["version"], "0.2.0");
+    // No review crosses a 0.2.0 boundary: no turn has one.
+    for turn in read_jsonl(&out.join("turns.jsonl")) {
+        assert!(turn.get("live").is_none(), "{turn}");
+    }
 }

@@ -814,6 +814,7 @@ async fn execute(
         recorder,
         stop: cx.stop.child(),
         hooks: Box::new(WorkloadDelays),
+        live: prepared.config.live_history(),
     });
     engine
         .stop

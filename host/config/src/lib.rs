@@ -307,6 +307,16 @@ pub struct PhaseConfig {
     pub scorer_data: BTreeMap<String, String>,
 }
 
+impl PhaseConfig {
+    /// Whether the workload replays live replies: the replay workloads'
+    /// `history = "live"` setting, the one plugin setting the host reads
+    /// (the engine then records each reply's review, and the run is
+    /// labelled non-official).
+    pub fn live_history(&self) -> bool {
+        self.settings.get("history").and_then(toml::Value::as_str) == Some("live")
+    }
+}
+
 fn default_version() -> String {
     "1.0".into()
 }

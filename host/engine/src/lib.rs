@@ -24,6 +24,7 @@ mod console;
 mod counting;
 mod instances;
 pub mod journal;
+mod live;
 mod missing;
 mod pool;
 mod prior;

@@ -18,7 +18,8 @@ use super::turn::{completion_for_plugin, TurnSender};
 use crate::{TurnRecord, TurnStatus};
 use agentload_plugin_host::types::TurnOutcome;
 use agentload_plugin_host::TurnRequest;
-use agentload_plugin_host::{PluginFailure, SessionPlan, WorkloadPlugin};
+use agentload_plugin_host::{PluginFailure, SessionPlan, Step, TurnReview, WorkloadPlugin};
+use agentload_results::live::{LiveAction, LiveReview};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,6 +75,9 @@ pub struct Engine {
     pub recorder: Recorder,
     pub stop: Stop,
     pub hooks: Box<dyn TurnHooks>,
+    /// Live-reply replay (`history = "live"`): the workload reviews each
+    /// reply before its record is kept, and the record carries the review.
+    pub live: bool,
 }
 
 /// How a session ended.
@@ -91,6 +95,9 @@ pub enum SessionEnd {
     Stopped,
     /// SIGINT/SIGTERM cut it; `agentload resume` continues it.
     Interrupted,
+    /// Live-reply replay: a reply departed from the recording and the
+    /// workload's policy for its class ends the session.
+    Diverged,
 }
 
 impl SessionEnd {
@@ -102,12 +109,16 @@ impl SessionEnd {
             Self::PluginError => "plugin_error",
             Self::Stopped => "stopped",
             Self::Interrupted => "interrupted",
+            Self::Diverged => "diverged",
         }
     }
 
     /// Whether a resume leaves the session as it is.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Finished | Self::Failed | Self::PluginError)
+        matches!(
+            self,
+            Self::Finished | Self::Failed | Self::PluginError | Self::Diverged
+        )
     }
 }
 
@@ -217,15 +228,12 @@ pub async fn drive_on(
                 TurnOutcome::Aborted
             }
         };
+        // The reviews of replayed turns are in their records already.
         let next = workload.lock().await.next_turn(&req, &outcome).await;
         match next {
-            Ok(Some(n)) => req = n,
-            Ok(None) => {
-                let ended = if aborting {
-                    SessionEnd::Failed
-                } else {
-                    SessionEnd::Finished
-                };
+            Ok(Step { next: Some(n), .. }) => req = n,
+            Ok(Step { next: None, .. }) => {
+                let ended = ending(aborting, r.live.as_deref());
                 return end(engine, out, ended, None).await;
             }
             Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
@@ -261,7 +269,7 @@ pub async fn drive_on(
                 .await
                 .next_turn(&req, &TurnOutcome::Aborted)
                 .await;
-            match next {
+            match next.map(|step| step.next) {
                 Ok(Some(n)) => req = n,
                 Ok(None) => return end(engine, out, SessionEnd::Failed, None).await,
                 Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
@@ -302,23 +310,37 @@ pub async fn drive_on(
                 TurnOutcome::Failed(record.error.clone().unwrap_or_default())
             }
         };
-        // The record is written while the workload makes the next turn;
-        // it is on disk before that turn is sent.
-        let keeping = engine.recorder.submit(record, sent.answered)?;
-        let next = workload.lock().await.next_turn(&req, &outcome).await;
-        keeping.kept().await?;
+        let (next, review) = if engine.live {
+            // Live-reply replay: the workload reviews the reply first, and
+            // the record carries the review (a few µs more before the write).
+            let next = workload.lock().await.next_turn(&req, &outcome).await;
+            let review = next.as_ref().ok().and_then(|s| s.review.as_ref());
+            let review = review.map(|r| apply_review(&mut record, r));
+            if record.status == TurnStatus::Failed && !aborting {
+                (out.completed, out.failed, aborting) = (out.completed - 1, out.failed + 1, true);
+            }
+            engine
+                .recorder
+                .submit(record, sent.answered)?
+                .kept()
+                .await?;
+            (next, review)
+        } else {
+            // The record is written while the workload makes the next turn;
+            // it is on disk before that turn is sent.
+            let keeping = engine.recorder.submit(record, sent.answered)?;
+            let next = workload.lock().await.next_turn(&req, &outcome).await;
+            keeping.kept().await?;
+            (next, None)
+        };
         match next {
-            Ok(Some(n)) => {
+            Ok(Step { next: Some(n), .. }) => {
                 engine.hooks.then(Next::Turn);
                 req = n;
             }
-            Ok(None) => {
+            Ok(Step { next: None, .. }) => {
                 engine.hooks.then(Next::Over);
-                let ended = if aborting {
-                    SessionEnd::Failed
-                } else {
-                    SessionEnd::Finished
-                };
+                let ended = ending(aborting, review.as_ref());
                 return end(engine, out, ended, None).await;
             }
             Err(e) => {
@@ -327,6 +349,38 @@ pub async fn drive_on(
             }
         }
     }
+}
+
+/// How a session the workload ended ended: after a failed turn, by a live
+/// review's policy, or finished.
+fn ending(aborting: bool, review: Option<&LiveReview>) -> SessionEnd {
+    if aborting {
+        SessionEnd::Failed
+    } else if review.is_some_and(|r| r.action == LiveAction::Ended) {
+        SessionEnd::Diverged
+    } else {
+        SessionEnd::Finished
+    }
+}
+
+/// Puts a live review on its turn's record: a turn its policy fails is
+/// recorded as failed, with the class as the cause.
+fn apply_review(record: &mut TurnRecord, review: &TurnReview) -> LiveReview {
+    let review = crate::live::review_record(review);
+    if review.action == LiveAction::Failed && record.status == TurnStatus::Completed {
+        record.status = TurnStatus::Failed;
+        record.error = Some(format!(
+            "live reply diverged from the recording ({}{}); the workload's policy fails the turn",
+            review.divergence.name(),
+            if review.detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", review.detail)
+            }
+        ));
+    }
+    record.live = Some(Box::new(review.clone()));
+    review
 }
 
 /// Why a replayed request is not the recorded turn, if it is not.
@@ -382,6 +436,7 @@ mod tests {
             SessionEnd::PluginError,
             SessionEnd::Stopped,
             SessionEnd::Interrupted,
+            SessionEnd::Diverged,
         ] {
             assert_eq!(serde_json::to_value(end).unwrap(), end.name());
         }

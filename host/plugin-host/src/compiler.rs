@@ -244,14 +244,18 @@ impl PluginEngine {
     }
 }
 
-/// Links every supported WIT version's `host` interface (0.1.0 is not
-/// semver-compatible with 0.2.0: both names are linked side by side).
+/// Links every supported WIT version's `host` interface (no two `0.y`
+/// versions are semver-compatible: each name is linked side by side).
 fn link_host(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     super::bindings::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
         linker,
         |state| state,
     )?;
     super::bindings_v0_1_0::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+        linker,
+        |state| state,
+    )?;
+    super::bindings_v0_2_0::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
         linker,
         |state| state,
     )?;

@@ -8,6 +8,7 @@
 pub mod api;
 mod bindings;
 mod bindings_v0_1_0;
+mod bindings_v0_2_0;
 mod blocking;
 mod cache_key;
 mod compiler;
@@ -23,13 +24,15 @@ mod workload;
 pub use agentload_config::{seal::PluginIdentity, Limits};
 pub use api::{ComponentApi, WitVersion, World};
 pub use bindings::types;
-pub use bindings::{Gate, GateMetric, Report, ScoredItem, SessionPlan, Verdict};
+pub use bindings::{
+    Divergence, Gate, GateMetric, LiveAction, Report, ScoredItem, SessionPlan, TurnReview, Verdict,
+};
 pub use blocking::block_on;
 pub use compiler::{read_component, LoadedComponent, PluginEngine};
 pub use message::Message;
 pub use request::TurnRequest;
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
-pub use workload::WorkloadPlugin;
+pub use workload::{Step, WorkloadPlugin};
 
 use std::path::PathBuf;
 

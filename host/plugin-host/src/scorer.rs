@@ -7,9 +7,10 @@
 //! aggregates every verdict in one instance.
 
 use super::api::{WitVersion, World};
-use super::bindings::scorer as v0_2_0;
+use super::bindings::scorer as v0_3_0;
 use super::bindings::{Report, ScoredItem, Verdict};
 use super::bindings_v0_1_0 as v0_1_0;
+use super::bindings_v0_2_0 as v0_2_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::log_budget::LogBudget;
@@ -27,13 +28,15 @@ use wasmtime::Store;
 #[derive(Clone)]
 enum Pre {
     V0_1_0(v0_1_0::scorer::ScorerPluginPre<StoreState>),
-    V0_2_0(v0_2_0::ScorerPluginPre<StoreState>),
+    V0_2_0(v0_2_0::scorer::ScorerPluginPre<StoreState>),
+    V0_3_0(v0_3_0::ScorerPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
     V0_1_0(v0_1_0::scorer::ScorerPlugin),
-    V0_2_0(v0_2_0::ScorerPlugin),
+    V0_2_0(v0_2_0::scorer::ScorerPlugin),
+    V0_3_0(v0_3_0::ScorerPlugin),
 }
 
 /// What a `result<T, plugin-error>` call returns, in current types.
@@ -43,7 +46,8 @@ impl Pre {
     fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         Ok(match version {
             WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::scorer::ScorerPluginPre::new(pre)?),
-            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::ScorerPluginPre::new(pre)?),
+            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::scorer::ScorerPluginPre::new(pre)?),
+            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::ScorerPluginPre::new(pre)?),
         })
     }
 
@@ -51,6 +55,7 @@ impl Pre {
         Ok(match self {
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
             Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate(store)?),
+            Self::V0_3_0(pre) => Bindings::V0_3_0(pre.instantiate(store)?),
         })
     }
 }
@@ -62,7 +67,11 @@ impl Bindings {
                 .agentload_plugin_scorer()
                 .call_describe(store)
                 .map(v0_1_0::plugin_info_up),
-            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_describe(store),
+            Self::V0_2_0(b) => b
+                .agentload_plugin_scorer()
+                .call_describe(store)
+                .map(v0_2_0::plugin_info_up),
+            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_describe(store),
         }
     }
 
@@ -72,7 +81,11 @@ impl Bindings {
                 .agentload_plugin_scorer()
                 .call_configure(store, &v0_1_0::plugin_config_down(config))?
                 .map_err(v0_1_0::plugin_error_up)),
-            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_configure(store, config),
+            Self::V0_2_0(b) => Ok(b
+                .agentload_plugin_scorer()
+                .call_configure(store, &v0_2_0::plugin_config_down(config))?
+                .map_err(v0_2_0::plugin_error_up)),
+            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_configure(store, config),
         }
     }
 
@@ -89,7 +102,14 @@ impl Bindings {
                     .map(|v| v.into_iter().map(v0_1_0::verdict_up).collect())
                     .map_err(v0_1_0::plugin_error_up))
             }
-            Self::V0_2_0(b) => b.agentload_plugin_scorer().call_score(store, items),
+            Self::V0_2_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_2_0::scored_item_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_score(store, &items)?
+                    .map(|v| v.into_iter().map(v0_2_0::verdict_up).collect())
+                    .map_err(v0_2_0::plugin_error_up))
+            }
+            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_score(store, items),
         }
     }
 
@@ -108,7 +128,15 @@ impl Bindings {
                     .map(v0_1_0::report_up)
                     .map_err(v0_1_0::plugin_error_up))
             }
-            Self::V0_2_0(b) => b
+            Self::V0_2_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_2_0::scored_item_down).collect();
+                let verdicts: Vec<_> = verdicts.iter().map(v0_2_0::verdict_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_aggregate(store, &items, &verdicts)?
+                    .map(v0_2_0::report_up)
+                    .map_err(v0_2_0::plugin_error_up))
+            }
+            Self::V0_3_0(b) => b
                 .agentload_plugin_scorer()
                 .call_aggregate(store, items, verdicts),
         }

@@ -4,14 +4,15 @@
 //! The plugin may be built against any supported WIT version: the bindings
 //! are picked by the version the component declares (`Pre`, `Bindings`),
 //! and records of an older version are converted to and from the current
-//! ones (`bindings_v0_1_0.rs`). Callers see the host's assembled
-//! [`TurnRequest`] only, whichever version made it.
+//! ones (`bindings_v0_1_0.rs`, `bindings_v0_2_0.rs`). Callers see the host's
+//! assembled [`TurnRequest`] only, whichever version made it.
 
 use super::api::{WitVersion, World};
 use super::bindings::types as wire;
-use super::bindings::workload as v0_2_0;
-use super::bindings::SessionPlan;
+use super::bindings::workload as v0_3_0;
+use super::bindings::{SessionPlan, TurnReview, TurnStep};
 use super::bindings_v0_1_0 as v0_1_0;
+use super::bindings_v0_2_0 as v0_2_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::intern::Interner;
@@ -30,13 +31,15 @@ use wasmtime::Store;
 #[derive(Clone)]
 enum Pre {
     V0_1_0(v0_1_0::workload::WorkloadPluginPre<StoreState>),
-    V0_2_0(v0_2_0::WorkloadPluginPre<StoreState>),
+    V0_2_0(v0_2_0::workload::WorkloadPluginPre<StoreState>),
+    V0_3_0(v0_3_0::WorkloadPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
     V0_1_0(v0_1_0::workload::WorkloadPlugin),
-    V0_2_0(v0_2_0::WorkloadPlugin),
+    V0_2_0(v0_2_0::workload::WorkloadPlugin),
+    V0_3_0(v0_3_0::WorkloadPlugin),
 }
 
 /// What a `result<T, plugin-error>` call returns, in current types.
@@ -46,7 +49,8 @@ impl Pre {
     fn new(version: WitVersion, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         Ok(match version {
             WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::workload::WorkloadPluginPre::new(pre)?),
-            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::workload::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::WorkloadPluginPre::new(pre)?),
         })
     }
 
@@ -54,6 +58,7 @@ impl Pre {
         Ok(match self {
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate_async(store).await?),
             Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate_async(store).await?),
+            Self::V0_3_0(pre) => Bindings::V0_3_0(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -66,7 +71,12 @@ impl Bindings {
                 .call_describe(store)
                 .await
                 .map(v0_1_0::plugin_info_up),
-            Self::V0_2_0(b) => b.agentload_plugin_workload().call_describe(store).await,
+            Self::V0_2_0(b) => b
+                .agentload_plugin_workload()
+                .call_describe(store)
+                .await
+                .map(v0_2_0::plugin_info_up),
+            Self::V0_3_0(b) => b.agentload_plugin_workload().call_describe(store).await,
         }
     }
 
@@ -87,6 +97,16 @@ impl Bindings {
                     .map_err(v0_1_0::plugin_error_up))
             }
             Self::V0_2_0(b) => {
+                let config = v0_2_0::plugin_config_down(config);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_configure(store, &config)
+                    .await?;
+                Ok(result
+                    .map(|plans| plans.into_iter().map(v0_2_0::session_plan_up).collect())
+                    .map_err(v0_2_0::plugin_error_up))
+            }
+            Self::V0_3_0(b) => {
                 b.agentload_plugin_workload()
                     .call_configure(store, config)
                     .await
@@ -110,6 +130,15 @@ impl Bindings {
                     .map_err(v0_1_0::plugin_error_up))
             }
             Self::V0_2_0(b) => {
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_start_session(store, session_id)
+                    .await?;
+                Ok(result
+                    .map(v0_2_0::turn_request_up)
+                    .map_err(v0_2_0::plugin_error_up))
+            }
+            Self::V0_3_0(b) => {
                 b.agentload_plugin_workload()
                     .call_start_session(store, session_id)
                     .await
@@ -122,7 +151,9 @@ impl Bindings {
         store: &mut Store<StoreState>,
         session_id: &str,
         outcome: &TurnOutcome,
-    ) -> CallResult<Option<wire::TurnRequest>> {
+    ) -> CallResult<TurnStep> {
+        // Older versions review nothing: their answer is the next request.
+        let unreviewed = |next| TurnStep { review: None, next };
         match self {
             Self::V0_1_0(b) => {
                 let outcome = v0_1_0::turn_outcome_down(outcome);
@@ -131,16 +162,35 @@ impl Bindings {
                     .call_next_turn(store, session_id, &outcome)
                     .await?;
                 Ok(result
-                    .map(|next| next.map(v0_1_0::turn_request_up))
+                    .map(|next| unreviewed(next.map(v0_1_0::turn_request_up)))
                     .map_err(v0_1_0::plugin_error_up))
             }
             Self::V0_2_0(b) => {
+                let outcome = v0_2_0::turn_outcome_down(outcome);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_next_turn(store, session_id, &outcome)
+                    .await?;
+                Ok(result
+                    .map(|next| unreviewed(next.map(v0_2_0::turn_request_up)))
+                    .map_err(v0_2_0::plugin_error_up))
+            }
+            Self::V0_3_0(b) => {
                 b.agentload_plugin_workload()
                     .call_next_turn(store, session_id, outcome)
                     .await
             }
         }
     }
+}
+
+/// What a workload answers to a turn's outcome.
+#[derive(Debug)]
+pub struct Step {
+    /// The reply's review (live-reply replay; WIT 0.3.0 workloads only).
+    pub review: Option<TurnReview>,
+    /// The next request; none when the session is over.
+    pub next: Option<TurnRequest>,
 }
 
 /// A loaded workload plugin.
@@ -258,24 +308,31 @@ impl WorkloadPlugin {
         self.after(request)
     }
 
-    /// The request after `outcome`, the answer to `previous` (the session's
-    /// last request, as the workload made it: the one its `keep` counts
-    /// in), or none when the session is over.
+    /// The workload's answer to `outcome`, the answer to `previous` (the
+    /// session's last request, as the workload made it: the one its `keep`
+    /// counts in): the next request, or none when the session is over, and
+    /// in live-reply replay the reply's review.
     pub async fn next_turn(
         &mut self,
         previous: &TurnRequest,
         outcome: &TurnOutcome,
-    ) -> Result<Option<TurnRequest>, PluginFailure> {
+    ) -> Result<Step, PluginFailure> {
         let (sandbox, b) = self.instance().await?;
         sandbox.begin();
-        let next = b
+        let step = b
             .next_turn(&mut sandbox.store, &previous.session_id, outcome)
             .await;
-        let next = sandbox.finish_result("next-turn", next).and_then(|next| {
-            next.map(|r| self.assembled("next-turn", Some(previous), r))
-                .transpose()
+        let step = sandbox.finish_result("next-turn", step).and_then(|step| {
+            let next = step
+                .next
+                .map(|r| self.assembled("next-turn", Some(previous), r))
+                .transpose()?;
+            Ok(Step {
+                review: step.review,
+                next,
+            })
         });
-        self.after(next)
+        self.after(step)
     }
 
     /// The request a turn describes, within `request_mib` both as it crossed

@@ -14,6 +14,7 @@
 mod accuracy;
 pub mod distributed;
 pub mod exit;
+pub mod live;
 mod manifest;
 pub mod metrics;
 pub mod record;

@@ -89,6 +89,9 @@ pub struct TurnRecord {
     /// mapped onto the coordinator's clock; see `docs/distributed.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// Live-reply replay: the workload's review of this reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<Box<crate::live::LiveReview>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -138,6 +141,7 @@ impl TurnRecord {
             agent: None,
             segment: 0,
             shard: None,
+            live: None,
         }
     }
 

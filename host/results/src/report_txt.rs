@@ -45,6 +45,9 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
     for p in &m.plugins {
         let _ = writeln!(out, "{} {}@{} {}", p.kind, p.name, p.version, p.digest);
     }
+    if let Some(live) = &summary.agentload.live {
+        out.push_str(&live.report_lines());
+    }
     let _ = writeln!(
         out,
         "turns: issued {}  completed {}  failed {}  (succeeded {}, aborted {})   duration {:.1} s",

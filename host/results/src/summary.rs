@@ -280,6 +280,9 @@ pub struct Extras {
     /// A sharded run's merge: its shards, their clocks and loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<crate::distributed::Distributed>,
+    /// Live-reply replay's divergence funnel (live runs only: never official).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::live::LiveSummary>,
     pub manifest: RunManifest,
 }
 
@@ -633,6 +636,7 @@ pub fn summarize(
             sessions: None,
             telemetry: None,
             distributed: None,
+            live: crate::live::LiveSummary::of(records),
             manifest,
         },
     }

@@ -16,8 +16,11 @@ pub mod settings;
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod live_tests;
+#[cfg(test)]
 mod tests;
 
+use agentload_sdk::live::Review;
 use agentload_sdk::{export_workload, Config, Error, Outcome, Session, Turn, Workload};
 use session::Run;
 
@@ -47,9 +50,17 @@ impl Workload for CodingReplay {
         self.run()?.start(session)
     }
 
-    fn next(&mut self, session: &str, _outcome: Outcome) -> Result<Option<Turn>, Error> {
+    fn next(&mut self, session: &str, outcome: Outcome) -> Result<Option<Turn>, Error> {
+        let run = self.run()?;
+        if run.is_live() {
+            return run.next_live(session, &outcome);
+        }
         // Completed, failed or aborted: the next recorded turn either way (see `Run::next`).
-        self.run()?.next(session)
+        run.next(session)
+    }
+
+    fn review(&mut self, session: &str) -> Option<Review> {
+        self.run.as_mut()?.take_review(session)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::dataset::{self, Body, Conversation, Row};
 use crate::settings::Settings;
-use agentload_sdk::{Message, Sampling, ToolCall, Turn};
+use agentload_sdk::{Message, Role, Sampling, ToolCall, Turn};
 
 /// A conversation ready to replay.
 #[derive(Debug)]
@@ -147,6 +147,30 @@ impl ConversationReplay {
         }
     }
 
+    /// The recorded answer to client turn `index`: the assistant row right
+    /// after it, when there is one.
+    pub fn recorded_reply(&self, index: usize) -> Option<&Message> {
+        self.messages
+            .get(self.turns[index].end)
+            .filter(|m| m.role == Role::Assistant)
+    }
+
+    /// What client turn `index` (after the first) adds after the recorded
+    /// answer to the turn before it: its tool results (leading `tool`
+    /// messages), then the rest (a user message).
+    pub fn added_rows(&self, index: usize) -> (&[Message], &[Message]) {
+        let previous = index - 1;
+        let start = self.turns[previous].end + usize::from(self.recorded_reply(previous).is_some());
+        let rows = &self.messages[start..self.turns[index].end];
+        let results = rows.iter().take_while(|m| m.role == Role::Tool).count();
+        rows.split_at(results)
+    }
+
+    /// The dataset turn number of client turn `index`.
+    pub fn turn_number(&self, index: usize) -> u32 {
+        self.turns[index].turn
+    }
+
     /// Number of client turns (requests) in the conversation.
     pub fn turn_count(&self) -> usize {
         self.turns.len()
@@ -169,9 +193,8 @@ impl ConversationReplay {
         repeat: u32,
         salt: Option<&Salt>,
     ) -> Turn {
-        let turn = &self.turns[index];
         let kept = index.checked_sub(1).map_or(0, |i| self.turns[i].end);
-        let mut new = self.messages[kept..turn.end].to_vec();
+        let mut new = self.messages[kept..self.turns[index].end].to_vec();
         if let (0, Some(salt), Some(system)) = (kept, salt, &self.system) {
             // The reference counts passes from 1.
             let pass = repeat.max(1);
@@ -179,7 +202,22 @@ impl ConversationReplay {
                 system, salt.mode, salt.seed, pass, &self.id, session_id,
             ));
         }
-        Turn::after(turn.turn, kept as u32, new)
+        self.request_of(index, session_id, repeat, kept, new)
+    }
+
+    /// The request of client turn `index` (after the first) that keeps
+    /// `keep` messages of the session's previous request and adds `new`: a
+    /// live-reply replay's, whose history is its own.
+    pub fn request_of(
+        &self,
+        index: usize,
+        session_id: &str,
+        repeat: u32,
+        keep: usize,
+        new: Vec<Message>,
+    ) -> Turn {
+        let turn = &self.turns[index];
+        Turn::after(turn.turn, keep as u32, new)
             .with_item_id(format!("{session_id}/{}", turn.assistant_turn))
             .with_tools_json(turn.tools.map(|i| self.tools[i].clone()))
             .with_sampling(turn.sampling.clone())

@@ -2,7 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentload_sdk::{Config, Error, Session as SessionPlan, Turn};
+use agentload_sdk::live::{
+    answer_calls, classify, live_message, Divergence, HistoryMode, LiveAction, LiveSettings,
+    Policy, Review,
+};
+use agentload_sdk::{Config, Error, Message, Outcome, Session as SessionPlan, Turn};
 
 use crate::dataset::{self, Conversation};
 use crate::replay::{ConversationReplay, Salt};
@@ -16,6 +20,8 @@ pub struct Run {
     salt: Option<Salt>,
     sessions: Vec<Session>,
     by_id: HashMap<String, usize>,
+    /// Live-reply replay's settings, when `history = "live"`.
+    live: Option<LiveSettings>,
 }
 
 /// One conversation instance.
@@ -27,6 +33,10 @@ struct Session {
     /// 0 on the first pass, else the `__repeat_<k>` suffix.
     repeat: u32,
     cursor: Cursor,
+    /// Messages in the session's last request (live-reply replay keeps them all).
+    sent: usize,
+    /// The review of the last reply, until the host takes it.
+    review: Option<Review>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,6 +114,8 @@ impl Run {
                 conversation,
                 repeat,
                 cursor: Cursor::NotStarted,
+                sent: 0,
+                review: None,
             });
         }
         Ok(Self {
@@ -111,6 +123,7 @@ impl Run {
             salt,
             sessions,
             by_id,
+            live: (settings.history == HistoryMode::Live).then_some(settings.live),
         })
     }
 
@@ -132,7 +145,9 @@ impl Run {
         match session.cursor {
             Cursor::NotStarted => {
                 session.cursor = Cursor::Next(1);
-                Ok(conversation.request(0, &session.id, session.repeat, salt.as_ref()))
+                let first = conversation.request(0, &session.id, session.repeat, salt.as_ref());
+                session.sent = first.messages.len();
+                Ok(first)
             }
             _ => Err(Error::Input(format!(
                 "session '{session_id}' has already started"
@@ -167,6 +182,127 @@ impl Run {
                 Ok(None)
             }
         }
+    }
+
+    /// Whether requests carry the model's own replies.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Live-reply replay's next request: the reply to the last one
+    /// (`outcome`) reviewed against the recording, then carried on (or the
+    /// recorded message instead, or the session ended) as the policy for
+    /// its class says.
+    pub fn next_live(
+        &mut self,
+        session_id: &str,
+        outcome: &Outcome,
+    ) -> Result<Option<Turn>, Error> {
+        let settings = self
+            .live
+            .clone()
+            .ok_or_else(|| Error::internal("not a live run"))?;
+        let (session, conversation) = self.session(session_id)?;
+        let index = match session.cursor {
+            Cursor::NotStarted => {
+                return Err(Error::Input(format!(
+                    "session '{session_id}' has not started; call start-session first"
+                )))
+            }
+            Cursor::Over => return Err(Error::Input(format!("session '{session_id}' is over"))),
+            Cursor::Next(index) => index,
+        };
+        let answered = index - 1;
+        let recorded = conversation.recorded_reply(answered);
+        let (divergence, detail) = match outcome {
+            Outcome::Completed(c) => classify(recorded, c),
+            Outcome::Failed(cause) => (Divergence::Error, cause.clone()),
+            // Not sent: nothing to review; what follows is never sent either.
+            Outcome::Aborted => (Divergence::Error, String::new()),
+        };
+        let mut review = Review {
+            divergence,
+            action: LiveAction::Kept,
+            paired_results: 0,
+            dropped_results: 0,
+            placeholder_results: 0,
+            detail,
+        };
+        let policy = settings.policy.of(divergence);
+        let has_next = index < conversation.turn_count();
+        let new = match (outcome, policy) {
+            (_, Policy::End) => None,
+            (Outcome::Completed(c), Policy::Continue) if has_next => {
+                let message =
+                    live_message(c, settings.reasoning, conversation.turn_number(answered));
+                let (results, rest) = conversation.added_rows(index);
+                let answers = answer_calls(&message, recorded, results, &settings.placeholder);
+                if answers.messages.is_empty() && rest.is_empty() {
+                    // Nothing would answer the reply: a request cannot end on it.
+                    review
+                        .detail
+                        .push_str(if review.detail.is_empty() { "" } else { "; " });
+                    review
+                        .detail
+                        .push_str("no call of the reply answers the recorded tool results");
+                    None
+                } else {
+                    review.paired_results = answers.paired;
+                    review.dropped_results = answers.dropped;
+                    review.placeholder_results = answers.placeholders;
+                    let mut new = Vec::with_capacity(1 + answers.messages.len() + rest.len());
+                    new.push(message);
+                    new.extend(answers.messages);
+                    new.extend_from_slice(rest);
+                    Some(new)
+                }
+            }
+            _ => None,
+        };
+        review.action = match (policy, &new) {
+            (Policy::End, _) => LiveAction::Ended,
+            (Policy::Fail, _) => LiveAction::Failed,
+            (_, Some(_)) => LiveAction::Kept,
+            // Nothing follows the last turn: nothing is substituted.
+            (_, None) if !has_next => LiveAction::Kept,
+            (_, None) => LiveAction::Substituted,
+        };
+        if matches!(outcome, Outcome::Failed(_)) {
+            review.action = LiveAction::Failed;
+        }
+        if !matches!(outcome, Outcome::Aborted) {
+            session.review = Some(review.clone());
+        }
+        if !has_next || review.action == LiveAction::Ended {
+            session.cursor = Cursor::Over;
+            return Ok(None);
+        }
+        // The recorded answer and rows, where the live reply is not carried.
+        let new = new.unwrap_or_else(|| {
+            let (results, rest) = conversation.added_rows(index);
+            recorded
+                .into_iter()
+                .chain(results)
+                .chain(rest)
+                .cloned()
+                .collect::<Vec<Message>>()
+        });
+        let keep = session.sent;
+        session.sent += new.len();
+        session.cursor = Cursor::Next(index + 1);
+        Ok(Some(conversation.request_of(
+            index,
+            &session.id,
+            session.repeat,
+            keep,
+            new,
+        )))
+    }
+
+    /// The review of the session's last reply (live-reply replay), once.
+    pub fn take_review(&mut self, session_id: &str) -> Option<Review> {
+        let index = *self.by_id.get(session_id)?;
+        self.sessions[index].review.take()
     }
 
     fn session(&mut self, session_id: &str) -> Result<(&mut Session, &ConversationReplay), Error> {

@@ -1,6 +1,7 @@
 //! The plugin's settings table (`plugin-config.settings-json`).
 
 use crate::salt::SaltMode;
+use agentload_sdk::live::{HistoryMode, LiveSettings};
 use agentload_sdk::{Config, Error};
 use serde::Deserialize;
 
@@ -36,6 +37,12 @@ pub struct Settings {
     pub salt_mode: SaltMode,
     /// The seed of `seeded64` salts.
     pub salt_seed: u64,
+    /// `recorded` (every request carries the recorded history; official)
+    /// or `live` (each request carries the model's own earlier replies).
+    pub history: HistoryMode,
+    /// Live-reply replay: the policy per divergence class, the placeholder
+    /// result, whether reasoning is carried.
+    pub live: LiveSettings,
 }
 
 impl Default for Settings {
@@ -54,6 +61,8 @@ impl Default for Settings {
             enable_salt: false,
             salt_mode: SaltMode::Reference,
             salt_seed: 42,
+            history: HistoryMode::Recorded,
+            live: LiveSettings::default(),
         }
     }
 }
@@ -82,6 +91,7 @@ impl Settings {
         if settings.conversations.as_ref().is_some_and(Vec::is_empty) {
             return bad("conversations", "a non-empty list of conversation ids");
         }
+        settings.live.check()?;
         Ok(settings)
     }
 }

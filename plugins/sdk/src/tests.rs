@@ -317,16 +317,21 @@ fn workload_glue_converts_at_the_edge() {
         finish_reason: Some("tool_calls".into()),
         usage: None,
     };
-    let second = glue::next(&state, "e".into(), wit::TurnOutcome::Completed(completion))
-        .unwrap()
-        .expect("a second turn");
+    let (review, second) =
+        glue::next(&state, "e".into(), wit::TurnOutcome::Completed(completion)).unwrap();
+    // A workload that does not override `review` reviews nothing.
+    assert_eq!(review, None);
+    let second = second.expect("a second turn");
     let reply = &second.messages[1];
     assert_eq!(reply.role, wit::Role::Assistant);
     assert_eq!(reply.content.as_deref(), Some("hi"));
     assert_eq!(reply.reasoning_content.as_deref(), Some("greet back"));
     assert_eq!(reply.tool_calls[0].name, "wave");
     let failed = wit::TurnOutcome::Failed("HTTP 500".into());
-    assert_eq!(glue::next(&state, "e".into(), failed).unwrap(), None);
+    assert_eq!(
+        glue::next(&state, "e".into(), failed).unwrap(),
+        (None, None)
+    );
 }
 
 #[test]

@@ -49,6 +49,14 @@ pub trait Workload: Default + 'static {
     /// The turn after `outcome`, or `None` when the session is over
     /// (normally after a failed turn).
     fn next(&mut self, session: &str, outcome: Outcome) -> Result<Option<Turn>, Error>;
+
+    /// Live-reply replay: the review of the reply `next` was just given
+    /// (called right after it; the host records it with that turn). Replay
+    /// workloads with `history = "live"` return one for every sent turn;
+    /// the default reviews nothing.
+    fn review(&mut self, _session: &str) -> Option<crate::live::Review> {
+        None
+    }
 }
 
 /// A session the workload will run.
@@ -293,13 +301,19 @@ pub mod glue {
         with(state, |w| w.start(&session)).map(|t| t.into_request(session).into())
     }
 
+    /// The next turn, and the review of the reply just given.
+    pub type Step = (Option<crate::live::Review>, Option<wit::TurnRequest>);
+
     pub fn next<W: Workload>(
         state: &RefCell<Option<W>>,
         session: String,
         outcome: wit::TurnOutcome,
-    ) -> Result<Option<wit::TurnRequest>, PluginError> {
-        with(state, |w| w.next(&session, outcome.into()))
-            .map(|t| t.map(|t| t.into_request(session).into()))
+    ) -> Result<Step, PluginError> {
+        with(state, |w| {
+            let next = w.next(&session, outcome.into())?;
+            Ok((w.review(&session), next))
+        })
+        .map(|(review, next)| (review, next.map(|t| t.into_request(session).into())))
     }
 }
 
@@ -318,7 +332,10 @@ macro_rules! export_workload {
         mod __agentload_workload_export {
             $crate::__agentload_generate_workload_plugin!();
 
-            use exports::agentload::plugin::workload::{Guest, SessionPlan};
+            use exports::agentload::plugin::workload::{
+                Divergence, Guest, LiveAction, SessionPlan, TurnReview, TurnStep,
+            };
+            use $crate::live::{Divergence as D, LiveAction as A};
             use $crate::__private::types as t;
             use $crate::__private::workload as glue;
             type Plugin = super::__AgentloadWorkload;
@@ -358,9 +375,34 @@ macro_rules! export_workload {
                 fn next_turn(
                     session_id: ::std::string::String,
                     outcome: t::TurnOutcome,
-                ) -> ::core::result::Result<::core::option::Option<t::TurnRequest>, t::PluginError>
-                {
-                    STATE.with(|s| glue::next::<Plugin>(s, session_id, outcome))
+                ) -> ::core::result::Result<TurnStep, t::PluginError> {
+                    let (review, next) = STATE.with(|s| glue::next::<Plugin>(s, session_id, outcome))?;
+                    let review = review.map(|r| TurnReview {
+                        divergence: match r.divergence {
+                            D::Error => Divergence::Error,
+                            D::Truncated => Divergence::Truncated,
+                            D::Empty => Divergence::Empty,
+                            D::MalformedArgs => Divergence::MalformedArgs,
+                            D::TextForCall => Divergence::TextForCall,
+                            D::CallForText => Divergence::CallForText,
+                            D::MissingCalls => Divergence::MissingCalls,
+                            D::ExtraCalls => Divergence::ExtraCalls,
+                            D::NameDiff => Divergence::NameDiff,
+                            D::ArgsDiff => Divergence::ArgsDiff,
+                            D::Match => Divergence::Match,
+                        },
+                        action: match r.action {
+                            A::Kept => LiveAction::Kept,
+                            A::Substituted => LiveAction::Substituted,
+                            A::Ended => LiveAction::Ended,
+                            A::Failed => LiveAction::Failed,
+                        },
+                        paired_results: r.paired_results,
+                        dropped_results: r.dropped_results,
+                        placeholder_results: r.placeholder_results,
+                        detail: r.detail,
+                    });
+                    ::core::result::Result::Ok(TurnStep { review, next })
                 }
             }
 

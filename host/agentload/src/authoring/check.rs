@@ -349,6 +349,7 @@ async fn drive_budget(
         recorder: Recorder::memory(Console::silent()),
         stop: stop.clone(),
         hooks: Box::new(hooks.clone()),
+        live: false,
     };
     let mut failure = None;
     for plan in sessions {
@@ -373,7 +374,10 @@ async fn drive_budget(
                 ));
                 break;
             }
-            SessionEnd::Failed | SessionEnd::Stopped | SessionEnd::Interrupted => {}
+            SessionEnd::Failed
+            | SessionEnd::Stopped
+            | SessionEnd::Interrupted
+            | SessionEnd::Diverged => {}
         }
     }
     let records = engine.recorder.snapshot();

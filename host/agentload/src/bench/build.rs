@@ -103,7 +103,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
                 bytes: whole.len(),
             });
             let (n, ms) = timed(|| block_on(workload.next_turn(&req, &TurnOutcome::Aborted)));
-            (next, next_turn) = (n?, ms);
+            (next, next_turn) = (n?.next, ms);
         }
     }
     let n = turns.len();

@@ -30,6 +30,8 @@ pub struct PhaseInput {
     pub recorder: Recorder,
     /// The phase's stop (a child of the run's).
     pub stop: Stop,
+    /// Live-reply replay (`history = "live"`).
+    pub live: bool,
 }
 
 /// How a phase went.
@@ -132,6 +134,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
             recorder: input.recorder,
             stop: input.stop,
             hooks: Box::new(hooks.clone()),
+            live: input.live,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),
@@ -262,7 +265,7 @@ async fn agent(shared: &Shared, hooks: &SweepHooks, i: usize) {
                 shared.completed[i].fetch_add(1, Ordering::SeqCst);
                 shared.check_end_rules(hooks, engine.sender.origin);
             }
-            SessionEnd::Failed | SessionEnd::PluginError => {
+            SessionEnd::Failed | SessionEnd::PluginError | SessionEnd::Diverged => {
                 shared.failed.fetch_add(1, Ordering::SeqCst);
             }
             SessionEnd::Stopped | SessionEnd::Interrupted => {

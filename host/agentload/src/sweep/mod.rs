@@ -198,6 +198,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 },
                 recorder,
                 stop: stop.child(),
+                live: phase.live_history(),
             },
         )
         .await?;

@@ -10,7 +10,7 @@
 //! key). `stop_issuing_on_first_user_complete` must be false, which is what
 //! agentload does (the tail drains); it has no key either.
 
-use super::{absent, set, Phase, Rule, Ruleset, Want};
+use super::{absent, set, setting, Phase, Rule, Ruleset, Want};
 
 use Phase::{Accuracy as A, Always, Performance as P};
 
@@ -73,6 +73,7 @@ macro_rules! datacenter_rules {
                 "false",
             ),
             absent("performance.settings.conversations", "the full data set: every conversation", P),
+            setting("performance.settings.history", super::RECORDED_HISTORY, P, "\"recorded\""),
             set(
                 "performance.settings.max_completion_tokens",
                 "max_new_tokens 8192 (locked sampling)",

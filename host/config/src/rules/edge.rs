@@ -193,6 +193,12 @@ const RULES: &[Rule] = &[
         P,
         "false",
     ),
+    setting(
+        "performance.settings.history",
+        super::RECORDED_HISTORY,
+        P,
+        "\"recorded\"",
+    ),
     setting("performance.settings.temperature", TEMPERATURE, P, "0"),
     setting("performance.settings.seed", SEED, P, "42"),
     setting(

@@ -79,6 +79,13 @@ fn each_deviation_names_its_key_rule_and_both_values() {
             "false",
         ),
         (
+            "inject_tool_delay = false\ntemperature = 0.0",
+            "inject_tool_delay = false\ntemperature = 0.0\nhistory = \"live\"",
+            "performance.settings.history",
+            "\"recorded\"",
+            "\"live\"",
+        ),
+        (
             "num_trajectories_to_issue = 20",
             "num_trajectories_to_issue = 2",
             "performance.settings.num_trajectories_to_issue",
@@ -306,6 +313,14 @@ fn datacenter_deviations_name_key_rule_and_both_values() {
             "performance.settings.enable_salt",
             "true",
             "false",
+        ),
+        (
+            KIMI,
+            "enable_salt = true",
+            "enable_salt = true\nhistory = \"live\"",
+            "performance.settings.history",
+            "\"recorded\"",
+            "\"live\"",
         ),
         (
             QWEN,

@@ -1,0 +1,291 @@
+//! Live-reply replay (`history = "live"`): each turn's review, as the
+//! record keeps it, and the run's divergence funnel.
+//!
+//! In live-reply replay the next request carries the model's own reply
+//! instead of the recorded one. The workload reviews every reply against
+//! the recording (one [`Divergence`] class per turn) and says what it did
+//! about it ([`LiveAction`]). A live run is never official: only recorded
+//! history measures what the benchmark defines.
+
+use crate::record::TurnRecord;
+use serde::{Deserialize, Serialize};
+
+/// How a reply departed from the recorded one; the first class that
+/// applies, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Divergence {
+    Error,
+    Truncated,
+    Empty,
+    MalformedArgs,
+    TextForCall,
+    CallForText,
+    MissingCalls,
+    ExtraCalls,
+    NameDiff,
+    ArgsDiff,
+    Match,
+}
+
+impl Divergence {
+    /// Every class, in the order they are tried (the funnel's order).
+    pub const ALL: [Self; 11] = [
+        Self::Match,
+        Self::ArgsDiff,
+        Self::NameDiff,
+        Self::ExtraCalls,
+        Self::MissingCalls,
+        Self::CallForText,
+        Self::TextForCall,
+        Self::MalformedArgs,
+        Self::Empty,
+        Self::Truncated,
+        Self::Error,
+    ];
+
+    /// Its name in the result files (`args_diff`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Truncated => "truncated",
+            Self::Empty => "empty",
+            Self::MalformedArgs => "malformed_args",
+            Self::TextForCall => "text_for_call",
+            Self::CallForText => "call_for_text",
+            Self::MissingCalls => "missing_calls",
+            Self::ExtraCalls => "extra_calls",
+            Self::NameDiff => "name_diff",
+            Self::ArgsDiff => "args_diff",
+            Self::Match => "match",
+        }
+    }
+}
+
+/// What the workload did with a reviewed reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveAction {
+    /// The live reply went into the next request.
+    Kept,
+    /// The recorded message went instead (a fallback).
+    Substituted,
+    /// The session ended after the turn.
+    Ended,
+    /// The turn was recorded as failed.
+    Failed,
+}
+
+/// A turn's review (`live` in `turns.jsonl`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveReview {
+    pub divergence: Divergence,
+    pub action: LiveAction,
+    /// Recorded tool results answered to a live call (ids rewritten).
+    pub paired_results: u32,
+    /// Recorded tool results left without a live call, dropped.
+    pub dropped_results: u32,
+    /// Live calls answered with the placeholder result.
+    pub placeholder_results: u32,
+    /// What differed, for humans.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// One class's row of the funnel.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassRow {
+    pub class: &'static str,
+    pub turns: u64,
+    /// Share of the reviewed turns, %.
+    pub pct: f64,
+    pub kept: u64,
+    pub substituted: u64,
+    pub ended: u64,
+    pub failed: u64,
+}
+
+/// The run's live-reply facts (`agentload.live` in `result_summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveSummary {
+    /// Always `live`: this block exists only for live runs.
+    pub history: &'static str,
+    /// Always false: a live run measures another load than the benchmark's.
+    pub official: bool,
+    /// Turns with a review.
+    pub turns_reviewed: u64,
+    /// Every class, in funnel order, with what was done about it.
+    pub funnel: Vec<ClassRow>,
+    /// Replies replaced by the recorded message.
+    pub substitutions: u64,
+    pub paired_results: u64,
+    pub dropped_results: u64,
+    pub placeholder_results: u64,
+    /// Sessions with a reviewed turn, and those where some turn departed
+    /// from the recording (any class but `match`).
+    pub sessions: u64,
+    pub sessions_diverged: u64,
+    /// Sessions by the turn number of their first departure (ascending).
+    pub first_divergent_turn: Vec<(u32, u64)>,
+}
+
+impl LiveSummary {
+    /// The funnel of `records`' reviews; none when no turn has one.
+    pub fn of(records: &[TurnRecord]) -> Option<Self> {
+        use std::collections::{BTreeMap, HashMap};
+        let reviewed: Vec<(&TurnRecord, &LiveReview)> = records
+            .iter()
+            .filter_map(|r| Some((r, r.live.as_deref()?)))
+            .collect();
+        if reviewed.is_empty() {
+            return None;
+        }
+        let total = reviewed.len() as u64;
+        let mut rows: Vec<ClassRow> = Divergence::ALL
+            .iter()
+            .map(|d| ClassRow {
+                class: d.name(),
+                turns: 0,
+                pct: 0.0,
+                kept: 0,
+                substituted: 0,
+                ended: 0,
+                failed: 0,
+            })
+            .collect();
+        let mut first: HashMap<&str, u32> = HashMap::new();
+        let mut sessions: HashMap<&str, ()> = HashMap::new();
+        let (mut paired, mut dropped, mut placeholders) = (0, 0, 0);
+        for (record, review) in &reviewed {
+            let index = Divergence::ALL
+                .iter()
+                .position(|d| *d == review.divergence)
+                .expect("every class is in ALL");
+            let row = &mut rows[index];
+            row.turns += 1;
+            match review.action {
+                LiveAction::Kept => row.kept += 1,
+                LiveAction::Substituted => row.substituted += 1,
+                LiveAction::Ended => row.ended += 1,
+                LiveAction::Failed => row.failed += 1,
+            }
+            paired += u64::from(review.paired_results);
+            dropped += u64::from(review.dropped_results);
+            placeholders += u64::from(review.placeholder_results);
+            sessions.insert(&record.session_id, ());
+            if review.divergence != Divergence::Match {
+                let turn = first.entry(&record.session_id).or_insert(record.turn);
+                *turn = (*turn).min(record.turn);
+            }
+        }
+        for row in &mut rows {
+            row.pct = 100.0 * row.turns as f64 / total as f64;
+        }
+        let mut by_turn: BTreeMap<u32, u64> = BTreeMap::new();
+        for turn in first.values() {
+            *by_turn.entry(*turn).or_insert(0) += 1;
+        }
+        Some(Self {
+            history: "live",
+            official: false,
+            turns_reviewed: total,
+            substitutions: rows.iter().map(|r| r.substituted).sum(),
+            funnel: rows,
+            paired_results: paired,
+            dropped_results: dropped,
+            placeholder_results: placeholders,
+            sessions: sessions.len() as u64,
+            sessions_diverged: first.len() as u64,
+            first_divergent_turn: by_turn.into_iter().collect(),
+        })
+    }
+
+    /// `report.txt`'s lines.
+    pub fn report_lines(&self) -> String {
+        let mut text = format!(
+            "NON-OFFICIAL: live-reply replay (history = \"live\"): requests carry the model's own \
+             replies, not the recording\nlive replies: {} turns reviewed; {} of {} sessions \
+             departed from the recording; {} replies substituted by the recorded message; tool \
+             results {} paired, {} dropped, {} placeholders\n",
+            self.turns_reviewed,
+            self.sessions_diverged,
+            self.sessions,
+            self.substitutions,
+            self.paired_results,
+            self.dropped_results,
+            self.placeholder_results
+        );
+        for row in self.funnel.iter().filter(|r| r.turns > 0) {
+            text.push_str(&format!(
+                "  {:<15} {:>7} turns ({:5.1} %)  kept {}  substituted {}  ended {}  failed {}\n",
+                row.class, row.turns, row.pct, row.kept, row.substituted, row.ended, row.failed
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::TurnStatus;
+
+    fn record(session: &str, turn: u32, divergence: Divergence, action: LiveAction) -> TurnRecord {
+        let mut r = TurnRecord::aborted(session, turn, "i", "{}");
+        r.status = TurnStatus::Completed;
+        r.live = Some(Box::new(LiveReview {
+            divergence,
+            action,
+            paired_results: 1,
+            dropped_results: u32::from(action == LiveAction::Kept),
+            placeholder_results: 0,
+            detail: String::new(),
+        }));
+        r
+    }
+
+    #[test]
+    fn the_funnel_counts_classes_actions_and_first_departures() {
+        use Divergence::*;
+        use LiveAction::*;
+        let records = vec![
+            record("a", 1, Match, Kept),
+            record("a", 3, ArgsDiff, Kept),
+            record("a", 5, TextForCall, Substituted),
+            record("b", 1, Match, Kept),
+            record("b", 3, Match, Kept),
+            record("c", 1, MalformedArgs, Ended),
+            TurnRecord::aborted("d", 1, "i", "{}"),
+        ];
+        let s = LiveSummary::of(&records).unwrap();
+        assert_eq!(
+            (s.turns_reviewed, s.sessions, s.sessions_diverged),
+            (6, 3, 2)
+        );
+        let row = |c: &str| s.funnel.iter().find(|r| r.class == c).unwrap().clone();
+        assert_eq!(row("match").turns, 3);
+        assert_eq!(row("match").pct, 50.0);
+        assert_eq!(
+            (row("text_for_call").turns, row("text_for_call").substituted),
+            (1, 1)
+        );
+        assert_eq!(row("malformed_args").ended, 1);
+        assert_eq!(row("error").turns, 0);
+        assert_eq!(s.substitutions, 1);
+        assert_eq!((s.paired_results, s.dropped_results), (6, 4));
+        // a departs at turn 3, c at turn 1; b never.
+        assert_eq!(s.first_divergent_turn, vec![(1, 1), (3, 1)]);
+        assert_eq!(s.funnel[0].class, "match");
+        assert!(s
+            .report_lines()
+            .starts_with("NON-OFFICIAL: live-reply replay"));
+        assert!(LiveSummary::of(&records[6..]).is_none());
+    }
+
+    #[test]
+    fn names_are_the_serde_names() {
+        for d in Divergence::ALL {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name());
+        }
+    }
+}

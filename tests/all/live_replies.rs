@@ -1,0 +1,336 @@
+//! Live-reply replay (`history = "live"`): each request carries the model's
+//! own earlier replies, every reply is reviewed against the recording, and
+//! the run says how far it departed. Never official.
+
+use crate::common::*;
+use agentload_sim::{ResponderConfig, SimConfig};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The edge conversation the scripted tests answer (44 turns; its first
+/// recorded answer has two calls, the others one).
+const CONV: &str = "astropy__astropy-12907";
+
+fn sim_config(responder: ResponderConfig, log: &Path) -> SimConfig {
+    SimConfig {
+        time_scale: 0.0,
+        responder,
+        request_log: Some(log.to_path_buf()),
+        ..Default::default()
+    }
+}
+
+/// Every request's body by (session, its n-th request), from a request log.
+fn bodies(log: &Path) -> HashMap<(String, usize), Value> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    read_jsonl(log)
+        .into_iter()
+        .map(|line| {
+            let session = line["session"].as_str().unwrap().to_owned();
+            let n = seen.entry(session.clone()).or_insert(0);
+            *n += 1;
+            ((session, *n), line["body"].clone())
+        })
+        .collect()
+}
+
+/// Every tool call in a request is answered before the next non-tool
+/// message, and every tool message answers an open call.
+fn every_call_answered(body: &Value) {
+    let mut open: Vec<String> = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        match m["role"].as_str().unwrap() {
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap();
+                let at = open.iter().position(|o| o == id);
+                assert!(at.is_some(), "tool result {id} answers no open call");
+                open.remove(at.unwrap());
+            }
+            role => {
+                assert!(
+                    open.is_empty(),
+                    "calls {open:?} unanswered before a {role} message"
+                );
+                if let Some(calls) = m["tool_calls"].as_array() {
+                    open = calls
+                        .iter()
+                        .map(|c| c["id"].as_str().unwrap().to_owned())
+                        .collect();
+                }
+            }
+        }
+    }
+    assert!(
+        open.is_empty(),
+        "the request ends on unanswered calls {open:?}"
+    );
+}
+
+fn live_of(turn: &Value) -> (&str, &str) {
+    let live = &turn["live"];
+    (
+        live["divergence"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no review: {turn}")),
+        live["action"].as_str().unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded_bodies() {
+    let dir = scratch("live-oracle");
+    let settings = "num_trajectories_to_issue = 3";
+    let mut logs = Vec::new();
+    for (name, extra) in [("recorded", ""), ("live", "\nhistory = \"live\"")] {
+        let log = dir.path().join(format!("{name}.jsonl"));
+        let sim = start_sim(sim_config(gold_responder(Some(trajectories()), None), &log)).await;
+        let config = edge_config(dir.path(), &sim.url(), &format!("{settings}{extra}"), "");
+        let out = dir.path().join(name);
+        run_ok(&config, &out, &[], dir.path()).await;
+        sim.shutdown().await;
+        logs.push((log, out));
+    }
+    let (recorded, live) = (bodies(&logs[0].0), bodies(&logs[1].0));
+    assert!(recorded.len() > 50, "{}", recorded.len());
+    // The oracle answers with the recorded call ids: every body is the
+    // recorded one, byte for byte as JSON.
+    assert_eq!(live.len(), recorded.len());
+    for (key, body) in &recorded {
+        assert_eq!(live.get(key), Some(body), "request {key:?}");
+        every_call_answered(body);
+    }
+    let turns = read_jsonl(&logs[1].1.join("turns.jsonl"));
+    assert_eq!(turns.len(), recorded.len());
+    for turn in &turns {
+        assert_eq!(live_of(turn), ("match", "kept"), "{turn}");
+    }
+    let summary = json(&logs[1].1.join("performance/result_summary.json"));
+    let block = &summary["agentload"]["live"];
+    assert_eq!(block["official"], false, "{block:#}");
+    assert_eq!(block["turns_reviewed"], turns.len(), "{block:#}");
+    assert_eq!(block["funnel"][0]["class"], "match");
+    assert_eq!(block["funnel"][0]["turns"], turns.len());
+    assert_eq!(
+        (
+            block["sessions"].clone(),
+            block["sessions_diverged"].clone()
+        ),
+        (json!(3), json!(0))
+    );
+    let report = std::fs::read_to_string(logs[1].1.join("report.txt")).unwrap();
+    assert!(
+        report.contains("NON-OFFICIAL: live-reply replay"),
+        "{report}"
+    );
+    // The recorded run has no review and no live block.
+    let recorded_turns = read_jsonl(&logs[0].1.join("turns.jsonl"));
+    assert!(recorded_turns.iter().all(|t| t.get("live").is_none()));
+    let summary = json(&logs[0].1.join("performance/result_summary.json"));
+    assert!(summary["agentload"].get("live").is_none());
+}
+
+/// The recorded answers' tool calls of `CONV`, in order: (name, arguments).
+fn recorded_calls() -> Vec<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(trajectories()).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["conversation_id"] == CONV && r["role"] == "assistant")
+        .map(|r| {
+            r["tool_calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    let f = &c["function"];
+                    let args = match &f["arguments"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (f["name"].as_str().unwrap().to_owned(), args)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn call(n: usize, k: usize, name: &str, args: &str) -> Value {
+    json!({"id": format!("s{n}-{k}"), "type": "function", "function": {"name": name, "arguments": args}})
+}
+
+/// The script: request `n` answered as `plan` says, the recorded calls otherwise.
+fn departing_script(dir: &Path) -> (std::path::PathBuf, usize) {
+    let recorded = recorded_calls();
+    let lines: Vec<String> = recorded
+        .iter()
+        .enumerate()
+        .map(|(i, calls)| {
+            let n = i + 1;
+            let same: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(k, (name, args))| call(n, k, name, args))
+                .collect();
+            let (first_name, first_args) = &calls[0];
+            let line = match n {
+                1 => json!({"tool_calls": [same[0]]}),
+                3 => json!({"tool_calls": [call(n, 0, first_name, r#"{"command":"ls -la /"}"#)]}),
+                4 => json!({"content": "I think the bug is in separable.py."}),
+                5 => json!({"tool_calls": [same[0], call(n, 1, "bash", r#"{"command":"git status"}"#)]}),
+                6 => json!({"tool_calls": [call(n, 0, first_name, r#"{"command": "grep -r"#)]}),
+                7 => json!({"tool_calls": same, "finish_reason": "length"}),
+                8 => json!({"tool_calls": [call(n, 0, "python", first_args)]}),
+                9 => json!({"content": ""}),
+                _ => json!({"tool_calls": same}),
+            };
+            let mut line = line;
+            line["session_id"] = json!(CONV);
+            line["turn"] = json!(n);
+            line.to_string()
+        })
+        .collect();
+    let path = dir.join("script.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    (path, recorded.len())
+}
+
+/// What each scripted departure is classed as, and done about, by default.
+const PLAN: [(&str, &str); 9] = [
+    ("missing_calls", "kept"),
+    ("match", "kept"),
+    ("args_diff", "kept"),
+    ("text_for_call", "substituted"),
+    ("extra_calls", "kept"),
+    ("malformed_args", "substituted"),
+    ("truncated", "substituted"),
+    ("name_diff", "kept"),
+    ("empty", "substituted"),
+];
+
+async fn live_run(dir: &Path, name: &str, policy: &str) -> (std::path::PathBuf, Vec<Value>, u64) {
+    let (script, _) = departing_script(dir);
+    let log = dir.join(format!("{name}.requests.jsonl"));
+    let sim = start_sim(sim_config(ResponderConfig::Script { path: script }, &log)).await;
+    let settings = format!(
+        "conversations = [\"{CONV}\"]\nhistory = \"live\"\n[performance.settings.live]\nplaceholder = \"no result\"\n{policy}"
+    );
+    let config = edge_config(dir, &sim.url(), &settings, "");
+    let out = dir.join(name);
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir,
+    )
+    .await;
+    let output = text(&run);
+    let served = sim.requests_served();
+    sim.shutdown().await;
+    assert!(out.join("turns.jsonl").exists(), "{output}");
+    (log, read_jsonl(&out.join("turns.jsonl")), served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_departure_is_classed_its_policy_applied_and_every_call_answered() {
+    let dir = scratch("live-departures");
+    let (log, turns, served) = live_run(dir.path(), "default", "").await;
+    let n = recorded_calls().len();
+    assert_eq!((turns.len(), served as usize), (n, n));
+    for (i, (class, action)) in PLAN.iter().enumerate() {
+        assert_eq!(
+            live_of(&turns[i]),
+            (*class, *action),
+            "turn {}: {}",
+            i + 1,
+            turns[i]
+        );
+    }
+    for turn in &turns[PLAN.len()..] {
+        assert_eq!(live_of(turn), ("match", "kept"), "{turn}");
+    }
+    // Turn 1: one live call of two recorded: one result paired, one dropped.
+    assert_eq!(turns[0]["live"]["paired_results"], 1);
+    assert_eq!(turns[0]["live"]["dropped_results"], 1);
+    // Turn 5: an extra call, answered with the placeholder.
+    assert_eq!(turns[4]["live"]["placeholder_results"], 1);
+    let bodies = bodies(&log);
+    for body in bodies.values() {
+        every_call_answered(body);
+    }
+    let request = |n: usize| {
+        bodies[&(CONV.to_owned(), n)]["messages"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let recorded = recorded_calls();
+    // After a substituted reply the next request carries the recorded one.
+    for substituted in [4, 6, 7, 9] {
+        let messages = request(substituted + 1);
+        let reply = &messages[messages.len() - 2];
+        assert_eq!(reply["role"], "assistant");
+        let args = reply["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            args,
+            recorded[substituted - 1][0].1,
+            "after turn {substituted}"
+        );
+    }
+    // After a kept one, the live reply with its own ids.
+    let after_extra = request(6);
+    let calls = after_extra[after_extra.len() - 3]["tool_calls"]
+        .as_array()
+        .unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(after_extra[after_extra.len() - 1]["content"], "no result");
+    assert_eq!(after_extra[after_extra.len() - 1]["tool_call_id"], "s5-1");
+    let summary = json(&dir.path().join("default/performance/result_summary.json"));
+    let live = &summary["agentload"]["live"];
+    assert_eq!(live["substitutions"], 4, "{live:#}");
+    assert_eq!(live["sessions_diverged"], 1);
+    assert_eq!(live["first_divergent_turn"], json!([[1, 1]]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_ends_the_session_or_fails_the_turn() {
+    let dir = scratch("live-policies");
+    // args_diff (turn 3) ends the session: nothing after it is sent.
+    let (_, turns, served) = live_run(
+        dir.path(),
+        "end",
+        "[performance.settings.live.policy]\nargs_diff = \"end\"",
+    )
+    .await;
+    assert_eq!((turns.len(), served), (3, 3));
+    assert_eq!(live_of(&turns[2]), ("args_diff", "ended"));
+    let sessions = read_jsonl(&dir.path().join("end/sessions.jsonl"));
+    assert_eq!(
+        sessions.last().unwrap()["ended"],
+        "diverged",
+        "{sessions:?}"
+    );
+    // ... or fails it: it is recorded failed, the rest missing, never sent.
+    let (_, turns, served) = live_run(
+        dir.path(),
+        "fail",
+        "[performance.settings.live.policy]\nargs_diff = \"fail\"",
+    )
+    .await;
+    assert_eq!(served, 3);
+    assert_eq!(turns[2]["status"], "failed");
+    assert!(
+        turns[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("live reply diverged from the recording (args_diff"),
+        "{}",
+        turns[2]
+    );
+    assert!(turns[3..].iter().all(|t| t["status"] == "aborted"));
+    assert_eq!(turns.len(), recorded_calls().len());
+}
