@@ -334,3 +334,93 @@ async fn a_policy_ends_the_session_or_fails_the_turn() {
     assert!(turns[3..].iter().all(|t| t["status"] == "aborted"));
     assert_eq!(turns.len(), recorded_calls().len());
 }
+
+/// Every request body by (session, message count): the turn it is, whichever
+/// process sent it (a turn cut by the kill is sent again, the same).
+fn bodies_by_turn(log: &Path) -> HashMap<(String, usize), Value> {
+    let mut out: HashMap<(String, usize), Value> = HashMap::new();
+    for line in read_jsonl(log) {
+        let key = (
+            line["session"].as_str().unwrap().to_owned(),
+            line["body"]["messages"].as_array().unwrap().len(),
+        );
+        if let Some(earlier) = out.get(&key) {
+            assert_eq!(
+                earlier, &line["body"],
+                "turn {key:?} sent twice, differently"
+            );
+        }
+        out.insert(key, line["body"].clone());
+    }
+    out
+}
+
+/// Each (session, turn)'s review.
+fn reviews(turns: &Path) -> HashMap<(String, u64), Value> {
+    read_jsonl(turns)
+        .into_iter()
+        .filter(|t| t["status"] != "interrupted")
+        .map(|t| {
+            let key = (
+                t["session_id"].as_str().unwrap().to_owned(),
+                t["turn"].as_u64().unwrap(),
+            );
+            (key, t["live"].clone())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_live_run_resumes_exactly() {
+    let dir = scratch("live-resume");
+    // The oracle perturbs about a third of the turns' commands: their
+    // replies depart (args_diff) and are carried on, so later requests
+    // hold the live replies and a resume must rebuild them.
+    let sim = |log: &Path| {
+        let mut config = replay_sim(trajectories());
+        config.responder = ResponderConfig::Oracle {
+            dataset: Some(trajectories()),
+            bfcl: None,
+            error_rate: 0.3,
+            seed: 7,
+            cap_to_max_tokens: false,
+        };
+        config.request_log = Some(log.to_path_buf());
+        start_sim(config)
+    };
+    let settings = "num_trajectories_to_issue = 6\nhistory = \"live\"";
+    let whole_log = dir.path().join("whole.requests.jsonl");
+    let whole_sim = sim(&whole_log).await;
+    let config = edge_config(dir.path(), &whole_sim.url(), settings, "");
+    let whole = dir.path().join("whole");
+    run_ok(&config, &whole, &[], dir.path()).await;
+    whole_sim.shutdown().await;
+
+    let cut_log = dir.path().join("cut.requests.jsonl");
+    let cut_sim = sim(&cut_log).await;
+    let config = edge_config(dir.path(), &cut_sim.url(), settings, "");
+    let cut = dir.path().join("cut");
+    let cut_s = cut.to_str().unwrap();
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", cut_s],
+        dir.path(),
+    );
+    let turns = cut.join("turns.jsonl");
+    wait_for_lines(&turns, 60, &mut run).await;
+    run.start_kill().unwrap(); // SIGKILL
+    run.wait().await.unwrap();
+    let total = read_jsonl(&whole.join("turns.jsonl")).len();
+    assert!(lines(&turns) < total, "killed before the end");
+    let resumed = agentload(&["resume", cut_s], dir.path()).await;
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    cut_sim.shutdown().await;
+
+    let (a, b) = (reviews(&whole.join("turns.jsonl")), reviews(&turns));
+    assert_eq!(a.len(), total);
+    let departed = a.values().filter(|r| r["divergence"] != "match").count();
+    assert!(departed > 10, "the oracle perturbed {departed} turns");
+    assert_eq!(a, b, "every turn's review, with and without the kill");
+    assert_eq!(bodies_by_turn(&whole_log), bodies_by_turn(&cut_log));
+    let summary = json(&cut.join("performance/result_summary.json"));
+    assert_eq!(summary["agentload"]["live"]["turns_reviewed"], total);
+}
