@@ -294,6 +294,23 @@ async fn each_departure_is_classed_its_policy_applied_and_every_call_answered() 
     assert_eq!(live["substitutions"], 4, "{live:#}");
     assert_eq!(live["sessions_diverged"], 1);
     assert_eq!(live["first_divergent_turn"], json!([[1, 1]]));
+    // The session's own line says the same, recomputed from turns.jsonl.
+    let metrics = read_jsonl(&dir.path().join("default/session_metrics.jsonl"));
+    let session = &metrics[0]["live"];
+    let mut by_class: HashMap<String, u64> = HashMap::new();
+    for turn in &turns {
+        *by_class.entry(live_of(turn).0.to_owned()).or_insert(0) += 1;
+    }
+    let first = turns
+        .iter()
+        .find(|t| live_of(t).0 != "match")
+        .map(|t| t["turn"].clone());
+    assert_eq!(session["first_divergent_turn"], first.unwrap(), "{session}");
+    assert_eq!(
+        serde_json::from_value::<HashMap<String, u64>>(session["by_class"].clone()).unwrap(),
+        by_class
+    );
+    assert_eq!(session["substituted"], 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@
 //! Times are differences of one process's stamps: a session resumed by a
 //! later process adds each process's part.
 
+use crate::live::{Divergence, LiveAction, LiveReview};
 use crate::metrics::Spread;
 use crate::record::{TurnFacts, TurnRecord, TurnStatus};
 use crate::summary::chosen_counts;
@@ -57,6 +58,20 @@ pub struct SessionMetrics {
     /// meeting the targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_ok: Option<bool>,
+    /// Live-reply replay: how the session's replies departed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<SessionLive>,
+}
+
+/// A live-reply session's departures from the recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionLive {
+    /// The first turn whose reply departed (any class but `match`).
+    pub first_divergent_turn: Option<u32>,
+    /// Reviewed turns by class (classes that occurred).
+    pub by_class: BTreeMap<String, u32>,
+    /// Replies replaced by the recorded message.
+    pub substituted: u32,
 }
 
 /// The run's sessions together (`agentload.sessions`).
@@ -123,6 +138,8 @@ pub struct SessionTurn<'a> {
     /// The server's `usage.prompt_tokens` and cached tokens.
     pub server_prompt: Option<u64>,
     pub cached: Option<u64>,
+    /// Live-reply replay: the reply's review.
+    pub live: Option<&'a LiveReview>,
 }
 
 /// Why a failed turn failed, as far as the session's end reason names it.
@@ -166,6 +183,7 @@ impl<'a> SessionTurn<'a> {
                     .get("cached_tokens")?
                     .as_u64()
             }),
+            live: r.live.as_deref(),
         }
     }
 
@@ -205,6 +223,7 @@ impl<'a> SessionTurn<'a> {
             counts,
             server_prompt: f.prompt_tokens,
             cached: f.cached_tokens,
+            live: None,
         }
     }
 }
@@ -358,7 +377,35 @@ pub fn session(
         e2e_interactivity: (e2e > 0.0).then(|| output_tokens as f64 / e2e),
         turns_meeting_slo,
         slo_ok,
+        live: session_live(&turns),
     }
+}
+
+/// The departures of a session's reviewed turns; none without reviews.
+fn session_live(turns: &[&SessionTurn<'_>]) -> Option<SessionLive> {
+    let reviewed: Vec<(u32, &LiveReview)> = turns
+        .iter()
+        .filter_map(|t| Some((t.turn, t.live?)))
+        .collect();
+    if reviewed.is_empty() {
+        return None;
+    }
+    let mut by_class = BTreeMap::new();
+    for (_, r) in &reviewed {
+        *by_class.entry(r.divergence.name().to_owned()).or_insert(0) += 1;
+    }
+    Some(SessionLive {
+        first_divergent_turn: reviewed
+            .iter()
+            .filter(|(_, r)| r.divergence != Divergence::Match)
+            .map(|(turn, _)| *turn)
+            .min(),
+        by_class,
+        substituted: reviewed
+            .iter()
+            .filter(|(_, r)| r.action == LiveAction::Substituted)
+            .count() as u32,
+    })
 }
 
 /// Every session of a phase, in the order of `order` (the plan's, or the
