@@ -2,6 +2,7 @@
 //! own earlier replies, every reply is reviewed against the recording, and
 //! the run says how far it departed. Never official.
 
+use crate::common::browser;
 use crate::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
 use serde_json::{json, Value};
@@ -311,6 +312,22 @@ async fn each_departure_is_classed_its_policy_applied_and_every_call_answered() 
         by_class
     );
     assert_eq!(session["substituted"], 4);
+    // The page says so first, and draws the funnel.
+    let Some(chromium) = browser::chromium() else {
+        return;
+    };
+    let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    let page = browser::load(
+        &chromium,
+        &dir.path().join("default/report.html"),
+        &shots,
+        "live",
+    );
+    page.assert_clean(&["divergence-funnel"]);
+    assert_eq!(page.sections[..2], ["run", "live"]);
+    for needle in ["NON-OFFICIAL", "text_for_call", "malformed_args", "1 of 1"] {
+        assert!(page.text.contains(needle), "{needle} not on the page");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,6 +15,7 @@ pub mod diff;
 mod error;
 pub mod export;
 pub mod headline;
+mod live;
 mod page;
 mod points;
 pub mod read;
@@ -64,6 +65,8 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
     let generated_by = format!("agentload {}", env!("CARGO_PKG_VERSION"));
     let page = if let [r] = runs {
         let mut sections = vec![run_page::header(r)];
+        // A live run says it is not official before any number.
+        sections.extend(live::section(r));
         sections.extend(run_page::performance(r));
         sections.extend(sessions::section(r));
         sections.extend(shards::section(r));
