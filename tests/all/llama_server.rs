@@ -572,3 +572,76 @@ async fn context_overflow_fails_the_turn_aborts_the_rest_and_invalidates_the_run
     let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(report.contains("INVALID"), "{report}");
 }
+
+/// Live-reply replay against the real server: the run completes, every
+/// sent turn carries its review and the funnel is written. What the 135M
+/// model answers is printed, never asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_run_completes_with_its_divergence_funnel() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let server = server(2048).await;
+    let dir = scratch("llama-live");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(
+        root().join("tests/fixtures/llama/smoke.jsonl"),
+        data.join("smoke.jsonl"),
+    )
+    .unwrap();
+    let config = config(
+        dir.path(),
+        &server.url,
+        &data,
+        "smoke.jsonl",
+        "num_trajectories_to_issue = 2\nhistory = \"live\"",
+    );
+    let out = dir.path().join("out");
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mode",
+            "perf",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(run.status.success(), "{}", text(&run));
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "{records:?}");
+    for r in &records {
+        assert!(r["live"]["divergence"].is_string(), "no review: {r}");
+        eprintln!(
+            "{} turn {}: {} -> {} ({}); answered {:?} calls {}",
+            r["session_id"],
+            r["turn"],
+            r["live"]["divergence"],
+            r["live"]["action"],
+            r["live"]["detail"],
+            r["completion"]["content"].as_str().unwrap_or(""),
+            r["completion"]["tool_calls"]
+        );
+    }
+    let summary = json(&out.join("performance/result_summary.json"));
+    let live = &summary["agentload"]["live"];
+    assert_eq!(live["turns_reviewed"], 4, "{live:#}");
+    assert_eq!(live["official"], false);
+    let funnel: u64 = live["funnel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["turns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(funnel, 4, "{live:#}");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("NON-OFFICIAL: live-reply replay"),
+        "{report}"
+    );
+    eprintln!("{}", live);
+}
