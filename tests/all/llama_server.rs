@@ -166,6 +166,20 @@ max_completion_tokens = {MAX_TOKENS}
     path
 }
 
+/// A run config over the smoke fixture's two trajectories (copied into
+/// `dir/data`), with more workload settings.
+fn smoke_config(dir: &Path, url: &str, settings: &str) -> PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(
+        root().join("tests/fixtures/llama/smoke.jsonl"),
+        data.join("smoke.jsonl"),
+    )
+    .unwrap();
+    let settings = format!("num_trajectories_to_issue = 2\n{settings}");
+    config(dir, url, &data, "smoke.jsonl", &settings)
+}
+
 fn records(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("turns.jsonl"))
         .unwrap()
@@ -276,20 +290,7 @@ async fn short_edge_run_streams_and_records_llama_timings() {
     );
 
     let dir = scratch("llama-edge");
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::copy(
-        root().join("tests/fixtures/llama/smoke.jsonl"),
-        data.join("smoke.jsonl"),
-    )
-    .unwrap();
-    let config = config(
-        dir.path(),
-        &server.url,
-        &data,
-        "smoke.jsonl",
-        "num_trajectories_to_issue = 2",
-    );
+    let config = smoke_config(dir.path(), &server.url, "");
     // A server of our own serves nothing but this run: its counters must
     // equal the turns' usage.
     let scraped = server.port.is_some();
@@ -584,20 +585,7 @@ async fn a_live_run_completes_with_its_divergence_funnel() {
     let _serial = SERIAL.lock().await;
     let server = server(2048).await;
     let dir = scratch("llama-live");
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::copy(
-        root().join("tests/fixtures/llama/smoke.jsonl"),
-        data.join("smoke.jsonl"),
-    )
-    .unwrap();
-    let config = config(
-        dir.path(),
-        &server.url,
-        &data,
-        "smoke.jsonl",
-        "num_trajectories_to_issue = 2\nhistory = \"live\"",
-    );
+    let config = smoke_config(dir.path(), &server.url, "history = \"live\"");
     let out = dir.path().join("out");
     let run = agentload(
         &[

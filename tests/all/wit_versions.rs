@@ -15,6 +15,39 @@
 use crate::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
 
+/// `agentload run` of the fixture workload `plugin` (2 sessions of `turns`
+/// turns) against the simulator at `url`, which must succeed: the output
+/// folder and the console output.
+async fn run_fixture(
+    dir: &std::path::Path,
+    url: &str,
+    plugin: &str,
+    turns: u32,
+) -> (std::path::PathBuf, String) {
+    let config = format!(
+        r#"name = "{plugin}"
+[model]
+name = "m"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+[performance]
+workload = "{}"
+report_file = "none.json"
+[performance.settings]
+sessions = 2
+turns = {turns}
+"#,
+        test_plugin(plugin).display()
+    );
+    std::fs::write(dir.join("run.toml"), config).unwrap();
+    let out = dir.join("out");
+    let run = agentload(&["run", "run.toml", "--out", out.to_str().unwrap()], dir).await;
+    let output = text(&run);
+    assert!(run.status.success(), "{output}");
+    (out, output)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_loads_a_workload_built_against_an_older_wit() {
     let sim = start_sim(SimConfig {
@@ -24,32 +57,7 @@ async fn a_run_loads_a_workload_built_against_an_older_wit() {
     })
     .await;
     let dir = scratch("old-workload-run");
-    let config = format!(
-        r#"name = "old-workload"
-[model]
-name = "m"
-tokenizer = "none"
-[endpoint]
-url = "{}"
-[performance]
-workload = "{}"
-report_file = "none.json"
-[performance.settings]
-sessions = 2
-turns = 2
-"#,
-        sim.url(),
-        test_plugin("old_workload").display()
-    );
-    std::fs::write(dir.path().join("run.toml"), config).unwrap();
-    let out = dir.path().join("out");
-    let run = agentload(
-        &["run", "run.toml", "--out", out.to_str().unwrap()],
-        dir.path(),
-    )
-    .await;
-    let output = text(&run);
-    assert!(run.status.success(), "{output}");
+    let (out, output) = run_fixture(dir.path(), &sim.url(), "old_workload", 2).await;
     assert_eq!(sim.requests_served(), 4, "{output}");
     sim.shutdown().await;
 
@@ -232,32 +240,7 @@ async fn a_run_loads_a_workload_built_against_the_previous_wit() {
         ..Default::default()
     })
     .await;
-    let config = format!(
-        r#"name = "prev-workload"
-[model]
-name = "m"
-tokenizer = "none"
-[endpoint]
-url = "{}"
-[performance]
-workload = "{}"
-report_file = "none.json"
-[performance.settings]
-sessions = 2
-turns = 3
-"#,
-        sim.url(),
-        test_plugin("prev_workload").display()
-    );
-    std::fs::write(dir.path().join("run.toml"), config).unwrap();
-    let out = dir.path().join("out");
-    let run = agentload(
-        &["run", "run.toml", "--out", out.to_str().unwrap()],
-        dir.path(),
-    )
-    .await;
-    let output = text(&run);
-    assert!(run.status.success(), "{output}");
+    let (out, output) = run_fixture(dir.path(), &sim.url(), "prev_workload", 3).await;
     assert_eq!(sim.requests_served(), 6, "{output}");
     sim.shutdown().await;
     let sessions = json(&out.join("sessions.json"));

@@ -1,6 +1,6 @@
-//! Host bindings for the previous WIT package, `agentload:plugin@0.1.0`
+//! Host bindings for an earlier WIT package, `agentload:plugin@0.1.0`
 //! (both worlds), and the conversions between its records and the current
-//! (0.2.0) ones the rest of the host works with.
+//! ones the rest of the host works with.
 //!
 //! 0.1.0 is frozen; its plugins still load and run:
 //! - its `turn-request` carries the whole history: it becomes a current one
@@ -12,7 +12,9 @@
 //!   "threshold", "golden", "passed"}}}`).
 //!
 //! The conversions are written out field by field on purpose: a field added
-//! to either version breaks the build here instead of being dropped silently.
+//! to either version breaks the build instead of being dropped silently.
+//! Those of the records every older version shares are in
+//! `bindings_older.rs`; the ones that differ are here.
 
 use super::bindings::types as current;
 use super::bindings::{Gate, GateMetric, Report, ScoredItem, Verdict};
@@ -45,55 +47,9 @@ pub use workload::exports::agentload::plugin::workload::SessionPlan;
 
 use workload::agentload::plugin::host::{Host, LogLevel};
 
-impl Host for StoreState {
-    fn log(&mut self, level: LogLevel, message: String) {
-        let level = match level {
-            LogLevel::Trace => super::bindings::LogLevel::Trace,
-            LogLevel::Debug => super::bindings::LogLevel::Debug,
-            LogLevel::Info => super::bindings::LogLevel::Info,
-            LogLevel::Warn => super::bindings::LogLevel::Warn,
-            LogLevel::Error => super::bindings::LogLevel::Error,
-        };
-        super::bindings::log(self, level, &message);
-    }
-}
+super::bindings_older::same_records!();
 
-// ---- 0.1.0 -> 0.2.0 (what an old plugin returns) ----
-
-/// `plugin-info`, up.
-pub fn plugin_info_up(info: old::PluginInfo) -> current::PluginInfo {
-    current::PluginInfo {
-        name: info.name,
-        version: info.version,
-        kind: match info.kind {
-            old::PluginKind::Workload => current::PluginKind::Workload,
-            old::PluginKind::Scorer => current::PluginKind::Scorer,
-        },
-        description: info.description,
-    }
-}
-
-/// `session-plan`, up.
-pub fn session_plan_up(plan: SessionPlan) -> super::bindings::SessionPlan {
-    super::bindings::SessionPlan {
-        id: plan.id,
-        expected_turns: plan.expected_turns,
-    }
-}
-
-/// `plugin-error`, up.
-pub fn plugin_error_up(error: old::PluginError) -> current::PluginError {
-    match error {
-        old::PluginError::InvalidConfig(m) => current::PluginError::InvalidConfig(m),
-        old::PluginError::InvalidData(e) => current::PluginError::InvalidData(current::DataError {
-            file: e.file,
-            line: e.line,
-            message: e.message,
-        }),
-        old::PluginError::InvalidInput(m) => current::PluginError::InvalidInput(m),
-        old::PluginError::Internal(m) => current::PluginError::Internal(m),
-    }
-}
+// ---- 0.1.0 -> current (what an old plugin returns) ----
 
 /// `turn-request`, up: the whole history, keeping nothing.
 pub fn turn_request_up(request: old::TurnRequest) -> current::TurnRequest {
@@ -107,51 +63,6 @@ pub fn turn_request_up(request: old::TurnRequest) -> current::TurnRequest {
         sampling: sampling_up(request.sampling),
         delay_ms: request.delay_ms,
         expected_json: request.expected_json,
-    }
-}
-
-fn chat_message_up(message: old::ChatMessage) -> current::ChatMessage {
-    current::ChatMessage {
-        role: match message.role {
-            old::Role::System => current::Role::System,
-            old::Role::User => current::Role::User,
-            old::Role::Assistant => current::Role::Assistant,
-            old::Role::Tool => current::Role::Tool,
-        },
-        content: message.content,
-        reasoning_content: message.reasoning_content,
-        tool_calls: message.tool_calls.into_iter().map(tool_call_up).collect(),
-        tool_call_id: message.tool_call_id,
-        name: message.name,
-    }
-}
-
-fn tool_call_up(call: old::ToolCall) -> current::ToolCall {
-    current::ToolCall {
-        id: call.id,
-        name: call.name,
-        arguments: call.arguments,
-    }
-}
-
-fn sampling_up(sampling: old::Sampling) -> current::Sampling {
-    current::Sampling {
-        temperature: sampling.temperature,
-        top_p: sampling.top_p,
-        top_k: sampling.top_k,
-        seed: sampling.seed,
-        max_completion_tokens: sampling.max_completion_tokens,
-        tool_choice_json: sampling.tool_choice_json,
-    }
-}
-
-/// `verdict`, up.
-pub fn verdict_up(verdict: old_scorer::Verdict) -> Verdict {
-    Verdict {
-        item_id: verdict.item_id,
-        score: verdict.score,
-        excluded: verdict.excluded,
-        detail_json: verdict.detail_json,
     }
 }
 
@@ -195,76 +106,6 @@ fn gate_from_json(report_json: &str) -> Option<Gate> {
         })
         .collect();
     Some(Gate { passed, metrics })
-}
-
-// ---- 0.2.0 -> 0.1.0 (what the host passes an old plugin) ----
-
-/// `plugin-config`, down.
-pub fn plugin_config_down(config: &current::PluginConfig) -> old::PluginConfig {
-    old::PluginConfig {
-        settings_json: config.settings_json.clone(),
-        files: config
-            .files
-            .iter()
-            .map(|f| old::GrantedFile {
-                name: f.name.clone(),
-                file_name: f.file_name.clone(),
-                bytes: f.bytes.clone(),
-            })
-            .collect(),
-    }
-}
-
-/// `turn-outcome`, down.
-pub fn turn_outcome_down(outcome: &current::TurnOutcome) -> old::TurnOutcome {
-    match outcome {
-        current::TurnOutcome::Completed(c) => old::TurnOutcome::Completed(completion_down(c)),
-        current::TurnOutcome::Failed(cause) => old::TurnOutcome::Failed(cause.clone()),
-        current::TurnOutcome::Aborted => old::TurnOutcome::Aborted,
-    }
-}
-
-fn completion_down(c: &current::Completion) -> old::Completion {
-    old::Completion {
-        content: c.content.clone(),
-        reasoning_content: c.reasoning_content.clone(),
-        tool_calls: c
-            .tool_calls
-            .iter()
-            .map(|t| old::ToolCall {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                arguments: t.arguments.clone(),
-            })
-            .collect(),
-        finish_reason: c.finish_reason.clone(),
-        usage: c.usage.as_ref().map(|u| old::Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-            cached_tokens: u.cached_tokens,
-        }),
-    }
-}
-
-/// `scored-item`, down.
-pub fn scored_item_down(item: &ScoredItem) -> old_scorer::ScoredItem {
-    old_scorer::ScoredItem {
-        item_id: item.item_id.clone(),
-        session_id: item.session_id.clone(),
-        turn: item.turn,
-        expected_json: item.expected_json.clone(),
-        completion: item.completion.as_ref().map(completion_down),
-    }
-}
-
-/// `verdict`, down (for `aggregate`).
-pub fn verdict_down(verdict: &Verdict) -> old_scorer::Verdict {
-    old_scorer::Verdict {
-        item_id: verdict.item_id.clone(),
-        score: verdict.score,
-        excluded: verdict.excluded.clone(),
-        detail_json: verdict.detail_json.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 pub mod api;
 mod bindings;
+mod bindings_older;
 mod bindings_v0_1_0;
 mod bindings_v0_2_0;
 mod blocking;
