@@ -129,6 +129,27 @@ async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded
     assert!(recorded_turns.iter().all(|t| t.get("live").is_none()));
     let summary = json(&logs[0].1.join("performance/result_summary.json"));
     assert!(summary["agentload"].get("live").is_none());
+    // The two compared: the live one is labelled, TTFT by turn overlaid.
+    let compared = dir.path().join("compared.html");
+    let report = agentload(
+        &[
+            "report",
+            logs[0].1.to_str().unwrap(),
+            logs[1].1.to_str().unwrap(),
+            "--out",
+            compared.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(report.status.success(), "{}", text(&report));
+    let Some(chromium) = browser::chromium() else {
+        return;
+    };
+    let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    let page = browser::load(&chromium, &compared, &shots, "live-compared");
+    page.assert_clean(&["ttft-by-turn-overlay", "isl-overlay"]);
+    assert!(page.text.contains("live (not official)"), "no history row");
 }
 
 /// The recorded answers' tool calls of `CONV`, in order: (name, arguments).

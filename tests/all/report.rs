@@ -158,6 +158,7 @@ async fn demo_reports_and_their_comparison_render_in_chromium() {
         "tpot-cdf-overlay",
         "latency-cdf-overlay",
         "isl-overlay",
+        "ttft-by-turn-overlay",
     ]);
     for needle in [
         "scale 0.001",

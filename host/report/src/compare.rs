@@ -45,6 +45,17 @@ pub fn runs_table(runs: &[RunDir], labels: &[String]) -> Section {
     t.rows.push(row("started", &|r| {
         Cell::text(r.manifest_str("test_started_at").unwrap_or("-"))
     }));
+    t.rows.push(row("history", &|r| {
+        let live = r
+            .summary
+            .as_ref()
+            .is_some_and(|s| s["agentload"].get("live").is_some());
+        if live {
+            Cell::verdict("live (not official)", false)
+        } else {
+            Cell::text("recorded")
+        }
+    }));
     t.rows.push(row("validity", &|r| match r.valid() {
         Some(v) => Cell::verdict(if v { "VALID" } else { "INVALID" }, v)
             .title(r.invalid_reasons().join("; ")),
@@ -147,8 +158,38 @@ pub fn overlays(runs: &[RunDir], labels: &[String]) -> Option<Section> {
     figs.push(figure(
         "isl-overlay",
         "Context growth per run",
-        "Mean ISL over the conversations, by turn index.",
+        "Mean ISL over the conversations, by turn index (a live run against its recorded twin: the ISL drift).",
         &isl,
+    ));
+    let mut ttft_by_turn = Plot::new(
+        Axis::linear("turn index in the conversation"),
+        Axis::linear("median TTFT (ms)"),
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let mut by_turn: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+        for t in &r.turns {
+            if let Some(ns) = t.ttft_ns() {
+                by_turn.entry(t.turn).or_default().push(ns as f64 / 1e6);
+            }
+        }
+        let pts: Vec<(f64, f64)> = by_turn
+            .into_iter()
+            .map(|(k, mut v)| {
+                v.sort_by(f64::total_cmp);
+                (f64::from(k), v[(v.len() - 1) / 2])
+            })
+            .collect();
+        if !pts.is_empty() {
+            ttft_by_turn = ttft_by_turn.layer(Layer::new(&labels[i], color(i), line(i, pts)));
+        }
+    }
+    figs.push(figure(
+        "ttft-by-turn-overlay",
+        "TTFT by turn index per run",
+        "Median TTFT of each turn index over the conversations (the lower median): a recorded \
+         and a live run of the same data overlaid show what carrying the model's own replies \
+         does to prefix-cache reuse.",
+        &ttft_by_turn,
     ));
     let sweeps: Vec<(usize, &super::read::Sweep)> = runs
         .iter()
