@@ -30,8 +30,6 @@ pub struct PhaseInput {
     pub recorder: Recorder,
     /// The phase's stop (a child of the run's).
     pub stop: Stop,
-    /// Live-reply replay (`history = "live"`).
-    pub live: bool,
 }
 
 /// How a phase went.
@@ -134,7 +132,8 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
             recorder: input.recorder,
             stop: input.stop,
             hooks: Box::new(hooks.clone()),
-            live: input.live,
+            // A sweep refuses live-reply replay (the config check).
+            live: false,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),

@@ -198,7 +198,6 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 },
                 recorder,
                 stop: stop.child(),
-                live: phase.live_history(),
             },
         )
         .await?;
