@@ -258,6 +258,13 @@ async fn each_rule_deviation_is_refused_naming_its_key() {
             "accuracy.settings.subset_floor",
             "the config has 1",
         ),
+        // Live-reply replay is never official.
+        (
+            "inject_tool_delay = false\ntemperature = 0.0",
+            "inject_tool_delay = false\ntemperature = 0.0\nhistory = \"live\"",
+            "performance.settings.history",
+            "the config has \"live\"",
+        ),
     ];
     for (i, (from, to, key, actual)) in cases.iter().enumerate() {
         let config = shipped_edited(dir.path(), &format!("dev{i}.toml"), |t| {
