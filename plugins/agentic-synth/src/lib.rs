@@ -17,6 +17,10 @@
 //! drawn ones, not the server's): the same request bytes for every run of a
 //! seed, as a replay. The per-session state is the drawn plan and a turn
 //! counter; text is cut from one shared corpus when a request is built.
+//! With `history = "live"` (a plain run; a sweep refuses it) each request
+//! carries the model's own earlier replies instead, reviewed against the
+//! drawn ones as `coding-replay` reviews its recording
+//! (`agentload_sdk::live`).
 
 #![forbid(unsafe_code)]
 
@@ -28,6 +32,9 @@ pub mod text;
 #[cfg(test)]
 mod tests;
 
+use agentload_sdk::live::{
+    answer_calls, classify, live_message, Divergence, HistoryMode, LiveAction, Policy, Review,
+};
 use agentload_sdk::{
     export_workload, Config, Error, Message, Outcome, Sampling, Session, ToolCall, Turn, Workload,
 };
@@ -55,8 +62,20 @@ struct Run {
     settings: Settings,
     corpus: Corpus,
     plans: Vec<Plan>,
-    /// Running sessions: index and the next turn (1-based).
-    running: HashMap<String, (u32, u32)>,
+    /// Running sessions by id.
+    running: HashMap<String, Running>,
+}
+
+/// A running session.
+#[derive(Debug)]
+struct Running {
+    index: u32,
+    /// The last turn handed out (1-based).
+    turn: u32,
+    /// Messages in the last request (live-reply replay keeps them all).
+    sent: u32,
+    /// The review of the last reply, until the host takes it.
+    review: Option<Review>,
 }
 
 impl Run {
@@ -87,28 +106,146 @@ impl Run {
             .and_then(|i| i.parse::<u32>().ok())
             .filter(|&i| (i as usize) < self.plans.len())
             .ok_or_else(|| Error::input(format!("unknown session `{session}`")))?;
-        if self
-            .running
-            .insert(session.to_owned(), (index, 1))
-            .is_some()
-        {
+        let first = self.turn(index, 1);
+        let running = Running {
+            index,
+            turn: 1,
+            sent: first.messages.len() as u32,
+            review: None,
+        };
+        if self.running.insert(session.to_owned(), running).is_some() {
             return Err(Error::input(format!("session `{session}` started twice")));
         }
-        Ok(self.turn(index, 1))
+        Ok(first)
     }
 
-    fn next(&mut self, session: &str) -> Result<Option<Turn>, Error> {
-        let (index, turn) = self
+    fn next(&mut self, session: &str, outcome: &Outcome) -> Result<Option<Turn>, Error> {
+        let running = self
             .running
-            .get_mut(session)
+            .get(session)
             .ok_or_else(|| Error::input(format!("session `{session}` is not running")))?;
-        let (index, next) = (*index, *turn + 1);
-        if next as usize > self.plans[index as usize].steps.len() {
+        let (index, next) = (running.index, running.turn + 1);
+        let steps = self.plans[index as usize].steps.len() as u32;
+        if self.settings.history == HistoryMode::Live {
+            return self.next_live(session, outcome);
+        }
+        if next > steps {
             self.running.remove(session);
             return Ok(None);
         }
-        *turn = next;
-        Ok(Some(self.turn(index, next)))
+        let turn = self.turn(index, next);
+        let running = self.running.get_mut(session).expect("looked up above");
+        running.turn = next;
+        Ok(Some(turn))
+    }
+
+    /// Live-reply replay: the reply to the last request reviewed against
+    /// the drawn answer, then carried on (or the drawn answer instead, or
+    /// the session ended) as the policy for its class says.
+    fn next_live(&mut self, session: &str, outcome: &Outcome) -> Result<Option<Turn>, Error> {
+        let live = &self.settings.live;
+        let running = &self.running[session];
+        let (index, answered) = (running.index, running.turn);
+        let steps = self.plans[index as usize].steps.len() as u32;
+        let has_next = answered < steps;
+        // The drawn answer to `answered` and the tool result after it; the
+        // last turn's drawn answer is text (its words do not matter here).
+        let drawn = if has_next {
+            self.step_messages(index, answered + 1).0
+        } else {
+            vec![Message::assistant("")]
+        };
+        let recorded = &drawn[0];
+        let (divergence, detail) = match outcome {
+            Outcome::Completed(c) => classify(Some(recorded), c),
+            Outcome::Failed(cause) => (Divergence::Error, cause.clone()),
+            Outcome::Aborted => (Divergence::Error, String::new()),
+        };
+        let policy = live.policy.of(divergence);
+        let mut review = Review {
+            divergence,
+            action: LiveAction::Kept,
+            paired_results: 0,
+            dropped_results: 0,
+            placeholder_results: 0,
+            detail,
+        };
+        let mut carried = None;
+        if let (Outcome::Completed(c), Policy::Continue, true) = (outcome, policy, has_next) {
+            let message = live_message(c, live.reasoning, answered);
+            let answers = answer_calls(&message, Some(recorded), &drawn[1..], &live.placeholder);
+            if answers.messages.is_empty() {
+                review.detail = "no call of the reply answers the drawn tool result".into();
+            } else {
+                review.paired_results = answers.paired;
+                review.dropped_results = answers.dropped;
+                review.placeholder_results = answers.placeholders;
+                carried = Some(std::iter::once(message).chain(answers.messages).collect());
+            }
+        }
+        review.action = match (policy, &carried, outcome) {
+            (_, _, Outcome::Failed(_)) | (Policy::Fail, _, _) => LiveAction::Failed,
+            (Policy::End, _, _) => LiveAction::Ended,
+            (_, Some(_), _) => LiveAction::Kept,
+            (_, None, _) if !has_next => LiveAction::Kept,
+            (_, None, _) => LiveAction::Substituted,
+        };
+        let ended = review.action == LiveAction::Ended;
+        let running = self.running.get_mut(session).expect("looked up above");
+        if !matches!(outcome, Outcome::Aborted) {
+            running.review = Some(review);
+        }
+        if !has_next || ended {
+            running.turn = steps + 1;
+            return Ok(None);
+        }
+        let messages: Vec<Message> = carried.unwrap_or(drawn);
+        let keep = running.sent;
+        running.sent += messages.len() as u32;
+        running.turn = answered + 1;
+        let delay_ms = self.step_messages(index, answered + 1).1;
+        Ok(Some(self.request(
+            index,
+            answered + 1,
+            keep,
+            messages,
+            delay_ms,
+        )))
+    }
+
+    /// The review of a session's last reply, once.
+    fn take_review(&mut self, session: &str) -> Option<Review> {
+        self.running.get_mut(session)?.review.take()
+    }
+
+    /// What request `turn` (after the first) of session `index` adds: the
+    /// previous step's drawn answer (a tool call) and the tool's result;
+    /// and the tool's delay.
+    fn step_messages(&self, index: u32, turn: u32) -> (Vec<Message>, u64) {
+        let plan = &self.plans[index as usize];
+        let j = turn - 1;
+        let done = &plan.steps[..j as usize - 1];
+        let at = plan.offset
+            + plan.context
+            + done
+                .iter()
+                .map(|d| d.osl + d.tool.map_or(0, |t| t.output))
+                .sum::<u32>();
+        let step = &plan.steps[j as usize - 1];
+        let tool = step.tool.expect("only a session's last turn calls no tool");
+        let id = format!("call_{j}");
+        let call = ToolCall {
+            id: id.clone(),
+            name: TOOLS[tool.tool as usize].to_owned(),
+            arguments: format!(r#"{{"path":"src/module_{j}.rs"}}"#),
+        };
+        let answer = self.corpus.cut(at, step.osl);
+        let result = self.corpus.cut(at + step.osl, tool.output);
+        let messages = vec![
+            Message::assistant_calls(Some(answer), vec![call]),
+            Message::tool(id, result),
+        ];
+        (messages, u64::from(tool.delay_ms))
     }
 
     /// Request `turn` (1-based) of session `index`: the first is the system
@@ -117,36 +254,29 @@ impl Run {
     fn turn(&self, index: u32, turn: u32) -> Turn {
         let s = &self.settings;
         let plan = &self.plans[index as usize];
-        let (keep, messages, delay_ms) = if turn == 1 {
+        if turn == 1 {
             let mut system = String::from(SYSTEM);
             system.push_str(&self.corpus.cut(0, s.system_words));
             let task = format!("Task:{}", self.corpus.cut(plan.offset, plan.context));
-            (0, vec![Message::system(system), Message::user(task)], 0)
-        } else {
-            let j = turn - 1;
-            let done = &plan.steps[..j as usize - 1];
-            let at = plan.offset
-                + plan.context
-                + done
-                    .iter()
-                    .map(|d| d.osl + d.tool.map_or(0, |t| t.output))
-                    .sum::<u32>();
-            let step = &plan.steps[j as usize - 1];
-            let tool = step.tool.expect("only a session's last turn calls no tool");
-            let id = format!("call_{j}");
-            let call = ToolCall {
-                id: id.clone(),
-                name: TOOLS[tool.tool as usize].to_owned(),
-                arguments: format!(r#"{{"path":"src/module_{j}.rs"}}"#),
-            };
-            let answer = self.corpus.cut(at, step.osl);
-            let result = self.corpus.cut(at + step.osl, tool.output);
-            let messages = vec![
-                Message::assistant_calls(Some(answer), vec![call]),
-                Message::tool(id, result),
-            ];
-            (2 * j, messages, u64::from(tool.delay_ms))
-        };
+            let messages = vec![Message::system(system), Message::user(task)];
+            return self.request(index, 1, 0, messages, 0);
+        }
+        let (messages, delay_ms) = self.step_messages(index, turn);
+        self.request(index, turn, 2 * (turn - 1), messages, delay_ms)
+    }
+
+    /// Request `turn` of session `index`: `keep` messages of the previous
+    /// request, then `messages`, after `delay_ms`.
+    fn request(
+        &self,
+        index: u32,
+        turn: u32,
+        keep: u32,
+        messages: Vec<Message>,
+        delay_ms: u64,
+    ) -> Turn {
+        let s = &self.settings;
+        let plan = &self.plans[index as usize];
         let step = &plan.steps[turn as usize - 1];
         let sampling = Sampling {
             temperature: s.temperature,
@@ -180,10 +310,14 @@ impl Workload for AgenticSynth {
         self.run()?.start(session)
     }
 
-    fn next(&mut self, session: &str, _outcome: Outcome) -> Result<Option<Turn>, Error> {
-        // The recorded history goes on whatever the server answered; after a
-        // failed turn the host records the rest as aborted.
-        self.run()?.next(session)
+    fn next(&mut self, session: &str, outcome: Outcome) -> Result<Option<Turn>, Error> {
+        // Recorded: the drawn history goes on whatever the server answered;
+        // after a failed turn the host records the rest as aborted.
+        self.run()?.next(session, &outcome)
+    }
+
+    fn review(&mut self, session: &str) -> Option<Review> {
+        self.run.as_mut()?.take_review(session)
     }
 }
 

@@ -3,6 +3,7 @@
 //! simulator's approximate counter, so words stand for tokens.
 
 use crate::draw::LogNormal;
+use agentload_sdk::live::{HistoryMode, LiveSettings};
 use agentload_sdk::{Config, Error};
 use serde::Deserialize;
 
@@ -42,6 +43,11 @@ pub struct Settings {
     pub max_context: u32,
     /// Sent on every turn when set.
     pub temperature: Option<f64>,
+    /// `recorded` (the drawn answers; the default) or `live` (each request
+    /// carries the model's own earlier replies; not in a sweep).
+    pub history: HistoryMode,
+    /// Live-reply replay: the policy per class, the placeholder, reasoning.
+    pub live: LiveSettings,
 }
 
 impl Default for Settings {
@@ -87,6 +93,8 @@ impl Default for Settings {
             },
             max_context: 131_072,
             temperature: None,
+            history: HistoryMode::Recorded,
+            live: LiveSettings::default(),
         }
     }
 }
@@ -135,6 +143,7 @@ impl Settings {
         if s.temperature.is_some_and(|t| t.is_nan() || t < 0.0) {
             return bad("temperature", "must be a non-negative number");
         }
+        s.live.check()?;
         Ok(s)
     }
 

@@ -25,7 +25,7 @@ fn requests(run: &mut Run) -> Vec<(u32, u64, u32)> {
                 .sum();
             let osl = t.sampling.max_completion_tokens.unwrap();
             out.push((words as u32, t.delay_ms, osl));
-            turn = run.next(&session.id).unwrap();
+            turn = run.next(&session.id, &Outcome::Aborted).unwrap();
         }
         assert_eq!(n, session.expected_turns, "{}", session.id);
     }
@@ -64,7 +64,7 @@ fn a_seed_gives_the_same_requests_and_another_seed_others() {
         let mut run = run(settings);
         let id = run.sessions()[3].id.clone();
         let t1 = run.start(&id).unwrap();
-        let t2 = run.next(&id).unwrap().unwrap();
+        let t2 = run.next(&id, &Outcome::Aborted).unwrap().unwrap();
         (t1.messages, t2.keep, t2.messages, t2.delay_ms)
     };
     let a = first(r#"{"seed": 5, "trajectories": 10}"#);
@@ -82,14 +82,17 @@ fn turns_carry_the_history_with_answered_calls() {
     history.apply(first.keep, &first.messages);
     let mut last = first.clone();
     let mut m = Vec::new();
-    while let Some(t) = run.next(&id).unwrap() {
+    while let Some(t) = run.next(&id, &Outcome::Aborted).unwrap() {
         // Each turn keeps the whole previous request and adds an answer and its result.
         assert_eq!(t.keep as usize, m.len().max(2), "turn {}", t.turn);
         assert_eq!(t.messages.len(), 2);
         m = history.apply(t.keep, &t.messages).to_vec();
         last = t;
     }
-    assert!(run.next(&id).is_err(), "an ended session is not running");
+    assert!(
+        run.next(&id, &Outcome::Aborted).is_err(),
+        "an ended session is not running"
+    );
     assert_eq!(m.len(), 2 + 2 * (last.turn as usize - 1));
     assert_eq!(&m[..2], &first.messages[..]);
     for pair in m[2..].chunks(2) {
@@ -136,4 +139,97 @@ fn unknown_and_twice_started_sessions_are_refused() {
     assert!(run.start("other").is_err());
     run.start("synth-1").unwrap();
     assert!(run.start("synth-1").is_err());
+}
+
+/// A live session driven with `reply` (given each drawn answer) for every
+/// turn: the whole requests and the reviews.
+fn live_session(
+    settings: &str,
+    reply: impl Fn(&Message) -> agentload_sdk::Completion,
+) -> (Vec<Vec<Message>>, Vec<Review>, Vec<Vec<Message>>) {
+    let mut recorded = run(settings.replace("\"live\"", "\"recorded\"").as_str());
+    let mut live = run(settings);
+    let id = live.sessions()[0].id.clone();
+    let (mut a, mut b) = (History::default(), History::default());
+    let mut turn = Some(recorded.start(&id).unwrap());
+    let mut want = Vec::new();
+    while let Some(t) = turn {
+        want.push(a.apply(t.keep, &t.messages).to_vec());
+        turn = recorded.next(&id, &Outcome::Aborted).unwrap();
+    }
+    let mut got = Vec::new();
+    let mut reviews = Vec::new();
+    let mut turn = Some(live.start(&id).unwrap());
+    let mut n = 0;
+    while let Some(t) = turn {
+        got.push(b.apply(t.keep, &t.messages).to_vec());
+        n += 1;
+        // The drawn answer to this request is the next recorded request's
+        // first new message (a text one after the last).
+        let drawn = want.get(n).map_or_else(
+            || Message::assistant("done"),
+            |w| w[got[n - 1].len()].clone(),
+        );
+        turn = live.next(&id, &Outcome::Completed(reply(&drawn))).unwrap();
+        reviews.extend(live.take_review(&id));
+    }
+    (got, reviews, want)
+}
+
+const LIVE: &str = r#"{"trajectories": 1, "context": {"median": 200, "sigma": 0.1, "min": 100, "max": 400},
+    "tool_output": {"median": 50, "sigma": 0.1, "min": 20, "max": 80}, "system_words": 20,
+    "history": "live"}"#;
+
+#[test]
+fn live_replies_equal_to_the_drawn_ones_match_and_send_the_drawn_requests() {
+    let (got, reviews, want) = live_session(LIVE, |drawn| agentload_sdk::Completion {
+        content: drawn.content.clone().unwrap_or_default(),
+        reasoning_content: String::new(),
+        tool_calls: drawn
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall::new(c.id.clone(), &c.name, &c.arguments))
+            .collect(),
+        finish_reason: Some("tool_calls".into()),
+        usage: None,
+    });
+    assert_eq!(got, want);
+    assert_eq!(reviews.len(), want.len());
+    assert!(reviews
+        .iter()
+        .all(|r| (r.divergence, r.action) == (Divergence::Match, LiveAction::Kept)));
+}
+
+#[test]
+fn a_text_reply_falls_back_and_an_extra_call_gets_a_placeholder() {
+    let (got, reviews, want) = live_session(LIVE, |_| agentload_sdk::Completion::text("hi"));
+    assert_eq!(got, want, "every text reply replaced by the drawn answer");
+    let last = reviews.len() - 1;
+    for r in &reviews[..last] {
+        assert_eq!(
+            (r.divergence, r.action),
+            (Divergence::TextForCall, LiveAction::Substituted)
+        );
+    }
+    // The last drawn answer is text: a text reply matches it.
+    assert_eq!(reviews[last].divergence, Divergence::Match);
+    let (got, reviews, _) = live_session(LIVE, |drawn| agentload_sdk::Completion {
+        content: String::new(),
+        reasoning_content: String::new(),
+        tool_calls: drawn
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall::new("x", &c.name, &c.arguments))
+            .chain([ToolCall::new("y", "grep", r#"{"pattern":"fn"}"#)])
+            .collect(),
+        finish_reason: Some("tool_calls".into()),
+        usage: None,
+    });
+    assert_eq!(reviews[0].divergence, Divergence::ExtraCalls);
+    assert_eq!(reviews[0].placeholder_results, 1);
+    let second = &got[1];
+    let n = second.len();
+    assert_eq!(second[n - 1].tool_call_id.as_deref(), Some("y"));
+    assert_eq!(second[n - 2].tool_call_id.as_deref(), Some("x"));
+    assert_eq!(second[n - 1].role, Role::Tool);
 }
