@@ -129,6 +129,28 @@ async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded
     assert!(recorded_turns.iter().all(|t| t.get("live").is_none()));
     let summary = json(&logs[0].1.join("performance/result_summary.json"));
     assert!(summary["agentload"].get("live").is_none());
+    // Turn by turn, the live run's lengths are the recording's: no drift.
+    let out = agentload(
+        &[
+            "diff",
+            logs[0].1.to_str().unwrap(),
+            logs[1].1.to_str().unwrap(),
+            "--json",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let diffs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let drift = diffs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["report"] == "turns.jsonl")
+        .unwrap_or_else(|| panic!("no turn drift in {diffs:#}"));
+    assert_eq!(drift["turns"]["paired"], turns.len(), "{drift}");
+    assert_eq!(drift["turns"]["isl"]["changed"], 0, "{drift}");
+    assert_eq!(drift["turns"]["osl"]["changed"], 0, "{drift}");
     // The two compared: the live one is labelled, TTFT by turn overlaid.
     let compared = dir.path().join("compared.html");
     let report = agentload(

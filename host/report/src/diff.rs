@@ -9,8 +9,10 @@
 //! token counts; per concurrency level for sweeps), with deltas;
 //! `accuracy/accuracy_results.json` with `accuracy/samples.jsonl` (by
 //! `item_id`), and `scores.json` with its `per_turn` rows (by conversation,
-//! repeat and turn). The text form summarises (changed numbers, the first
-//! sample changes); `--all` lists everything.
+//! repeat and turn); `turns.jsonl` by the lengths of the turns both
+//! completed, turn by turn (a live run against its recorded twin: the ISL
+//! drift). The text form summarises (changed numbers, the first sample
+//! changes); `--all` lists everything.
 
 use crate::error::{io, ReportError, Result};
 use crate::read::RunDir;
@@ -66,6 +68,78 @@ pub struct ReportDiff {
     /// Headline numbers (performance and sweep reports), changed or not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub numbers: Vec<NumberChange>,
+    /// Per-turn token drift (`turns.jsonl` of both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<TurnDrift>,
+}
+
+/// How the turns both results completed differ in length, turn by turn
+/// (B − A, tokens): with a recorded run as A and a live run of the same data
+/// as B, the ISL drift against the recording and the OSL against the
+/// recorded replies' (when A ran against the oracle).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TurnDrift {
+    /// (session, turn) pairs completed in both.
+    pub paired: usize,
+    pub isl: DriftStats,
+    pub osl: DriftStats,
+}
+
+/// Statistics of per-turn differences (lower percentiles).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DriftStats {
+    /// Pairs whose values differ.
+    pub changed: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl DriftStats {
+    fn of(mut d: Vec<f64>) -> Option<Self> {
+        if d.is_empty() {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        let at = |p: f64| d[((p / 100.0) * (d.len() - 1) as f64).floor() as usize];
+        Some(Self {
+            changed: d.iter().filter(|v| **v != 0.0).count(),
+            mean: d.iter().sum::<f64>() / d.len() as f64,
+            p50: at(50.0),
+            p90: at(90.0),
+            min: d[0],
+            max: d[d.len() - 1],
+        })
+    }
+}
+
+/// The drift of the turns `a` and `b` both completed; none without any.
+fn turn_drift(a: &RunDir, b: &RunDir) -> Option<TurnDrift> {
+    let lengths = |r: &RunDir| -> BTreeMap<(String, u32), (Option<u64>, Option<u64>)> {
+        r.turns
+            .iter()
+            .filter(|t| t.completed())
+            .map(|t| ((t.session_id.clone(), t.turn), (t.isl(), t.osl())))
+            .collect()
+    };
+    let (la, lb) = (lengths(a), lengths(b));
+    let pairs: Vec<(&(Option<u64>, Option<u64>), &(Option<u64>, Option<u64>))> = la
+        .iter()
+        .filter_map(|(k, va)| Some((va, lb.get(k)?)))
+        .collect();
+    let delta = |pick: fn(&(Option<u64>, Option<u64>)) -> Option<u64>| -> Vec<f64> {
+        pairs
+            .iter()
+            .filter_map(|(x, y)| Some(pick(y)? as f64 - pick(x)? as f64))
+            .collect()
+    };
+    Some(TurnDrift {
+        paired: pairs.len(),
+        isl: DriftStats::of(delta(|v| v.0))?,
+        osl: DriftStats::of(delta(|v| v.1))?,
+    })
 }
 
 /// The headline numbers under `prefix` of two results, side by side.
@@ -116,6 +190,14 @@ pub fn diff(a: &Path, b: &Path) -> Result<Vec<ReportDiff>> {
                 ..ReportDiff::default()
             });
         }
+    }
+    if let Some(drift) = turn_drift(&ra, &rb) {
+        out.push(ReportDiff {
+            report: "turns.jsonl".to_owned(),
+            samples_compared: drift.paired,
+            turns: Some(drift),
+            ..ReportDiff::default()
+        });
     }
     if let (Some(ra), Some(rb)) = (
         read_json(&a.join("accuracy/accuracy_results.json"))?,
@@ -321,6 +403,24 @@ pub fn render(diffs: &[ReportDiff], all: bool) -> String {
         }
     };
     for d in diffs {
+        if let Some(t) = &d.turns {
+            s.push_str(&format!(
+                "{}: {} turns completed in both; per turn, B − A (tokens):\n",
+                d.report, t.paired
+            ));
+            for (name, x) in [("ISL", &t.isl), ("OSL", &t.osl)] {
+                s.push_str(&format!(
+                    "  {name} differs on {} turns: mean {}  p50 {}  p90 {}  min {}  max {}\n",
+                    x.changed,
+                    signed(x.mean),
+                    signed(x.p50),
+                    signed(x.p90),
+                    signed(x.min),
+                    signed(x.max)
+                ));
+            }
+            continue;
+        }
         if !d.numbers.is_empty() {
             let changed = d.numbers.iter().filter(|n| n.changed()).count();
             s.push_str(&format!(
@@ -391,6 +491,16 @@ pub fn render(diffs: &[ReportDiff], all: bool) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn drift_statistics_are_of_the_per_turn_differences() {
+        let d = DriftStats::of(vec![0.0, 5.0, -3.0, 0.0, 10.0]).unwrap();
+        assert_eq!(d.changed, 3);
+        assert_eq!((d.min, d.max, d.mean), (-3.0, 10.0, 2.4));
+        // Lower percentiles over -3, 0, 0, 5, 10.
+        assert_eq!((d.p50, d.p90), (0.0, 5.0));
+        assert!(DriftStats::of(Vec::new()).is_none());
+    }
 
     #[test]
     fn finds_changed_samples_and_aggregates() {
