@@ -115,9 +115,12 @@ impl DriftStats {
     }
 }
 
+/// A turn's ISL and OSL.
+type Lengths = (Option<u64>, Option<u64>);
+
 /// The drift of the turns `a` and `b` both completed; none without any.
 fn turn_drift(a: &RunDir, b: &RunDir) -> Option<TurnDrift> {
-    let lengths = |r: &RunDir| -> BTreeMap<(String, u32), (Option<u64>, Option<u64>)> {
+    let lengths = |r: &RunDir| -> BTreeMap<(String, u32), Lengths> {
         r.turns
             .iter()
             .filter(|t| t.completed())
@@ -125,11 +128,11 @@ fn turn_drift(a: &RunDir, b: &RunDir) -> Option<TurnDrift> {
             .collect()
     };
     let (la, lb) = (lengths(a), lengths(b));
-    let pairs: Vec<(&(Option<u64>, Option<u64>), &(Option<u64>, Option<u64>))> = la
+    let pairs: Vec<(&Lengths, &Lengths)> = la
         .iter()
         .filter_map(|(k, va)| Some((va, lb.get(k)?)))
         .collect();
-    let delta = |pick: fn(&(Option<u64>, Option<u64>)) -> Option<u64>| -> Vec<f64> {
+    let delta = |pick: fn(&Lengths) -> Option<u64>| -> Vec<f64> {
         pairs
             .iter()
             .filter_map(|(x, y)| Some(pick(y)? as f64 - pick(x)? as f64))
