@@ -86,7 +86,11 @@ ref_commit=$(cat "$refdir/.agentload-commit")
 if [[ ! -x $venv/bin/inference-endpoint ]]; then
     py=${REFERENCE_PYTHON:-}
     if [[ -z $py ]]; then
-        py=$(command -v python3.12 || ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python 2>/dev/null | tail -1 || true)
+        # The first that runs: a pyenv shim is found but fails when 3.12 is
+        # not the selected version.
+        for c in "$(command -v python3.12 || true)" $(ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python 2>/dev/null | sort -Vr); do
+            if [[ -n $c ]] && "$c" --version >/dev/null 2>&1; then py=$c; break; fi
+        done
     fi
     [[ -n $py ]] || { echo "no Python 3.12 (set REFERENCE_PYTHON)" >&2; exit 1; }
     echo "installing the reference ($refdir) into $venv with $py" >&2
