@@ -29,7 +29,8 @@ pub enum Divergence {
 }
 
 impl Divergence {
-    /// Every class, in the order they are tried (the funnel's order).
+    /// Every class, in the funnel's order: `match` first, then the
+    /// departures in the reverse of the order they are tried.
     pub const ALL: [Self; 11] = [
         Self::Match,
         Self::ArgsDiff,
