@@ -501,3 +501,131 @@ async fn a_killed_live_run_resumes_exactly() {
     let summary = json(&cut.join("performance/result_summary.json"));
     assert_eq!(summary["agentload"]["live"]["turns_reviewed"], total);
 }
+
+/// Local prompt counts by (session, turn) from a run's `turns.tokens.jsonl`.
+fn local_isl(out: &Path) -> HashMap<(String, u64), u64> {
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    read_jsonl(&out.join("turns.tokens.jsonl"))
+        .into_iter()
+        .map(|t| {
+            let record = &turns[t["line"].as_u64().unwrap() as usize - 1];
+            let key = (
+                record["session_id"].as_str().unwrap().to_owned(),
+                record["turn"].as_u64().unwrap(),
+            );
+            (key, t["isl"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_context_window_is_never_sent_and_ends_its_session() {
+    if !vocabulary() {
+        return;
+    }
+    let dir = scratch("live-context");
+    let settings = "num_trajectories_to_issue = 3\nhistory = \"live\"";
+    let run = |name: &str, window: Option<u64>| {
+        let dir = dir.path().to_path_buf();
+        let name = name.to_owned();
+        async move {
+            let log = dir.join(format!("{name}.requests.jsonl"));
+            let sim = start_sim(sim_config(gold_responder(Some(trajectories()), None), &log)).await;
+            // Without the server's usage every request after the first is counted, so which
+            // ones are not sent follows from the local counts alone (the bound that spares
+            // counting is the unit tests' business).
+            let config = edge_config(&dir, &sim.url(), settings, "include_usage = false");
+            let window = window.map_or(String::new(), |w| format!("\ncontext_window = {w}"));
+            let text = std::fs::read_to_string(&config).unwrap().replace(
+                "tokenizer = \"none\"",
+                &format!("tokenizer = \"qwen3.6\"{window}"),
+            );
+            std::fs::write(&config, text).unwrap();
+            let out = dir.join(&name);
+            let output = run_ok(&config, &out, &[], &dir).await;
+            sim.shutdown().await;
+            (out, log, output)
+        }
+    };
+    // Without a window: every prompt's local count.
+    let (free, _, _) = run("free", None).await;
+    let isl = local_isl(&free);
+    // A window the longest session outgrows half way.
+    let longest = isl.keys().map(|(s, t)| (*t, s.clone())).max().unwrap().1;
+    let mut own: Vec<(u64, u64)> = isl
+        .iter()
+        .filter(|((s, _), _)| *s == longest)
+        .map(|((_, t), n)| (*t, *n))
+        .collect();
+    own.sort_unstable();
+    let window = own[own.len() / 2].1;
+    let (out, log, output) = run("bounded", Some(window)).await;
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    let served: Vec<String> = read_jsonl(&log)
+        .iter()
+        .map(|l| l["session"].as_str().unwrap().to_owned())
+        .collect();
+    let mut overflowed = 0;
+    for session in isl
+        .keys()
+        .map(|(s, _)| s.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let mine: Vec<&Value> = turns
+            .iter()
+            .filter(|t| t["session_id"] == session)
+            .collect();
+        // The first request past turn 1 at or over the window is not sent.
+        let over = mine
+            .iter()
+            .map(|t| t["turn"].as_u64().unwrap())
+            .find(|&t| t > 1 && isl[&(session.clone(), t)] >= window);
+        let sent = served.iter().filter(|s| **s == session).count() as u64;
+        for t in &mine {
+            let turn = t["turn"].as_u64().unwrap();
+            let status = t["status"].as_str().unwrap();
+            match over {
+                Some(o) if turn == o => {
+                    assert_eq!(status, "failed", "{t}");
+                    assert!(t["issued_ns"].is_null(), "{t}");
+                    let error = t["error"].as_str().unwrap();
+                    let count = isl[&(session.clone(), turn)];
+                    assert!(
+                        error.starts_with("not sent")
+                            && error.contains(&format!("({count} tokens, local count)"))
+                            && error.contains(&format!("({window} tokens, model.context_window)")),
+                        "{error}"
+                    );
+                }
+                Some(o) if turn > o => assert_eq!(status, "aborted", "{t}"),
+                _ => assert_eq!(status, "completed", "{t}"),
+            }
+        }
+        match over {
+            Some(o) => {
+                overflowed += 1;
+                let before = mine.iter().filter(|t| t["turn"].as_u64().unwrap() < o).count();
+                assert_eq!(sent, before as u64, "{session}: requests served");
+            }
+            None => assert_eq!(sent, mine.len() as u64, "{session}"),
+        }
+    }
+    assert!(overflowed >= 1, "window {window} overflowed nothing");
+    assert!(
+        output.contains("not sent"),
+        "the console names the cause: {output}"
+    );
+    let metrics = read_jsonl(&out.join("session_metrics.jsonl"));
+    let ended = metrics
+        .iter()
+        .filter(|m| m["end_reason"] == "context_overflow")
+        .count();
+    assert_eq!(ended, overflowed, "{metrics:?}");
+    let summary = json(&out.join("performance/result_summary.json"));
+    let sessions = &summary["agentload"]["sessions"];
+    assert_eq!(sessions["context_overflow_flagged"], true, "{sessions:#}");
+    assert_eq!(
+        sessions["ended"]["context_overflow"], overflowed,
+        "{sessions:#}"
+    );
+}

@@ -128,6 +128,12 @@ pub struct ModelConfig {
     /// with a tokenizer, `server` with `tokenizer = "none"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_counts: Option<TokenSource>,
+    /// The served context window in tokens (llama.cpp's per-slot `n_ctx`,
+    /// vLLM's `max_model_len`). Live-reply replay checks each request
+    /// against it before sending, counting with `tokenizer`; recorded
+    /// replay sends every recorded request, as the reference does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 impl ModelConfig {
@@ -519,6 +525,16 @@ impl RunConfig {
                     "a chat template needs a tokenizer (model.tokenizer = \"none\")",
                 ));
             }
+            if self.model.context_window.is_some() {
+                return Err(invalid(
+                    "model.context_window",
+                    "the pre-check counts with the model's tokenizer (model.tokenizer = \"none\"); \
+                     set one, or leave the key out and let the server refuse what does not fit",
+                ));
+            }
+        }
+        if self.model.context_window == Some(0) {
+            return Err(invalid("model.context_window", "must be at least 1 token"));
         }
         Ok(())
     }
@@ -860,6 +876,25 @@ url = "http://127.0.0.1:1"
             err.contains("model.tokenizer") && err.contains("tokenizer.json"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_context_window_needs_a_tokenizer_and_a_size() {
+        let with = |model: &str| MINIMAL.replace("name = \"m\"", &format!("name = \"m\"\n{model}"));
+        let c = RunConfig::parse(Path::new("t.toml"), &with("context_window = 32768")).unwrap();
+        assert_eq!(c.model.context_window, Some(32768));
+        for (model, why) in [
+            ("tokenizer = \"none\"\ncontext_window = 8192", "tokenizer"),
+            ("context_window = 0", "at least 1"),
+        ] {
+            let err = RunConfig::parse(Path::new("t.toml"), &with(model))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("model.context_window") && err.contains(why),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@
 
 mod body;
 mod console;
+mod context;
 mod counting;
 mod instances;
 pub mod journal;
@@ -41,6 +42,7 @@ pub use agentload_results::record::{
 };
 pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;
+pub use context::{Checked, ContextWindow, LastPrompt};
 pub use instances::Instances;
 pub use journal::{read_records, Durability, WriteError};
 pub use missing::missing_turns;

@@ -10,11 +10,12 @@
 //! exact state the session had, and it continues with its next turn.
 
 use super::body::{request_body, SessionBodies};
+use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
 use super::journal::{LoggedTurn, WriteError};
 use super::recorder::Recorder;
 use super::stop::{Stop, StopReason};
-use super::turn::{completion_for_plugin, TurnSender};
+use super::turn::{completion_for_plugin, Sent, TurnSender};
 use crate::{TurnRecord, TurnStatus};
 use agentload_plugin_host::types::TurnOutcome;
 use agentload_plugin_host::TurnRequest;
@@ -78,6 +79,9 @@ pub struct Engine {
     /// Live-reply replay (`history = "live"`): the workload reviews each
     /// reply before its record is kept, and the record carries the review.
     pub live: bool,
+    /// Live-reply replay's pre-check of each request against the context
+    /// window (`model.context_window`).
+    pub context: Option<ContextWindow>,
 }
 
 /// How a session ended.
@@ -242,6 +246,9 @@ pub async fn drive_on(
     let sender = &engine.sender;
     let mut bodies = SessionBodies::default();
     let mut ready = Instant::now();
+    // The context pre-check's bound: the last answered request's size.
+    let mut last: Option<LastPrompt> = None;
+    let mut first = history.is_empty();
     loop {
         if req.session_id != plan.id {
             let msg = format!(
@@ -282,15 +289,29 @@ pub async fn drive_on(
         let mut shaped = req.clone();
         let due = ready + engine.hooks.shape(&mut shaped);
         let shaped = Arc::new(shaped);
-        if !engine.stop.wait_until(due).await {
-            return stopped(engine, out).await;
-        }
-        // The previous answer's body goes to the counting queue's scratch
-        // file once this request is out.
-        let spill = || engine.recorder.spill_held();
-        let sent = sender
-            .send(&shaped, &mut bodies, due, &engine.stop, spill)
-            .await;
+        let unsent = match &engine.context {
+            Some(window) => too_long(window, sender, &shaped, &mut bodies, due, last, first).await,
+            None => None,
+        };
+        first = false;
+        let sent = match unsent {
+            Some(record) => Sent {
+                record,
+                answered: None,
+            },
+            None => {
+                if !engine.stop.wait_until(due).await {
+                    return stopped(engine, out).await;
+                }
+                // The previous answer's body goes to the counting queue's
+                // scratch file once this request is out.
+                let spill = || engine.recorder.spill_held();
+                sender
+                    .send(&shaped, &mut bodies, due, &engine.stop, spill)
+                    .await
+            }
+        };
+        last = prompt_size(&sent);
         let mut record = sent.record;
         record.agent = agent;
         engine.hooks.answered(&shaped, &record);
@@ -349,6 +370,31 @@ pub async fn drive_on(
             }
         }
     }
+}
+
+/// A live request's pre-check: the record of a turn not sent because its
+/// request does not fit the context window (see [`ContextWindow`]).
+async fn too_long(
+    window: &ContextWindow,
+    sender: &TurnSender,
+    req: &Arc<TurnRequest>,
+    bodies: &mut SessionBodies,
+    due: Instant,
+    last: Option<LastPrompt>,
+    first: bool,
+) -> Option<TurnRecord> {
+    let body = bodies.body(req, &sender.body).ok()?;
+    let error = window.check(&body, last, first).await.error()?;
+    Some(sender.unsent(req, due, error))
+}
+
+/// The size of a request the server answered with its prompt's count.
+fn prompt_size(sent: &Sent) -> Option<LastPrompt> {
+    let (body, _) = sent.answered.as_ref()?;
+    Some(LastPrompt {
+        bytes: body.len(),
+        tokens: sent.record.server_isl()?,
+    })
 }
 
 /// How a session the workload ended ended: after a failed turn, by a live

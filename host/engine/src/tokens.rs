@@ -147,22 +147,7 @@ impl LocalCounter {
     /// When the tokenizer does not load.
     pub fn count_turn(&self, body: &Value, answer: &Assembled) -> Result<LocalTokens, String> {
         let tokenizer = self.load().map_err(str::to_owned)?;
-        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
-        let tools = body
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice);
-        let isl_options = ChatOptions {
-            kwargs: body
-                .get("chat_template_kwargs")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            ..ChatOptions::default()
-        };
-        let isl = tokenizer
-            .count_chat(messages, tools, &isl_options)
-            .unwrap_or(0);
+        let isl = prompt_tokens(tokenizer, body).unwrap_or(0);
         let started = Instant::now();
         let calls: Vec<Value> = answer
             .tool_calls
@@ -191,6 +176,36 @@ impl LocalCounter {
             osl_count_ns: started.elapsed().as_nanos() as u64,
         })
     }
+
+    /// A request body's prompt tokens, as [`LocalCounter::count_turn`] counts its ISL
+    /// (loading the tokenizer first if needed).
+    ///
+    /// # Errors
+    /// When the tokenizer does not load or the template does not render the messages.
+    pub fn count_prompt(&self, body: &Value) -> Result<usize, String> {
+        prompt_tokens(self.load().map_err(str::to_owned)?, body)
+    }
+}
+
+/// The chat template's render of a body's messages and tools, with the generation prompt and
+/// the request's `chat_template_kwargs`, in tokens.
+fn prompt_tokens(tokenizer: &Tokenizer, body: &Value) -> Result<usize, String> {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
+    let options = ChatOptions {
+        kwargs: body
+            .get("chat_template_kwargs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        ..ChatOptions::default()
+    };
+    tokenizer
+        .count_chat(messages, tools, &options)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

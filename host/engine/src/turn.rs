@@ -41,22 +41,20 @@ impl TurnSender {
         stop: &Stop,
         meanwhile: impl FnOnce(),
     ) -> Sent {
+        let body = match bodies.body(req, &self.body) {
+            Ok(body) => body,
+            Err(e) => {
+                return Sent {
+                    record: self.unsent(req, due, format!("cannot build request: {e}")),
+                    answered: None,
+                };
+            }
+        };
         let mut record =
             TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
         record.error = None;
         record.segment = self.segment;
         record.scheduled_ns = Some(self.ns(due));
-        let body = match bodies.body(req, &self.body) {
-            Ok(body) => body,
-            Err(e) => {
-                record.status = TurnStatus::Failed;
-                record.error = Some(format!("cannot build request: {e}"));
-                return Sent {
-                    record,
-                    answered: None,
-                };
-            }
-        };
         let issued = Instant::now();
         let exchange =
             self.client
@@ -110,6 +108,17 @@ impl TurnSender {
                 }
             }
         }
+    }
+
+    /// The record of a turn due at `due` that failed before it was sent.
+    pub fn unsent(&self, req: &TurnRequest, due: Instant, error: String) -> TurnRecord {
+        let mut record =
+            TurnRecord::aborted(&req.session_id, req.turn, &req.item_id, &req.expected_json);
+        record.status = TurnStatus::Failed;
+        record.error = Some(error);
+        record.segment = self.segment;
+        record.scheduled_ns = Some(self.ns(due));
+        record
     }
 
     fn ns(&self, t: Instant) -> u64 {

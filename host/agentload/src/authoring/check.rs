@@ -350,6 +350,7 @@ async fn drive_budget(
         stop: stop.clone(),
         hooks: Box::new(hooks.clone()),
         live: false,
+        context: None,
     };
     let mut failure = None;
     for plan in sessions {

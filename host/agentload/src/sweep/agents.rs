@@ -134,6 +134,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
             hooks: Box::new(hooks.clone()),
             // A sweep refuses live-reply replay (the config check).
             live: false,
+            context: None,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),
