@@ -604,7 +604,10 @@ async fn a_request_over_the_context_window_is_never_sent_and_ends_its_session() 
         match over {
             Some(o) => {
                 overflowed += 1;
-                let before = mine.iter().filter(|t| t["turn"].as_u64().unwrap() < o).count();
+                let before = mine
+                    .iter()
+                    .filter(|t| t["turn"].as_u64().unwrap() < o)
+                    .count();
                 assert_eq!(sent, before as u64, "{session}: requests served");
             }
             None => assert_eq!(sent, mine.len() as u64, "{session}"),
@@ -628,4 +631,85 @@ async fn a_request_over_the_context_window_is_never_sent_and_ends_its_session() 
         sessions["ended"]["context_overflow"], overflowed,
         "{sessions:#}"
     );
+}
+
+/// A small synthetic agentic workload (`agentic-synth`), `history` as given.
+fn synth_config(dir: &Path, url: &str, history: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"name = "synth-{history}"
+[model]
+name = "synthetic"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+[performance]
+workload = "agentic-synth"
+[performance.settings]
+seed = 7
+trajectories = 4
+turns_min = 3
+turns_max = 6
+system_words = 40
+inject_tool_delay = false
+history = "{history}"
+context = {{ median = 200.0, sigma = 0.2, min = 100, max = 400 }}
+tool_output = {{ median = 30.0, sigma = 0.2, min = 10, max = 60 }}
+tool_call_osl = {{ median = 12.0, sigma = 0.2, min = 4, max = 24 }}
+reasoning_osl = {{ median = 40.0, sigma = 0.2, min = 20, max = 80 }}
+"#
+    );
+    let path = dir.join(format!("synth-{history}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synthetic_live_run_falls_back_on_truncated_replies_and_sends_the_drawn_requests() {
+    let dir = scratch("live-synth");
+    let mut runs = Vec::new();
+    for history in ["recorded", "live"] {
+        let log = dir.path().join(format!("{history}.requests.jsonl"));
+        let fill = ResponderConfig::Fill { default_tokens: 16 };
+        let sim = start_sim(sim_config(fill, &log)).await;
+        let config = synth_config(dir.path(), &sim.url(), history);
+        let out = dir.path().join(history);
+        run_ok(&config, &out, &[], dir.path()).await;
+        sim.shutdown().await;
+        runs.push((out, bodies(&log)));
+    }
+    let turns = read_jsonl(&runs[1].0.join("turns.jsonl"));
+    assert!(turns.len() >= 12, "{}", turns.len());
+    // The fill responder answers text cut at max_tokens: every reply is
+    // `truncated`, and its default policy carries the drawn answer instead;
+    // a session's last reply is carried nowhere.
+    let mut last: HashMap<String, u64> = HashMap::new();
+    for t in &turns {
+        let turn = t["turn"].as_u64().unwrap();
+        let at = last
+            .entry(t["session_id"].as_str().unwrap().into())
+            .or_default();
+        *at = (*at).max(turn);
+    }
+    for t in &turns {
+        let session = t["session_id"].as_str().unwrap();
+        let action = if t["turn"].as_u64() == Some(last[session]) {
+            "kept"
+        } else {
+            "substituted"
+        };
+        assert_eq!(live_of(t), ("truncated", action), "{t}");
+    }
+    // Every reply substituted: the live requests are the drawn ones.
+    let (recorded, live) = (&runs[0].1, &runs[1].1);
+    assert_eq!(live.len(), turns.len());
+    assert_eq!(live, recorded);
+    for body in live.values() {
+        every_call_answered(body);
+    }
+    let summary = json(&runs[1].0.join("performance/result_summary.json"));
+    let block = &summary["agentload"]["live"];
+    assert_eq!(block["official"], false, "{block:#}");
+    assert_eq!(block["turns_reviewed"], turns.len(), "{block:#}");
+    let substituted = turns.len() - last.len();
+    assert_eq!(block["substitutions"], substituted, "{block:#}");
 }

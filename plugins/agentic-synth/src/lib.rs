@@ -32,9 +32,7 @@ pub mod text;
 #[cfg(test)]
 mod tests;
 
-use agentload_sdk::live::{
-    answer_calls, classify, live_message, Divergence, HistoryMode, LiveAction, Policy, Review,
-};
+use agentload_sdk::live::{carry, Carry, HistoryMode, Recorded, Review};
 use agentload_sdk::{
     export_workload, Config, Error, Message, Outcome, Sampling, Session, ToolCall, Turn, Workload,
 };
@@ -155,51 +153,22 @@ impl Run {
         } else {
             vec![Message::assistant("")]
         };
-        let recorded = &drawn[0];
-        let (divergence, detail) = match outcome {
-            Outcome::Completed(c) => classify(Some(recorded), c),
-            Outcome::Failed(cause) => (Divergence::Error, cause.clone()),
-            Outcome::Aborted => (Divergence::Error, String::new()),
+        let recorded = Recorded {
+            answer: Some(&drawn[0]),
+            results: &drawn[1..],
+            rest: &[],
+            has_next,
+            turn: answered,
         };
-        let policy = live.policy.of(divergence);
-        let mut review = Review {
-            divergence,
-            action: LiveAction::Kept,
-            paired_results: 0,
-            dropped_results: 0,
-            placeholder_results: 0,
-            detail,
-        };
-        let mut carried = None;
-        if let (Outcome::Completed(c), Policy::Continue, true) = (outcome, policy, has_next) {
-            let message = live_message(c, live.reasoning, answered);
-            let answers = answer_calls(&message, Some(recorded), &drawn[1..], &live.placeholder);
-            if answers.messages.is_empty() {
-                review.detail = "no call of the reply answers the drawn tool result".into();
-            } else {
-                review.paired_results = answers.paired;
-                review.dropped_results = answers.dropped;
-                review.placeholder_results = answers.placeholders;
-                carried = Some(std::iter::once(message).chain(answers.messages).collect());
-            }
-        }
-        review.action = match (policy, &carried, outcome) {
-            (_, _, Outcome::Failed(_)) | (Policy::Fail, _, _) => LiveAction::Failed,
-            (Policy::End, _, _) => LiveAction::Ended,
-            (_, Some(_), _) => LiveAction::Kept,
-            (_, None, _) if !has_next => LiveAction::Kept,
-            (_, None, _) => LiveAction::Substituted,
-        };
-        let ended = review.action == LiveAction::Ended;
+        let Carry { review, messages } = carry(live, outcome, recorded);
         let running = self.running.get_mut(session).expect("looked up above");
         if !matches!(outcome, Outcome::Aborted) {
             running.review = Some(review);
         }
-        if !has_next || ended {
+        let Some(messages) = messages else {
             running.turn = steps + 1;
             return Ok(None);
-        }
-        let messages: Vec<Message> = carried.unwrap_or(drawn);
+        };
         let keep = running.sent;
         running.sent += messages.len() as u32;
         running.turn = answered + 1;

@@ -1,4 +1,5 @@
 use super::*;
+use agentload_sdk::live::{Divergence, LiveAction};
 use agentload_sdk::{History, Role};
 
 fn run(settings: &str) -> Run {

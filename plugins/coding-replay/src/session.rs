@@ -2,11 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentload_sdk::live::{
-    answer_calls, classify, live_message, Divergence, HistoryMode, LiveAction, LiveSettings,
-    Policy, Review,
-};
-use agentload_sdk::{Config, Error, Message, Outcome, Session as SessionPlan, Turn};
+use agentload_sdk::live::{carry, Carry, HistoryMode, LiveSettings, Recorded, Review};
+use agentload_sdk::{Config, Error, Outcome, Session as SessionPlan, Turn};
 
 use crate::dataset::{self, Conversation};
 use crate::replay::{ConversationReplay, Salt};
@@ -213,80 +210,27 @@ impl Run {
             Cursor::Next(index) => index,
         };
         let answered = index - 1;
-        let recorded = conversation.recorded_reply(answered);
-        let (divergence, detail) = match outcome {
-            Outcome::Completed(c) => classify(recorded, c),
-            Outcome::Failed(cause) => (Divergence::Error, cause.clone()),
-            // Not sent: nothing to review; what follows is never sent either.
-            Outcome::Aborted => (Divergence::Error, String::new()),
-        };
-        let mut review = Review {
-            divergence,
-            action: LiveAction::Kept,
-            paired_results: 0,
-            dropped_results: 0,
-            placeholder_results: 0,
-            detail,
-        };
-        let policy = settings.policy.of(divergence);
         let has_next = index < conversation.turn_count();
-        let new = match (outcome, policy) {
-            (_, Policy::End) => None,
-            (Outcome::Completed(c), Policy::Continue) if has_next => {
-                let message =
-                    live_message(c, settings.reasoning, conversation.turn_number(answered));
-                let (results, rest) = conversation.added_rows(index);
-                let answers = answer_calls(&message, recorded, results, &settings.placeholder);
-                if answers.messages.is_empty() && rest.is_empty() {
-                    // Nothing would answer the reply: a request cannot end on it.
-                    review
-                        .detail
-                        .push_str(if review.detail.is_empty() { "" } else { "; " });
-                    review
-                        .detail
-                        .push_str("no call of the reply answers the recorded tool results");
-                    None
-                } else {
-                    review.paired_results = answers.paired;
-                    review.dropped_results = answers.dropped;
-                    review.placeholder_results = answers.placeholders;
-                    let mut new = Vec::with_capacity(1 + answers.messages.len() + rest.len());
-                    new.push(message);
-                    new.extend(answers.messages);
-                    new.extend_from_slice(rest);
-                    Some(new)
-                }
-            }
-            _ => None,
+        let (results, rest) = if has_next {
+            conversation.added_rows(index)
+        } else {
+            (&[][..], &[][..])
         };
-        review.action = match (policy, &new) {
-            (Policy::End, _) => LiveAction::Ended,
-            (Policy::Fail, _) => LiveAction::Failed,
-            (_, Some(_)) => LiveAction::Kept,
-            // Nothing follows the last turn: nothing is substituted.
-            (_, None) if !has_next => LiveAction::Kept,
-            (_, None) => LiveAction::Substituted,
+        let recorded = Recorded {
+            answer: conversation.recorded_reply(answered),
+            results,
+            rest,
+            has_next,
+            turn: conversation.turn_number(answered),
         };
-        if matches!(outcome, Outcome::Failed(_)) {
-            review.action = LiveAction::Failed;
-        }
+        let Carry { review, messages } = carry(&settings, outcome, recorded);
         if !matches!(outcome, Outcome::Aborted) {
-            session.review = Some(review.clone());
+            session.review = Some(review);
         }
-        if !has_next || review.action == LiveAction::Ended {
+        let Some(new) = messages else {
             session.cursor = Cursor::Over;
             return Ok(None);
-        }
-        // The recorded answer and rows, where the live reply is not carried.
-        let new = new.unwrap_or_else(|| {
-            let (results, rest) = conversation.added_rows(index);
-            recorded
-                .into_iter()
-                .chain(results)
-                .chain(rest)
-                .cloned()
-                .collect::<Vec<Message>>()
-        });
+        };
         let keep = session.sent;
         session.sent += new.len();
         session.cursor = Cursor::Next(index + 1);

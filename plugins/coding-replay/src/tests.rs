@@ -19,7 +19,7 @@ fn describe_names_the_plugin() {
     let info = CodingReplay::describe(package_info!());
     assert_eq!(
         (info.name.as_str(), info.version.as_str()),
-        ("coding-replay", "0.3.0")
+        ("coding-replay", "0.3.1")
     );
 }
 

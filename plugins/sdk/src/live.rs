@@ -13,9 +13,11 @@
 //!   no result answers a call that was never made;
 //! - [`Review`]: what the workload returns with the next turn
 //!   ([`Workload::review`](crate::Workload::review)); the host records it
-//!   with the turn.
+//!   with the turn;
+//! - [`carry`]: all of it for one reply: its review, its policy's action,
+//!   and the messages the next request adds.
 
-use crate::{Completion, Message, ToolCall};
+use crate::{Completion, Message, Outcome, ToolCall};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -356,6 +358,100 @@ pub fn answer_calls(
     answers
 }
 
+/// The recording around one reviewed reply: its recorded answer, the tool
+/// results that answered it, the rows after those, whether another request
+/// follows, and the turn the reply answered (for its calls' ids).
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded<'a> {
+    pub answer: Option<&'a Message>,
+    pub results: &'a [Message],
+    pub rest: &'a [Message],
+    pub has_next: bool,
+    pub turn: u32,
+}
+
+/// One reviewed reply: its review, the action taken, and what the next
+/// request adds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carry {
+    pub review: Review,
+    /// What the next request adds; `None` when the session is over (the
+    /// last turn, or the policy ended it).
+    pub messages: Option<Vec<Message>>,
+}
+
+/// Reviews `outcome` against the recording and applies `settings`' policy
+/// for its class: `continue` carries the live reply and its calls'
+/// answers (falling back, and saying so, where nothing would answer it);
+/// `fallback` carries the recorded answer and rows; `end` ends the
+/// session; `fail` fails the turn. A failed turn is `failed` whatever the
+/// policy; a last turn's reply is `kept` (nothing carries it).
+pub fn carry(settings: &LiveSettings, outcome: &Outcome, recorded: Recorded<'_>) -> Carry {
+    let (divergence, detail) = match outcome {
+        Outcome::Completed(c) => classify(recorded.answer, c),
+        Outcome::Failed(cause) => (Divergence::Error, cause.clone()),
+        // Not sent: nothing to review; what follows is never sent either.
+        Outcome::Aborted => (Divergence::Error, String::new()),
+    };
+    let mut review = Review {
+        divergence,
+        action: LiveAction::Kept,
+        paired_results: 0,
+        dropped_results: 0,
+        placeholder_results: 0,
+        detail,
+    };
+    let policy = settings.policy.of(divergence);
+    let mut live = None;
+    if let (Outcome::Completed(c), Policy::Continue, true) = (outcome, policy, recorded.has_next) {
+        let message = live_message(c, settings.reasoning, recorded.turn);
+        let answers = answer_calls(
+            &message,
+            recorded.answer,
+            recorded.results,
+            &settings.placeholder,
+        );
+        if answers.messages.is_empty() && recorded.rest.is_empty() {
+            // Nothing would answer the reply: a request cannot end on it.
+            if !review.detail.is_empty() {
+                review.detail.push_str("; ");
+            }
+            review
+                .detail
+                .push_str("no call of the reply answers the recorded tool results");
+        } else {
+            review.paired_results = answers.paired;
+            review.dropped_results = answers.dropped;
+            review.placeholder_results = answers.placeholders;
+            let mut new = Vec::with_capacity(1 + answers.messages.len() + recorded.rest.len());
+            new.push(message);
+            new.extend(answers.messages);
+            new.extend_from_slice(recorded.rest);
+            live = Some(new);
+        }
+    }
+    review.action = match (outcome, policy, &live) {
+        (Outcome::Failed(_), _, _) | (_, Policy::Fail, _) => LiveAction::Failed,
+        (_, Policy::End, _) => LiveAction::Ended,
+        (_, _, Some(_)) => LiveAction::Kept,
+        // Nothing follows the last turn: nothing is substituted.
+        (_, _, None) if !recorded.has_next => LiveAction::Kept,
+        (_, _, None) => LiveAction::Substituted,
+    };
+    let messages = (recorded.has_next && review.action != LiveAction::Ended).then(|| {
+        live.unwrap_or_else(|| {
+            recorded
+                .answer
+                .into_iter()
+                .chain(recorded.results)
+                .chain(recorded.rest)
+                .cloned()
+                .collect()
+        })
+    });
+    Carry { review, messages }
+}
+
 fn pick(calls: &[ToolCall], used: &[bool], name: &str, position: usize) -> Option<usize> {
     calls
         .iter()
@@ -552,5 +648,95 @@ mod tests {
             serde_json::json!({"policy": {"nope": "end"}})
         )
         .is_err());
+    }
+
+    #[test]
+    fn carry_applies_each_policy_and_answers_every_carried_call() {
+        let rec = recorded(vec![call("r1", "bash", r#"{"command":"ls"}"#)]);
+        let results = vec![Message::tool("r1", "out")];
+        let rest = vec![Message::user("next")];
+        let at = |has_next| Recorded {
+            answer: Some(&rec),
+            results: &results,
+            rest: &rest,
+            has_next,
+            turn: 2,
+        };
+        let settings = LiveSettings::default();
+        let ls = |args: &str| reply("", vec![call("l1", "bash", args)], "tool_calls");
+        let outcome = |c| Outcome::Completed(c);
+        // continue: the live reply, its call answered with the recorded result, the rest.
+        let kept = carry(&settings, &outcome(ls(r#"{"command":"pwd"}"#)), at(true));
+        assert_eq!(
+            (kept.review.divergence, kept.review.action),
+            (Divergence::ArgsDiff, LiveAction::Kept)
+        );
+        let messages = kept.messages.unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[0].tool_calls[0].arguments, r#"{"command":"pwd"}"#);
+        assert_eq!(
+            messages[1].tool_call_id,
+            Some(messages[0].tool_calls[0].id.clone())
+        );
+        assert_eq!(
+            (messages[1].content.as_deref(), &messages[2]),
+            (Some("out"), &rest[0])
+        );
+        assert_eq!(kept.review.paired_results, 1);
+        // fallback (text_for_call's default): the recorded answer, results and rest.
+        let text = carry(&settings, &outcome(reply("done", vec![], "stop")), at(true));
+        assert_eq!(text.review.action, LiveAction::Substituted);
+        let recorded_rows: Vec<Message> = std::iter::once(rec.clone())
+            .chain(results.clone())
+            .chain(rest.clone())
+            .collect();
+        assert_eq!(text.messages.as_ref(), Some(&recorded_rows));
+        // end and fail, as configured.
+        let mut strict = LiveSettings::default();
+        strict.policy.args_diff = Policy::End;
+        strict.policy.name_diff = Policy::Fail;
+        let ended = carry(&strict, &outcome(ls("{}")), at(true));
+        assert_eq!(
+            (ended.review.action, ended.messages),
+            (LiveAction::Ended, None)
+        );
+        let wrong = reply("", vec![call("l1", "grep", "{}")], "tool_calls");
+        let failed = carry(&strict, &outcome(wrong), at(true));
+        assert_eq!(failed.review.action, LiveAction::Failed);
+        // A failed turn is failed whatever the policy; a last reply is kept.
+        let error = carry(&settings, &Outcome::Failed("HTTP 500".into()), at(true));
+        assert_eq!(
+            (
+                error.review.divergence,
+                error.review.action,
+                error.review.detail.as_str()
+            ),
+            (Divergence::Error, LiveAction::Failed, "HTTP 500")
+        );
+        let last = carry(&settings, &outcome(ls("{}")), at(false));
+        assert_eq!(
+            (last.review.action, last.messages),
+            (LiveAction::Kept, None)
+        );
+        // A reply nothing would answer falls back, saying so.
+        let bare = Recorded {
+            rest: &[],
+            results: &[],
+            ..at(true)
+        };
+        let none = carry(
+            &settings,
+            &outcome(reply("ok", vec![], "stop")),
+            Recorded {
+                answer: Some(&Message::assistant("x")),
+                ..bare
+            },
+        );
+        assert_eq!(none.review.action, LiveAction::Substituted);
+        assert!(
+            none.review.detail.contains("no call of the reply answers"),
+            "{:?}",
+            none.review
+        );
     }
 }
