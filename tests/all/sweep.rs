@@ -317,3 +317,71 @@ async fn a_failing_level_records_aborted_turns_and_still_writes_the_pareto_file(
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_sweep_is_labelled_and_funnels_each_phase() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sweep-live");
+    let config = sweep_config(dir.path(), &sim.url(), "[1, 2]", "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[sweep]",
+        "[performance.settings]\nhistory = \"live\"\n[sweep]",
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    let console = run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let label = serde_json::json!({"history": "live", "official": false});
+    assert_eq!(summary["live"], label);
+    let pareto = json(&out.join("sweep/pareto.json"));
+    assert_eq!(pareto["live"], label);
+    assert!(pareto["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["live"] == true));
+    let phases = summary["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    for phase in phases {
+        // The funnel is every reviewed turn of the phase's log.
+        let records = records(&out, phase);
+        let reviewed: Vec<&Value> = records.iter().filter(|r| r.get("live").is_some()).collect();
+        assert!(!reviewed.is_empty());
+        let live = &phase["live"];
+        assert_eq!(live["official"], false, "{live:#}");
+        assert_eq!(live["turns_reviewed"], reviewed.len(), "{live:#}");
+        let by_rows: u64 = live["funnel"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["turns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(by_rows, reviewed.len() as u64);
+        let substituted = reviewed
+            .iter()
+            .filter(|r| r["live"]["action"] == "substituted")
+            .count();
+        assert_eq!(live["substitutions"], substituted, "{live:#}");
+        // The echo runs into the sweep's 64-token cap: truncated replies,
+        // substituted by the recorded ones (a trajectory's last one kept).
+        let row = live["funnel"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["class"] == "truncated")
+            .unwrap();
+        assert!(row["substituted"].as_u64().unwrap() > 0, "{live:#}");
+    }
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("NON-OFFICIAL: live-reply replay") && report.contains("live: "),
+        "{report}\n{console}"
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("NON-OFFICIAL: live-reply replay"));
+}

@@ -1153,6 +1153,13 @@ async fn run_sweep(
         telemetry: cx.telemetry.as_ref(),
     })
     .await?;
+    if summary.live.is_some() {
+        let _ = writeln!(
+            text,
+            "NON-OFFICIAL: live-reply replay (history = \"live\"): requests carry the model's own \
+             replies, not the recording"
+        );
+    }
     let _ = writeln!(
         text,
         "sweep: {} phases (sweep/summary.json, sweep/pareto.json); * = on the Pareto frontier",
@@ -1172,6 +1179,14 @@ async fn run_sweep(
             p.requests,
             p.end_reason
         );
+        if let Some(live) = &p.live {
+            let matched = live.funnel.first().map_or(0, |row| row.turns);
+            let _ = writeln!(
+                text,
+                "        live: {} turns reviewed, {matched} match; {} of {} sessions departed; {} substituted",
+                live.turns_reviewed, live.sessions_diverged, live.sessions, live.substitutions
+            );
+        }
     }
     for s in &summary.slo {
         let _ = writeln!(
@@ -1282,7 +1297,7 @@ async fn run_swe_bench(
 
 /// Live-reply replay's context pre-check (`model.context_window`), its
 /// tokenizer loaded before the first request; none in recorded replay.
-async fn context_window(
+pub(crate) async fn context_window(
     config: &RunConfig,
     live: bool,
     counter: Option<&Arc<LocalCounter>>,

@@ -469,18 +469,6 @@ impl RunConfig {
             if self.performance.is_none() {
                 return Err(invalid("sweep", "needs a [performance] phase to sweep"));
             }
-            if self
-                .performance
-                .as_ref()
-                .is_some_and(PhaseConfig::live_history)
-            {
-                return Err(invalid(
-                    "performance.settings.history",
-                    "\"live\" is not supported in a sweep yet (its phase summaries would \
-                     carry neither the divergence funnel nor the non-official label); run \
-                     the live replay without [sweep]",
-                ));
-            }
         }
         if let Some(telemetry) = &self.telemetry {
             telemetry.check().map_err(keyed)?;
@@ -797,21 +785,6 @@ url = "http://127.0.0.1:1"
                 .to_string();
             assert!(err.contains(key), "{to}: {err}");
         }
-    }
-
-    #[test]
-    fn a_live_history_is_refused_in_a_sweep_naming_the_key() {
-        let sweep = include_str!("../../../configs/agentperf-sweep-demo.toml");
-        let text = sweep.replacen(
-            "[performance.settings]",
-            "[performance.settings]\nhistory = \"live\"",
-            1,
-        );
-        let err = RunConfig::parse(Path::new("s.toml"), &text)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("performance.settings.history"), "{err}");
-        assert!(err.contains("not supported in a sweep"), "{err}");
     }
 
     #[test]

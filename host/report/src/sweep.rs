@@ -162,6 +162,13 @@ fn interactivity_pareto(
 pub fn section(run: &RunDir) -> Option<Section> {
     let sw = run.sweep.as_ref()?;
     let mut s = Section::new("sweep", "Concurrency sweep");
+    if sw.summary.get("live").is_some() {
+        s.note(
+            "NON-OFFICIAL: live-reply replay (history = \"live\"). Each request carried the \
+             model's own earlier replies, not the recording; each phase's divergence funnel is \
+             `live` in sweep/summary.json.",
+        );
+    }
     let phases = sw.phases();
     let frontier_levels = sw.frontier_levels();
     let mut tiles = vec![Tile::new("phases", phases.len().to_string())];

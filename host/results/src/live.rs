@@ -93,6 +93,31 @@ pub struct LiveReview {
     pub detail: String,
 }
 
+/// A review as a sweep's turn facts keep it: the class, the action and the
+/// result counts (each held to 255, far above any turn's calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveFact {
+    pub divergence: Divergence,
+    pub action: LiveAction,
+    pub paired_results: u8,
+    pub dropped_results: u8,
+    pub placeholder_results: u8,
+}
+
+impl LiveFact {
+    /// The fact of `review`.
+    pub fn of(review: &LiveReview) -> Self {
+        let small = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
+        Self {
+            divergence: review.divergence,
+            action: review.action,
+            paired_results: small(review.paired_results),
+            dropped_results: small(review.dropped_results),
+            placeholder_results: small(review.placeholder_results),
+        }
+    }
+}
+
 /// One class's row of the funnel.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassRow {
@@ -133,11 +158,22 @@ pub struct LiveSummary {
 impl LiveSummary {
     /// The funnel of `records`' reviews; none when no turn has one.
     pub fn of(records: &[TurnRecord]) -> Option<Self> {
-        use std::collections::{BTreeMap, HashMap};
-        let reviewed: Vec<(&TurnRecord, &LiveReview)> = records
-            .iter()
-            .filter_map(|r| Some((r, r.live.as_deref()?)))
-            .collect();
+        Self::of_reviews(records.iter().filter_map(|r| {
+            Some((
+                r.session_id.as_str(),
+                r.turn,
+                LiveFact::of(r.live.as_deref()?),
+            ))
+        }))
+    }
+
+    /// The funnel of reviews given as (session, turn, review); none when
+    /// there is none.
+    pub fn of_reviews<S: std::hash::Hash + Eq + Copy>(
+        reviews: impl IntoIterator<Item = (S, u32, LiveFact)>,
+    ) -> Option<Self> {
+        use std::collections::{BTreeMap, HashMap, HashSet};
+        let reviewed: Vec<(S, u32, LiveFact)> = reviews.into_iter().collect();
         if reviewed.is_empty() {
             return None;
         }
@@ -154,10 +190,10 @@ impl LiveSummary {
                 failed: 0,
             })
             .collect();
-        let mut first: HashMap<&str, u32> = HashMap::new();
-        let mut sessions: HashMap<&str, ()> = HashMap::new();
+        let mut first: HashMap<S, u32> = HashMap::new();
+        let mut sessions: HashSet<S> = HashSet::new();
         let (mut paired, mut dropped, mut placeholders) = (0, 0, 0);
-        for (record, review) in &reviewed {
+        for &(session, turn, review) in &reviewed {
             let index = Divergence::ALL
                 .iter()
                 .position(|d| *d == review.divergence)
@@ -173,10 +209,10 @@ impl LiveSummary {
             paired += u64::from(review.paired_results);
             dropped += u64::from(review.dropped_results);
             placeholders += u64::from(review.placeholder_results);
-            sessions.insert(&record.session_id, ());
+            sessions.insert(session);
             if review.divergence != Divergence::Match {
-                let turn = first.entry(&record.session_id).or_insert(record.turn);
-                *turn = (*turn).min(record.turn);
+                let at = first.entry(session).or_insert(turn);
+                *at = (*at).min(turn);
             }
         }
         for row in &mut rows {

@@ -234,6 +234,8 @@ pub struct TurnFacts {
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
     pub local_tokens: Option<LocalTokens>,
+    /// Live-reply replay: the workload's review.
+    pub live: Option<crate::live::LiveFact>,
 }
 
 impl TurnFacts {
@@ -261,6 +263,7 @@ impl TurnFacts {
                     .as_u64()
             }),
             local_tokens: record.local_tokens,
+            live: record.live.as_deref().map(crate::live::LiveFact::of),
         }
     }
 }

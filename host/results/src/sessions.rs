@@ -9,7 +9,7 @@
 //! Times are differences of one process's stamps: a session resumed by a
 //! later process adds each process's part.
 
-use crate::live::{Divergence, LiveAction, LiveReview};
+use crate::live::{Divergence, LiveAction, LiveFact};
 use crate::metrics::Spread;
 use crate::record::{TurnFacts, TurnRecord, TurnStatus};
 use crate::summary::chosen_counts;
@@ -139,7 +139,7 @@ pub struct SessionTurn<'a> {
     pub server_prompt: Option<u64>,
     pub cached: Option<u64>,
     /// Live-reply replay: the reply's review.
-    pub live: Option<&'a LiveReview>,
+    pub live: Option<LiveFact>,
 }
 
 /// Why a failed turn failed, as far as the session's end reason names it.
@@ -183,7 +183,7 @@ impl<'a> SessionTurn<'a> {
                     .get("cached_tokens")?
                     .as_u64()
             }),
-            live: r.live.as_deref(),
+            live: r.live.as_deref().map(LiveFact::of),
         }
     }
 
@@ -223,7 +223,7 @@ impl<'a> SessionTurn<'a> {
             counts,
             server_prompt: f.prompt_tokens,
             cached: f.cached_tokens,
-            live: None,
+            live: f.live,
         }
     }
 }
@@ -383,7 +383,7 @@ pub fn session(
 
 /// The departures of a session's reviewed turns; none without reviews.
 fn session_live(turns: &[&SessionTurn<'_>]) -> Option<SessionLive> {
-    let reviewed: Vec<(u32, &LiveReview)> = turns
+    let reviewed: Vec<(u32, LiveFact)> = turns
         .iter()
         .filter_map(|t| Some((t.turn, t.live?)))
         .collect();

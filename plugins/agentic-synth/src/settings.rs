@@ -44,7 +44,7 @@ pub struct Settings {
     /// Sent on every turn when set.
     pub temperature: Option<f64>,
     /// `recorded` (the drawn answers; the default) or `live` (each request
-    /// carries the model's own earlier replies; not in a sweep).
+    /// carries the model's own earlier replies; never official).
     pub history: HistoryMode,
     /// Live-reply replay: the policy per class, the placeholder, reasoning.
     pub live: LiveSettings,

@@ -7,8 +7,8 @@
 use super::{delays, salt};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
-    drive_or_restart, Engine, Instances, Recorder, SessionEnd, SessionOutcome, SessionTask, Stop,
-    StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender, WriteError,
+    drive_or_restart, ContextWindow, Engine, Instances, Recorder, SessionEnd, SessionOutcome,
+    SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender, WriteError,
 };
 use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
@@ -30,6 +30,9 @@ pub struct PhaseInput {
     pub recorder: Recorder,
     /// The phase's stop (a child of the run's).
     pub stop: Stop,
+    /// Live-reply replay (`history = "live"`), and its context pre-check.
+    pub live: bool,
+    pub context: Option<ContextWindow>,
 }
 
 /// How a phase went.
@@ -132,9 +135,8 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
             recorder: input.recorder,
             stop: input.stop,
             hooks: Box::new(hooks.clone()),
-            // A sweep refuses live-reply replay (the config check).
-            live: false,
-            context: None,
+            live: input.live,
+            context: input.context,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),

@@ -20,6 +20,9 @@ pub struct Point {
     /// The phase's interactivity by every definition (older files: none).
     #[serde(default)]
     pub interactivity: Interactivity,
+    /// From a live-reply sweep: not official.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub live: bool,
 }
 
 impl Point {
@@ -130,6 +133,7 @@ mod tests {
             total_tps: tps,
             speed_p25_tps: speed,
             interactivity: Interactivity::default(),
+            live: false,
         }
     }
 

@@ -26,6 +26,7 @@ use agentload_engine::tokens::LocalCounter;
 use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
+use agentload_results::live::LiveSummary;
 use agentload_results::metrics::Definition;
 use agentload_results::sessions::{Ends, SessionTurn, SessionsSummary};
 use agentload_telemetry::{PhaseTokens, Telemetry, TelemetrySummary};
@@ -68,12 +69,38 @@ pub struct PhaseSummary {
     pub harness_cpu_ms_per_request: Option<f64>,
     /// The phase's turn log, relative to `sweep/`.
     pub turns: String,
+    /// Live-reply replay: the phase's divergence funnel (all its turns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveSummary>,
+}
+
+/// The label of a live-reply sweep (`live` in `summary.json` and
+/// `pareto.json`): never official.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct LiveLabel {
+    /// Always `live`.
+    pub history: String,
+    /// Always false.
+    pub official: bool,
+}
+
+impl LiveLabel {
+    /// The label, for a sweep whose history is live.
+    fn of(live: bool) -> Option<Self> {
+        live.then(|| Self {
+            history: "live".into(),
+            official: false,
+        })
+    }
 }
 
 /// `sweep/summary.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepSummary {
     pub run: String,
+    /// Live-reply replay: the sweep is not official.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveLabel>,
     pub config: SweepConfig,
     pub phases: Vec<PhaseSummary>,
     pub slo: Vec<SloResult>,
@@ -86,6 +113,9 @@ pub struct ParetoFile {
     /// AA's P25 speed).
     #[serde(default)]
     pub x: Definition,
+    /// Live-reply replay: these points are not official.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveLabel>,
     pub points: Vec<Point>,
     pub frontier: Vec<Point>,
 }
@@ -122,6 +152,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
     } = input;
     let dir = out.join("sweep");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let live = phase.live_history();
     let mut phases = Vec::new();
     for (index, &level) in sweep.levels.iter().enumerate() {
         if stop.stopped() {
@@ -198,6 +229,8 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 },
                 recorder,
                 stop: stop.child(),
+                live,
+                context: crate::run::context_window(config, live, counter.as_ref()).await?,
             },
         )
         .await?;
@@ -242,6 +275,11 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 .map(|c| c * 1e3 / requests as f64),
             harness_cpu_s: cpu,
             turns: format!("{folder}/turns.jsonl"),
+            live: LiveSummary::of_reviews(
+                run.facts
+                    .iter()
+                    .filter_map(|f| Some((f.session, f.turn, f.live?))),
+            ),
         };
         if !quiet {
             agentload_console::line(&phase_line(&summary));
@@ -264,6 +302,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         .collect();
     let summary = SweepSummary {
         run: config.name.clone(),
+        live: LiveLabel::of(live),
         config: sweep.clone(),
         slo: frontier::max_agents(&levels, &sweep.slo),
         phases,
@@ -274,6 +313,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         &dir.join("pareto.json"),
         &ParetoFile {
             x: Definition::AaP25,
+            live: LiveLabel::of(live),
             frontier: frontier::pareto(&points),
             points,
         },
@@ -325,6 +365,7 @@ pub fn points_of(summary: &SweepSummary) -> Vec<Point> {
                 total_tps: p.metrics.throughput.total_tps,
                 speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
                 interactivity: p.metrics.interactivity.clone(),
+                live: summary.live.is_some(),
             })
         })
         .collect()
@@ -361,6 +402,7 @@ pub fn pareto_of(paths: &[PathBuf], labels: &[String], x: Definition) -> Result<
     }
     Ok(ParetoFile {
         x,
+        live: LiveLabel::of(points.iter().any(|p| p.live)),
         frontier: frontier::pareto_by(&points, x),
         points,
     })
