@@ -308,6 +308,9 @@ settings:
   client:
     warmup_connections: 0
     max_idle_time: 0.5
+    # Its worker processes import for longer than the default 60 s on a
+    # cold 2-core machine; the wait is before any request.
+    worker_initialization_timeout: 300.0
 
 endpoint_config:
   endpoints:
