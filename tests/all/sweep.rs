@@ -328,11 +328,11 @@ async fn a_live_sweep_is_labelled_and_funnels_each_phase() {
     .await;
     let dir = scratch("sweep-live");
     let config = sweep_config(dir.path(), &sim.url(), "[1, 2]", "");
-    let text = std::fs::read_to_string(&config).unwrap().replace(
+    let edited = std::fs::read_to_string(&config).unwrap().replace(
         "[sweep]",
         "[performance.settings]\nhistory = \"live\"\n[sweep]",
     );
-    std::fs::write(&config, text).unwrap();
+    std::fs::write(&config, edited).unwrap();
     let out = dir.path().join("out");
     let console = run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
@@ -384,4 +384,27 @@ async fn a_live_sweep_is_labelled_and_funnels_each_phase() {
     );
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.contains("NON-OFFICIAL: live-reply replay"));
+    // Joined with other sweeps, its points stay labelled.
+    let joined = dir.path().join("joined.json");
+    let args = [
+        "pareto",
+        out.to_str().unwrap(),
+        "--out",
+        joined.to_str().unwrap(),
+    ];
+    let run = agentload(&args, dir.path()).await;
+    assert!(run.status.success(), "{}", text(&run));
+    let joined = json(&joined);
+    assert_eq!(joined["live"], label);
+    assert!(joined["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["live"] == true));
+    let listed = agentload(&["pareto", out.to_str().unwrap()], dir.path()).await;
+    assert!(
+        text(&listed).contains("(live replies: not official)"),
+        "{}",
+        text(&listed)
+    );
 }

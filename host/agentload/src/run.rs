@@ -1310,12 +1310,11 @@ pub(crate) async fn context_window(
             "model.context_window: the pre-check counts with the model's tokenizer, and none is loaded (see the note above)"
         );
     };
-    let window = Arc::new(ContextWindow::new(tokens, counter.clone()));
-    let loading = window.clone();
-    tokio::task::spawn_blocking(move || loading.load())
+    let loading = counter.clone();
+    tokio::task::spawn_blocking(move || loading.load().map(|_| ()).map_err(str::to_owned))
         .await?
         .map_err(|e| anyhow::anyhow!("model.context_window: the pre-check's tokenizer: {e}"))?;
-    Ok(Arc::into_inner(window))
+    Ok(Some(ContextWindow::new(tokens, counter.clone())))
 }
 
 /// The local counter: the vocabulary with the model's chat template. A

@@ -67,14 +67,6 @@ impl ContextWindow {
         Self { tokens, counter }
     }
 
-    /// Loads the tokenizer now (off the request path), or says why it cannot.
-    ///
-    /// # Errors
-    /// When the vocabulary or the template does not load.
-    pub fn load(&self) -> Result<(), String> {
-        self.counter.load().map(|_| ()).map_err(str::to_owned)
-    }
-
     /// Whether a request of `bytes` must be counted after `last`; `first`
     /// for the session's first request.
     fn must_count(&self, bytes: usize, last: Option<LastPrompt>, first: bool) -> bool {

@@ -6,6 +6,7 @@ use super::headline::{compare, headlines, number};
 use super::page::{figure, Block, Cell, Section, Swatch, Table};
 use super::read::{RunDir, Turn};
 use super::run_page::cdf;
+use agentload_results::metrics::lower_percentile;
 
 /// The runs side by side.
 pub fn runs_table(runs: &[RunDir], labels: &[String]) -> Section {
@@ -134,55 +135,26 @@ pub fn overlays(runs: &[RunDir], labels: &[String]) -> Option<Section> {
             &plot,
         ));
     }
-    let mut isl = Plot::new(
-        Axis::linear("turn index in the conversation"),
-        Axis::linear("mean ISL (tokens)"),
+    let isl = by_turn_index(
+        runs,
+        labels,
+        "mean ISL (tokens)",
+        |t| Some(t.isl()? as f64),
+        |v| v.iter().sum::<f64>() / v.len() as f64,
     );
-    for (i, r) in runs.iter().enumerate() {
-        let mut by_turn: std::collections::BTreeMap<u32, (f64, usize)> = Default::default();
-        for t in &r.turns {
-            if let Some(n) = t.isl() {
-                let e = by_turn.entry(t.turn).or_default();
-                e.0 += n as f64;
-                e.1 += 1;
-            }
-        }
-        let pts: Vec<(f64, f64)> = by_turn
-            .iter()
-            .map(|(k, (s, n))| (f64::from(*k), s / *n as f64))
-            .collect();
-        if !pts.is_empty() {
-            isl = isl.layer(Layer::new(&labels[i], color(i), line(i, pts)));
-        }
-    }
     figs.push(figure(
         "isl-overlay",
         "Context growth per run",
         "Mean ISL over the conversations, by turn index (a live run against its recorded twin: the ISL drift).",
         &isl,
     ));
-    let mut ttft_by_turn = Plot::new(
-        Axis::linear("turn index in the conversation"),
-        Axis::linear("median TTFT (ms)"),
+    let ttft_by_turn = by_turn_index(
+        runs,
+        labels,
+        "median TTFT (ms)",
+        |t| Some(t.ttft_ns()? as f64 / 1e6),
+        |v| lower_percentile(v, 50.0),
     );
-    for (i, r) in runs.iter().enumerate() {
-        let mut by_turn: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
-        for t in &r.turns {
-            if let Some(ns) = t.ttft_ns() {
-                by_turn.entry(t.turn).or_default().push(ns as f64 / 1e6);
-            }
-        }
-        let pts: Vec<(f64, f64)> = by_turn
-            .into_iter()
-            .map(|(k, mut v)| {
-                v.sort_by(f64::total_cmp);
-                (f64::from(k), v[(v.len() - 1) / 2])
-            })
-            .collect();
-        if !pts.is_empty() {
-            ttft_by_turn = ttft_by_turn.layer(Layer::new(&labels[i], color(i), line(i, pts)));
-        }
-    }
     figs.push(figure(
         "ttft-by-turn-overlay",
         "TTFT by turn index per run",
@@ -333,4 +305,38 @@ pub fn signed(d: f64) -> String {
     } else {
         number(d)
     }
+}
+
+/// One line per run over the turn index in its conversations: `reduce` of
+/// the `value`s of the turns at each index (given sorted).
+fn by_turn_index(
+    runs: &[RunDir],
+    labels: &[String],
+    y: &str,
+    value: impl Fn(&Turn) -> Option<f64>,
+    reduce: impl Fn(&[f64]) -> f64,
+) -> Plot {
+    let mut plot = Plot::new(
+        Axis::linear("turn index in the conversation"),
+        Axis::linear(y),
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let mut by_turn: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+        for t in &r.turns {
+            if let Some(v) = value(t) {
+                by_turn.entry(t.turn).or_default().push(v);
+            }
+        }
+        let pts: Vec<(f64, f64)> = by_turn
+            .into_iter()
+            .map(|(k, mut v)| {
+                v.sort_by(f64::total_cmp);
+                (f64::from(k), reduce(&v))
+            })
+            .collect();
+        if !pts.is_empty() {
+            plot = plot.layer(Layer::new(&labels[i], color(i), line(i, pts)));
+        }
+    }
+    plot
 }

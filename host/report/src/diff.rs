@@ -16,6 +16,7 @@
 
 use crate::error::{io, ReportError, Result};
 use crate::read::RunDir;
+use agentload_results::metrics::lower_percentile;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -103,12 +104,11 @@ impl DriftStats {
             return None;
         }
         d.sort_by(f64::total_cmp);
-        let at = |p: f64| d[((p / 100.0) * (d.len() - 1) as f64).floor() as usize];
         Some(Self {
             changed: d.iter().filter(|v| **v != 0.0).count(),
             mean: d.iter().sum::<f64>() / d.len() as f64,
-            p50: at(50.0),
-            p90: at(90.0),
+            p50: lower_percentile(&d, 50.0),
+            p90: lower_percentile(&d, 90.0),
             min: d[0],
             max: d[d.len() - 1],
         })

@@ -17,7 +17,7 @@
 //! drawn ones, not the server's): the same request bytes for every run of a
 //! seed, as a replay. The per-session state is the drawn plan and a turn
 //! counter; text is cut from one shared corpus when a request is built.
-//! With `history = "live"` (a plain run; a sweep refuses it) each request
+//! With `history = "live"` (never official) each request
 //! carries the model's own earlier replies instead, reviewed against the
 //! drawn ones as `coding-replay` reviews its recording
 //! (`agentload_sdk::live`).
@@ -148,10 +148,10 @@ impl Run {
         let has_next = answered < steps;
         // The drawn answer to `answered` and the tool result after it; the
         // last turn's drawn answer is text (its words do not matter here).
-        let drawn = if has_next {
-            self.step_messages(index, answered + 1).0
+        let (drawn, delay_ms) = if has_next {
+            self.step_messages(index, answered + 1)
         } else {
-            vec![Message::assistant("")]
+            (vec![Message::assistant("")], 0)
         };
         let recorded = Recorded {
             answer: Some(&drawn[0]),
@@ -172,7 +172,6 @@ impl Run {
         let keep = running.sent;
         running.sent += messages.len() as u32;
         running.turn = answered + 1;
-        let delay_ms = self.step_messages(index, answered + 1).1;
         Ok(Some(self.request(
             index,
             answered + 1,

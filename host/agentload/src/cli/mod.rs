@@ -313,11 +313,16 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                     );
                     for p in &combined.frontier {
                         text.push_str(&format!(
-                            "{:<24} {:>6} {:>12.1}  {:.1}\n",
+                            "{:<24} {:>6} {:>12.1}  {:.1}{}\n",
                             p.run,
                             p.level,
                             p.total_tps,
-                            p.x(x).unwrap_or(f64::NAN)
+                            p.x(x).unwrap_or(f64::NAN),
+                            if p.live {
+                                "  (live replies: not official)"
+                            } else {
+                                ""
+                            }
                         ));
                     }
                     agentload_console::out(&text);
