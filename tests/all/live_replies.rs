@@ -83,10 +83,12 @@ async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded
     let dir = scratch("live-oracle");
     let settings = "num_trajectories_to_issue = 3";
     let mut logs = Vec::new();
+    let mut counts = false;
     for (name, extra) in [("recorded", ""), ("live", "\nhistory = \"live\"")] {
         let log = dir.path().join(format!("{name}.jsonl"));
         let sim = start_sim(sim_config(gold_responder(Some(trajectories()), None), &log)).await;
         let config = edge_config(dir.path(), &sim.url(), &format!("{settings}{extra}"), "");
+        counts = counted_locally(&config);
         let out = dir.path().join(name);
         run_ok(&config, &out, &[], dir.path()).await;
         sim.shutdown().await;
@@ -129,6 +131,11 @@ async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded
     assert!(recorded_turns.iter().all(|t| t.get("live").is_none()));
     let summary = json(&logs[0].1.join("performance/result_summary.json"));
     assert!(summary["agentload"].get("live").is_none());
+    // The recorded twin's counts, turn by turn, are the recorded run's own: its request is
+    // the recording's, and the reply after it the one the oracle gave the recorded run.
+    if counts {
+        recorded_twin_counts_are_the_recorded_runs(&logs[0].1, &logs[1].1, turns.len());
+    }
     // Turn by turn, the live run's lengths are the recording's: no drift.
     let out = agentload(
         &[
@@ -172,6 +179,39 @@ async fn a_live_run_against_the_oracle_matches_every_turn_and_sends_the_recorded
     let page = browser::load(&chromium, &compared, &shots, "live-compared");
     page.assert_clean(&["ttft-by-turn-overlay", "isl-overlay"]);
     assert!(page.text.contains("live (not official)"), "no history row");
+}
+
+/// The oracle test's recorded twin: turn by turn, its counts are the recorded run's, and the
+/// live run's summary shows no drift over `n` turns.
+fn recorded_twin_counts_are_the_recorded_runs(recorded: &Path, live: &Path, n: usize) {
+    let (recorded_counts, live_counts) = (token_lines(recorded), token_lines(live));
+    let block = json(&live.join("performance/result_summary.json"))["agentload"]["live"].clone();
+    assert_eq!(live_counts.len(), n);
+    let mut with_reply = 0;
+    for (key, counts) in &live_counts {
+        let twin = &counts["recorded"];
+        let recorded = &recorded_counts[key];
+        assert_eq!(twin["isl"], recorded["isl"], "{key:?}: {counts}");
+        assert_eq!(counts["isl"], recorded["isl"], "{key:?}: {counts}");
+        if let Some(osl) = twin.get("osl") {
+            assert_eq!(osl, &recorded["osl"], "{key:?}: {counts}");
+            with_reply += 1;
+        }
+    }
+    // Every turn but each session's last has a recorded reply after it.
+    assert_eq!(with_reply, n - 3);
+    for (key, total) in [("isl_drift", n), ("osl_vs_expected", with_reply)] {
+        let drift = &block[key];
+        assert_eq!(drift["turns"], total, "{key}: {block:#}");
+        assert_eq!(drift["delta"]["changed"], 0, "{key}: {block:#}");
+        assert_eq!(drift["ratio_p50"], 1.0, "{key}: {block:#}");
+        assert_eq!(drift["live_tokens"], drift["recorded_tokens"], "{key}");
+    }
+    let report = std::fs::read_to_string(live.join("report.txt")).unwrap();
+    assert!(
+        report.contains("ISL against the recorded request: "),
+        "{report}"
+    );
 }
 
 /// The recorded answers' tool calls of `CONV`, in order: (name, arguments).
@@ -259,6 +299,7 @@ async fn live_run(dir: &Path, name: &str, policy: &str) -> (std::path::PathBuf, 
         "conversations = [\"{CONV}\"]\nhistory = \"live\"\n[performance.settings.live]\nplaceholder = \"no result\"\n{policy}"
     );
     let config = edge_config(dir, &sim.url(), &settings, "");
+    counted_locally(&config);
     let out = dir.join(name);
     let run = agentload(
         &[
@@ -355,6 +396,9 @@ async fn each_departure_is_classed_its_policy_applied_and_every_call_answered() 
         by_class
     );
     assert_eq!(session["substituted"], 4);
+    if vocabulary() {
+        recorded_twin_drifts(&dir.path().join("default"), live, n);
+    }
     // The page says so first, and draws the funnel.
     let Some(chromium) = browser::chromium() else {
         return;
@@ -371,6 +415,37 @@ async fn each_departure_is_classed_its_policy_applied_and_every_call_answered() 
     for needle in ["NON-OFFICIAL", "text_for_call", "malformed_args", "1 of 1"] {
         assert!(page.text.contains(needle), "{needle} not on the page");
     }
+    if vocabulary() {
+        assert!(page.text.contains("Lengths against the recording"));
+    }
+}
+
+/// The departures test's recorded twin: turn 1's request is the recording's; from the first
+/// kept departure on (turn 3's other arguments stay in the history) the requests drift; turn
+/// 4's text where a call was recorded has another length than the recorded reply.
+fn recorded_twin_drifts(out: &Path, live: &Value, n: usize) {
+    // One session: its turns in log order.
+    let counts = read_jsonl(&out.join("turns.tokens.jsonl"));
+    assert_eq!(counts.len(), n);
+    let at = |turn: usize| &counts[turn - 1];
+    assert_eq!(at(1)["isl"], at(1)["recorded"]["isl"], "{}", at(1));
+    for turn in 4..=n {
+        assert_ne!(at(turn)["isl"], at(turn)["recorded"]["isl"], "{}", at(turn));
+    }
+    assert_ne!(at(4)["osl"], at(4)["recorded"]["osl"], "{}", at(4));
+    let drift = &live["isl_drift"];
+    assert_eq!(drift["turns"], n, "{live:#}");
+    assert!(
+        drift["delta"]["changed"].as_u64().unwrap() >= n as u64 - 3,
+        "{live:#}"
+    );
+    assert!(
+        live["osl_vs_expected"]["delta"]["changed"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{live:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,6 +544,7 @@ async fn a_killed_live_run_resumes_exactly() {
     let whole_log = dir.path().join("whole.requests.jsonl");
     let whole_sim = sim(&whole_log).await;
     let config = edge_config(dir.path(), &whole_sim.url(), settings, "");
+    let counts = counted_locally(&config);
     let whole = dir.path().join("whole");
     run_ok(&config, &whole, &[], dir.path()).await;
     whole_sim.shutdown().await;
@@ -476,6 +552,7 @@ async fn a_killed_live_run_resumes_exactly() {
     let cut_log = dir.path().join("cut.requests.jsonl");
     let cut_sim = sim(&cut_log).await;
     let config = edge_config(dir.path(), &cut_sim.url(), settings, "");
+    counted_locally(&config);
     let cut = dir.path().join("cut");
     let cut_s = cut.to_str().unwrap();
     let mut run = spawn(
@@ -500,10 +577,47 @@ async fn a_killed_live_run_resumes_exactly() {
     assert_eq!(bodies_by_turn(&whole_log), bodies_by_turn(&cut_log));
     let summary = json(&cut.join("performance/result_summary.json"));
     assert_eq!(summary["agentload"]["live"]["turns_reviewed"], total);
+    if !counts {
+        return;
+    }
+    // The turns the kill left uncounted are counted by the resume, the recorded twin
+    // replayed in step: every count, the recording's too, is the whole run's.
+    let lengths = |out: &Path| -> HashMap<(String, u64), [Value; 3]> {
+        token_lines(out)
+            .into_iter()
+            .map(|(key, t)| {
+                (
+                    key,
+                    [t["isl"].clone(), t["osl"].clone(), t["recorded"].clone()],
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (lengths(&whole), lengths(&cut));
+    assert_eq!(a.len(), total);
+    assert!(a.values().all(|[_, _, recorded]| recorded["isl"].is_u64()));
+    assert_eq!(a, b);
+    let drift = |out: &Path| {
+        json(&out.join("performance/result_summary.json"))["agentload"]["live"]["isl_drift"].clone()
+    };
+    assert_eq!(drift(&whole), drift(&cut));
+    assert!(drift(&whole)["delta"]["changed"].as_u64().unwrap() > 0);
 }
 
-/// Local prompt counts by (session, turn) from a run's `turns.tokens.jsonl`.
-fn local_isl(out: &Path) -> HashMap<(String, u64), u64> {
+/// Counts `config`'s turns locally (Qwen3.6) where the vocabulary is installed, so that the
+/// recorded twin's counts are there to compare; whether it did.
+fn counted_locally(config: &Path) -> bool {
+    if !vocabulary() {
+        return false;
+    }
+    let text = std::fs::read_to_string(config).unwrap();
+    let text = text.replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"");
+    std::fs::write(config, text).unwrap();
+    true
+}
+
+/// The lines of a run's `turns.tokens.jsonl` by (session, turn).
+fn token_lines(out: &Path) -> HashMap<(String, u64), Value> {
     let turns = read_jsonl(&out.join("turns.jsonl"));
     read_jsonl(&out.join("turns.tokens.jsonl"))
         .into_iter()
@@ -513,8 +627,16 @@ fn local_isl(out: &Path) -> HashMap<(String, u64), u64> {
                 record["session_id"].as_str().unwrap().to_owned(),
                 record["turn"].as_u64().unwrap(),
             );
-            (key, t["isl"].as_u64().unwrap())
+            (key, t)
         })
+        .collect()
+}
+
+/// Local prompt counts by (session, turn) from a run's `turns.tokens.jsonl`.
+fn local_isl(out: &Path) -> HashMap<(String, u64), u64> {
+    token_lines(out)
+        .into_iter()
+        .map(|(key, t)| (key, t["isl"].as_u64().unwrap()))
         .collect()
 }
 

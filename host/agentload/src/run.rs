@@ -683,6 +683,34 @@ fn prepare(
     })
 }
 
+/// Live-reply replay's recorded twins (`agentload_engine`'s `twin` module): the workload
+/// again, `n` instances configured with `history = "recorded"`, whose turns are counted
+/// beside the live ones. None, with a note, when the twin's sessions are not the live
+/// run's (the comparison needs the same sessions).
+async fn recorded_twins(prepared: &Prepared, n: usize) -> Result<Option<Instances>> {
+    let mut settings = prepared.config.settings.clone();
+    settings.insert("history".into(), toml::Value::String("recorded".into()));
+    let (twin, plans) = prepared
+        .workload
+        .reconfigured(PluginConfig {
+            settings_json: table_json(&settings),
+            files: prepared.files.clone(),
+        })
+        .await?;
+    if plans
+        .iter()
+        .map(|p| &p.id)
+        .ne(prepared.sessions.iter().map(|p| &p.id))
+    {
+        agentload_console::line(
+            "note: the workload in recorded mode plans other sessions than in live mode; \
+             the live turns are not compared with the recording",
+        );
+        return Ok(None);
+    }
+    Ok(Some(Instances::pool(twin, n).await?))
+}
+
 /// Sends every session of a prepared phase (on a resume, what an earlier
 /// process left undone); the turn log goes to `log_path`.
 async fn execute(
@@ -784,6 +812,10 @@ async fn execute(
         console,
     )?;
     let instances = config.plugins.workload_instances.unwrap_or(1);
+    let twins = match prepared.config.live_history() && cx.counter.is_some() {
+        true => recorded_twins(&prepared, instances).await?,
+        false => None,
+    };
     let workload = Instances::pool(prepared.workload, instances).await?;
     // The turns' clock and the telemetry's: its first samples are taken
     // before the first request. A shard's starts with the others', at the
@@ -819,6 +851,7 @@ async fn execute(
         hooks: Box::new(WorkloadDelays),
         live: prepared.config.live_history(),
         context,
+        twins,
     });
     engine
         .stop

@@ -17,7 +17,7 @@
 
 use super::journal::{Durability, Journal, TokenLine, WriteError};
 use crate::tokens::LocalCounter;
-use crate::LocalTokens;
+use crate::{LocalTokens, RecordedTokens};
 use agentload_client::{exchanges_in_flight, Assembled};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -49,6 +49,24 @@ struct Job {
     line: u64,
     body: Body,
     answer: Assembled,
+    /// Live-reply replay: the recording's request and reply at this turn.
+    recorded: Option<(Body, Option<Assembled>)>,
+}
+
+/// Live-reply replay: a turn as the recording has it, counted beside the live one.
+#[derive(Debug, Clone)]
+pub struct RecordedTurn {
+    /// The request the workload makes in recorded mode, as JSON.
+    pub body: Bytes,
+    /// The recorded reply after the turn, where the recording has one.
+    pub reply: Option<Assembled>,
+}
+
+/// A turn's local counts: the live ones and, in live-reply replay, the recording's.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    pub tokens: LocalTokens,
+    pub recorded: Option<RecordedTokens>,
 }
 
 /// The scratch file of queued bodies and its length.
@@ -105,46 +123,60 @@ impl CountWorker {
         })
     }
 
-    /// Queues the turn recorded at `line` (`body`: its request's JSON, shared, not copied)
-    /// for counting. The body is held in memory until [`CountWorker::spill_held`].
-    pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
+    /// Queues the turn recorded at `line` (`body`: its request's JSON, shared, not copied;
+    /// `recorded`: the recording's turn, in live-reply replay) for counting. The bodies are
+    /// held in memory until [`CountWorker::spill_held`].
+    pub fn count(&self, line: u64, body: Bytes, answer: Assembled, recorded: Option<RecordedTurn>) {
         self.queue.lock().expect("count queue lock").jobs.push(Job {
             line,
             body: Body::Held(body),
             answer,
+            recorded: recorded.map(|r| (Body::Held(r.body), r.reply)),
         });
     }
 
     /// Writes the bodies queued since the last call to the scratch file (those it cannot
     /// take stay in memory). The queue is not locked while they are written.
     pub fn spill_held(&self) {
-        let held: Vec<(usize, Bytes)> = {
+        let held: Vec<(usize, bool, Bytes)> = {
             let mut queue = self.queue.lock().expect("count queue lock");
             let queued = queue.jobs.len();
             let from = std::mem::replace(&mut queue.unspilled, queued);
             let held = queue.jobs[from..].iter().enumerate();
-            held.filter_map(|(i, job)| match &job.body {
-                Body::Held(bytes) => Some((from + i, bytes.clone())),
-                Body::Spilled { .. } => None,
+            held.flat_map(|(i, job)| {
+                let recorded = job.recorded.as_ref().map(|(body, _)| body);
+                [(false, Some(&job.body)), (true, recorded)]
+                    .into_iter()
+                    .filter_map(move |(is_recorded, body)| match body? {
+                        Body::Held(bytes) => Some((from + i, is_recorded, bytes.clone())),
+                        Body::Spilled { .. } => None,
+                    })
             })
             .collect()
         };
         if held.is_empty() {
             return;
         }
-        let placed: Vec<(usize, Body)> = {
+        let placed: Vec<(usize, bool, Body)> = {
             let mut spill = self.spill.lock().expect("count queue lock");
-            held.into_iter().map(|(i, b)| (i, spill.put(b))).collect()
+            held.into_iter()
+                .map(|(i, is_recorded, b)| (i, is_recorded, spill.put(b)))
+                .collect()
         };
         let mut queue = self.queue.lock().expect("count queue lock");
-        for (i, body) in placed {
-            queue.jobs[i].body = body;
+        for (i, is_recorded, body) in placed {
+            let job = &mut queue.jobs[i];
+            match (is_recorded, &mut job.recorded) {
+                (false, _) => job.body = body,
+                (true, Some((recorded, _))) => *recorded = body,
+                (true, None) => unreachable!("only a recorded body was taken"),
+            }
         }
     }
 
     /// Counts the queue (the phase is over), writes the counts in log order; the counts by
     /// record line. A vocabulary that does not load leaves the turns uncounted (and says so).
-    pub fn finish(mut self) -> Result<(HashMap<u64, LocalTokens>, CountingStats), WriteError> {
+    pub fn finish(mut self) -> Result<(HashMap<u64, Counted>, CountingStats), WriteError> {
         let started = Instant::now();
         let mut jobs = self.queue.into_inner().expect("count queue lock").jobs;
         jobs.sort_by_key(|j| j.line);
@@ -171,13 +203,14 @@ impl CountWorker {
         drop(spill.file);
         let _ = std::fs::remove_file(&spill.path);
         let mut counts = HashMap::with_capacity(jobs.len());
-        for (job, tokens) in jobs.iter().zip(counted) {
-            let Some(tokens) = tokens else { continue };
+        for (job, counted) in jobs.iter().zip(counted) {
+            let Some(counted) = counted else { continue };
             self.journal.write(&TokenLine {
                 line: job.line,
-                tokens,
+                tokens: counted.tokens,
+                recorded: counted.recorded,
             })?;
-            counts.insert(job.line, tokens);
+            counts.insert(job.line, counted);
         }
         self.journal.sync()?;
         stats.turns = counts.len() as u64;
@@ -195,7 +228,7 @@ fn count_all(
     spill: Option<&File>,
     during: &AtomicU64,
     streaming: fn() -> usize,
-) -> Vec<Option<LocalTokens>> {
+) -> Vec<Option<Counted>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(jobs.len())
@@ -211,9 +244,7 @@ fn count_all(
                         .iter()
                         .map(|job| {
                             let busy = streaming() > 0;
-                            let tokens = job
-                                .body(spill)
-                                .and_then(|body| counter.count_turn(&body, &job.answer).ok());
+                            let tokens = job.count(counter, spill);
                             if busy || streaming() > 0 {
                                 during.fetch_add(1, Ordering::SeqCst);
                             }
@@ -250,11 +281,33 @@ impl Spill {
 }
 
 impl Job {
-    /// The request body, parsed (`None`: unreadable, so left uncounted).
-    fn body(&self, spill: Option<&File>) -> Option<serde_json::Value> {
-        match &self.body {
-            Body::Held(bytes) => serde_json::from_slice(bytes).ok(),
-            Body::Spilled { offset, len } => {
+    /// The turn's counts (`None`: its body unreadable, so left uncounted). A recorded
+    /// request that cannot be read or rendered leaves the recording's counts out.
+    fn count(&self, counter: &LocalCounter, spill: Option<&File>) -> Option<Counted> {
+        let tokens = counter
+            .count_turn(&self.body.parsed(spill)?, &self.answer)
+            .ok()?;
+        let recorded = self.recorded.as_ref().and_then(|(body, reply)| {
+            let isl = counter.count_prompt(&body.parsed(spill)?).ok()?;
+            let osl = match reply {
+                Some(reply) => Some(counter.count_reply(reply).ok()? as u32),
+                None => None,
+            };
+            Some(RecordedTokens {
+                isl: isl as u32,
+                osl,
+            })
+        });
+        Some(Counted { tokens, recorded })
+    }
+}
+
+impl Body {
+    /// The body, parsed (`None`: unreadable).
+    fn parsed(&self, spill: Option<&File>) -> Option<serde_json::Value> {
+        match self {
+            Self::Held(bytes) => serde_json::from_slice(bytes).ok(),
+            Self::Spilled { offset, len } => {
                 let mut buf = vec![0u8; *len];
                 spill?.read_exact_at(&mut buf, *offset).ok()?;
                 serde_json::from_slice(&buf).ok()
@@ -287,9 +340,12 @@ mod tests {
     }
 
     const BODY: &[u8] = br#"{"messages": [{"role": "user", "content": "count me"}]}"#;
+    /// The recording's request at turn 2 (live-reply replay), longer than [`BODY`].
+    const RECORDED: &[u8] =
+        br#"{"messages": [{"role": "user", "content": "count me, and these words too"}]}"#;
 
     /// The counts of a queue, with an exchange held in flight while counting when `busy`.
-    fn counted(busy: bool) -> Option<(HashMap<u64, LocalTokens>, CountingStats, String)> {
+    fn counted(busy: bool) -> Option<(HashMap<u64, Counted>, CountingStats, String)> {
         let tokenizer = crate::tokens::load_qwen(&agentload_config::data::data_dir(None)).ok()?;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("turns.tokens.jsonl");
@@ -309,22 +365,29 @@ mod tests {
         let text = |p: &Path| std::fs::read_to_string(p).unwrap();
         let queue = dir.path().join("turns.tokens.jsonl.queue");
         for line in [3, 1] {
-            worker.count(line, Bytes::from_static(BODY), answer.clone());
+            worker.count(line, Bytes::from_static(BODY), answer.clone(), None);
         }
         assert_eq!(text(&queue), "", "queued bodies are held until spilled");
         worker.spill_held();
-        worker.count(2, Bytes::from_static(BODY), answer.clone());
+        let recorded = RecordedTurn {
+            body: Bytes::from_static(RECORDED),
+            reply: Some(Assembled {
+                content: "the recorded reply is longer".into(),
+                ..Assembled::default()
+            }),
+        };
+        worker.count(2, Bytes::from_static(BODY), answer.clone(), Some(recorded));
         worker.spill_held();
         worker.spill_held();
         // A body the scratch file could not take is held in memory instead.
         worker.spill.lock().unwrap().writable = false;
-        worker.count(4, Bytes::from_static(BODY), answer);
+        worker.count(4, Bytes::from_static(BODY), answer, None);
         worker.spill_held();
         assert_eq!(text(&out), "", "nothing counted yet");
         assert_eq!(
             text(&queue).as_bytes(),
-            BODY.repeat(3),
-            "bodies wait on disk, each once"
+            [BODY.repeat(3), RECORDED.to_vec()].concat(),
+            "bodies wait on disk, each once, the recording's beside the live one"
         );
         let queued = worker.queue.lock().unwrap();
         let held: Vec<bool> = queued
@@ -351,7 +414,23 @@ mod tests {
             return;
         };
         assert_eq!(counts.len(), 4);
-        assert_eq!(counts[&1].isl, counts[&4].isl);
+        assert_eq!(counts[&1].tokens.isl, counts[&4].tokens.isl);
+        // The recording's turn is counted as the live one is, with the same counter.
+        let live = counts[&2].tokens;
+        let recorded = counts[&2].recorded.expect("the recording's counts");
+        assert!(recorded.isl > live.isl, "{recorded:?} against {live:?}");
+        assert!(
+            recorded.osl.unwrap() > live.osl,
+            "{recorded:?} against {live:?}"
+        );
+        assert!(counts[&1].recorded.is_none() && counts[&4].recorded.is_none());
+        assert!(
+            file.lines()
+                .nth(1)
+                .unwrap()
+                .contains("\"recorded\":{\"isl\""),
+            "{file}"
+        );
         assert_eq!((stats.turns, stats.during_streams), (4, 0));
         let lines: Vec<u64> = file
             .lines()

@@ -13,7 +13,7 @@
 //!
 //! Nothing is ever rewritten: summaries are separate files derived from these.
 
-use crate::{LocalTokens, TurnRecord, TurnStatus};
+use crate::{LocalTokens, RecordedTokens, TurnRecord, TurnStatus};
 pub use agentload_config::Durability;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -212,6 +212,9 @@ pub struct TokenLine {
     pub line: u64,
     #[serde(flatten)]
     pub tokens: LocalTokens,
+    /// Live-reply replay: the recording's counts at this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<RecordedTokens>,
 }
 
 /// A line of `turns.superseded.jsonl`: a record line not to count.
@@ -245,9 +248,9 @@ pub struct LoggedTurn {
 /// never counted or scored).
 pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
     let records: Vec<TurnRecord> = read_lines(turns)?;
-    let counts: HashMap<u64, LocalTokens> = read_lines::<TokenLine>(&side_file(turns, "tokens"))?
+    let counts: HashMap<u64, TokenLine> = read_lines::<TokenLine>(&side_file(turns, "tokens"))?
         .into_iter()
-        .map(|t| (t.line, t.tokens))
+        .map(|t| (t.line, t))
         .collect();
     let superseded: HashSet<u64> = read_lines::<SupersededLine>(&side_file(turns, "superseded"))?
         .into_iter()
@@ -259,8 +262,9 @@ pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
         .map(|(i, record)| (i as u64 + 1, record))
         .filter(|(line, _)| !superseded.contains(line))
         .map(|(line, mut record)| {
-            if let Some(tokens) = counts.get(&line) {
-                record.local_tokens = Some(*tokens);
+            if let Some(counted) = counts.get(&line) {
+                record.local_tokens = Some(counted.tokens);
+                record.recorded_tokens = counted.recorded;
             }
             LoggedTurn { line, record }
         })
@@ -335,7 +339,13 @@ mod tests {
             osl_after_first: 4,
             osl_count_ns: 0,
         };
-        tokens.write(&TokenLine { line: 3, tokens: t }).unwrap();
+        tokens
+            .write(&TokenLine {
+                line: 3,
+                tokens: t,
+                recorded: None,
+            })
+            .unwrap();
         let mut gone = Journal::create(&side_file(&path, "superseded"), Durability::Write).unwrap();
         gone.write(&SupersededLine { line: 1 }).unwrap();
         let all = read_turns(&path).unwrap();

@@ -35,14 +35,16 @@ mod session;
 mod stop;
 pub mod tokens;
 mod turn;
+mod twin;
 mod writer;
 
 pub use agentload_results::record::{
-    CompletionRecord, CountingStats, LocalTokens, TurnFacts, TurnRecord, TurnStatus,
+    CompletionRecord, CountingStats, LocalTokens, RecordedTokens, TurnFacts, TurnRecord, TurnStatus,
 };
 pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;
 pub use context::{Checked, ContextWindow, LastPrompt};
+pub use counting::RecordedTurn;
 pub use instances::Instances;
 pub use journal::{read_records, Durability, WriteError};
 pub use missing::missing_turns;

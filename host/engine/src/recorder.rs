@@ -2,13 +2,13 @@
 //! session's next request), then memory, the token counter and the console.
 
 use super::console::Console;
-use super::counting::CountWorker;
+use super::counting::{CountWorker, Counted, RecordedTurn};
 use super::journal::{self, Durability, Journal, LoggedTurn, WriteError};
 use super::session::SessionOutcome;
 use super::writer::{Queued, Writer};
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
-use crate::{LocalTokens, TurnFacts, TurnRecord, TurnStatus};
+use crate::{TurnFacts, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, RequestBody};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -45,9 +45,16 @@ pub struct Keeping<'a> {
     queued: Option<Queued>,
     record: TurnRecord,
     answered: Option<(RequestBody, Assembled)>,
+    recorded: Option<RecordedTurn>,
 }
 
 impl Keeping<'_> {
+    /// Live-reply replay: the recording's turn, counted beside the answered one.
+    pub fn with_recorded(mut self, recorded: Option<RecordedTurn>) -> Self {
+        self.recorded = recorded;
+        self
+    }
+
     /// Waits until the record is written, then keeps it and queues its
     /// local count. An error means it is not on disk: the run must stop.
     pub async fn kept(self) -> Result<(), WriteError> {
@@ -57,7 +64,7 @@ impl Keeping<'_> {
         };
         let recorder = self.recorder;
         if let (Some(counting), Some((body, answer))) = (&recorder.counting, self.answered) {
-            counting.count(line, body.to_bytes(), answer);
+            counting.count(line, body.to_bytes(), answer, self.recorded);
         }
         recorder.console.turn(&self.record);
         if self.record.status == TurnStatus::Interrupted {
@@ -209,6 +216,7 @@ impl Recorder {
             queued,
             record,
             answered,
+            recorded: None,
         })
     }
 
@@ -221,10 +229,10 @@ impl Recorder {
     }
 
     /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
-    /// request's JSON).
-    pub fn count(&self, line: u64, body: Bytes, answer: Assembled) {
+    /// request's JSON; `recorded`: the recording's turn, in live-reply replay).
+    pub fn count(&self, line: u64, body: Bytes, answer: Assembled, recorded: Option<RecordedTurn>) {
         if let Some(counting) = &self.counting {
-            counting.count(line, body, answer);
+            counting.count(line, body, answer, recorded);
         }
     }
 
@@ -307,8 +315,9 @@ impl Recorder {
             .into_iter()
             .filter(|t| t.record.status != TurnStatus::Interrupted)
             .map(|mut t| {
-                if let Some(tokens) = counts.as_ref().and_then(|c| c.get(&t.line)) {
-                    t.record.local_tokens = Some(*tokens);
+                if let Some(counted) = counts.as_ref().and_then(|c| c.get(&t.line)) {
+                    t.record.local_tokens = Some(counted.tokens);
+                    t.record.recorded_tokens = counted.recorded;
                 }
                 t.record
             })
@@ -332,8 +341,8 @@ impl Recorder {
             .into_iter()
             .filter(|f| f.status != TurnStatus::Interrupted)
             .map(|mut f| {
-                if let Some(tokens) = counts.as_ref().and_then(|c| c.get(&f.line)) {
-                    f.local_tokens = Some(*tokens);
+                if let Some(counted) = counts.as_ref().and_then(|c| c.get(&f.line)) {
+                    f.local_tokens = Some(counted.tokens);
                 }
                 f
             })
@@ -365,7 +374,7 @@ impl Recorder {
 /// A closed recorder's turns, local counts by log line, and what counting took.
 struct Closed {
     kept: Kept,
-    counts: Option<HashMap<u64, LocalTokens>>,
+    counts: Option<HashMap<u64, Counted>>,
     stats: Option<CountingStats>,
 }
 

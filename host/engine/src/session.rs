@@ -16,6 +16,7 @@ use super::journal::{LoggedTurn, WriteError};
 use super::recorder::Recorder;
 use super::stop::{Stop, StopReason};
 use super::turn::{completion_for_plugin, Sent, TurnSender};
+use super::twin::Twin;
 use crate::{TurnRecord, TurnStatus};
 use agentload_plugin_host::types::TurnOutcome;
 use agentload_plugin_host::TurnRequest;
@@ -82,6 +83,9 @@ pub struct Engine {
     /// Live-reply replay's pre-check of each request against the context
     /// window (`model.context_window`).
     pub context: Option<ContextWindow>,
+    /// Live-reply replay's recorded twins ([`super::twin`]): the workload in
+    /// recorded mode, whose turns are counted beside the live ones.
+    pub twins: Option<Instances>,
 }
 
 /// How a session ended.
@@ -195,6 +199,7 @@ pub async fn drive_on(
         agent,
         error: None,
     };
+    let mut twin = Twin::start(engine.twins.as_ref(), &plan.id).await;
     let first = workload.lock().await.start_session(&plan.id).await;
     let mut req = match first {
         Ok(req) => req,
@@ -214,12 +219,6 @@ pub async fn drive_on(
             TurnStatus::Completed => {
                 out.completed += 1;
                 let c = r.completion.clone().unwrap_or_default();
-                if r.local_tokens.is_none() {
-                    // Killed before its count was written: count it now.
-                    if let Ok(body) = request_body(&req, &engine.sender.body) {
-                        engine.recorder.count(logged.line, body.into(), r.answer());
-                    }
-                }
                 TurnOutcome::Completed(completion_for_plugin(&c, r.usage.as_ref()))
             }
             TurnStatus::Failed => {
@@ -232,6 +231,20 @@ pub async fn drive_on(
                 TurnOutcome::Aborted
             }
         };
+        let recorded = match &mut twin {
+            Some(twin) => {
+                twin.step(&req, &outcome, &*engine.hooks, &engine.sender.body)
+                    .await
+            }
+            None => None,
+        };
+        if r.status == TurnStatus::Completed && r.local_tokens.is_none() {
+            // Killed before its count was written: count it now.
+            if let Ok(body) = request_body(&req, &engine.sender.body) {
+                let recorder = &engine.recorder;
+                recorder.count(logged.line, body.into(), r.answer(), recorded);
+            }
+        }
         // The reviews of replayed turns are in their records already.
         let next = workload.lock().await.next_turn(&req, &outcome).await;
         match next {
@@ -333,16 +346,25 @@ pub async fn drive_on(
         };
         let (next, review) = if engine.live {
             // Live-reply replay: the workload reviews the reply first, and
-            // the record carries the review (a few µs more before the write).
+            // the record carries the review (a few µs more before the write);
+            // the recorded twin makes the recording's turn, to count beside it.
             let next = workload.lock().await.next_turn(&req, &outcome).await;
             let review = next.as_ref().ok().and_then(|s| s.review.as_ref());
             let review = review.map(|r| apply_review(&mut record, r));
             if record.status == TurnStatus::Failed && !aborting {
                 (out.completed, out.failed, aborting) = (out.completed - 1, out.failed + 1, true);
             }
+            let recorded = match &mut twin {
+                Some(twin) => {
+                    twin.step(&req, &outcome, &*engine.hooks, &sender.body)
+                        .await
+                }
+                None => None,
+            };
             engine
                 .recorder
                 .submit(record, sent.answered)?
+                .with_recorded(recorded)
                 .kept()
                 .await?;
             (next, review)

@@ -149,25 +149,20 @@ impl LocalCounter {
         let tokenizer = self.load().map_err(str::to_owned)?;
         let isl = prompt_tokens(tokenizer, body).unwrap_or(0);
         let started = Instant::now();
-        let calls: Vec<Value> = answer
-            .tool_calls
-            .iter()
-            .map(|c| {
-                serde_json::json!({"id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments}})
-            })
-            .collect();
-        let osl = tokenizer.count_completion(
+        let calls = call_values(answer);
+        let osl = completion_tokens(
+            tokenizer,
             &answer.content,
-            Some(&answer.reasoning_content),
-            Some(&calls),
+            &answer.reasoning_content,
+            &calls,
         );
         let first = answer.first_chunk.clone().unwrap_or_default();
         let rest = |s: &str, n: usize| s.get(n..).unwrap_or("").to_string();
-        let osl_after_first = tokenizer.count_completion(
+        let osl_after_first = completion_tokens(
+            tokenizer,
             &rest(&answer.content, first.content_bytes),
-            Some(&rest(&answer.reasoning_content, first.reasoning_bytes)),
-            Some(&calls),
+            &rest(&answer.reasoning_content, first.reasoning_bytes),
+            &calls,
         );
         Ok(LocalTokens {
             isl: isl as u32,
@@ -175,6 +170,22 @@ impl LocalCounter {
             osl_after_first: osl_after_first as u32,
             osl_count_ns: started.elapsed().as_nanos() as u64,
         })
+    }
+
+    /// A reply's output tokens, as [`LocalCounter::count_turn`] counts its OSL (loading the
+    /// tokenizer first if needed).
+    ///
+    /// # Errors
+    /// When the tokenizer does not load.
+    pub fn count_reply(&self, reply: &Assembled) -> Result<usize, String> {
+        let tokenizer = self.load().map_err(str::to_owned)?;
+        let calls = call_values(reply);
+        Ok(completion_tokens(
+            tokenizer,
+            &reply.content,
+            &reply.reasoning_content,
+            &calls,
+        ))
     }
 
     /// A request body's prompt tokens, as [`LocalCounter::count_turn`] counts its ISL
@@ -185,6 +196,28 @@ impl LocalCounter {
     pub fn count_prompt(&self, body: &Value) -> Result<usize, String> {
         prompt_tokens(self.load().map_err(str::to_owned)?, body)
     }
+}
+
+/// A reply's tool calls as OpenAI objects (what the completion count renders).
+fn call_values(reply: &Assembled) -> Vec<Value> {
+    reply
+        .tool_calls
+        .iter()
+        .map(|c| {
+            serde_json::json!({"id": c.id, "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments}})
+        })
+        .collect()
+}
+
+/// The output tokens of a reply's texts and calls.
+fn completion_tokens(
+    tokenizer: &Tokenizer,
+    content: &str,
+    reasoning: &str,
+    calls: &[Value],
+) -> usize {
+    tokenizer.count_completion(content, Some(reasoning), Some(calls))
 }
 
 /// The chat template's render of a body's messages and tools, with the generation prompt and

@@ -374,19 +374,35 @@ impl WorkloadPlugin {
     /// resumed one whose replay diverged) runs, since an instance refuses to
     /// start a session twice; and the other instances of a pool.
     pub fn forked(&self) -> impl Future<Output = Result<Self, PluginFailure>> + Send + 'static {
-        let mut twin = Self {
+        let mut twin = self.unstarted(self.config.clone());
+        async move {
+            twin.instance().await?;
+            Ok(twin)
+        }
+    }
+
+    /// Another instance of the same component, configured with `config` instead of this
+    /// one's settings: it and its sessions. Equal messages of both are held once.
+    pub async fn reconfigured(
+        &self,
+        config: PluginConfig,
+    ) -> Result<(Self, Vec<SessionPlan>), PluginFailure> {
+        let mut twin = self.unstarted(None);
+        let plans = twin.configure(config).await?;
+        Ok((twin, plans))
+    }
+
+    /// This component with `config`, not instantiated yet.
+    fn unstarted(&self, config: Option<Arc<PluginConfig>>) -> Self {
+        Self {
             engine: self.engine.clone(),
             pre: self.pre.clone(),
             limits: self.limits,
             log: self.log.clone(),
             identity: self.identity.clone(),
-            config: self.config.clone(),
+            config,
             interner: Arc::clone(&self.interner),
             live: None,
-        };
-        async move {
-            twin.instance().await?;
-            Ok(twin)
         }
     }
 

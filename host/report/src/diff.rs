@@ -16,7 +16,7 @@
 
 use crate::error::{io, ReportError, Result};
 use crate::read::RunDir;
-use agentload_results::metrics::lower_percentile;
+use agentload_results::live::DriftStats;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -84,35 +84,6 @@ pub struct TurnDrift {
     pub paired: usize,
     pub isl: DriftStats,
     pub osl: DriftStats,
-}
-
-/// Statistics of per-turn differences (lower percentiles).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DriftStats {
-    /// Pairs whose values differ.
-    pub changed: usize,
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-impl DriftStats {
-    fn of(mut d: Vec<f64>) -> Option<Self> {
-        if d.is_empty() {
-            return None;
-        }
-        d.sort_by(f64::total_cmp);
-        Some(Self {
-            changed: d.iter().filter(|v| **v != 0.0).count(),
-            mean: d.iter().sum::<f64>() / d.len() as f64,
-            p50: lower_percentile(&d, 50.0),
-            p90: lower_percentile(&d, 90.0),
-            min: d[0],
-            max: d[d.len() - 1],
-        })
-    }
 }
 
 /// A turn's ISL and OSL.

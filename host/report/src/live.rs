@@ -99,6 +99,9 @@ pub fn section(run: &RunDir) -> Option<Section> {
         ]);
     }
     s.push(Block::Table(table));
+    if let Some(table) = lengths(live) {
+        s.push(Block::Table(table));
+    }
     let first: Vec<String> = live["first_divergent_turn"]
         .as_array()
         .into_iter()
@@ -112,6 +115,54 @@ pub fn section(run: &RunDir) -> Option<Section> {
         ));
     }
     Some(s)
+}
+
+/// The live turns' lengths against the recording's (the recorded twin's local counts); none
+/// without them.
+fn lengths(live: &Value) -> Option<Table> {
+    let mut table = Table::new(
+        "Lengths against the recording (live − recorded, local counts, per turn)",
+        &[
+            "",
+            "turns",
+            "live",
+            "recorded",
+            "live/rec p50",
+            "live/rec p90",
+            "Δ mean",
+            "Δ p50",
+            "Δ p90",
+            "Δ min",
+            "Δ max",
+            "turns differ",
+        ],
+    );
+    let number = |v: &Value, digits: usize| match v.as_f64() {
+        Some(x) => format!("{x:.digits$}"),
+        None => "–".into(),
+    };
+    for (key, name) in [
+        ("isl_drift", "ISL: request"),
+        ("osl_vs_expected", "OSL: reply"),
+    ] {
+        let Some(d) = live.get(key) else { continue };
+        let delta = &d["delta"];
+        table.rows.push(vec![
+            Cell::text(name),
+            Cell::num(number(&d["turns"], 0)),
+            Cell::num(number(&d["live_tokens"], 0)),
+            Cell::num(number(&d["recorded_tokens"], 0)),
+            Cell::num(number(&d["ratio_p50"], 3)),
+            Cell::num(number(&d["ratio_p90"], 3)),
+            Cell::num(number(&delta["mean"], 1)),
+            Cell::num(number(&delta["p50"], 0)),
+            Cell::num(number(&delta["p90"], 0)),
+            Cell::num(number(&delta["min"], 0)),
+            Cell::num(number(&delta["max"], 0)),
+            Cell::num(number(&delta["changed"], 0)),
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
 }
 
 #[cfg(test)]
@@ -140,6 +191,23 @@ mod tests {
         }}}));
         let run = RunDir::read(dir.path()).unwrap();
         let text = format!("{:?}", section(&run).unwrap());
+        assert!(!text.contains("Lengths against the recording"), "{text}");
+        let drift = serde_json::json!({"turns": 9, "live_tokens": 1234, "recorded_tokens": 1200,
+            "ratio_p50": 1.0126, "ratio_p90": 1.25,
+            "delta": {"changed": 4, "mean": 3.75, "p50": 0.0, "p90": 17.0, "min": -2.0, "max": 20.0}});
+        let mut summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("performance/result_summary.json")).unwrap(),
+        )
+        .unwrap();
+        summary["agentload"]["live"]["isl_drift"] = drift;
+        write(summary);
+        let text = format!("{:?}", section(&RunDir::read(dir.path()).unwrap()).unwrap());
+        assert!(text.contains("Lengths against the recording"), "{text}");
+        assert!(
+            text.contains("ISL: request") && !text.contains("OSL: reply"),
+            "{text}"
+        );
+        assert!(text.contains("1234") && text.contains("1.013"), "{text}");
         assert!(text.contains("NON-OFFICIAL"), "{text}");
         assert!(text.contains("1 of 2"), "{text}");
         assert!(text.contains("text_for_call"), "{text}");

@@ -33,7 +33,9 @@ pub use accuracy::{
     write_accuracy_results, ACCURACY_RESULTS,
 };
 pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
-pub use record::{CompletionRecord, CountingStats, LocalTokens, TurnFacts, TurnRecord, TurnStatus};
+pub use record::{
+    CompletionRecord, CountingStats, LocalTokens, RecordedTokens, TurnFacts, TurnRecord, TurnStatus,
+};
 pub use reference_config::{reference_config, run_config, write_reference_config};
 pub use report_txt::write_report;
 pub use summary::{

@@ -7,7 +7,8 @@
 //! about it ([`LiveAction`]). A live run is never official: only recorded
 //! history measures what the benchmark defines.
 
-use crate::record::TurnRecord;
+use crate::metrics::lower_percentile;
+use crate::record::{TurnRecord, TurnStatus};
 use serde::{Deserialize, Serialize};
 
 /// How a reply departed from the recorded one; the first class that
@@ -153,18 +154,134 @@ pub struct LiveSummary {
     pub sessions_diverged: u64,
     /// Sessions by the turn number of their first departure (ascending).
     pub first_divergent_turn: Vec<(u32, u64)>,
+    /// Each completed turn's ISL against the recorded request's (local counts; absent
+    /// without local counting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isl_drift: Option<LengthDrift>,
+    /// Each completed turn's OSL against the recorded reply's (local counts; turns with a
+    /// recorded reply after them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub osl_vs_expected: Option<LengthDrift>,
+}
+
+/// How per-turn lengths of a live run compare with the recording's, turn by turn.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LengthDrift {
+    /// Turns with both lengths.
+    pub turns: usize,
+    /// Sums over those turns: the live run's and the recording's.
+    pub live_tokens: u64,
+    pub recorded_tokens: u64,
+    /// Percentiles of live / recorded (lower; turns with a recorded length of 0 left out).
+    pub ratio_p50: f64,
+    pub ratio_p90: f64,
+    /// Live − recorded, tokens.
+    pub delta: DriftStats,
+}
+
+impl LengthDrift {
+    /// The drift of (live, recorded) pairs; none without any.
+    pub fn of(pairs: &[(u32, u32)]) -> Option<Self> {
+        let delta = DriftStats::of(
+            pairs
+                .iter()
+                .map(|&(live, recorded)| f64::from(live) - f64::from(recorded))
+                .collect(),
+        )?;
+        let mut ratios: Vec<f64> = pairs
+            .iter()
+            .filter(|(_, recorded)| *recorded > 0)
+            .map(|&(live, recorded)| f64::from(live) / f64::from(recorded))
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let ratio = |p| match ratios.is_empty() {
+            true => f64::NAN,
+            false => lower_percentile(&ratios, p),
+        };
+        Some(Self {
+            turns: pairs.len(),
+            live_tokens: pairs.iter().map(|p| u64::from(p.0)).sum(),
+            recorded_tokens: pairs.iter().map(|p| u64::from(p.1)).sum(),
+            ratio_p50: ratio(50.0),
+            ratio_p90: ratio(90.0),
+            delta,
+        })
+    }
+
+    /// One line of `report.txt`.
+    fn line(&self, what: &str) -> String {
+        format!(
+            "  {what}: {} turns, live {} vs recorded {} tokens; live/recorded p50 {:.3} p90 {:.3}; \
+             live - recorded mean {:+.1} p50 {:+.0} p90 {:+.0} (min {:+.0}, max {:+.0}); {} turns differ\n",
+            self.turns,
+            self.live_tokens,
+            self.recorded_tokens,
+            self.ratio_p50,
+            self.ratio_p90,
+            self.delta.mean,
+            self.delta.p50,
+            self.delta.p90,
+            self.delta.min,
+            self.delta.max,
+            self.delta.changed
+        )
+    }
+}
+
+/// Statistics of per-turn differences (lower percentiles).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DriftStats {
+    /// Pairs whose values differ.
+    pub changed: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl DriftStats {
+    /// The statistics of `d`; none when it is empty.
+    pub fn of(mut d: Vec<f64>) -> Option<Self> {
+        if d.is_empty() {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        Some(Self {
+            changed: d.iter().filter(|v| **v != 0.0).count(),
+            mean: d.iter().sum::<f64>() / d.len() as f64,
+            p50: lower_percentile(&d, 50.0),
+            p90: lower_percentile(&d, 90.0),
+            min: d[0],
+            max: d[d.len() - 1],
+        })
+    }
 }
 
 impl LiveSummary {
-    /// The funnel of `records`' reviews; none when no turn has one.
+    /// The funnel of `records`' reviews, with their lengths against the recording's;
+    /// none when no turn has a review.
     pub fn of(records: &[TurnRecord]) -> Option<Self> {
-        Self::of_reviews(records.iter().filter_map(|r| {
+        let mut summary = Self::of_reviews(records.iter().filter_map(|r| {
             Some((
                 r.session_id.as_str(),
                 r.turn,
                 LiveFact::of(r.live.as_deref()?),
             ))
-        }))
+        }))?;
+        let counted: Vec<_> = records
+            .iter()
+            .filter(|r| r.status == TurnStatus::Completed)
+            .filter_map(|r| Some((r.local_tokens?, r.recorded_tokens?)))
+            .collect();
+        let isl: Vec<(u32, u32)> = counted.iter().map(|(l, r)| (l.isl, r.isl)).collect();
+        let osl: Vec<(u32, u32)> = counted
+            .iter()
+            .filter_map(|(l, r)| Some((l.osl, r.osl?)))
+            .collect();
+        summary.isl_drift = LengthDrift::of(&isl);
+        summary.osl_vs_expected = LengthDrift::of(&osl);
+        Some(summary)
     }
 
     /// The funnel of reviews given as (session, turn, review); none when
@@ -234,6 +351,8 @@ impl LiveSummary {
             sessions: sessions.len() as u64,
             sessions_diverged: first.len() as u64,
             first_divergent_turn: by_turn.into_iter().collect(),
+            isl_drift: None,
+            osl_vs_expected: None,
         })
     }
 
@@ -257,6 +376,12 @@ impl LiveSummary {
                 "  {:<15} {:>7} turns ({:5.1} %)  kept {}  substituted {}  ended {}  failed {}\n",
                 row.class, row.turns, row.pct, row.kept, row.substituted, row.ended, row.failed
             ));
+        }
+        if let Some(d) = &self.isl_drift {
+            text.push_str(&d.line("ISL against the recorded request"));
+        }
+        if let Some(d) = &self.osl_vs_expected {
+            text.push_str(&d.line("OSL against the recorded reply"));
         }
         text
     }
@@ -324,5 +449,21 @@ mod tests {
         for d in Divergence::ALL {
             assert_eq!(serde_json::to_value(d).unwrap(), d.name());
         }
+    }
+
+    #[test]
+    fn length_drift_is_of_the_per_turn_pairs() {
+        // Live against recorded: equal, +10 %, +50 %, -1 token, and a recorded 0.
+        let d = LengthDrift::of(&[(100, 100), (110, 100), (30, 20), (9, 10), (4, 0)]).unwrap();
+        assert_eq!(d.turns, 5);
+        assert_eq!((d.live_tokens, d.recorded_tokens), (253, 230));
+        // Ratios 0.9, 1.0, 1.1, 1.5 (the 0 left out): lower p50 1.0, lower p90 1.1.
+        assert_eq!((d.ratio_p50, d.ratio_p90), (1.0, 1.1));
+        assert_eq!(d.delta.changed, 4);
+        assert_eq!((d.delta.min, d.delta.max), (-1.0, 10.0));
+        assert_eq!(d.delta.mean, (0.0 + 10.0 + 10.0 - 1.0 + 4.0) / 5.0);
+        assert!(LengthDrift::of(&[]).is_none());
+        let text = d.line("ISL");
+        assert!(text.contains("5 turns, live 253 vs recorded 230"), "{text}");
     }
 }

@@ -71,6 +71,10 @@ pub struct TurnRecord {
     /// and are merged in when the log is read (older logs carry them inline).
     #[serde(default, skip_serializing)]
     pub local_tokens: Option<LocalTokens>,
+    /// Live-reply replay: the recorded turn's counts, beside `local_tokens` (also in
+    /// `turns.tokens.jsonl`, never in the log itself).
+    #[serde(default, skip_serializing)]
+    pub recorded_tokens: Option<RecordedTokens>,
     /// The workload's expected data for the scorer.
     pub expected_json: String,
     /// When the turn was due: the previous answer's end (or the session's
@@ -113,6 +117,20 @@ pub struct LocalTokens {
     pub osl_count_ns: u64,
 }
 
+/// Live-reply replay: what the recording would have had at a turn, counted as
+/// [`LocalTokens`] are. The request is the one the workload makes in recorded mode (a
+/// twin of it, driven in step with the live one); the reply is the recorded assistant
+/// message that follows the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedTokens {
+    /// The recorded request's ISL.
+    pub isl: u32,
+    /// The recorded reply's OSL (absent where no recorded reply follows: a session's
+    /// last turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub osl: Option<u32>,
+}
+
 impl TurnRecord {
     /// A record for a turn that was never sent.
     pub fn aborted(session_id: &str, turn: u32, item_id: &str, expected_json: &str) -> Self {
@@ -136,6 +154,7 @@ impl TurnRecord {
             server_timestamps: None,
             issued_mono_ns: None,
             local_tokens: None,
+            recorded_tokens: None,
             expected_json: expected_json.to_string(),
             scheduled_ns: None,
             agent: None,

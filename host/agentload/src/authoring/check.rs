@@ -351,6 +351,7 @@ async fn drive_budget(
         hooks: Box::new(hooks.clone()),
         live: false,
         context: None,
+        twins: None,
     };
     let mut failure = None;
     for plan in sessions {

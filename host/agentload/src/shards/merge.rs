@@ -64,6 +64,7 @@ impl MergedPhase {
                 tokens.push_str(&serde_json::to_string(&TokenLine {
                     line: i as u64 + 1,
                     tokens: t,
+                    recorded: r.recorded_tokens,
                 })?);
                 tokens.push('\n');
             }

@@ -137,6 +137,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
             hooks: Box::new(hooks.clone()),
             live: input.live,
             context: input.context,
+            twins: None,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),
