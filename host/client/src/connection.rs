@@ -1,112 +1,173 @@
 //! The endpoint's keep-alive HTTP/1.1 connections, owned by agentload rather than a generic
-//! pool.
+//! pool, and spoken by agentload itself: a request goes out as one `writev(2)` of its head
+//! and its body's shared slices (nothing joined, nothing copied), and the answer is read into
+//! the connection's own buffer and decoded in place ([`super::http1`]); every read goes
+//! through the stamped socket ([`super::wire`]) in the task that consumes its bytes.
 //!
 //! A request takes an idle connection (the most recently used one) or, when none is idle or the
 //! idle ones were closed by the server, opens one; the connection goes back only after its
 //! response body was read to its end, before the exchange returns. So a session's next request
 //! always finds its previous connection idle: at concurrency N at most N connections are ever
 //! open, and a new one is opened only when one broke or the server closed it. (reqwest's pool,
-//! used before, races a new connection against the return of the previous one, and returns a
-//! connection only from a task spawned after the body ended: at concurrency 1 it opened 216 to
-//! 250 connections over the 1,007 turns of the edge replay.) Every connection opened is counted
-//! ([`Pool::opened`]).
+//! used before hyper was, races a new connection against the return of the previous one, and
+//! returns a connection only from a task spawned after the body ended: at concurrency 1 it
+//! opened 216 to 250 connections over the 1,007 turns of the edge replay.) Every connection
+//! opened is counted ([`Pool::opened`]).
 
-use super::body::Frames;
+use super::http1::{parse_head, BodyDecoder, Decoded, ProtocolError, ResponseHead};
 use super::stream::TurnError;
 use super::wire::{stamped, ReadStamp, Stamped, Timestamps};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper::Uri;
-use hyper_util::rt::TokioIo;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use bytes::{Bytes, BytesMut};
+use http::Uri;
+use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::task::Poll;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// hyper's HTTP/1.1 state machine for one connection (it reads and writes the socket).
-type Driver = http1::Connection<TokioIo<Stamped>, Frames>;
+/// Room made in the read buffer before a read, when less is left.
+const READ_ROOM: usize = 16 << 10;
+/// The most slices one `writev(2)` takes (Linux's `IOV_MAX`).
+const MAX_SLICES: usize = 1024;
 
-/// One keep-alive connection: its request sender, its driver and its read stamps.
+/// One keep-alive connection: its socket, the bytes read and not consumed yet, and its read
+/// stamps.
+#[derive(Debug)]
 pub(super) struct Connection {
-    pub(super) sender: SendRequest<Frames>,
-    /// `None` once the connection ended (closed by either side, or broken).
-    driver: Option<Pin<Box<Driver>>>,
+    io: Stamped,
+    buf: BytesMut,
     /// When the latest socket read returned bytes.
     pub(super) reads: ReadStamp,
+    /// The latest answer allows another request on the connection.
+    keep_alive: bool,
 }
 
-impl std::fmt::Debug for Connection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection")
-            .field("open", &self.driver.is_some())
-            .finish_non_exhaustive()
+/// Why a request could not be written, or its answer read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WireError {
+    /// The request could not be written, or the connection broke before a byte of the
+    /// answer came.
+    #[error("{0}")]
+    Unanswered(io::Error),
+    /// The server closed the connection before the answer's head was whole.
+    #[error("the connection closed before the answer's head ({received} bytes of it received)")]
+    ClosedBeforeHead { received: usize },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+}
+
+impl WireError {
+    /// Nothing of an answer came: on a reused connection, the server closed it (or reset it)
+    /// while the request was on its way, and it may be sent again on a new one.
+    pub(super) fn unanswered(&self) -> bool {
+        match self {
+            Self::Unanswered(_) => true,
+            Self::ClosedBeforeHead { received } => *received == 0,
+            Self::Io(_) | Self::Protocol(_) => false,
+        }
     }
 }
 
 impl Connection {
-    /// Polls the connection's driver, then `work`, until `work` is done: socket reads happen
-    /// in this task, right before the work that consumes them.
-    pub(super) async fn run<F: Future>(&mut self, work: F) -> F::Output {
-        let mut work = pin!(work);
-        let driver = &mut self.driver;
-        poll_fn(|cx| {
-            poll_driver(driver, cx);
-            work.as_mut().poll(cx)
-        })
-        .await
+    fn new(io: Stamped, reads: ReadStamp) -> Self {
+        Self {
+            io,
+            buf: BytesMut::new(),
+            reads,
+            keep_alive: true,
+        }
     }
 
-    /// [`Connection::run`] for `send`, a request whose body is `body_len` bytes long; `then`
-    /// runs (once, taken) as soon as the request is written whole to the socket (hyper wrote
-    /// it, the head before the body, and no write waits for room), while `send` still awaits
-    /// the answer's head. The check follows each poll of the driver, which does the writes.
-    pub(super) async fn run_sending<F: Future>(
+    /// Whether the server closed the connection (or sent bytes nobody asked for) while it was
+    /// idle: it cannot take a request.
+    fn closed_while_idle(&self) -> bool {
+        let mut probe = [0u8; 1];
+        !matches!(self.io.tcp().try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Writes a request: `head`, then `body`'s slices, in as few `writev(2)` as the kernel
+    /// takes them; done when its last byte is in the kernel.
+    pub(super) async fn write_request(
         &mut self,
-        send: F,
-        body_len: usize,
-        then: &mut Option<impl FnOnce()>,
-    ) -> F::Output {
-        let reads = self.reads.clone();
-        let before = reads.written();
-        let mut send = pin!(send);
-        let watched = poll_fn(|cx| {
-            let polled = send.as_mut().poll(cx);
-            if polled.is_pending() && reads.sent_since(before, body_len) {
-                if let Some(then) = then.take() {
-                    then();
+        head: &[u8],
+        body: &[Bytes],
+    ) -> Result<(), WireError> {
+        let mut slices: Vec<IoSlice<'_>> = std::iter::once(head)
+            .chain(body.iter().map(|b| &b[..]))
+            .filter(|s| !s.is_empty())
+            .map(IoSlice::new)
+            .collect();
+        let mut left = &mut slices[..];
+        while !left.is_empty() {
+            let n = left.len().min(MAX_SLICES);
+            let written = self
+                .io
+                .write_vectored(&left[..n])
+                .await
+                .map_err(WireError::Unanswered)?;
+            if written == 0 {
+                return Err(WireError::Unanswered(io::ErrorKind::WriteZero.into()));
+            }
+            IoSlice::advance_slices(&mut left, written);
+        }
+        Ok(())
+    }
+
+    /// Reads more bytes into the buffer; how many (0: the server closed the connection).
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
+            self.buf.reserve(READ_ROOM);
+        }
+        self.io.read_buf(&mut self.buf).await
+    }
+
+    /// Reads the answer's head (1xx heads skipped), and a decoder for its body.
+    pub(super) async fn read_head(&mut self) -> Result<(ResponseHead, BodyDecoder), WireError> {
+        loop {
+            if let Some(head) = parse_head(&mut self.buf)? {
+                self.keep_alive = head.keep_alive;
+                let body = BodyDecoder::new(head.framing);
+                return Ok((head, body));
+            }
+            match self.fill().await {
+                Ok(0) => {
+                    return Err(WireError::ClosedBeforeHead {
+                        received: self.buf.len(),
+                    })
+                }
+                Ok(_) => {}
+                Err(e) if self.buf.is_empty() => return Err(WireError::Unanswered(e)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The next piece of the body (in the order it came, as read: no copy), `None` at its end.
+    pub(super) async fn body_data(
+        &mut self,
+        body: &mut BodyDecoder,
+    ) -> Result<Option<Bytes>, WireError> {
+        loop {
+            match body.decode(&mut self.buf)? {
+                Decoded::Data(bytes) => return Ok(Some(bytes)),
+                Decoded::End => return Ok(None),
+                Decoded::NeedMore => {
+                    if self.fill().await? == 0 {
+                        body.closed()?;
+                        self.keep_alive = false;
+                        return Ok(None);
+                    }
                 }
             }
-            polled
-        });
-        self.run(watched).await
-    }
-
-    /// Whether the connection can take a request (false: the server closed it).
-    async fn ready(&mut self) -> bool {
-        let (driver, sender) = (&mut self.driver, &mut self.sender);
-        poll_fn(|cx| {
-            poll_driver(driver, cx);
-            if driver.is_none() {
-                return Poll::Ready(false);
-            }
-            sender.poll_ready(cx).map(|r| r.is_ok())
-        })
-        .await
-    }
-
-    fn is_closed(&self) -> bool {
-        self.driver.is_none() || self.sender.is_closed()
-    }
-}
-
-/// Advances the driver; drops it once it ended (its errors reach the exchange through the
-/// sender and the response body first).
-fn poll_driver(driver: &mut Option<Pin<Box<Driver>>>, cx: &mut std::task::Context<'_>) {
-    if let Some(d) = driver {
-        if d.as_mut().poll(cx).is_ready() {
-            *driver = None;
         }
+    }
+
+    /// Whether the connection can take another request: the answer allowed it and nothing
+    /// followed its end.
+    fn reusable(&self) -> bool {
+        self.keep_alive && self.buf.is_empty()
     }
 }
 
@@ -138,7 +199,7 @@ impl Endpoint {
         };
         let uri: Uri = url
             .parse()
-            .map_err(|e: hyper::http::uri::InvalidUri| bad(&format!("not a URL ({e})")))?;
+            .map_err(|e: http::uri::InvalidUri| bad(&format!("not a URL ({e})")))?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => {
@@ -232,28 +293,31 @@ impl Pool {
     pub(super) async fn checkout(&self) -> Result<(Connection, bool), TurnError> {
         loop {
             let idle = self.idle.lock().expect("pool lock").pop();
-            let Some(mut conn) = idle else {
+            let Some(conn) = idle else {
                 return Ok((self.open().await?, false));
             };
-            // False: the server closed it while it was idle; try the next one.
-            if conn.ready().await {
+            // The server closed it while it was idle: try the next one.
+            if !conn.closed_while_idle() {
                 return Ok((conn, true));
             }
         }
     }
 
-    /// Gives back a connection whose exchange ended cleanly (response read to its end).
-    pub(super) fn checkin(&self, conn: Connection) {
-        if conn.is_closed() {
+    /// Gives back a connection whose exchange ended cleanly (response read to its end). Its
+    /// read buffer, empty, is let go: an idle connection holds no buffer (thousands of agents
+    /// keep thousands idle between turns).
+    pub(super) fn checkin(&self, mut conn: Connection) {
+        if !conn.reusable() {
             return;
         }
+        conn.buf = BytesMut::new();
         let mut idle = self.idle.lock().expect("pool lock");
         if idle.len() < self.max_idle {
             idle.push(conn);
         }
     }
 
-    /// Opens a connection (TCP with `TCP_NODELAY`, HTTP/1.1 handshake) and counts it.
+    /// Opens a connection (TCP with `TCP_NODELAY`) and counts it.
     pub(super) async fn open(&self) -> Result<Connection, TurnError> {
         let address = self.endpoint.address();
         let transport = |what: &str, e: &dyn std::error::Error| TurnError::Transport {
@@ -266,14 +330,7 @@ impl Pool {
         tcp.set_nodelay(true)
             .map_err(|e| transport("cannot set TCP_NODELAY on the connection to", &e))?;
         let (io, reads) = stamped(tcp, self.timestamps);
-        let (sender, driver) = http1::handshake(TokioIo::new(io))
-            .await
-            .map_err(|e| transport("HTTP handshake failed with", &e))?;
-        Ok(Connection {
-            sender,
-            driver: Some(Box::pin(driver)),
-            reads,
-        })
+        Ok(Connection::new(io, reads))
     }
 }
 

@@ -5,8 +5,10 @@
 mod assemble;
 mod body;
 mod connection;
+mod http1;
 mod preflight;
 mod reader;
+mod request;
 mod sse;
 mod stream;
 mod wire;

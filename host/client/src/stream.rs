@@ -14,17 +14,13 @@
 //! broken connection; the turn timeout.
 
 use super::assemble::{Assembled, CompletionAssembler, FirstToken};
-use super::body::{Frames, RequestBody};
-use super::connection::{Connection, Endpoint, EndpointError, Pool};
+use super::body::RequestBody;
+use super::connection::{Connection, Endpoint, EndpointError, Pool, WireError};
+use super::http1::{BodyDecoder, ResponseHead};
 use super::reader::StreamReader;
+use super::request::{request_target, Heads};
 use super::wire::Timestamps;
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper::header::{
-    HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
-};
-use hyper::{Method, Request, Response, Uri};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -253,11 +249,8 @@ pub struct ChatClient {
 
 struct Inner {
     pool: Pool,
-    /// The chat route, parsed once.
-    chat_uri: Uri,
-    /// The `Host` header, made once.
-    host: HeaderValue,
-    authorization: Option<HeaderValue>,
+    /// The request heads' parts, made once.
+    heads: Heads,
     turn_timeout: Duration,
     max_response_bytes: u64,
     first_token: FirstToken,
@@ -273,33 +266,11 @@ impl ChatClient {
     /// header value.
     pub fn new(opts: &ClientOptions) -> Result<Self, ClientError> {
         let endpoint = Endpoint::parse(&opts.endpoint)?;
-        let authorization = opts
-            .api_key
-            .as_ref()
-            .map(|key| {
-                let mut v =
-                    HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| EndpointError {
-                        url: opts.endpoint.clone(),
-                        reason: "the API key is not a valid header value".into(),
-                    })?;
-                v.set_sensitive(true);
-                Ok::<_, ClientError>(v)
-            })
-            .transpose()?;
-        let invalid = |reason: &str| EndpointError {
-            url: opts.endpoint.clone(),
-            reason: reason.into(),
-        };
-        let chat_uri = Uri::try_from(endpoint.path("/v1/chat/completions"))
-            .map_err(|_| invalid("the chat route is not a valid request target"))?;
-        let host = HeaderValue::try_from(&endpoint.authority)
-            .map_err(|_| invalid("the host is not a valid header value"))?;
+        let heads = Heads::new(&endpoint, &opts.endpoint, opts.api_key.as_deref())?;
         Ok(Self {
             inner: Arc::new(Inner {
-                chat_uri,
-                host,
+                heads,
                 pool: Pool::new(endpoint, opts.max_connections, opts.timestamps),
-                authorization,
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
                 first_token: opts.first_token,
@@ -362,19 +333,25 @@ impl ChatClient {
         let inner = &*self.inner;
         let path = inner.pool.endpoint.path(route);
         let work = async {
-            let uri = Uri::try_from(path.as_str()).map_err(|_| TurnError::Transport {
-                message: format!("GET {path}: not a valid request target"),
-            })?;
-            let empty = RequestBody::default().frames();
-            let build = || self.request(Method::GET, &uri, None, &empty, false);
+            if !request_target(&path) {
+                return Err(TurnError::Transport {
+                    message: format!("GET {path}: not a valid request target"),
+                });
+            }
+            let head = inner.heads.get(&path);
             let mut t = Timeline::new();
-            let (mut conn, mut resp) = self
-                .send_request(build, &mut t, false, 0, &mut None::<fn()>)
+            let (mut conn, resp, mut body) = self
+                .send_request(
+                    &head,
+                    &RequestBody::default(),
+                    &mut t,
+                    false,
+                    &mut None::<fn()>,
+                )
                 .await?;
-            let status = resp.status().as_u16();
-            let content_type = header(&resp, CONTENT_TYPE).unwrap_or_default();
+            let content_type = header(&resp, "content-type").unwrap_or_default();
             let cap = inner.cap();
-            let (body, ended) = read_some(&mut conn, resp.body_mut(), cap, &mut t).await?;
+            let (body, ended) = read_some(&mut conn, &mut body, cap, &mut t).await?;
             if !ended {
                 return Err(TurnError::TooLarge {
                     cap,
@@ -383,7 +360,7 @@ impl ChatClient {
             }
             inner.pool.checkin(conn);
             Ok(HttpAnswer {
-                status,
+                status: resp.status,
                 content_type,
                 body,
             })
@@ -434,22 +411,15 @@ impl ChatClient {
             }
         };
         let _in_flight = InFlight::new();
-        // Joined before the stamp: the stamp is the write, not the copy.
-        let frames = bytes.frames();
+        // Made before the stamp: the stamp is the write, not the head's making.
+        let head = self.inner.heads.chat(stream, session_id, bytes.len());
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
         agentload_wire::clock::mark_first_request(timeline.issued);
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(
-                frames,
-                bytes.len(),
-                session_id,
-                stream,
-                &mut timeline,
-                once_sent,
-            ),
+            self.exchange(&head, &bytes, stream, &mut timeline, once_sent),
         )
         .await;
         let result = match outcome {
@@ -470,143 +440,80 @@ impl ChatClient {
         }
     }
 
-    /// A request to `uri`, its headers made from values made once (`Host`, the API key) or
-    /// static; only the session id is checked per request.
-    fn request(
-        &self,
-        method: Method,
-        uri: &Uri,
-        session_id: Option<&str>,
-        body: &Frames,
-        stream: bool,
-    ) -> Request<Frames> {
-        const USER_AGENT_VALUE: HeaderValue =
-            HeaderValue::from_static(concat!("agentload/", env!("CARGO_PKG_VERSION")));
-        const SESSION_ID: HeaderName = HeaderName::from_static("x-session-id");
-        let inner = &*self.inner;
-        let post = method == Method::POST;
-        let mut req = Request::new(body.clone());
-        *req.method_mut() = method;
-        *req.uri_mut() = uri.clone();
-        let headers = req.headers_mut();
-        headers.reserve(6);
-        headers.insert(HOST, inner.host.clone());
-        headers.insert(USER_AGENT, USER_AGENT_VALUE);
-        if post {
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        }
-        if stream {
-            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        }
-        // A workload's session ids are checked when it is configured (no control
-        // characters): every one is a header value.
-        if let Some(value) = session_id.and_then(|id| HeaderValue::from_bytes(id.as_bytes()).ok()) {
-            headers.insert(SESSION_ID, value);
-        }
-        if let Some(auth) = &inner.authorization {
-            headers.insert(AUTHORIZATION, auth.clone());
-        }
-        req
-    }
-
-    /// Sends the request `build` makes on a pooled connection. A reused connection that turns
-    /// out closed before the request went out (the server closed it while idle) is replaced
-    /// once by a new one.
+    /// Sends a request (`head`, then `body`) on a pooled connection and reads its answer's
+    /// head. A reused connection that turns out closed before any byte of the answer came
+    /// (the server closed it while idle) is replaced once by a new one.
     ///
     /// `first_token_due`: the answer is a stream whose first token is to be stamped exactly
-    /// ([`super::wire::ReadStamp::first_token_due`]). `once_sent` runs (taken) once the request,
-    /// of a body `body_len` bytes long, is written whole ([`Connection::run_sending`]).
+    /// ([`super::wire::ReadStamp::first_token_due`]). `once_sent` runs (taken) once the request
+    /// is written whole to the socket.
     async fn send_request(
         &self,
-        build: impl Fn() -> Request<Frames>,
+        head: &[u8],
+        body: &RequestBody,
         t: &mut Timeline,
         first_token_due: bool,
-        body_len: usize,
         once_sent: &mut Option<impl FnOnce()>,
-    ) -> Result<(Connection, Response<Incoming>), TurnError> {
+    ) -> Result<(Connection, ResponseHead, BodyDecoder), TurnError> {
         let pool = &self.inner.pool;
         let (mut conn, reused) = pool.checkout().await?;
-        conn.reads.first_token_due(first_token_due);
         t.new_connection = !reused;
-        let broken = |e: &hyper::Error| TurnError::Transport {
-            message: format!(
-                "request to {} failed: {}",
-                pool.endpoint.address(),
-                error_chain(e)
-            ),
+        let broken = |e: &WireError| TurnError::Transport {
+            message: format!("request to {} failed: {e}", pool.endpoint.address()),
         };
-        let sent = conn.sender.try_send_request(build());
-        match conn.run_sending(sent, body_len, once_sent).await {
-            Ok(resp) => Ok((conn, resp)),
-            Err(e) if reused && (e.message().is_some() || e.error().is_incomplete_message()) => {
+        match answer_head(&mut conn, head, body, first_token_due, once_sent).await {
+            Ok((resp, decoder)) => Ok((conn, resp, decoder)),
+            Err(e) if reused && e.unanswered() => {
                 let mut conn = pool.open().await?;
-                conn.reads.first_token_due(first_token_due);
                 t.new_connection = true;
-                let sent = conn.sender.send_request(build());
-                let resp = conn
-                    .run_sending(sent, body_len, once_sent)
-                    .await
-                    .map_err(|e| broken(&e))?;
-                Ok((conn, resp))
+                let (resp, decoder) =
+                    answer_head(&mut conn, head, body, first_token_due, once_sent)
+                        .await
+                        .map_err(|e| broken(&e))?;
+                Ok((conn, resp, decoder))
             }
-            Err(e) => Err(broken(e.error())),
+            Err(e) => Err(broken(&e)),
         }
     }
 
     async fn exchange(
         &self,
-        body: Frames,
-        body_len: usize,
-        session_id: &str,
+        head: &[u8],
+        body: &RequestBody,
         stream: bool,
         t: &mut Timeline,
         mut once_sent: Option<impl FnOnce()>,
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
-        let build = || {
-            self.request(
-                Method::POST,
-                &inner.chat_uri,
-                Some(session_id),
-                &body,
-                stream,
-            )
-        };
-        let (mut conn, mut resp) = self
-            .send_request(build, t, stream, body_len, &mut once_sent)
+        let (mut conn, resp, mut decoder) = self
+            .send_request(head, body, t, stream, &mut once_sent)
             .await
             .inspect_err(|_| {
                 t.complete = Instant::now();
             })?;
-        // The request is out: its joined frames go (the session keeps the shared parts).
-        drop(body);
-        // The answer's head came before the work could be done: the request is out.
-        if let Some(work) = once_sent.take() {
-            work();
-        }
-        let status = resp.status();
-        if !status.is_success() {
+        let status = resp.status;
+        if !(200..300).contains(&status) {
             t.first_byte = Some(arrival(&conn, t));
-            let retry_after = header(&resp, RETRY_AFTER);
+            let retry_after = header(&resp, "retry-after");
             let (bytes, ended) =
-                read_some(&mut conn, resp.body_mut(), ERROR_BODY_BYTES as u64, t).await?;
+                read_some(&mut conn, &mut decoder, ERROR_BODY_BYTES as u64, t).await?;
             t.complete = Instant::now();
             if ended {
                 inner.pool.checkin(conn);
             }
             return Err(TurnError::Http {
-                status: status.as_u16(),
+                status,
                 body: String::from_utf8_lossy(&bytes).chars().take(2000).collect(),
                 retry_after,
             });
         }
-        let content_type = header(&resp, CONTENT_TYPE);
+        let content_type = header(&resp, "content-type");
         if stream
             && !content_type
                 .as_deref()
                 .is_some_and(|c| mime_is(c, "text/event-stream"))
         {
-            let (head, _) = read_some(&mut conn, resp.body_mut(), QUOTE_BYTES as u64, t).await?;
+            let (head, _) = read_some(&mut conn, &mut decoder, QUOTE_BYTES as u64, t).await?;
             t.complete = Instant::now();
             return Err(TurnError::ContentType {
                 content_type: content_type.unwrap_or_else(|| "(no Content-Type)".into()),
@@ -615,7 +522,7 @@ impl ChatClient {
         }
         let cap = inner.cap();
         if !stream {
-            let (bytes, ended) = read_some(&mut conn, resp.body_mut(), cap, t).await?;
+            let (bytes, ended) = read_some(&mut conn, &mut decoder, cap, t).await?;
             let now = t.last_byte.unwrap_or_else(Instant::now);
             t.first_token = Some(now);
             t.first_token_read = conn.reads.read_of_arrival();
@@ -641,25 +548,20 @@ impl ChatClient {
         }
         let mut reader = StreamReader::new(inner.first_token);
         let mut first_token_due = true;
-        let body = resp.body_mut();
         let ended = loop {
-            let frame = conn.run(body.frame()).await;
-            // The read that delivered the frame's last bytes, not this moment.
+            let data = conn.body_data(&mut decoder).await;
+            // The read that delivered the data's last bytes, not this moment.
             let now = arrival(&conn, t);
-            let bytes = match frame {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(bytes) => bytes,
-                    Err(_) => continue, // trailers
-                },
-                Some(Err(e)) => {
+            let bytes = match data {
+                Ok(Some(bytes)) => bytes,
+                Err(e) => {
                     t.end(now);
                     return Err(TurnError::stream(format!(
-                        "connection broke mid-stream after {} bytes: {}",
-                        t.bytes_received,
-                        error_chain(&e)
+                        "connection broke mid-stream after {} bytes: {e}",
+                        t.bytes_received
                     )));
                 }
-                None => {
+                Ok(None) => {
                     reader.finish(t, now)?;
                     t.end(now);
                     break true;
@@ -681,7 +583,7 @@ impl ChatClient {
             }
             if reader.done {
                 t.end(now);
-                break drain(&mut conn, body).await;
+                break drain(&mut conn, &mut decoder).await;
             }
         };
         if ended {
@@ -718,25 +620,43 @@ fn stream_error(out: Assembled) -> Result<Assembled, TurnError> {
     }
 }
 
+/// Writes a request on `conn` and reads its answer's head (see [`ChatClient::send_request`]).
+async fn answer_head(
+    conn: &mut Connection,
+    head: &[u8],
+    body: &RequestBody,
+    first_token_due: bool,
+    once_sent: &mut Option<impl FnOnce()>,
+) -> Result<(ResponseHead, BodyDecoder), WireError> {
+    conn.reads.first_token_due(first_token_due);
+    conn.write_request(head, body.parts()).await?;
+    if let Some(work) = once_sent.take() {
+        work();
+    }
+    conn.read_head().await
+}
+
 /// Reads `body` until its end or until more than `limit` bytes came; returns the bytes (at most
 /// `limit`) and whether the body ended.
 async fn read_some(
     conn: &mut Connection,
-    body: &mut Incoming,
+    body: &mut BodyDecoder,
     limit: u64,
     t: &mut Timeline,
 ) -> Result<(Bytes, bool), TurnError> {
     let mut out = Vec::new();
-    while let Some(frame) = conn.run(body.frame()).await {
-        let frame = frame.map_err(|e| TurnError::Transport {
-            message: format!(
-                "connection broke while reading the body after {} bytes: {}",
-                t.bytes_received,
-                error_chain(&e)
-            ),
-        })?;
-        let Ok(bytes) = frame.into_data() else {
-            continue;
+    loop {
+        let data = conn
+            .body_data(body)
+            .await
+            .map_err(|e| TurnError::Transport {
+                message: format!(
+                    "connection broke while reading the body after {} bytes: {e}",
+                    t.bytes_received
+                ),
+            })?;
+        let Some(bytes) = data else {
+            return Ok((out.into(), true));
         };
         t.received(bytes.len(), arrival(conn, t));
         let room = (limit as usize).saturating_sub(out.len());
@@ -745,29 +665,29 @@ async fn read_some(
             return Ok((out.into(), false));
         }
     }
-    Ok((out.into(), true))
 }
 
 /// Reads what follows `[DONE]` (normally nothing: the body's end) for a short while; whether
 /// the body ended, so that its connection can be reused.
-async fn drain(conn: &mut Connection, body: &mut Incoming) -> bool {
+async fn drain(conn: &mut Connection, body: &mut BodyDecoder) -> bool {
     let rest = async {
-        while let Some(frame) = body.frame().await {
-            if frame.is_err() {
-                return false;
+        loop {
+            match conn.body_data(body).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return true,
+                Err(_) => return false,
             }
         }
-        true
     };
-    tokio::time::timeout(DRAIN_AFTER_DONE, conn.run(rest))
+    tokio::time::timeout(DRAIN_AFTER_DONE, rest)
         .await
         .unwrap_or(false)
 }
 
-fn header(resp: &Response<Incoming>, name: hyper::header::HeaderName) -> Option<String> {
-    resp.headers()
-        .get(name)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+/// A header of an answer's head, as text.
+fn header(resp: &ResponseHead, name: &str) -> Option<String> {
+    resp.header(name)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 /// Whether a `Content-Type` value is `mime` (parameters and case aside).

@@ -181,6 +181,84 @@ async fn a_connection_the_server_closes_is_replaced() {
 }
 
 #[tokio::test]
+async fn an_answer_saying_connection_close_is_not_followed_on_its_connection() {
+    // The server says it closes, and does not (yet): the client does not wait to find out.
+    let text = String::from_utf8(sse(&good())).unwrap();
+    let closing = text.replacen("\r\n\r\n", "\r\nconnection: close\r\n\r\n", 1);
+    let server = canned(vec![
+        closing.clone().into_bytes(),
+        closing.into_bytes(),
+        sse(&good()),
+    ])
+    .await;
+    let c = client(&server.url, 0, Duration::from_secs(10));
+    for i in 0..4 {
+        let ex = c.send(&body(), "s").await;
+        ex.result.unwrap();
+        assert_eq!(ex.timeline.new_connection, i < 3, "request {i}");
+    }
+    assert_eq!(c.connections_opened(), 3);
+}
+
+/// An event stream framed by `Content-Length`, or by the connection's close, is read as a
+/// chunked one is; the one ended by the close takes its connection with it.
+#[tokio::test]
+async fn streams_framed_by_length_or_by_close_complete() {
+    let text = good();
+    let length = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{text}",
+        text.len()
+    );
+    let mut until_close =
+        format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n{text}").into_bytes();
+    until_close.extend_from_slice(CLOSE);
+    let responses = vec![
+        length.clone().into_bytes(),
+        length.clone().into_bytes(),
+        until_close,
+    ];
+    let server = canned([responses, vec![length.into_bytes()]].concat()).await;
+    let c = client(&server.url, 0, Duration::from_secs(10));
+    for i in 0..4 {
+        let ex = c.send(&body(), "s").await;
+        assert_eq!(ex.result.unwrap().content, "Hi", "request {i}");
+        assert_eq!(ex.timeline.bytes_received, text.len() as u64, "request {i}");
+        assert_eq!(ex.timeline.new_connection, i == 0 || i == 3, "request {i}");
+    }
+    // The two framed by length and the one read to the close on the first connection.
+    assert_eq!(c.connections_opened(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_cut_in_the_middle_of_a_chunk_fails_saying_where() {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let role = format!("{ROLE}\n\n");
+    let mut cut = format!("{head}{:x}\r\n{role}\r\n100\r\n{HI}", role.len()).into_bytes();
+    cut.extend_from_slice(CLOSE);
+    let e = failure(cut).await;
+    let received = role.len() + HI.len();
+    let want = format!(
+        "stream error: connection broke mid-stream after {received} bytes: the connection \
+         closed in the middle of a chunk after {received} body bytes ({} more were announced)",
+        0x100 - HI.len()
+    );
+    assert_eq!(e, want);
+    // A chunk size line that is not hex.
+    let e = failure(format!("{head}zz\r\n{role}\r\n0\r\n\r\n").into_bytes()).await;
+    assert_eq!(
+        e,
+        "stream error: connection broke mid-stream after 0 bytes: chunk size line `zz` is not hex"
+    );
+    // A head that is not HTTP.
+    let e = failure(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec()).await;
+    assert!(
+        e.starts_with("transport error: request to 127.0.0.1:") && e.contains("is not HTTP"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
 async fn sse_error_events_fail_whatever_their_data() {
     for data in ["{\"message\":\"boom\"}", "not json at all", ""] {
         let line = if data.is_empty() {
@@ -601,10 +679,10 @@ async fn an_exchange_counts_in_flight_until_it_ends() {
 
 /// `send_json_then`'s work runs once the whole request is in the kernel, and before the
 /// answer. The work blocks the client's task for a while: the request's bytes that are in
-/// the kernel by then still reach the server meanwhile, those hyper had not written yet do
-/// not. The body is larger than the socket buffers, so hyper's writes wait for room (a work
-/// run at the first pause would be caught), and the server holds its answer until the work
-/// ran (a work run only after the answer's head would hang the turn).
+/// the kernel by then still reach the server meanwhile, those not written yet do not. The
+/// body is larger than the socket buffers, so the writes wait for room (a work run at the
+/// first pause would be caught), and the server holds its answer until the work ran (a work
+/// run only after the answer's head would hang the turn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_work_after_a_request_waits_for_its_last_byte_not_for_the_answer() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -739,14 +817,14 @@ async fn a_request_resent_after_its_connection_broke_does_its_work_once() {
     assert_eq!(c.connections_opened(), 2);
 }
 
-/// A body of many slices (short ones joined into frames, long ones written as they are)
-/// reaches the server byte for byte, with its exact `Content-Length`.
+/// A body of many slices (more than one `writev(2)` takes, short and long) reaches the server
+/// byte for byte, with its exact `Content-Length`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_of_slices_arrives_whole_with_its_length() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let mut parts = vec![bytes::Bytes::from_static(b"{\"messages\":[")];
-    for i in 0..300 {
+    for i in 0..1500 {
         if i > 0 {
             parts.push(bytes::Bytes::from_static(b","));
         }

@@ -39,8 +39,7 @@ impl AtomicInstant {
     }
 }
 
-/// The connection's latest read that returned bytes, and how its writes went (shared by the
-/// socket and the exchange).
+/// The connection's latest read that returned bytes (shared by the socket and the exchange).
 #[derive(Debug, Clone, Default)]
 pub(super) struct ReadStamp(Arc<Reads>);
 
@@ -51,10 +50,6 @@ struct Reads {
     /// A streamed answer's first token is awaited: reads stop at packet boundaries, so the
     /// token's stamp is its own packet's.
     first_token_due: AtomicBool,
-    /// Bytes written to the socket so far.
-    written: AtomicU64,
-    /// The latest write found the send buffer full (bytes wait to be written).
-    write_blocked: AtomicBool,
 }
 
 impl ReadStamp {
@@ -75,20 +70,6 @@ impl ReadStamp {
     /// cleared when the token came): until then, each read returns one packet's bytes.
     pub(super) fn first_token_due(&self, due: bool) {
         self.0.first_token_due.store(due, Ordering::Relaxed);
-    }
-
-    /// Whether at least `at_least` bytes were written since the count stood at `before`, and
-    /// the latest write did not find the send buffer full: what the writer had is all in the
-    /// kernel, nothing waits to be written.
-    pub(super) fn sent_since(&self, before: u64, at_least: usize) -> bool {
-        let written = self.written();
-        written.saturating_sub(before) >= at_least as u64
-            && !self.0.write_blocked.load(Ordering::Acquire)
-    }
-
-    /// Bytes written to the socket so far.
-    pub(super) fn written(&self) -> u64 {
-        self.0.written.load(Ordering::Acquire)
     }
 
     /// When the latest read returned, if the kernel stamped its bytes' arrival.
@@ -127,15 +108,6 @@ impl IoHooks for ReadStamp {
 
     fn split_at_arrivals(&self) -> bool {
         self.0.first_token_due.load(Ordering::Relaxed)
-    }
-
-    fn write_returned(&self, bytes: usize) {
-        self.0.written.fetch_add(bytes as u64, Ordering::AcqRel);
-        self.0.write_blocked.store(false, Ordering::Release);
-    }
-
-    fn write_blocked(&self) {
-        self.0.write_blocked.store(true, Ordering::Release);
     }
 }
 

@@ -54,8 +54,6 @@ pub trait IoHooks: Unpin {
     fn read_returned(&self, at: ReadAt);
     /// A write returned, `bytes` (at least one) written.
     fn write_returned(&self, _bytes: usize) {}
-    /// A write found the socket's send buffer full (it returned nothing; the writer waits).
-    fn write_blocked(&self) {}
     /// Whether the next read is to return only the bytes that arrived first (those of the
     /// oldest packet waiting, with any that came in the same nanosecond), so that its arrival
     /// stamp is theirs exactly rather than the newest packet's it would also take. Asked only
@@ -74,10 +72,6 @@ impl<H: IoHooks + ?Sized> IoHooks for std::sync::Arc<H> {
 
     fn write_returned(&self, bytes: usize) {
         (**self).write_returned(bytes);
-    }
-
-    fn write_blocked(&self) {
-        (**self).write_blocked();
     }
 
     fn split_at_arrivals(&self) -> bool {
@@ -120,11 +114,16 @@ impl<H: IoHooks> Hooked<H> {
         self.arrival
     }
 
+    /// The socket, for what goes around the hooks (a probe that reads no data).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
     fn wrote(&self, polled: &Poll<io::Result<usize>>) {
-        match polled {
-            Poll::Ready(Ok(n)) if *n > 0 => self.hooks.write_returned(*n),
-            Poll::Pending => self.hooks.write_blocked(),
-            Poll::Ready(_) => {}
+        if let Poll::Ready(Ok(n)) = polled {
+            if *n > 0 {
+                self.hooks.write_returned(*n);
+            }
         }
     }
 

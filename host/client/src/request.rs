@@ -1,0 +1,141 @@
+//! Request heads, made from parts written once per endpoint: the request line of the chat
+//! route, `host`, `user-agent`, `content-type` and the API key's `authorization` never change,
+//! so a request adds only what is its own (`accept` for a stream, its session id, its length).
+//! Header names are lowercase, as hyper wrote them before.
+
+use super::connection::{Endpoint, EndpointError};
+
+/// The `user-agent` header's value.
+const USER_AGENT: &str = concat!("agentload/", env!("CARGO_PKG_VERSION"));
+
+/// The parts of every request head to one endpoint.
+#[derive(Debug)]
+pub(super) struct Heads {
+    /// `POST` of the chat route, through the fixed headers.
+    chat: String,
+    /// `host`, `user-agent` and `authorization` lines (a `GET`'s headers).
+    common: String,
+}
+
+impl Heads {
+    /// The heads for `endpoint`, with `api_key` as a bearer token when set.
+    ///
+    /// # Errors
+    /// When the API key or the chat route cannot go in a head (control characters).
+    pub(super) fn new(
+        endpoint: &Endpoint,
+        url: &str,
+        api_key: Option<&str>,
+    ) -> Result<Self, EndpointError> {
+        let invalid = |reason: &str| EndpointError {
+            url: url.to_owned(),
+            reason: reason.into(),
+        };
+        let mut common = format!(
+            "host: {}\r\nuser-agent: {USER_AGENT}\r\n",
+            endpoint.authority
+        );
+        if let Some(key) = api_key {
+            if !header_value(key.as_bytes()) {
+                return Err(invalid("the API key is not a valid header value"));
+            }
+            common.push_str(&format!("authorization: Bearer {key}\r\n"));
+        }
+        let route = endpoint.path("/v1/chat/completions");
+        if !request_target(&route) {
+            return Err(invalid("the chat route is not a valid request target"));
+        }
+        let chat = format!("POST {route} HTTP/1.1\r\n{common}content-type: application/json\r\n");
+        Ok(Self { chat, common })
+    }
+
+    /// A chat request's head: `stream` asks for an event stream, `session_id` goes in
+    /// `x-session-id` (left out when it cannot go in a head; a workload's ids are checked
+    /// when it is configured), and the body is `len` bytes long.
+    pub(super) fn chat(&self, stream: bool, session_id: &str, len: usize) -> Vec<u8> {
+        let mut head = String::with_capacity(self.chat.len() + session_id.len() + 80);
+        head.push_str(&self.chat);
+        if stream {
+            head.push_str("accept: text/event-stream\r\n");
+        }
+        if header_value(session_id.as_bytes()) {
+            head.push_str("x-session-id: ");
+            head.push_str(session_id);
+            head.push_str("\r\n");
+        }
+        head.push_str("content-length: ");
+        head.push_str(&len.to_string());
+        head.push_str("\r\n\r\n");
+        head.into_bytes()
+    }
+
+    /// A `GET` of `path` (a request target, see [`request_target`]).
+    pub(super) fn get(&self, path: &str) -> Vec<u8> {
+        format!("GET {path} HTTP/1.1\r\n{}\r\n", self.common).into_bytes()
+    }
+}
+
+/// Whether `value` can be a header value: visible ASCII, spaces, tabs and bytes over 0x7f
+/// (what `http::HeaderValue` takes), nothing that could end the line.
+fn header_value(value: &[u8]) -> bool {
+    value
+        .iter()
+        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80)
+}
+
+/// Whether `path` can be a request target: an absolute path of visible ASCII (no space, no
+/// control character).
+pub(super) fn request_target(path: &str) -> bool {
+    path.starts_with('/') && path.bytes().all(|b| b.is_ascii_graphic())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_carry_the_fixed_headers_once_made_and_the_requests_own() {
+        let endpoint = Endpoint::parse("http://127.0.0.1:8080/v1").unwrap();
+        let heads = Heads::new(&endpoint, "u", Some("sk-1")).unwrap();
+        let chat = String::from_utf8(heads.chat(true, "conv-7", 1234)).unwrap();
+        assert_eq!(
+            chat,
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:8080\r\nuser-agent: \
+                 {USER_AGENT}\r\nauthorization: Bearer sk-1\r\ncontent-type: application/json\r\n\
+                 accept: text/event-stream\r\nx-session-id: conv-7\r\ncontent-length: 1234\r\n\r\n"
+            )
+        );
+        // Not streamed, and an id that cannot go in a head is left out.
+        let plain = String::from_utf8(heads.chat(false, "a\r\nx-evil: 1", 2)).unwrap();
+        assert!(
+            !plain.contains("accept") && !plain.contains("evil"),
+            "{plain}"
+        );
+        assert!(plain.ends_with("content-length: 2\r\n\r\n"), "{plain}");
+        let get = String::from_utf8(heads.get("/v1/models")).unwrap();
+        assert_eq!(
+            get,
+            format!(
+                "GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1:8080\r\nuser-agent: {USER_AGENT}\r\n\
+                 authorization: Bearer sk-1\r\n\r\n"
+            )
+        );
+        let anonymous = Heads::new(&endpoint, "u", None).unwrap();
+        assert!(!String::from_utf8(anonymous.get("/x"))
+            .unwrap()
+            .contains("authorization"));
+    }
+
+    #[test]
+    fn what_cannot_go_in_a_head_is_refused() {
+        let endpoint = Endpoint::parse("http://h:1").unwrap();
+        let err = Heads::new(&endpoint, "http://h:1", Some("k\nx")).unwrap_err();
+        assert!(err.to_string().contains("API key"), "{err}");
+        assert!(Heads::new(&endpoint, "u", Some("k é\t")).is_ok());
+        assert!(request_target("/v1/models"));
+        for bad in ["v1/models", "/v1 models", "/v1\r\n", ""] {
+            assert!(!request_target(bad), "{bad:?}");
+        }
+    }
+}
