@@ -586,6 +586,13 @@ async fn a_live_run_completes_with_its_divergence_funnel() {
     let server = server(2048).await;
     let dir = scratch("llama-live");
     let config = smoke_config(dir.path(), &server.url, "history = \"live\"");
+    // Counted locally where the vocabulary is installed: the recorded twin's lengths too.
+    let counted = vocabulary();
+    if counted {
+        let text = std::fs::read_to_string(&config).unwrap();
+        let text = text.replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"");
+        std::fs::write(&config, text).unwrap();
+    }
     let out = dir.path().join("out");
     let run = agentload(
         &[
@@ -631,5 +638,34 @@ async fn a_live_run_completes_with_its_divergence_funnel() {
         report.contains("NON-OFFICIAL: live-reply replay"),
         "{report}"
     );
+    if counted {
+        // Every completed turn is compared with the recording; a session's first request is
+        // the recording's own, whatever the model answers.
+        let completed = records
+            .iter()
+            .filter(|r| r["status"] == "completed")
+            .count();
+        assert_eq!(live["isl_drift"]["turns"], completed, "{live:#}");
+        let tokens: Vec<Value> = std::fs::read_to_string(out.join("turns.tokens.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let first_turn = |session: &Value| {
+            records
+                .iter()
+                .filter(|r| &r["session_id"] == session)
+                .filter_map(|r| r["turn"].as_u64())
+                .min()
+        };
+        for t in &tokens {
+            let record = &records[t["line"].as_u64().unwrap() as usize - 1];
+            if record["turn"].as_u64() == first_turn(&record["session_id"]) {
+                assert_eq!(t["isl"], t["recorded"]["isl"], "{t} {record}");
+            }
+        }
+        eprintln!("ISL drift {}", live["isl_drift"]);
+        eprintln!("OSL against the recording {}", live["osl_vs_expected"]);
+    }
     eprintln!("{}", live);
 }
