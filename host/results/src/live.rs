@@ -7,7 +7,7 @@
 //! about it ([`LiveAction`]). A live run is never official: only recorded
 //! history measures what the benchmark defines.
 
-use crate::metrics::lower_percentile;
+use crate::metrics::{lower_percentile, Spread};
 use crate::record::{TurnRecord, TurnStatus};
 use serde::{Deserialize, Serialize};
 
@@ -188,22 +188,19 @@ impl LengthDrift {
                 .map(|&(live, recorded)| f64::from(live) - f64::from(recorded))
                 .collect(),
         )?;
-        let mut ratios: Vec<f64> = pairs
-            .iter()
-            .filter(|(_, recorded)| *recorded > 0)
-            .map(|&(live, recorded)| f64::from(live) / f64::from(recorded))
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let ratio = |p| match ratios.is_empty() {
-            true => f64::NAN,
-            false => lower_percentile(&ratios, p),
-        };
+        let ratios = Spread::of(
+            pairs
+                .iter()
+                .filter(|(_, recorded)| *recorded > 0)
+                .map(|&(live, recorded)| f64::from(live) / f64::from(recorded))
+                .collect(),
+        );
         Some(Self {
             turns: pairs.len(),
             live_tokens: pairs.iter().map(|p| u64::from(p.0)).sum(),
             recorded_tokens: pairs.iter().map(|p| u64::from(p.1)).sum(),
-            ratio_p50: ratio(50.0),
-            ratio_p90: ratio(90.0),
+            ratio_p50: ratios.as_ref().map_or(f64::NAN, |r| r.p50),
+            ratio_p90: ratios.as_ref().map_or(f64::NAN, |r| r.p90),
             delta,
         })
     }
