@@ -142,27 +142,39 @@ impl<H: IoHooks> Hooked<H> {
             // the bytes it says it wrote.
             let unfilled = unsafe { buf.unfilled_mut() };
             let split = self.hooks.split_at_arrivals();
+            let mut got = None;
             let read = || {
                 let len = if split {
                     arrival::first_arrival_len(&self.tcp, unfilled)?
                 } else {
                     unfilled.len()
                 };
-                arrival::recv(&self.tcp, &mut unfilled[..len], 0)
-            };
-            match self.tcp.try_io(Interest::READABLE, read) {
-                Ok((0, _)) => return Poll::Ready(Ok(())),
-                Ok((n, kernel)) => {
-                    let at = arrival::read_at(kernel);
-                    // SAFETY: the kernel initialised the first `n` bytes of the unfilled part.
-                    unsafe { buf.assume_init(n) };
-                    buf.advance(n);
-                    self.hooks.read_returned(at);
-                    return Poll::Ready(Ok(()));
+                let (n, kernel) = arrival::recv(&self.tcp, &mut unfilled[..len], 0)?;
+                got = Some((n, kernel));
+                // A read that did not fill what it asked for emptied the socket's queue: the
+                // socket is not readable until its next readiness event. Answering
+                // `WouldBlock` makes `try_io` clear the readiness it saw before this read (a
+                // newer event is kept), as tokio's own reads do; without it the next poll
+                // would spend a `recvmsg` on learning that nothing waits.
+                if 0 < n && n < len {
+                    return Err(io::ErrorKind::WouldBlock.into());
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                Ok(())
+            };
+            let polled = self.tcp.try_io(Interest::READABLE, read);
+            let Some((n, kernel)) = got else {
+                match polled {
+                    Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Poll::Ready(Err(e)),
+                    _ => continue,
+                }
+            };
+            if n > 0 {
+                // SAFETY: the kernel initialised the first `n` bytes of the unfilled part.
+                unsafe { buf.assume_init(n) };
+                buf.advance(n);
+                self.hooks.read_returned(arrival::read_at(kernel));
             }
+            return Poll::Ready(Ok(()));
         }
     }
 }
