@@ -65,9 +65,20 @@ struct SweepHooks {
     active: Vec<AtomicBool>,
     n_active: AtomicU32,
     all_active_ns: AtomicU64,
+    /// Notified once `all_active_ns` is set.
+    all_active_set: tokio::sync::Notify,
 }
 
 const UNSET: u64 = u64::MAX;
+
+impl SweepHooks {
+    /// When the last agent issued its first request (ns after the phase
+    /// start), once it has.
+    fn all_active(&self) -> Option<u64> {
+        let ns = self.all_active_ns.load(Ordering::SeqCst);
+        (ns != UNSET).then_some(ns)
+    }
+}
 
 impl TurnHooks for SweepHooks {
     fn shape(&self, req: &mut TurnRequest) -> Duration {
@@ -97,6 +108,7 @@ impl TurnHooks for SweepHooks {
         {
             self.all_active_ns
                 .store(record.issued_ns.unwrap_or_default(), Ordering::SeqCst);
+            self.all_active_set.notify_one();
         }
     }
 }
@@ -123,6 +135,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         active: (0..input.level).map(|_| AtomicBool::new(false)).collect(),
         n_active: AtomicU32::new(0),
         all_active_ns: AtomicU64::new(UNSET),
+        all_active_set: tokio::sync::Notify::new(),
     });
     let stop = input.stop.clone();
     let shared = Arc::new(Shared {
@@ -145,28 +158,39 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         sessions: Mutex::default(),
         error: Mutex::default(),
     });
-    let agents: Vec<_> = (0..input.level)
-        .map(|i| {
-            let (shared, hooks) = (shared.clone(), hooks.clone());
-            tokio::spawn(async move { agent(&shared, &hooks, i).await })
-        })
-        .collect();
-    // The monitor: the time-based end rule, or the time cap. Agents also
-    // check the rules each time they complete a trajectory.
-    let cap = Duration::from_secs_f64(config.max_phase_s);
-    while !agents.iter().all(tokio::task::JoinHandle::is_finished) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if started.elapsed() >= cap {
-            stop.stop(StopReason::Done(format!(
-                "cut at max_phase_s = {} s before the end rules held",
-                config.max_phase_s
-            )));
-        } else {
-            shared.check_end_rules(&hooks, started);
-        }
+    let mut agents = tokio::task::JoinSet::new();
+    for i in 0..input.level {
+        let (shared, hooks) = (shared.clone(), hooks.clone());
+        agents.spawn(async move { agent(&shared, &hooks, i).await });
     }
-    for a in agents {
-        a.await.expect("agent task panicked");
+    // The monitor wakes at the phase's time cap and when steady state has
+    // lasted long enough, nothing in between: the count rules are checked by
+    // the agents as they complete trajectories.
+    let cap_at = started + Duration::from_secs_f64(config.max_phase_s);
+    loop {
+        let steady_at = shared
+            .steady_end(&hooks, started)
+            .filter(|&at| at > Instant::now());
+        let wake = steady_at.map_or(cap_at, |at| at.min(cap_at));
+        tokio::select! {
+            joined = agents.join_next() => match joined {
+                None => break,
+                Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Some(_) => {}
+            },
+            // Steady state's start is known once the last agent is active.
+            () = hooks.all_active_set.notified(), if hooks.all_active().is_none() => {}
+            () = tokio::time::sleep_until(wake.into()), if !stop.stopped() => {
+                if Instant::now() >= cap_at {
+                    stop.stop(StopReason::Done(format!(
+                        "cut at max_phase_s = {} s before the end rules held",
+                        config.max_phase_s
+                    )));
+                } else {
+                    shared.check_end_rules(&hooks, started);
+                }
+            }
+        }
     }
     let drained = Instant::now();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("agents joined"));
@@ -187,13 +211,13 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
     let engine = Arc::try_unwrap(shared.engine).unwrap_or_else(|_| unreachable!("agents joined"));
     let kept = engine.recorder.finish_facts()?;
     let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
-    let all_active = hooks.all_active_ns.load(Ordering::SeqCst);
+    let all_active = hooks.all_active();
     Ok(PhaseRun {
         facts: kept.turns,
         session_ids: kept.sessions,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
         workload: engine.workload.into_first(),
-        all_active_ns: (all_active != UNSET).then_some(all_active),
+        all_active_ns: all_active,
         stopped_ns: ns(stopped_at),
         drained_ns: ns(drained),
         end_reason,
@@ -217,16 +241,24 @@ impl Shared {
         }
     }
 
+    /// When `steady_state_s` of steady state (after the warm-up) will be
+    /// behind us; unknown until every agent is active.
+    fn steady_end(&self, hooks: &SweepHooks, started: Instant) -> Option<Instant> {
+        let all_active = hooks.all_active()?;
+        Some(
+            started
+                + Duration::from_nanos(all_active)
+                + Duration::from_secs_f64(self.config.warmup_s)
+                + Duration::from_secs_f64(self.config.steady_state_s),
+        )
+    }
+
     /// At least `min_trajectories` completed, every agent at least
     /// `min_per_agent`, and `steady_state_s` of steady state behind us.
     fn end_rules_hold(&self, hooks: &SweepHooks, started: Instant, now: Instant) -> bool {
-        let all_active = hooks.all_active_ns.load(Ordering::SeqCst);
-        if all_active == UNSET {
+        let Some(steady_end) = self.steady_end(hooks, started) else {
             return false;
-        }
-        let steady_from = started
-            + Duration::from_nanos(all_active)
-            + Duration::from_secs_f64(self.config.warmup_s);
+        };
         let per_agent: Vec<u32> = self
             .completed
             .iter()
@@ -234,7 +266,7 @@ impl Shared {
             .collect();
         per_agent.iter().sum::<u32>() >= self.config.min_trajectories
             && per_agent.iter().all(|&c| c >= self.config.min_per_agent)
-            && now >= steady_from + Duration::from_secs_f64(self.config.steady_state_s)
+            && now >= steady_end
     }
 }
 
