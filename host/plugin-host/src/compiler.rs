@@ -16,18 +16,14 @@
 
 use super::cache_key::CacheKey;
 use super::sandbox::StoreState;
+use super::ticker::{Calls, EpochTicker};
 use super::PluginFailure;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
-
-/// How often the epoch advances; per-call time limits are counted in these ticks.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// How compiled code on disk is used.
 #[derive(Debug, Clone)]
@@ -50,7 +46,7 @@ pub struct PluginEngine {
     /// guest on a fiber, so a session's call never blocks a runtime worker.
     async_linker: Linker<StoreState>,
     cache: CodeCache,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: EpochTicker,
 }
 
 /// A component read from disk, checked and compiled.
@@ -118,27 +114,20 @@ impl PluginEngine {
         let mut async_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut async_linker).map_err(engine_err)?;
         link_host(&mut async_linker).map_err(engine_err)?;
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (weak, stop) = (engine.weak(), ticker_stop.clone());
-        std::thread::Builder::new()
-            .name("agentload-epoch".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
+        let ticker = EpochTicker::start(engine.weak())
             .map_err(|e| PluginFailure::Engine(format!("cannot start epoch ticker: {e}")))?;
         Ok(Self {
             engine,
             linker,
             async_linker,
             cache,
-            ticker_stop,
+            ticker,
         })
+    }
+
+    /// What stores count their guest calls with (the epoch ticks faster while any runs).
+    pub(crate) fn calls(&self) -> Calls {
+        self.ticker.calls()
     }
 
     /// The wasmtime engine (for inspecting components).
@@ -345,12 +334,6 @@ fn write_entry(
     // a mismatch and recompiles, never the other way round.
     std::fs::rename(&tmp_tag, tag_path(entry))?;
     std::fs::rename(&tmp, entry)
-}
-
-impl Drop for PluginEngine {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
-    }
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 //! accounting, bounded outputs, and classification of whatever went wrong
 //! into a [`PluginFailure`] naming plugin, call and limit.
 
-use super::compiler::{PluginEngine, EPOCH_TICK};
+use super::compiler::PluginEngine;
 use super::log_budget::LogBudget;
 use super::sandbox::{LimitHit, StoreState};
+use super::ticker::{CallRunning, Calls, EPOCH_TICK};
 use super::PluginFailure;
 use agentload_config::Limits;
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -18,6 +19,9 @@ pub(crate) struct Sandboxed {
     limits: Limits,
     /// Called with `call_async`: yields at every epoch tick.
     yields: bool,
+    calls: Calls,
+    /// The call [`begin`](Self::begin) armed, until [`finish`](Self::finish).
+    running: Option<CallRunning>,
 }
 
 impl Sandboxed {
@@ -33,6 +37,8 @@ impl Sandboxed {
             plugin: plugin.to_string(),
             limits,
             yields: false,
+            calls: engine.calls(),
+            running: None,
         }
     }
 
@@ -92,6 +98,7 @@ impl Sandboxed {
         self.store
             .set_epoch_deadline(if self.yields { 1 } else { limit });
         self.store.data().log.begin_call();
+        self.running = Some(self.calls.running());
     }
 
     /// Ends a call [`begin`](Self::begin) armed: the log note, and its
@@ -101,6 +108,7 @@ impl Sandboxed {
         call: &'static str,
         result: wasmtime::Result<R>,
     ) -> Result<R, PluginFailure> {
+        self.running = None;
         let state = self.store.data();
         if let Some(note) = state.log.end_call(call) {
             agentload_console::line(&format!("[plugin {}] {note}", state.plugin_name));

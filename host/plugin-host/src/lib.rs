@@ -20,6 +20,7 @@ pub mod message;
 pub mod request;
 mod sandbox;
 mod scorer;
+mod ticker;
 mod workload;
 
 pub use agentload_config::{seal::PluginIdentity, Limits};
