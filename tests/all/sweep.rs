@@ -408,3 +408,36 @@ async fn a_live_sweep_is_labelled_and_funnels_each_phase() {
         text(&listed)
     );
 }
+
+/// A phase whose end rules cannot hold is cut at `max_phase_s`: the monitor
+/// wakes at the cap itself (it no longer looks every 20 ms), not much later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phase_whose_rules_cannot_hold_is_cut_at_its_time_cap() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0002,
+        responder: ResponderConfig::Echo,
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sweep-cap");
+    let config = sweep_config(dir.path(), &sim.url(), "[2]", "max_phase_s = 0.8");
+    let text_cfg = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("min_trajectories = 3", "min_trajectories = 1000000")
+        .replace(
+            "max_trajectories_per_agent = 20",
+            "max_trajectories_per_agent = 200",
+        );
+    std::fs::write(&config, text_cfg).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("sweep/summary.json"));
+    let phase = &summary["phases"][0];
+    assert_eq!(
+        phase["end_reason"], "cut at max_phase_s = 0.8 s before the end rules held",
+        "{phase}"
+    );
+    let stopped = phase["stopped_s"].as_f64().unwrap();
+    assert!((0.8..1.3).contains(&stopped), "stopped at {stopped} s");
+    sim.shutdown().await;
+}
