@@ -3,8 +3,9 @@
 //! none does. An idle harness (agents waiting on tool delays or on the server) then wakes for
 //! the epoch 20 times a second, not 100: on a virtual machine each wake costs tens of
 //! microseconds. A call that starts during an idle tick sees its first tick at most
-//! [`IDLE_TICK`] after it started, then one every [`EPOCH_TICK`], so its time limit may run
-//! late by up to the difference, never early.
+//! [`IDLE_TICK`] after it started (not [`EPOCH_TICK`]), then one every [`EPOCH_TICK`]: its
+//! first yield, and the end of its time limit, can come up to the difference later than with
+//! fast ticks throughout.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
