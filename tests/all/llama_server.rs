@@ -646,11 +646,7 @@ async fn a_live_run_completes_with_its_divergence_funnel() {
             .filter(|r| r["status"] == "completed")
             .count();
         assert_eq!(live["isl_drift"]["turns"], completed, "{live:#}");
-        let tokens: Vec<Value> = std::fs::read_to_string(out.join("turns.tokens.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let tokens = read_jsonl(&out.join("turns.tokens.jsonl"));
         let first_turn = |session: &Value| {
             records
                 .iter()

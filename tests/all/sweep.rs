@@ -36,6 +36,16 @@ max_trajectories_per_agent = 20
     path
 }
 
+/// Rewrites `config`, each `(from, to)` replaced; every `from` must be there.
+fn edit(config: &Path, pairs: &[(&str, &str)]) {
+    let mut text = std::fs::read_to_string(config).unwrap();
+    for (from, to) in pairs {
+        assert!(text.contains(from), "{from:?} is not in the config");
+        text = text.replace(from, to);
+    }
+    std::fs::write(config, text).unwrap();
+}
+
 fn records(out: &Path, phase: &Value) -> Vec<Value> {
     let path = out.join("sweep").join(phase["turns"].as_str().unwrap());
     read_jsonl(&path)
@@ -206,14 +216,16 @@ async fn second_phase_reuse(url: &str, salt: bool) -> ((u64, u64), Vec<u64>) {
     let dir = scratch("salt");
     let extra = format!("salt = {salt}");
     let config = sweep_config(dir.path(), url, "[1, 1]", &extra);
-    let text_cfg = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("min_trajectories = 3\n", "min_trajectories = 1\n")
-        .replace(
-            "steady_state_s = 0.3\nwarmup_s = 0.1\n",
-            "steady_state_s = 0.0\nwarmup_s = 0.0\n",
-        );
-    std::fs::write(&config, text_cfg).unwrap();
+    edit(
+        &config,
+        &[
+            ("min_trajectories = 3\n", "min_trajectories = 1\n"),
+            (
+                "steady_state_s = 0.3\nwarmup_s = 0.1\n",
+                "steady_state_s = 0.0\nwarmup_s = 0.0\n",
+            ),
+        ],
+    );
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
@@ -421,14 +433,16 @@ async fn a_phase_whose_rules_cannot_hold_is_cut_at_its_time_cap() {
     .await;
     let dir = scratch("sweep-cap");
     let config = sweep_config(dir.path(), &sim.url(), "[2]", "max_phase_s = 0.8");
-    let text_cfg = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("min_trajectories = 3", "min_trajectories = 1000000")
-        .replace(
-            "max_trajectories_per_agent = 20",
-            "max_trajectories_per_agent = 200",
-        );
-    std::fs::write(&config, text_cfg).unwrap();
+    edit(
+        &config,
+        &[
+            ("min_trajectories = 3\n", "min_trajectories = 1000000\n"),
+            (
+                "max_trajectories_per_agent = 20\n",
+                "max_trajectories_per_agent = 200\n",
+            ),
+        ],
+    );
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
