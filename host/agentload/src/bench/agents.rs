@@ -366,10 +366,11 @@ async fn sim_stats(addr: std::net::SocketAddr) -> Result<SimStats> {
     })
 }
 
-/// The floor: `opts.agents` keep-alive connections, each sending a request
-/// of `body_bytes` for `osl` tokens, reading until `[DONE]` (a byte search,
-/// no parsing), waiting `delay_s`, for `opts.seconds`; its CPU is this
-/// process's over that time (nothing else runs in it meanwhile).
+/// The floor: `opts.agents` keep-alive connections ([`super::floor::StreamFloor`]:
+/// agentload's kernel-stamped reads), each sending a request of `body_bytes`
+/// for `osl` tokens, reading until `[DONE]` (a byte search, no parsing),
+/// waiting `delay_s`, for `opts.seconds`; its CPU is this process's over that
+/// time (nothing else runs in it meanwhile).
 async fn floor(
     addr: std::net::SocketAddr,
     opts: &Options,
@@ -383,11 +384,7 @@ async fn floor(
     let tail = r#""}]}"#;
     let fill = body_bytes.saturating_sub(head.len() + tail.len()).max(5);
     let body = format!("{head}{}{tail}", " data".repeat(fill / 5));
-    let request = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let request: std::sync::Arc<[u8]> = request.into_bytes().into();
+    let request: std::sync::Arc<[u8]> = super::floor::request("sim", body.as_bytes()).into();
     let until = Instant::now() + Duration::from_secs_f64(opts.seconds + 5.0);
     let cpu_before = super::process_cpu_seconds(std::process::id()).unwrap_or_default();
     let started = Instant::now();
@@ -422,25 +419,10 @@ async fn floor_agent(
     delay_s: f64,
     until: Instant,
 ) -> Result<(u64, u64)> {
-    let mut tcp = tokio::net::TcpStream::connect(addr).await?;
-    tcp.set_nodelay(true)?;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut conn = super::floor::StreamFloor::connect(addr).await?;
     let (mut turns, mut tokens) = (0, 0);
     while Instant::now() < until {
-        tcp.write_all(request).await?;
-        let mut tail: Vec<u8> = Vec::new();
-        loop {
-            let n = tcp.read(&mut buf).await?;
-            anyhow::ensure!(n > 0, "the simulator closed a floor connection");
-            tokens += count(&buf[..n], b"\"content\":\"") as u64;
-            // `[DONE]` may straddle two reads: keep the last few bytes.
-            tail.extend_from_slice(&buf[..n]);
-            if find(&tail, b"data: [DONE]").is_some() {
-                break;
-            }
-            let keep = tail.len().saturating_sub(16);
-            tail.drain(..keep);
-        }
+        tokens += conn.exchange(request).await?.tokens;
         turns += 1;
         tokio::time::sleep(Duration::from_secs_f64(delay_s)).await;
     }
@@ -452,14 +434,6 @@ fn peak_rss_kib(pid: u32) -> Option<i64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn count(hay: &[u8], needle: &[u8]) -> usize {
-    hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
 fn rows(opts: &Options, a: &Agents) -> Vec<Row> {

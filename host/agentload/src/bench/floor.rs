@@ -4,8 +4,12 @@
 //! parsing beyond a byte search. `agentload bench` runs it against the same simulator as
 //! agentload's own client, in the same run, and prints agentload's error as a ratio to it.
 
+use agentload_wire::clock;
+use agentload_wire::hooked::{Hooked, IoHooks, ReadAt};
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One request's timing error against the simulator's stamps, ns.
@@ -60,16 +64,9 @@ impl FloorClient {
     pub fn connect(addr: SocketAddr, body: &[u8]) -> std::io::Result<Self> {
         let tcp = TcpStream::connect(addr)?;
         tcp.set_nodelay(true)?;
-        let mut request = format!(
-            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-             Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        request.extend_from_slice(body);
         Ok(Self {
             tcp,
-            request,
+            request: request(&addr.to_string(), body),
             buf: vec![0u8; 64 << 10],
             answer: Vec::with_capacity(64 << 10),
         })
@@ -126,6 +123,127 @@ impl FloorClient {
 pub fn run(addr: SocketAddr, body: &[u8], requests: usize) -> std::io::Result<Vec<Sample>> {
     let mut client = FloorClient::connect(addr, body)?;
     (0..requests).map(|_| client.send()).collect()
+}
+
+/// A streamed chat request to `host` with `body`, written out by hand.
+pub fn request(host: &str, body: &[u8]) -> Vec<u8> {
+    let mut request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    request
+}
+
+/// The stream floor's read stamps: until an answer's first token came, each read returns one
+/// packet's bytes (as agentload's reads do), and the latest read's stamps, ns on the monotonic
+/// clock (0: none).
+#[derive(Debug, Default)]
+struct FloorReads {
+    first_token_due: AtomicBool,
+    returned_ns: AtomicU64,
+    arrived_ns: AtomicU64,
+}
+
+impl IoHooks for FloorReads {
+    fn read_returned(&self, at: ReadAt) {
+        self.returned_ns
+            .store(clock::mono_ns(at.returned), Ordering::Relaxed);
+        let arrived = at.arrived.map_or(0, clock::mono_ns);
+        self.arrived_ns.store(arrived, Ordering::Relaxed);
+    }
+
+    fn split_at_arrivals(&self) -> bool {
+        self.first_token_due.load(Ordering::Relaxed)
+    }
+}
+
+/// What one exchange of a [`StreamFloor`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exchange {
+    /// Token-bearing chunks in the answer.
+    pub tokens: u64,
+    /// How long the first token's bytes waited in the kernel for the read that took them, ns;
+    /// `None` without kernel stamps or without a token.
+    pub read_lag_ns: Option<i64>,
+}
+
+/// One keep-alive connection of the floor at many streams: the socket I/O agentload's client
+/// does (a tokio socket read through the same stamped `recvmsg(2)`, one packet per read until
+/// the first token), the request written as given, and the answer read to its end with a byte
+/// search and nothing parsed.
+#[derive(Debug)]
+pub struct StreamFloor {
+    io: Hooked<Arc<FloorReads>>,
+    reads: Arc<FloorReads>,
+    buf: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl StreamFloor {
+    /// Opens the connection to `addr` (`TCP_NODELAY`, kernel receive stamps where the kernel
+    /// gives them).
+    ///
+    /// # Errors
+    /// When the connection cannot be opened.
+    pub async fn connect(addr: SocketAddr) -> std::io::Result<Self> {
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let reads = Arc::new(FloorReads::default());
+        Ok(Self {
+            io: Hooked::with_arrival_stamps(tcp, reads.clone()),
+            reads,
+            buf: vec![0u8; 64 << 10],
+            tail: Vec::with_capacity(64),
+        })
+    }
+
+    /// Writes `request` (a whole HTTP/1.1 request) and reads its streamed answer up to the
+    /// chunked body's end after `data: [DONE]`.
+    ///
+    /// # Errors
+    /// A socket error, or the simulator closing the connection mid-answer.
+    pub async fn exchange(&mut self, request: &[u8]) -> std::io::Result<Exchange> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        self.reads.first_token_due.store(true, Ordering::Relaxed);
+        self.io.write_all(request).await?;
+        self.tail.clear();
+        let mut seen = Exchange {
+            tokens: 0,
+            read_lag_ns: None,
+        };
+        let mut done = false;
+        loop {
+            let n = self.io.read(&mut self.buf).await?;
+            if n == 0 {
+                return Err(std::io::Error::other(
+                    "floor client: the simulator closed the connection mid-answer",
+                ));
+            }
+            let got = &self.buf[..n];
+            let tokens = TOKEN_DELTAS
+                .iter()
+                .map(|p| got.windows(p.len()).filter(|w| w == p).count() as u64)
+                .sum::<u64>();
+            if seen.tokens == 0 && tokens > 0 {
+                self.reads.first_token_due.store(false, Ordering::Relaxed);
+                let arrived = self.reads.arrived_ns.load(Ordering::Relaxed);
+                let returned = self.reads.returned_ns.load(Ordering::Relaxed);
+                seen.read_lag_ns = (arrived > 0).then(|| returned as i64 - arrived as i64);
+            }
+            seen.tokens += tokens;
+            // A marker may straddle two reads: the last bytes of the previous one stay.
+            self.tail.extend_from_slice(got);
+            done = done || find(&self.tail, b"data: [DONE]").is_some();
+            if done && self.tail.ends_with(b"0\r\n\r\n") {
+                return Ok(seen);
+            }
+            let keep = self.tail.len().saturating_sub(16);
+            self.tail.drain(..keep);
+        }
+    }
 }
 
 /// The last `"agentload_sim": {...}` object in an answer.
@@ -214,6 +332,44 @@ mod tests {
             // writer returns late).
             assert!(s.request_ns >= 0, "{s:?}");
         }
+        assert_eq!(sim.connections_accepted(), 1);
+        sim.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_floor_reads_each_answer_to_its_end_on_one_connection() {
+        let sim = agentload_sim::start(
+            agentload_sim::SimConfig {
+                decode_tokens_per_s: 10_000.0,
+                ..Default::default()
+            },
+            std::sync::Arc::new(agentload_sim::ApproxTokenCounter),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let body = serde_json::to_vec(&json!({
+            "model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "word word word word"}],
+        }))
+        .unwrap();
+        let request = request(&sim.addr().to_string(), &body);
+        let mut conn = StreamFloor::connect(sim.addr()).await.unwrap();
+        // Each answer (the simulator echoes the prompt's four tokens) is read to its chunked
+        // end: a leftover would be counted in the next answer, or leave the next exchange
+        // waiting.
+        let mut lags = Vec::new();
+        for _ in 0..10 {
+            let seen = conn.exchange(&request).await.unwrap();
+            assert_eq!(seen.tokens, 4);
+            lags.extend(seen.read_lag_ns);
+        }
+        // Loopback packets carry kernel stamps on Linux (the machine's first stamping socket
+        // may see a few unstamped ones): the first token's wait is measured, never negative.
+        assert!(
+            !lags.is_empty() && lags.iter().all(|&ns| ns >= 0),
+            "{lags:?}"
+        );
         assert_eq!(sim.connections_accepted(), 1);
         sim.shutdown().await;
     }

@@ -2,7 +2,9 @@
 //! numbers (CPU, RSS) are not mixed with the server's; and in the same run the machine's floor
 //! ([`super::floor`]) against the same simulator, so agentload's error reads as a ratio to it.
 //! The floor's requests alternate one by one with agentload's c=1 level: on a noisy machine a
-//! burst of noise then lands on both clients alike, not on whichever ran at that moment.
+//! burst of noise then lands on both clients alike, not on whichever ran at that moment. Above
+//! c=1, a floor at the same concurrency ([`StreamFloor`]: the same stamped socket reads, no
+//! parsing) runs right after each level, for its CPU per request and first-token read lag.
 //!
 //! Each level warms one connection per stream first (the set-up, reported apart, like a run's
 //! `connection_setup`), then each stream sends its requests one after another. The timing
@@ -12,7 +14,7 @@
 //! request of each stream is reported apart from the rest, and so is the client's read lag
 //! (how long first tokens waited in the kernel for its read).
 
-use super::floor::{self, FloorClient, Sample};
+use super::floor::{self, FloorClient, Sample, StreamFloor};
 use super::{percentile, rss_kib, Row};
 use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use anyhow::{Context as _, Result};
@@ -107,6 +109,12 @@ pub struct Level {
     /// What the simulator would send if nothing waited: streams x its decode rate.
     pub demand_tps: f64,
     pub harness_cpu_ms_per_request: f64,
+    /// The floor client's CPU per request at the same concurrency: at c=1 the alternated
+    /// blocking client's thread, above it [`StreamFloor`] connections run right after the
+    /// level, in this process, against the same simulator.
+    pub floor_cpu_ms_per_request: f64,
+    /// The floor's first-token read lag at the same concurrency (above c=1), as `read_lag`.
+    pub floor_read_lag: Option<Spread>,
     /// CPU the harness and the simulator used while the level ran, in % of
     /// one core: near 100 x their cores, one of them is saturated and the
     /// errors measure its backlog, not the harness's timestamps.
@@ -205,6 +213,7 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         .parse()
         .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
     let bytes = serde_json::to_vec(&body)?;
+    let request: Arc<[u8]> = floor::request(&addr.to_string(), &bytes).into();
     let per_stream = opts.per_stream(1);
     // The floor alternates request by request with agentload's c=1 level, so that both see
     // the same moments of the machine's noise; without a c=1 level it runs alone, first.
@@ -220,9 +229,15 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     let mut levels = Vec::new();
     for &n in &opts.levels {
         let alongside = if n == 1 { floor_client.take() } else { None };
-        let (l, floor) = level(&url, child.id(), n, opts.per_stream(n), &body, alongside).await?;
+        let (mut l, floor) =
+            level(&url, child.id(), n, opts.per_stream(n), &body, alongside).await?;
         if let Some(samples) = floor {
             floor_samples = samples;
+        }
+        if n > 1 {
+            let (cpu, lag) = stream_floor(addr, n, opts.per_stream(n), &request).await?;
+            l.floor_cpu_ms_per_request = cpu;
+            l.floor_read_lag = lag;
         }
         levels.push(l);
     }
@@ -283,6 +298,12 @@ fn rows(s: &Streams) -> Vec<Row> {
             ("client ingest", l.ingest_tps, "tok/s"),
             ("ingest / demand", l.ingest_tps / l.demand_tps, "x"),
             ("harness CPU", l.harness_cpu_ms_per_request, "ms/req"),
+            ("floor CPU", l.floor_cpu_ms_per_request, "ms/req"),
+            (
+                "harness CPU / floor",
+                ratio(l.harness_cpu_ms_per_request, l.floor_cpu_ms_per_request),
+                "x",
+            ),
             ("harness CPU busy", l.harness_cpu_pct, "% core"),
             ("simulator CPU busy", l.sim_cpu_pct, "% core"),
             ("harness RSS", l.rss_mib, "MiB"),
@@ -291,6 +312,9 @@ fn rows(s: &Streams) -> Vec<Row> {
         }
         if let Some(lag) = l.read_lag {
             spread_rows(&mut rows, &format!("{c} first-token read lag"), lag);
+        }
+        if let Some(lag) = l.floor_read_lag {
+            spread_rows(&mut rows, &format!("{c} floor first-token read lag"), lag);
         }
         if l.failed > 0 {
             rows.push(Row::new(
@@ -447,6 +471,7 @@ async fn level(
     let (floor_wall, floor_cpu) = floor_done
         .as_ref()
         .map_or((0.0, 0.0), |a| (a.wall.as_secs_f64(), a.cpu_s));
+    let floor_requests = floor_done.as_ref().map_or(0, |a| a.samples.len());
     let wall = started.elapsed().as_secs_f64() - floor_wall;
     let cpu = cpu0
         .zip(crate::sweep::cpu_seconds())
@@ -473,12 +498,68 @@ async fn level(
         ingest_tps: chunks as f64 / wall,
         demand_tps: (n * SIM_DECODE_TPS) as f64,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
+        floor_read_lag: None,
+        floor_cpu_ms_per_request: if floor_requests > 0 {
+            floor_cpu * 1e3 / floor_requests as f64
+        } else {
+            f64::NAN
+        },
         harness_cpu_pct: cpu / wall * 100.0,
         // While the floor alternated, the simulator also served its requests.
         sim_cpu_pct: sim_cpu / (wall + floor_wall) * 100.0,
         rss_mib: rss_kib as f64 / 1024.0,
     };
     Ok((level, floor_done.map(|a| a.samples)))
+}
+
+/// The floor at `n` streams: `n` connections (opened before the measure), each sending
+/// `per_stream` requests one after another; its CPU per request, ms (this process's CPU while
+/// it ran: nothing else runs in it meanwhile), and the first-token read lag of the requests
+/// after each stream's first.
+async fn stream_floor(
+    addr: std::net::SocketAddr,
+    n: usize,
+    per_stream: usize,
+    request: &Arc<[u8]>,
+) -> Result<(f64, Option<Spread>)> {
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        conns.push(
+            StreamFloor::connect(addr)
+                .await
+                .with_context(|| format!("floor c={n}: cannot open the connections"))?,
+        );
+    }
+    let cpu0 = crate::sweep::cpu_seconds();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|mut conn| {
+            let request = request.clone();
+            tokio::spawn(async move {
+                let mut lags = Vec::with_capacity(per_stream);
+                for r in 0..per_stream {
+                    let seen = conn.exchange(&request).await?;
+                    if r > 0 {
+                        lags.extend(seen.read_lag_ns);
+                    }
+                }
+                std::io::Result::Ok(lags)
+            })
+        })
+        .collect();
+    let mut lags = Vec::new();
+    for t in tasks {
+        lags.extend(
+            t.await
+                .context("a floor stream panicked")?
+                .with_context(|| format!("floor c={n}"))?,
+        );
+    }
+    let cpu = cpu0
+        .zip(crate::sweep::cpu_seconds())
+        .map_or(f64::NAN, |(a, b)| b - a);
+    let lag = (!lags.is_empty()).then(|| Spread::of(lags.into_iter()));
+    Ok((cpu * 1e3 / (n * per_stream) as f64, lag))
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
