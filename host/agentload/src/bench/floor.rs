@@ -168,6 +168,11 @@ pub struct Exchange {
     /// How long the first token's bytes waited in the kernel for the read that took them, ns;
     /// `None` without kernel stamps or without a token.
     pub read_lag_ns: Option<i64>,
+    /// When the request's write began, ns on the monotonic clock.
+    pub issued_ns: u64,
+    /// When the answer's last bytes arrived (the kernel's stamp; the read's return without
+    /// one), ns on the monotonic clock.
+    pub ended_ns: u64,
 }
 
 /// One keep-alive connection of the floor at many streams: the socket I/O agentload's client
@@ -208,12 +213,14 @@ impl StreamFloor {
     pub async fn exchange(&mut self, request: &[u8]) -> std::io::Result<Exchange> {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         self.reads.first_token_due.store(true, Ordering::Relaxed);
-        self.io.write_all(request).await?;
-        self.tail.clear();
         let mut seen = Exchange {
             tokens: 0,
             read_lag_ns: None,
+            issued_ns: clock::mono_ns(Instant::now()),
+            ended_ns: 0,
         };
+        self.io.write_all(request).await?;
+        self.tail.clear();
         let mut done = false;
         loop {
             let n = self.io.read(&mut self.buf).await?;
@@ -238,6 +245,11 @@ impl StreamFloor {
             self.tail.extend_from_slice(got);
             done = done || find(&self.tail, b"data: [DONE]").is_some();
             if done && self.tail.ends_with(b"0\r\n\r\n") {
+                let arrived = self.reads.arrived_ns.load(Ordering::Relaxed);
+                seen.ended_ns = match arrived {
+                    0 => self.reads.returned_ns.load(Ordering::Relaxed),
+                    at => at,
+                };
                 return Ok(seen);
             }
             let keep = self.tail.len().saturating_sub(16);
@@ -362,6 +374,7 @@ mod tests {
         for _ in 0..10 {
             let seen = conn.exchange(&request).await.unwrap();
             assert_eq!(seen.tokens, 4);
+            assert!(seen.issued_ns < seen.ended_ns, "{seen:?}");
             lags.extend(seen.read_lag_ns);
         }
         // Loopback packets carry kernel stamps on Linux (the machine's first stamping socket
