@@ -206,6 +206,9 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
         "c=3 ingest / demand",
         "c=3 harness CPU busy",
         "c=3 simulator CPU busy",
+        "c=1 floor CPU",
+        "c=3 floor CPU",
+        "c=3 harness CPU / floor",
     ] {
         assert!(table.contains(row), "`{row}` missing:\n{table}");
     }
@@ -242,6 +245,10 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
             let pct = l[side].as_f64().unwrap();
             assert!(pct.is_finite() && pct >= 0.0, "{side}: {l}");
         }
+        // The floor's CPU at every level: the alternated client's at c=1, a floor at the
+        // same concurrency above it.
+        let floor_cpu = l["floor_cpu_ms_per_request"].as_f64().unwrap();
+        assert!(floor_cpu.is_finite() && floor_cpu > 0.0, "{l}");
     }
     assert!(streams["sim_cpus"].is_null());
 }

@@ -186,4 +186,16 @@ mod tests {
         let e = replay_gaps(&path).unwrap_err().to_string();
         assert!(e.contains("turns.jsonl:1"), "{e}");
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_floor_replays_one_gap_per_turn_after_the_first() {
+        let gaps = floor_gaps(5).await.unwrap();
+        assert_eq!(gaps.len(), 5);
+        // Each request is written after the last answer's end arrived, and well within a
+        // second of it on any machine.
+        assert!(
+            gaps.iter().all(|&ms| (0.0..1000.0).contains(&ms)),
+            "{gaps:?}"
+        );
+    }
 }
