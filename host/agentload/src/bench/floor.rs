@@ -318,8 +318,8 @@ mod tests {
         assert_eq!(sim_stamps(b"data: [DONE]"), None);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_floor_client_measures_against_the_simulator() {
+    /// A fast echo simulator, and a streamed request body of four tokens for it.
+    async fn echo_sim() -> (agentload_sim::SimHandle, Vec<u8>) {
         let sim = agentload_sim::start(
             agentload_sim::SimConfig {
                 decode_tokens_per_s: 10_000.0,
@@ -335,6 +335,12 @@ mod tests {
             "messages": [{"role": "user", "content": "word word word word"}],
         }))
         .unwrap();
+        (sim, body)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_floor_client_measures_against_the_simulator() {
+        let (sim, body) = echo_sim().await;
         let addr = sim.addr();
         let samples = tokio::task::spawn_blocking(move || run(addr, &body, 5))
             .await
@@ -353,21 +359,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_floor_reads_each_answer_to_its_end_on_one_connection() {
-        let sim = agentload_sim::start(
-            agentload_sim::SimConfig {
-                decode_tokens_per_s: 10_000.0,
-                ..Default::default()
-            },
-            std::sync::Arc::new(agentload_sim::ApproxTokenCounter),
-            "127.0.0.1:0".parse().unwrap(),
-        )
-        .await
-        .unwrap();
-        let body = serde_json::to_vec(&json!({
-            "model": "m", "stream": true,
-            "messages": [{"role": "user", "content": "word word word word"}],
-        }))
-        .unwrap();
+        let (sim, body) = echo_sim().await;
         let request = request(&sim.addr().to_string(), &body);
         let mut conn = StreamFloor::connect(sim.addr()).await.unwrap();
         // Each answer (the simulator echoes the prompt's four tokens) is read to its chunked
