@@ -6,9 +6,11 @@
 //! The gap is an answer's end (the kernel's arrival stamp of its last bytes)
 //! to the session's next request, over turns without a delay. The floor
 //! replays as many turns on one [`StreamFloor`] connection against a
-//! simulator in its own process, as the demo's is: each request is written
-//! as soon as the last answer's end was read, nothing parsed, so its gap is
-//! the machine's wake-up and one byte search.
+//! simulator in the bench's own process (as the demo's simulator is in the
+//! demo's): each request is written as soon as the last answer's end was
+//! read, nothing parsed, so its gap is the machine's wake-up and one byte
+//! search. Its simulator echoes (no tokenizer work beside the client, where
+//! the demo's oracle tokenizes), so the floor is a lower bound.
 
 use super::floor::{self, StreamFloor};
 use super::{percentile, Row};
