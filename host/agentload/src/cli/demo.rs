@@ -8,6 +8,9 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The demo's simulated time scale unless `--time-scale` says otherwise.
+pub const TIME_SCALE: f64 = 0.001;
+
 /// The demo runs the shipped edge config.
 const EDGE_CONFIG: &str = include_str!("../../../../configs/edge-full-run.toml");
 

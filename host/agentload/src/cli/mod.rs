@@ -4,7 +4,7 @@
 //! Exit codes are `agentload_results::exit`.
 
 mod args;
-mod demo;
+pub(crate) mod demo;
 mod sim;
 mod telemetry;
 
