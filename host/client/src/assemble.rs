@@ -340,15 +340,18 @@ impl<'a> ChunkView<'a> {
 /// where they need no unescaping; every other field skipped unread.
 mod typed {
     use super::{ChoiceView, ChunkView, DeltaView};
+    use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
     use serde::Deserialize;
     use serde_json::value::RawValue;
     use serde_json::Value;
     use std::borrow::Cow;
+    use std::fmt;
+    use std::marker::PhantomData;
 
     #[derive(Deserialize)]
     pub(super) struct Chunk<'a> {
         #[serde(borrow)]
-        choices: Option<Vec<Choice<'a>>>,
+        choices: Option<First<Choice<'a>>>,
         #[serde(borrow)]
         usage: Option<&'a RawValue>,
         #[serde(borrow)]
@@ -361,7 +364,7 @@ mod typed {
     #[derive(Deserialize)]
     struct Choice<'a> {
         #[serde(borrow)]
-        finish_reason: Option<Cow<'a, str>>,
+        finish_reason: Option<Text<'a>>,
         #[serde(borrow)]
         delta: Option<Delta<'a>>,
     }
@@ -369,17 +372,65 @@ mod typed {
     #[derive(Deserialize)]
     struct Delta<'a> {
         #[serde(borrow)]
-        content: Option<Cow<'a, str>>,
+        content: Option<Text<'a>>,
         #[serde(borrow)]
-        reasoning_content: Option<Cow<'a, str>>,
+        reasoning_content: Option<Text<'a>>,
         #[serde(borrow)]
-        reasoning: Option<Cow<'a, str>>,
+        reasoning: Option<Text<'a>>,
         tool_calls: Option<Vec<Value>>,
     }
 
+    /// An array's first element (the others skipped unread): the assembler reads only the
+    /// first choice, and keeps no `Vec` of them.
+    struct First<T>(Option<T>);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Seq<T>(PhantomData<T>);
+            impl<'de, T: Deserialize<'de>> Visitor<'de> for Seq<T> {
+                type Value = First<T>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an array")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<First<T>, A::Error> {
+                    let first = seq.next_element()?;
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(First(first))
+                }
+            }
+            d.deserialize_seq(Seq(PhantomData))
+        }
+    }
+
+    /// A string borrowed from the chunk when it has no escapes (serde's own `Cow` inside an
+    /// `Option` always copies).
+    struct Text<'a>(Cow<'a, str>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Str;
+            impl<'de> Visitor<'de> for Str {
+                type Value = Text<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Borrowed(s)))
+                }
+                fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Owned(s.to_owned())))
+                }
+                fn visit_string<E: de::Error>(self, s: String) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Owned(s)))
+                }
+            }
+            d.deserialize_str(Str)
+        }
+    }
+
     /// A text field: `None` when absent, null or empty.
-    fn nonempty<'s>(s: &'s Option<Cow<'_, str>>) -> Option<&'s str> {
-        s.as_deref().filter(|s| !s.is_empty())
+    fn nonempty<'s>(s: &'s Option<Text<'_>>) -> Option<&'s str> {
+        s.as_ref().map(|t| &*t.0).filter(|s| !s.is_empty())
     }
 
     impl<'a> Chunk<'a> {
@@ -394,21 +445,21 @@ mod typed {
         }
 
         pub(super) fn view(&self) -> ChunkView<'_> {
-            let first_choice =
-                self.choices
-                    .as_ref()
-                    .and_then(|c| c.first())
-                    .map(|choice| ChoiceView {
-                        finish_reason: choice.finish_reason.as_deref(),
-                        // `"delta": null` reads as no delta: both views then add nothing.
-                        delta: choice.delta.as_ref().map(|d| DeltaView {
-                            content: nonempty(&d.content).unwrap_or(""),
-                            reasoning: nonempty(&d.reasoning_content)
-                                .or(nonempty(&d.reasoning))
-                                .unwrap_or(""),
-                            tool_calls: d.tool_calls.as_deref(),
-                        }),
-                    });
+            let first_choice = self
+                .choices
+                .as_ref()
+                .and_then(|c| c.0.as_ref())
+                .map(|choice| ChoiceView {
+                    finish_reason: choice.finish_reason.as_ref().map(|t| &*t.0),
+                    // `"delta": null` reads as no delta: both views then add nothing.
+                    delta: choice.delta.as_ref().map(|d| DeltaView {
+                        content: nonempty(&d.content).unwrap_or(""),
+                        reasoning: nonempty(&d.reasoning_content)
+                            .or(nonempty(&d.reasoning))
+                            .unwrap_or(""),
+                        tool_calls: d.tool_calls.as_deref(),
+                    }),
+                });
             ChunkView {
                 has_choices: self.choices.is_some(),
                 first_choice,
@@ -510,6 +561,24 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<typed::Chunk<'_>>(c).is_ok(), "{c}");
         }
+    }
+
+    /// The typed view copies nothing it reads: text without escapes is borrowed from the
+    /// chunk, and only the first choice is read (a second one of any shape is skipped).
+    #[test]
+    fn the_typed_view_borrows_its_text_and_reads_one_choice() {
+        let c = r#"{"choices":[{"finish_reason":"stop","delta":{"content":"plain"}},"second",7]}"#;
+        let chunk = serde_json::from_str::<typed::Chunk<'_>>(c).unwrap();
+        let choice = chunk.view().first_choice.unwrap();
+        let inside = |s: &str| c.as_bytes().as_ptr_range().contains(&s.as_ptr());
+        assert!(inside(choice.delta.unwrap().content));
+        assert!(inside(choice.finish_reason.unwrap()));
+        let escaped = r#"{"choices":[{"delta":{"content":"a\nb"}}]}"#;
+        let chunk = serde_json::from_str::<typed::Chunk<'_>>(escaped).unwrap();
+        assert_eq!(
+            chunk.view().first_choice.unwrap().delta.unwrap().content,
+            "a\nb"
+        );
     }
 
     #[test]

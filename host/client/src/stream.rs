@@ -581,7 +581,7 @@ impl ChatClient {
                 t.first_token_read = conn.reads.read_of_arrival();
                 conn.reads.first_token_due(false);
             }
-            if reader.done {
+            if reader.done() {
                 t.end(now);
                 break drain(&mut conn, &mut decoder).await;
             }

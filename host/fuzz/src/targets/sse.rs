@@ -4,7 +4,7 @@
 //! pieces, without a panic.
 
 use crate::{drive, Budget, Failure, Report, Target};
-use agentload_client::SseParser;
+use agentload_client::{SseEvent, SseParser};
 use proptest::prelude::*;
 
 /// Structured streams against the parsing rules.
@@ -137,13 +137,17 @@ fn parse(bytes: &[u8], cuts: &[prop::sample::Index]) -> Vec<String> {
     points.sort_unstable();
     let mut parser = SseParser::default();
     let mut out = Vec::new();
+    let mut keep = |e: SseEvent<'_>| {
+        out.push(e.data.to_owned());
+        Ok::<_, std::convert::Infallible>(())
+    };
     let mut from = 0;
     for p in points.into_iter().chain([bytes.len()]) {
-        parser.feed(&bytes[from..p], &mut out);
+        let Ok(()) = parser.feed(&bytes[from..p], &mut keep);
         from = p;
     }
-    parser.finish(&mut out);
-    out.into_iter().map(|e| e.data).collect()
+    let Ok(()) = parser.finish(&mut keep);
+    out
 }
 
 fn run(budget: Budget, seed: u64) -> Result<Report, Failure> {
