@@ -209,6 +209,9 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
         "c=1 floor CPU",
         "c=3 floor CPU",
         "c=3 harness CPU / floor",
+        "c=3 harness CPU in user space",
+        "c=3 floor CPU in user space",
+        "c=3 harness CPU in the kernel / floor's",
     ] {
         assert!(table.contains(row), "`{row}` missing:\n{table}");
     }
@@ -249,6 +252,23 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
         // same concurrency above it.
         let floor_cpu = l["floor_cpu_ms_per_request"].as_f64().unwrap();
         assert!(floor_cpu.is_finite() && floor_cpu > 0.0, "{l}");
+        // Above c=1 both sides' CPU is split into user space and the kernel; at c=1 the
+        // alternated floor's share is not, and the split is absent (null).
+        for (user, all) in [
+            (
+                "harness_user_cpu_ms_per_request",
+                "harness_cpu_ms_per_request",
+            ),
+            ("floor_user_cpu_ms_per_request", "floor_cpu_ms_per_request"),
+        ] {
+            match l["streams"].as_u64().unwrap() {
+                1 => assert!(l[user].is_null(), "{user}: {l}"),
+                _ => {
+                    let (user_ms, all_ms) = (l[user].as_f64().unwrap(), l[all].as_f64().unwrap());
+                    assert!((0.0..=all_ms + 1e-9).contains(&user_ms), "{user}: {l}");
+                }
+            }
+        }
     }
     assert!(streams["sim_cpus"].is_null());
 }

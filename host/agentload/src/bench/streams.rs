@@ -16,7 +16,8 @@
 
 use super::floor::{self, FloorClient, Sample, StreamFloor};
 use super::{percentile, rss_kib, Row};
-use agentload_client::{ChatClient, ClientOptions, Timestamps};
+use crate::sweep::CpuTimes;
+use agentload_client::{ChatClient, ClientOptions, RequestBody, Timestamps};
 use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -109,10 +110,15 @@ pub struct Level {
     /// What the simulator would send if nothing waited: streams x its decode rate.
     pub demand_tps: f64,
     pub harness_cpu_ms_per_request: f64,
+    /// Of `harness_cpu_ms_per_request`, the part in agentload's own code (not the kernel's);
+    /// NaN at c=1, where the alternated floor's share of it is not split.
+    pub harness_user_cpu_ms_per_request: f64,
     /// The floor client's CPU per request at the same concurrency: at c=1 the alternated
     /// blocking client's thread, above it [`StreamFloor`] connections run right after the
     /// level, in this process, against the same simulator.
     pub floor_cpu_ms_per_request: f64,
+    /// Of `floor_cpu_ms_per_request`, the part in the floor's own code (above c=1; NaN at c=1).
+    pub floor_user_cpu_ms_per_request: f64,
     /// The floor's first-token read lag at the same concurrency (above c=1), as `read_lag`.
     pub floor_read_lag: Option<Spread>,
     /// CPU the harness and the simulator used while the level ran, in % of
@@ -213,6 +219,8 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         .parse()
         .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
     let bytes = serde_json::to_vec(&body)?;
+    // Written once and sent as shared slices, as a run's body builder sends them.
+    let body = RequestBody::from(bytes.clone());
     let request: Arc<[u8]> = floor::request(&addr.to_string(), &bytes).into();
     let per_stream = opts.per_stream(1);
     // The floor alternates request by request with agentload's c=1 level, so that both see
@@ -235,9 +243,10 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
             floor_samples = samples;
         }
         if n > 1 {
-            let (cpu, lag) = stream_floor(addr, n, opts.per_stream(n), &request).await?;
-            l.floor_cpu_ms_per_request = cpu;
-            l.floor_read_lag = lag;
+            let floor = stream_floor(addr, n, opts.per_stream(n), &request).await?;
+            l.floor_cpu_ms_per_request = floor.cpu_ms_per_request;
+            l.floor_user_cpu_ms_per_request = floor.user_cpu_ms_per_request;
+            l.floor_read_lag = floor.read_lag;
         }
         levels.push(l);
     }
@@ -309,6 +318,30 @@ fn rows(s: &Streams) -> Vec<Row> {
             ("harness RSS", l.rss_mib, "MiB"),
         ] {
             rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
+        }
+        if l.streams > 1 {
+            for (what, value, unit) in [
+                (
+                    "harness CPU in user space",
+                    l.harness_user_cpu_ms_per_request,
+                    "ms/req",
+                ),
+                (
+                    "floor CPU in user space",
+                    l.floor_user_cpu_ms_per_request,
+                    "ms/req",
+                ),
+                (
+                    "harness CPU in the kernel / floor's",
+                    ratio(
+                        l.harness_cpu_ms_per_request - l.harness_user_cpu_ms_per_request,
+                        l.floor_cpu_ms_per_request - l.floor_user_cpu_ms_per_request,
+                    ),
+                    "x",
+                ),
+            ] {
+                rows.push(Row::new("streams", format!("{c} {what}"), value, unit));
+            }
         }
         if let Some(lag) = l.read_lag {
             spread_rows(&mut rows, &format!("{c} first-token read lag"), lag);
@@ -388,7 +421,7 @@ async fn level(
     sim: Option<u32>,
     n: usize,
     per_stream: usize,
-    body: &serde_json::Value,
+    body: &RequestBody,
     floor: Option<FloorClient>,
 ) -> Result<(Level, Option<Vec<Sample>>)> {
     let client = Arc::new(ChatClient::new(&ClientOptions {
@@ -408,7 +441,7 @@ async fn level(
         .await
         .with_context(|| format!("c={n}: cannot open the connections"))?;
     let sim_cpu = || sim.and_then(super::process_cpu_seconds);
-    let (cpu0, sim_cpu0) = (crate::sweep::cpu_seconds(), sim_cpu());
+    let (cpu0, sim_cpu0) = (crate::sweep::cpu_times(), sim_cpu());
     let started = Instant::now();
     let mut floor = floor;
     let tasks: Vec<_> = (0..n)
@@ -424,7 +457,9 @@ async fn level(
                     cpu_s: 0.0,
                 });
                 for r in 0..per_stream {
-                    let ex = client.send(&body, &format!("bench-{i}-{r}")).await;
+                    let ex = client
+                        .send_json(body.clone(), true, &format!("bench-{i}-{r}"))
+                        .await;
                     let t = &ex.timeline;
                     let sample = ex.result.as_ref().ok().and_then(|a| {
                         Sample::of(t.issued, t.first_token?, a.server_timestamps.as_ref()?)
@@ -473,9 +508,8 @@ async fn level(
         .map_or((0.0, 0.0), |a| (a.wall.as_secs_f64(), a.cpu_s));
     let floor_requests = floor_done.as_ref().map_or(0, |a| a.samples.len());
     let wall = started.elapsed().as_secs_f64() - floor_wall;
-    let cpu = cpu0
-        .zip(crate::sweep::cpu_seconds())
-        .map_or(f64::NAN, |(a, b)| b - a - floor_cpu);
+    let used = cpu_used(cpu0);
+    let cpu = used.user + used.system - floor_cpu;
     let sim_cpu = sim_cpu0.zip(sim_cpu()).map_or(f64::NAN, |(a, b)| b - a);
     let rss_kib = rss_kib().map_or(0, |(peak, now)| if peak_reset { peak } else { now });
     let requests = n * per_stream;
@@ -498,6 +532,12 @@ async fn level(
         ingest_tps: chunks as f64 / wall,
         demand_tps: (n * SIM_DECODE_TPS) as f64,
         harness_cpu_ms_per_request: cpu * 1e3 / requests as f64,
+        harness_user_cpu_ms_per_request: if floor_requests > 0 {
+            f64::NAN
+        } else {
+            used.user * 1e3 / requests as f64
+        },
+        floor_user_cpu_ms_per_request: f64::NAN,
         floor_read_lag: None,
         floor_cpu_ms_per_request: if floor_requests > 0 {
             floor_cpu * 1e3 / floor_requests as f64
@@ -513,15 +553,15 @@ async fn level(
 }
 
 /// The floor at `n` streams: `n` connections (opened before the measure), each sending
-/// `per_stream` requests one after another; its CPU per request, ms (this process's CPU while
-/// it ran: nothing else runs in it meanwhile), and the first-token read lag of the requests
-/// after each stream's first.
+/// `per_stream` requests one after another; its CPU per request, ms, in all and in user space
+/// (this process's CPU while it ran: nothing else runs in it meanwhile), and the first-token
+/// read lag of the requests after each stream's first.
 async fn stream_floor(
     addr: std::net::SocketAddr,
     n: usize,
     per_stream: usize,
     request: &Arc<[u8]>,
-) -> Result<(f64, Option<Spread>)> {
+) -> Result<FloorLevel> {
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
         conns.push(
@@ -530,7 +570,7 @@ async fn stream_floor(
                 .with_context(|| format!("floor c={n}: cannot open the connections"))?,
         );
     }
-    let cpu0 = crate::sweep::cpu_seconds();
+    let cpu0 = crate::sweep::cpu_times();
     let tasks: Vec<_> = conns
         .into_iter()
         .map(|mut conn| {
@@ -555,11 +595,35 @@ async fn stream_floor(
                 .with_context(|| format!("floor c={n}"))?,
         );
     }
-    let cpu = cpu0
-        .zip(crate::sweep::cpu_seconds())
-        .map_or(f64::NAN, |(a, b)| b - a);
+    let cpu = cpu_used(cpu0);
     let lag = (!lags.is_empty()).then(|| Spread::of(lags.into_iter()));
-    Ok((cpu * 1e3 / (n * per_stream) as f64, lag))
+    let per_request = |s: f64| s * 1e3 / (n * per_stream) as f64;
+    Ok(FloorLevel {
+        cpu_ms_per_request: per_request(cpu.user + cpu.system),
+        user_cpu_ms_per_request: per_request(cpu.user),
+        read_lag: lag,
+    })
+}
+
+/// What the floor measured at one level above c=1.
+struct FloorLevel {
+    cpu_ms_per_request: f64,
+    user_cpu_ms_per_request: f64,
+    read_lag: Option<Spread>,
+}
+
+/// This process's CPU time since `before` (NaN where it cannot be read).
+fn cpu_used(before: Option<CpuTimes>) -> CpuTimes {
+    before.zip(crate::sweep::cpu_times()).map_or(
+        CpuTimes {
+            user: f64::NAN,
+            system: f64::NAN,
+        },
+        |(a, b)| CpuTimes {
+            user: b.user - a.user,
+            system: b.system - a.system,
+        },
+    )
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

@@ -434,6 +434,20 @@ fn phase_line(p: &PhaseSummary) -> String {
 /// This process's user + system CPU time (s), from `getrusage(RUSAGE_SELF)`
 /// (microsecond resolution).
 pub fn cpu_seconds() -> Option<f64> {
+    cpu_times().map(|t| t.user + t.system)
+}
+
+/// A process's CPU time (s), in its own code and in the kernel's on its behalf.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuTimes {
+    pub user: f64,
+    pub system: f64,
+}
+
+/// This process's CPU time so far, from `getrusage(RUSAGE_SELF)`. The kernel splits its
+/// precise total by the share of clock ticks that found the process in user space, so a
+/// difference is a fair split over seconds, not over milliseconds.
+pub fn cpu_times() -> Option<CpuTimes> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is valid.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
@@ -443,7 +457,10 @@ pub fn cpu_seconds() -> Option<f64> {
     // SAFETY: initialised by the successful call above.
     let u = unsafe { usage.assume_init() };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Some(secs(u.ru_utime) + secs(u.ru_stime))
+    Some(CpuTimes {
+        user: secs(u.ru_utime),
+        system: secs(u.ru_stime),
+    })
 }
 
 #[cfg(test)]
