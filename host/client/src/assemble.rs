@@ -9,8 +9,11 @@
 //! replaces the earlier one, as the reference (`merge_tool_calls`) takes them.
 //! Only `arguments` pieces are appended.
 
+mod scan;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// One tool call as assembled from its deltas.
@@ -48,7 +51,7 @@ pub struct Assembled {
     pub stream_error: Option<String>,
 }
 
-/// An object kept from a chunk: its raw text (typed path) or its value.
+/// An object kept from a chunk: its raw text (scanned) or its value.
 #[derive(Debug)]
 enum Extra {
     Raw(String),
@@ -114,23 +117,20 @@ impl CompletionAssembler {
     /// # Errors
     /// When the payload is not JSON (nothing of it is kept).
     pub fn push_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
-        // The typed view skips the fields nobody reads without building them
-        // (no map per object). A chunk it does not fit (a field of another
-        // type, a duplicate key, or not JSON at all) takes the general path,
-        // which reads any shape as before and names a parse error.
-        match serde_json::from_str::<typed::Chunk<'_>>(data) {
-            Ok(chunk) => {
-                for (kept, raw) in self.extras.iter_mut().zip(chunk.extras()) {
-                    if let Some(raw) = raw.filter(|r| r.get() != "null") {
-                        *kept = Some(Extra::Raw(raw.get().to_owned()));
+        // The scanner reads the usual shapes in one pass, building nothing for
+        // the fields nobody reads. A chunk it does not read (another shape,
+        // or not JSON at all) takes the general path, which reads any shape
+        // and names a parse error.
+        match scan::chunk(data) {
+            Some(chunk) => {
+                for (kept, raw) in self.extras.iter_mut().zip(chunk.extras) {
+                    if let Some(raw) = raw {
+                        *kept = Some(Extra::Raw(raw.to_owned()));
                     }
                 }
-                if let Some(e) = chunk.error() {
-                    self.keep_error(e);
-                }
-                Ok(self.take(chunk.view()))
+                Ok(self.take(scanned(&chunk)))
             }
-            Err(_) => self.push_value_chunk(data),
+            None => self.push_value_chunk(data),
         }
     }
 
@@ -157,9 +157,10 @@ impl CompletionAssembler {
         };
         let has_call = delta
             .tool_calls
+            .as_ref()
             .is_some_and(|calls| match self.first_token {
                 FirstToken::Reference => !calls.is_empty(),
-                FirstToken::Rules => calls.iter().any(call_has_text),
+                FirstToken::Rules => calls.iter().any(|c| c.has_text),
             });
         let bearing = !delta.content.is_empty() || !delta.reasoning.is_empty() || has_call;
         if bearing && self.out.first_chunk.is_none() {
@@ -171,7 +172,7 @@ impl CompletionAssembler {
         }
         self.out.content.push_str(delta.content);
         self.out.reasoning_content.push_str(delta.reasoning);
-        for call in delta.tool_calls.into_iter().flatten() {
+        for call in delta.tool_calls.iter().flat_map(Calls::iter) {
             self.merge_call(call);
         }
         bearing
@@ -204,11 +205,11 @@ impl CompletionAssembler {
             // Only objects are tool calls (a server may send anything).
             let calls = calls.into_iter().flatten().filter(|c| c.is_object());
             for (i, call) in calls.enumerate() {
-                let mut call = call.clone();
+                let mut view = CallView::of(call);
                 if call.get("index").is_none() {
-                    call["index"] = Value::from(i);
+                    view.index = i as u64;
                 }
-                self.merge_call(&call);
+                self.merge_call(view);
             }
         }
     }
@@ -246,43 +247,85 @@ impl CompletionAssembler {
         self.out.stream_error = Some(message.map_or_else(|| e.to_string(), str::to_string));
     }
 
-    fn merge_call(&mut self, delta: &Value) {
-        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
-        let call = self.calls.entry(index).or_default();
-        if let Some(id) = delta
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
-            id.clone_into(&mut call.id);
+    fn merge_call(&mut self, delta: CallView<'_>) {
+        let call = self.calls.entry(delta.index).or_default();
+        if !delta.id.is_empty() {
+            delta.id.clone_into(&mut call.id);
         }
-        if let Some(f) = delta.get("function") {
-            if let Some(name) = f
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-            {
-                name.clone_into(&mut call.name);
-            }
-            match f.get("arguments") {
-                Some(Value::String(s)) => call.arguments.push_str(s),
-                Some(Value::Null) | None => {}
-                Some(other) => call.arguments.push_str(&other.to_string()),
-            }
+        if !delta.name.is_empty() {
+            delta.name.clone_into(&mut call.name);
+        }
+        if let Some(arguments) = delta.arguments {
+            call.arguments.push_str(&arguments);
         }
     }
 }
 
-/// Whether a tool-call delta carries text: a non-empty function name or
-/// arguments.
-fn call_has_text(call: &Value) -> bool {
-    let f = &call["function"];
-    let text = |v: &Value| match v {
-        Value::String(s) => !s.is_empty(),
-        Value::Null => false,
-        _ => true,
-    };
-    text(&f["name"]) || text(&f["arguments"])
+/// A delta's tool calls, whichever way the chunk was parsed.
+enum Calls<'a> {
+    Values(&'a [Value]),
+    Scanned(&'a [scan::Call<'a>]),
+}
+
+impl<'a> Calls<'a> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Self::Values(calls) => calls.is_empty(),
+            Self::Scanned(calls) => calls.is_empty(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = CallView<'a>> {
+        let (values, scanned) = match *self {
+            Self::Values(calls) => (calls, &[][..]),
+            Self::Scanned(calls) => (&[][..], calls),
+        };
+        values
+            .iter()
+            .map(CallView::of)
+            .chain(scanned.iter().map(CallView::scanned))
+    }
+}
+
+/// One tool-call delta as the assembler reads it.
+struct CallView<'a> {
+    /// `index` (0 when absent or not an unsigned integer).
+    index: u64,
+    /// `id` and `function.name` ("" when absent, empty or not strings).
+    id: &'a str,
+    name: &'a str,
+    /// `function.arguments`: a string's text, another value's JSON; `None` when absent or
+    /// null.
+    arguments: Option<Cow<'a, str>>,
+    /// The function's name or arguments carry text: a string that is not empty, or any
+    /// other value but null (what bears the rules' first token).
+    has_text: bool,
+}
+
+impl<'a> CallView<'a> {
+    /// The view of a call of any shape.
+    fn of(call: &'a Value) -> Self {
+        let f = call.get("function");
+        let str_of = |v: Option<&'a Value>| v.and_then(Value::as_str).unwrap_or("");
+        let text = |v: Option<&Value>| match v {
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(Value::Null) | None => false,
+            Some(_) => true,
+        };
+        let name = f.and_then(|f| f.get("name"));
+        let arguments = f.and_then(|f| f.get("arguments"));
+        Self {
+            index: call.get("index").and_then(Value::as_u64).unwrap_or(0),
+            id: str_of(call.get("id")),
+            name: str_of(name),
+            arguments: match arguments {
+                Some(Value::String(s)) => Some(Cow::Borrowed(s)),
+                Some(Value::Null) | None => None,
+                Some(other) => Some(Cow::Owned(other.to_string())),
+            },
+            has_text: text(name) || text(arguments),
+        }
+    }
 }
 
 /// What a chunk says, whichever way it was parsed.
@@ -307,7 +350,7 @@ struct ChoiceView<'a> {
 struct DeltaView<'a> {
     content: &'a str,
     reasoning: &'a str,
-    tool_calls: Option<&'a [Value]>,
+    tool_calls: Option<Calls<'a>>,
 }
 
 impl<'a> ChunkView<'a> {
@@ -322,7 +365,7 @@ impl<'a> ChunkView<'a> {
                 tool_calls: delta
                     .get("tool_calls")
                     .and_then(Value::as_array)
-                    .map(Vec::as_slice),
+                    .map(|calls| Calls::Values(calls)),
             }),
         });
         Self {
@@ -336,138 +379,47 @@ impl<'a> ChunkView<'a> {
     }
 }
 
-/// The typed view of a chunk: the fields the assembler reads, borrowed
-/// where they need no unescaping; every other field skipped unread.
-mod typed {
-    use super::{ChoiceView, ChunkView, DeltaView};
-    use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
-    use serde::Deserialize;
-    use serde_json::value::RawValue;
-    use serde_json::Value;
-    use std::borrow::Cow;
-    use std::fmt;
-    use std::marker::PhantomData;
-
-    #[derive(Deserialize)]
-    pub(super) struct Chunk<'a> {
-        #[serde(borrow)]
-        choices: Option<First<Choice<'a>>>,
-        #[serde(borrow)]
-        usage: Option<&'a RawValue>,
-        #[serde(borrow)]
-        timings: Option<&'a RawValue>,
-        #[serde(borrow)]
-        agentload_sim: Option<&'a RawValue>,
-        error: Option<Value>,
+/// The view of a chunk the scanner read.
+fn scanned<'a>(chunk: &'a scan::Chunk<'a>) -> ChunkView<'a> {
+    let nonempty = |t: &'a Option<Cow<'a, str>>| t.as_deref().filter(|t| !t.is_empty());
+    let first_choice = chunk
+        .choices
+        .as_ref()
+        .and_then(Option::as_ref)
+        .map(|choice| ChoiceView {
+            finish_reason: choice.finish_reason.as_deref(),
+            // `"delta": null` reads as no delta: both views then add nothing.
+            delta: choice.delta.as_ref().map(|d| DeltaView {
+                content: nonempty(&d.content).unwrap_or(""),
+                reasoning: nonempty(&d.reasoning_content)
+                    .or(nonempty(&d.reasoning))
+                    .unwrap_or(""),
+                tool_calls: d.tool_calls.as_deref().map(Calls::Scanned),
+            }),
+        });
+    ChunkView {
+        has_choices: chunk.choices.is_some(),
+        first_choice,
+        usage: None,
+        timings: None,
+        server_timestamps: None,
+        error: None,
     }
+}
 
-    #[derive(Deserialize)]
-    struct Choice<'a> {
-        #[serde(borrow)]
-        finish_reason: Option<Text<'a>>,
-        #[serde(borrow)]
-        delta: Option<Delta<'a>>,
-    }
-
-    #[derive(Deserialize)]
-    struct Delta<'a> {
-        #[serde(borrow)]
-        content: Option<Text<'a>>,
-        #[serde(borrow)]
-        reasoning_content: Option<Text<'a>>,
-        #[serde(borrow)]
-        reasoning: Option<Text<'a>>,
-        tool_calls: Option<Vec<Value>>,
-    }
-
-    /// An array's first element (the others skipped unread): the assembler reads only the
-    /// first choice, and keeps no `Vec` of them.
-    struct First<T>(Option<T>);
-
-    impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Seq<T>(PhantomData<T>);
-            impl<'de, T: Deserialize<'de>> Visitor<'de> for Seq<T> {
-                type Value = First<T>;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("an array")
-                }
-                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<First<T>, A::Error> {
-                    let first = seq.next_element()?;
-                    while seq.next_element::<IgnoredAny>()?.is_some() {}
-                    Ok(First(first))
-                }
-            }
-            d.deserialize_seq(Seq(PhantomData))
-        }
-    }
-
-    /// A string borrowed from the chunk when it has no escapes (serde's own `Cow` inside an
-    /// `Option` always copies).
-    struct Text<'a>(Cow<'a, str>);
-
-    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Str;
-            impl<'de> Visitor<'de> for Str {
-                type Value = Text<'de>;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a string")
-                }
-                fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
-                    Ok(Text(Cow::Borrowed(s)))
-                }
-                fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
-                    Ok(Text(Cow::Owned(s.to_owned())))
-                }
-                fn visit_string<E: de::Error>(self, s: String) -> Result<Text<'de>, E> {
-                    Ok(Text(Cow::Owned(s)))
-                }
-            }
-            d.deserialize_str(Str)
-        }
-    }
-
-    /// A text field: `None` when absent, null or empty.
-    fn nonempty<'s>(s: &'s Option<Text<'_>>) -> Option<&'s str> {
-        s.as_ref().map(|t| &*t.0).filter(|s| !s.is_empty())
-    }
-
-    impl<'a> Chunk<'a> {
-        /// `usage`, `timings` and the simulator's stamps, as sent.
-        pub(super) fn extras(&self) -> [Option<&'a RawValue>; 3] {
-            [self.usage, self.timings, self.agentload_sim]
-        }
-
-        /// The `error` object, when there is one.
-        pub(super) fn error(&self) -> Option<&Value> {
-            self.error.as_ref()
-        }
-
-        pub(super) fn view(&self) -> ChunkView<'_> {
-            let first_choice = self
-                .choices
-                .as_ref()
-                .and_then(|c| c.0.as_ref())
-                .map(|choice| ChoiceView {
-                    finish_reason: choice.finish_reason.as_ref().map(|t| &*t.0),
-                    // `"delta": null` reads as no delta: both views then add nothing.
-                    delta: choice.delta.as_ref().map(|d| DeltaView {
-                        content: nonempty(&d.content).unwrap_or(""),
-                        reasoning: nonempty(&d.reasoning_content)
-                            .or(nonempty(&d.reasoning))
-                            .unwrap_or(""),
-                        tool_calls: d.tool_calls.as_deref(),
-                    }),
-                });
-            ChunkView {
-                has_choices: self.choices.is_some(),
-                first_choice,
-                usage: None,
-                timings: None,
-                server_timestamps: None,
-                error: None,
-            }
+impl<'a> CallView<'a> {
+    /// The view of a call the scanner read.
+    fn scanned(call: &'a scan::Call<'a>) -> Self {
+        let f = call.function.as_ref();
+        let nonempty = |t: Option<&'a Cow<'a, str>>| t.map(|t| &**t).filter(|t| !t.is_empty());
+        let name = nonempty(f.and_then(|f| f.name.as_ref())).unwrap_or("");
+        let arguments = f.and_then(|f| f.arguments.as_deref()).map(Cow::Borrowed);
+        Self {
+            index: call.index.unwrap_or(0),
+            id: nonempty(call.id.as_ref()).unwrap_or(""),
+            name,
+            has_text: !name.is_empty() || arguments.as_ref().is_some_and(|a| !a.is_empty()),
+            arguments,
         }
     }
 }
@@ -489,15 +441,15 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"b"}}],"timings":{"n":2,"f":1e-7}}"#,
             r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2},"timings":null}"#,
         ];
-        let (mut typed, mut general) = (
+        let (mut scanned, mut general) = (
             CompletionAssembler::default(),
             CompletionAssembler::default(),
         );
         for c in chunks {
-            typed.push_chunk(c).unwrap();
+            scanned.push_chunk(c).unwrap();
             general.push_value_chunk(c).unwrap();
         }
-        let (t, g) = (typed.finish(), general.finish());
+        let (t, g) = (scanned.finish(), general.finish());
         assert_eq!(t.usage, g.usage);
         assert_eq!(t.timings, g.timings);
         assert_eq!(t.server_timestamps, g.server_timestamps);
@@ -511,8 +463,8 @@ mod tests {
         assert_eq!(t.content, "ab");
     }
 
-    /// The typed view and the general one agree chunk for chunk, on the
-    /// shapes servers send and on the odd ones the typed view refuses.
+    /// The scanned view and the general one agree chunk for chunk, on the
+    /// shapes servers send and on the odd ones the scanner leaves alone.
     #[test]
     fn both_views_assemble_the_same_answer() {
         let chunks = [
@@ -524,6 +476,13 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"a\""}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":{"not":"an array"}}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[[1,"id",null],{"index":"1","function":{"name":7}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"id":null,"function":null},{"index":2.5,"function":{"arguments":{"k":1}}}]}}]}"#,
+            r#"{"choices":[[null,{"content":"a seq, not a choice"}]]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud83d\ude00 \/ \b"}}],"created":1.5e3,"x":[{},[],-0]}"#,
+            r#"{"choices":[{"delta":{"content":"deep"}}],"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+            r#"{"choices":[{"delta":{"content":"big"}}],"x":1e400}"#,
+            r#"{"choices":[{"delta":{"content":"lone \ud800"}}]}"#,
             r#"{"choices":[{"index":0,"delta":"text"}]}"#,
             r#"{"choices":[{"index":0,"delta":null}]}"#,
             r#"{"choices":[{"index":0},"second"]}"#,
@@ -549,34 +508,36 @@ mod tests {
         assert_eq!(json(both), json(general));
     }
 
-    /// What a streaming server sends fits the typed view (it is not a
-    /// path that always falls back).
+    /// What streaming servers send is read by the scanner (it is not a path
+    /// that always falls back).
     #[test]
-    fn server_chunks_fit_the_typed_view() {
+    fn server_chunks_are_scanned() {
         for c in [
             r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"created":1,"id":"x","model":"m","system_fingerprint":"b1","object":"chat.completion.chunk"}"#,
             r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi"}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk"}"#,
             r#"{"choices":[{"finish_reason":"tool_calls","index":0,"delta":{}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","timings":{"prompt_n":3}}"#,
             r#"{"choices":[],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":2,"total_tokens":3}}"#,
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"sed"}}]}}],"created":1796329485,"id":"chatcmpl-7E","model":"m","system_fingerprint":"b0-agentload-sim-0.1.0","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":5,"prompt_tokens":22,"total_tokens":27,"prompt_tokens_details":{"cached_tokens":0}},"timings":{"cache_n":0,"prompt_ms":22.00000000000002,"predicted_per_second":62.500000000000036}}"#,
         ] {
-            assert!(serde_json::from_str::<typed::Chunk<'_>>(c).is_ok(), "{c}");
+            assert!(scan::chunk(c).is_some(), "{c}");
         }
     }
 
-    /// The typed view copies nothing it reads: text without escapes is borrowed from the
+    /// The scanner copies nothing it reads: text without escapes is borrowed from the
     /// chunk, and only the first choice is read (a second one of any shape is skipped).
     #[test]
-    fn the_typed_view_borrows_its_text_and_reads_one_choice() {
+    fn the_scanned_view_borrows_its_text_and_reads_one_choice() {
         let c = r#"{"choices":[{"finish_reason":"stop","delta":{"content":"plain"}},"second",7]}"#;
-        let chunk = serde_json::from_str::<typed::Chunk<'_>>(c).unwrap();
-        let choice = chunk.view().first_choice.unwrap();
+        let chunk = scan::chunk(c).unwrap();
+        let choice = scanned(&chunk).first_choice.unwrap();
         let inside = |s: &str| c.as_bytes().as_ptr_range().contains(&s.as_ptr());
         assert!(inside(choice.delta.unwrap().content));
         assert!(inside(choice.finish_reason.unwrap()));
         let escaped = r#"{"choices":[{"delta":{"content":"a\nb"}}]}"#;
-        let chunk = serde_json::from_str::<typed::Chunk<'_>>(escaped).unwrap();
+        let chunk = scan::chunk(escaped).unwrap();
         assert_eq!(
-            chunk.view().first_choice.unwrap().delta.unwrap().content,
+            scanned(&chunk).first_choice.unwrap().delta.unwrap().content,
             "a\nb"
         );
     }
