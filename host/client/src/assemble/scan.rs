@@ -132,10 +132,7 @@ impl<'a> Scan<'a> {
 
     /// A string or null.
     fn text_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
-        if self.null()? {
-            return Some(None);
-        }
-        self.string().map(Some)
+        self.unless_null(Self::string)
     }
 
     /// A string: borrowed when it has no escapes.
@@ -388,33 +385,37 @@ impl<'a> Scan<'a> {
         Some(Some(&self.text[start..self.at]))
     }
 
+    /// An object whose members named in `known` go to `field` with their position there
+    /// (each once at most: a second one gives up); every other member is checked and skipped.
+    fn fields<const N: usize>(
+        &mut self,
+        known: [&str; N],
+        mut field: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let mut seen = [false; N];
+        self.object(|s, key| match known.iter().position(|k| *k == key) {
+            Some(slot) if !std::mem::replace(&mut seen[slot], true) => field(s, slot),
+            Some(_) => None,
+            None => s.skip(),
+        })
+    }
+
+    /// A value that may be null: `read` takes it otherwise.
+    fn unless_null<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.null()? {
+            return Some(None);
+        }
+        read(self).map(Some)
+    }
+
     fn chunk(&mut self) -> Option<Chunk<'a>> {
         let mut chunk = Chunk::default();
-        let mut seen = [false; 5];
-        self.object(|s, key| {
-            let slot = match key {
-                "choices" => 0,
-                "usage" => 1,
-                "timings" => 2,
-                "agentload_sim" => 3,
-                "error" => 4,
-                _ => return s.skip(),
-            };
-            if std::mem::replace(&mut seen[slot], true) {
-                return None;
-            }
+        let known = ["choices", "usage", "timings", "agentload_sim", "error"];
+        self.fields(known, |s, slot| {
             match slot {
-                0 => {
-                    if !s.null()? {
-                        chunk.choices = Some(s.choices()?);
-                    }
-                }
+                0 => chunk.choices = s.unless_null(Self::choices)?,
                 // Only a null error is read here.
-                4 => {
-                    if !s.null()? {
-                        return None;
-                    }
-                }
+                4 => s.literal("null")?,
                 n => chunk.extras[n - 1] = s.raw()?,
             }
             Some(())
@@ -430,23 +431,13 @@ impl<'a> Scan<'a> {
                 return s.skip();
             }
             let mut choice = Choice::default();
-            let mut delta = None;
-            let mut fields = (false, false);
-            s.object(|s, key| match key {
-                "finish_reason" if !std::mem::replace(&mut fields.0, true) => {
-                    choice.finish_reason = s.text_or_null()?;
-                    Some(())
+            s.fields(["finish_reason", "delta"], |s, slot| {
+                match slot {
+                    0 => choice.finish_reason = s.text_or_null()?,
+                    _ => choice.delta = s.unless_null(Self::delta)?,
                 }
-                "delta" if !std::mem::replace(&mut fields.1, true) => {
-                    if !s.null()? {
-                        delta = Some(s.delta()?);
-                    }
-                    Some(())
-                }
-                "finish_reason" | "delta" => None,
-                _ => s.skip(),
+                Some(())
             })?;
-            choice.delta = delta;
             first = Some(choice);
             Some(())
         })?;
@@ -455,31 +446,21 @@ impl<'a> Scan<'a> {
 
     fn delta(&mut self) -> Option<Delta<'a>> {
         let mut d = Delta::default();
-        let mut seen = [false; 4];
-        self.object(|s, key| {
-            let slot = match key {
-                "content" => 0,
-                "reasoning_content" => 1,
-                "reasoning" => 2,
-                "tool_calls" => 3,
-                _ => return s.skip(),
-            };
-            if std::mem::replace(&mut seen[slot], true) {
-                return None;
-            }
+        let known = ["content", "reasoning_content", "reasoning", "tool_calls"];
+        self.fields(known, |s, slot| {
             match slot {
                 0 => d.content = s.text_or_null()?,
                 1 => d.reasoning_content = s.text_or_null()?,
                 2 => d.reasoning = s.text_or_null()?,
                 _ => {
-                    if !s.null()? {
+                    d.tool_calls = s.unless_null(|s| {
                         let mut calls = Vec::new();
                         s.array(|s, _| {
                             calls.push(s.call()?);
                             Some(())
                         })?;
-                        d.tool_calls = Some(calls);
-                    }
+                        Some(calls)
+                    })?;
                 }
             }
             Some(())
@@ -489,29 +470,11 @@ impl<'a> Scan<'a> {
 
     fn call(&mut self) -> Option<Call<'a>> {
         let mut call = Call::default();
-        let mut seen = [false; 3];
-        self.object(|s, key| {
-            let slot = match key {
-                "index" => 0,
-                "id" => 1,
-                "function" => 2,
-                _ => return s.skip(),
-            };
-            if std::mem::replace(&mut seen[slot], true) {
-                return None;
-            }
+        self.fields(["index", "id", "function"], |s, slot| {
             match slot {
-                0 => {
-                    if !s.null()? {
-                        call.index = Some(s.index()?);
-                    }
-                }
+                0 => call.index = s.unless_null(Self::index)?,
                 1 => call.id = s.text_or_null()?,
-                _ => {
-                    if !s.null()? {
-                        call.function = Some(s.function()?);
-                    }
-                }
+                _ => call.function = s.unless_null(Self::function)?,
             }
             Some(())
         })?;
@@ -520,22 +483,13 @@ impl<'a> Scan<'a> {
 
     fn function(&mut self) -> Option<Function<'a>> {
         let mut f = Function::default();
-        let mut seen = [false; 2];
-        self.object(|s, key| match key {
-            "name" | "arguments" => {
-                let slot = usize::from(key == "arguments");
-                if std::mem::replace(&mut seen[slot], true) {
-                    return None;
-                }
-                let text = s.text_or_null()?;
-                if slot == 0 {
-                    f.name = text;
-                } else {
-                    f.arguments = text;
-                }
-                Some(())
+        self.fields(["name", "arguments"], |s, slot| {
+            let text = s.text_or_null()?;
+            match slot {
+                0 => f.name = text,
+                _ => f.arguments = text,
             }
-            _ => s.skip(),
+            Some(())
         })?;
         Some(f)
     }
