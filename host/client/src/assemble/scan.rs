@@ -244,42 +244,35 @@ impl<'a> Scan<'a> {
 
     /// An object whose members `member` takes (it must take each value).
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        self.nest()?;
-        if self.peek()? == b'}' {
-            self.at += 1;
-        } else {
-            loop {
-                let key = self.key()?;
-                member(self, key)?;
-                match self.peek()? {
-                    b',' => self.at += 1,
-                    b'}' => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        self.depth -= 1;
-        Some(())
+        self.items(b'{', b'}', |s, _| {
+            let key = s.key()?;
+            member(s, key)
+        })
     }
 
     /// An array whose elements `element` takes, with their position.
-    fn array(&mut self, mut element: impl FnMut(&mut Self, usize) -> Option<()>) -> Option<()> {
-        self.eat(b'[')?;
+    fn array(&mut self, element: impl FnMut(&mut Self, usize) -> Option<()>) -> Option<()> {
+        self.items(b'[', b']', element)
+    }
+
+    /// Items between `open` and `close`, separated by commas, each taken by `item` with its
+    /// position.
+    fn items(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(open)?;
         self.nest()?;
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.at += 1;
         } else {
-            let mut i = 0;
-            loop {
-                element(self, i)?;
-                i += 1;
+            for i in 0.. {
+                item(self, i)?;
                 match self.peek()? {
                     b',' => self.at += 1,
-                    b']' => {
+                    c if c == close => {
                         self.at += 1;
                         break;
                     }
