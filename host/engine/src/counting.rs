@@ -2,8 +2,9 @@
 //! prompt of up to ~30K tokens, tens of ms) never runs beside a stream: answered turns are
 //! queued as the phase runs, and counted when it ends, when nothing streams any more, on all
 //! cores. The queued request bodies (up to ~100 KiB each) wait in a scratch file beside the
-//! side file (`turns.tokens.jsonl.queue`, one `write(2)` each, removed once counted), so
-//! memory stays flat however long the phase; a body is queued in memory and written there by
+//! side file (`turns.tokens.jsonl.queue`, each body's shared parts in one `writev(2)`, removed
+//! once counted), so memory stays flat however long the phase; a body is queued in memory (its
+//! shared parts, not a copy) and written there by
 //! [`CountWorker::spill_held`], which a session calls once its next request is out (the
 //! write is not between an answer and the next request). Their counts go to
 //! `turns.tokens.jsonl` (the turn log itself is never rewritten); a process killed before
@@ -18,11 +19,11 @@
 use super::journal::{Durability, Journal, TokenLine, WriteError};
 use crate::tokens::LocalCounter;
 use crate::{LocalTokens, RecordedTokens};
-use agentload_client::{exchanges_in_flight, Assembled};
+use agentload_client::{exchanges_in_flight, Assembled, RequestBody};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{IoSlice, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +35,7 @@ enum Body {
     /// In the scratch file at `offset`, `len` bytes.
     Spilled { offset: u64, len: usize },
     /// In memory (not spilled yet, or the scratch file could not take it).
-    Held(Bytes),
+    Held(RequestBody),
 }
 
 /// The queued turns, in queue order.
@@ -126,19 +127,25 @@ impl CountWorker {
     /// Queues the turn recorded at `line` (`body`: its request's JSON, shared, not copied;
     /// `recorded`: the recording's turn, in live-reply replay) for counting. The bodies are
     /// held in memory until [`CountWorker::spill_held`].
-    pub fn count(&self, line: u64, body: Bytes, answer: Assembled, recorded: Option<RecordedTurn>) {
+    pub fn count(
+        &self,
+        line: u64,
+        body: RequestBody,
+        answer: Assembled,
+        recorded: Option<RecordedTurn>,
+    ) {
         self.queue.lock().expect("count queue lock").jobs.push(Job {
             line,
             body: Body::Held(body),
             answer,
-            recorded: recorded.map(|r| (Body::Held(r.body), r.reply)),
+            recorded: recorded.map(|r| (Body::Held(r.body.into()), r.reply)),
         });
     }
 
     /// Writes the bodies queued since the last call to the scratch file (those it cannot
     /// take stay in memory). The queue is not locked while they are written.
     pub fn spill_held(&self) {
-        let held: Vec<(usize, bool, Bytes)> = {
+        let held: Vec<(usize, bool, RequestBody)> = {
             let mut queue = self.queue.lock().expect("count queue lock");
             let queued = queue.jobs.len();
             let from = std::mem::replace(&mut queue.unspilled, queued);
@@ -262,10 +269,11 @@ fn count_all(
 }
 
 impl Spill {
-    /// Appends `body` to the scratch file in one `write(2)`, or keeps it when that fails.
-    fn put(&mut self, body: Bytes) -> Body {
+    /// Appends `body` to the scratch file (its parts in one `writev(2)` as far as the
+    /// kernel takes them), or keeps it when that fails.
+    fn put(&mut self, body: RequestBody) -> Body {
         if let Some(file) = self.file.as_mut().filter(|_| self.writable) {
-            if file.write_all(&body).is_ok() {
+            if write_parts(file, body.parts()).is_ok() {
                 let offset = self.len;
                 self.len += body.len() as u64;
                 return Body::Spilled {
@@ -278,6 +286,19 @@ impl Spill {
         }
         Body::Held(body)
     }
+}
+
+/// Writes `parts` in order, in as few `writev(2)` as the kernel takes them.
+fn write_parts(file: &mut File, parts: &[Bytes]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        match file.write_vectored(left)? {
+            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+            n => IoSlice::advance_slices(&mut left, n),
+        }
+    }
+    Ok(())
 }
 
 impl Job {
@@ -306,7 +327,7 @@ impl Body {
     /// The body, parsed (`None`: unreadable).
     fn parsed(&self, spill: Option<&File>) -> Option<serde_json::Value> {
         match self {
-            Self::Held(bytes) => serde_json::from_slice(bytes).ok(),
+            Self::Held(body) => serde_json::from_slice(&body.to_bytes()).ok(),
             Self::Spilled { offset, len } => {
                 let mut buf = vec![0u8; *len];
                 spill?.read_exact_at(&mut buf, *offset).ok()?;
@@ -344,6 +365,12 @@ mod tests {
     const RECORDED: &[u8] =
         br#"{"messages": [{"role": "user", "content": "count me, and these words too"}]}"#;
 
+    /// `body` in three shared parts, as the body builder sends a request.
+    fn in_parts(body: &'static [u8]) -> RequestBody {
+        let cut = |a, b| Bytes::from_static(&body[a..b]);
+        RequestBody::from_parts(vec![cut(0, 10), cut(10, 30), cut(30, body.len())])
+    }
+
     /// The counts of a queue, with an exchange held in flight while counting when `busy`.
     fn counted(busy: bool) -> Option<(HashMap<u64, Counted>, CountingStats, String)> {
         let tokenizer = crate::tokens::load_qwen(&agentload_config::data::data_dir(None)).ok()?;
@@ -364,9 +391,8 @@ mod tests {
         };
         let text = |p: &Path| std::fs::read_to_string(p).unwrap();
         let queue = dir.path().join("turns.tokens.jsonl.queue");
-        for line in [3, 1] {
-            worker.count(line, Bytes::from_static(BODY), answer.clone(), None);
-        }
+        worker.count(3, Bytes::from_static(BODY).into(), answer.clone(), None);
+        worker.count(1, in_parts(BODY), answer.clone(), None);
         assert_eq!(text(&queue), "", "queued bodies are held until spilled");
         worker.spill_held();
         let recorded = RecordedTurn {
@@ -376,12 +402,17 @@ mod tests {
                 ..Assembled::default()
             }),
         };
-        worker.count(2, Bytes::from_static(BODY), answer.clone(), Some(recorded));
+        worker.count(
+            2,
+            Bytes::from_static(BODY).into(),
+            answer.clone(),
+            Some(recorded),
+        );
         worker.spill_held();
         worker.spill_held();
         // A body the scratch file could not take is held in memory instead.
         worker.spill.lock().unwrap().writable = false;
-        worker.count(4, Bytes::from_static(BODY), answer, None);
+        worker.count(4, in_parts(BODY), answer, None);
         worker.spill_held();
         assert_eq!(text(&out), "", "nothing counted yet");
         assert_eq!(
@@ -414,7 +445,9 @@ mod tests {
             return;
         };
         assert_eq!(counts.len(), 4);
-        assert_eq!(counts[&1].tokens.isl, counts[&4].tokens.isl);
+        // Bodies in parts, spilled (1) or held (4), count as the one-part body (3).
+        assert_eq!(counts[&1].tokens.isl, counts[&3].tokens.isl);
+        assert_eq!(counts[&4].tokens.isl, counts[&3].tokens.isl);
         // The recording's turn is counted as the live one is, with the same counter.
         let live = counts[&2].tokens;
         let recorded = counts[&2].recorded.expect("the recording's counts");

@@ -10,7 +10,6 @@ use crate::tokens::LocalCounter;
 use crate::CountingStats;
 use crate::{TurnFacts, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, RequestBody};
-use bytes::Bytes;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -64,7 +63,9 @@ impl Keeping<'_> {
         };
         let recorder = self.recorder;
         if let (Some(counting), Some((body, answer))) = (&recorder.counting, self.answered) {
-            counting.count(line, body.to_bytes(), answer, self.recorded);
+            // The body's shared parts, not a copy: it is written to the scratch file
+            // once the next request is out.
+            counting.count(line, body, answer, self.recorded);
         }
         recorder.console.turn(&self.record);
         if self.record.status == TurnStatus::Interrupted {
@@ -230,7 +231,13 @@ impl Recorder {
 
     /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
     /// request's JSON; `recorded`: the recording's turn, in live-reply replay).
-    pub fn count(&self, line: u64, body: Bytes, answer: Assembled, recorded: Option<RecordedTurn>) {
+    pub fn count(
+        &self,
+        line: u64,
+        body: RequestBody,
+        answer: Assembled,
+        recorded: Option<RecordedTurn>,
+    ) {
         if let Some(counting) = &self.counting {
             counting.count(line, body, answer, recorded);
         }
