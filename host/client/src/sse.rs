@@ -46,7 +46,7 @@ type Pending<'b> = Option<&'b str>;
 
 impl SseParser {
     /// Parses `bytes`, handing each completed event to `each`; stops at the first error
-    /// `each` returns, and returns it.
+    /// `each` returns, and returns it (the stream is then over: the parser is not fed again).
     ///
     /// # Errors
     /// The first error of `each`.
