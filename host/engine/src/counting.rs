@@ -435,6 +435,29 @@ mod tests {
         Some((counts, stats, text(&out)))
     }
 
+    /// A full disk (`/dev/full`): the body in parts is kept in memory, every byte of it, and
+    /// the scratch file is not tried again.
+    #[test]
+    fn a_body_the_scratch_file_cannot_take_stays_in_memory_whole() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("Linux has /dev/full");
+        let mut spill = Spill {
+            path: PathBuf::from("/dev/full"),
+            file: Some(full),
+            len: 0,
+            writable: true,
+        };
+        let Body::Held(kept) = spill.put(in_parts(BODY)) else {
+            panic!("a failed write must not be recorded as spilled");
+        };
+        assert_eq!(&kept.to_bytes()[..], BODY);
+        assert!(!spill.writable);
+        assert_eq!(spill.len, 0);
+        assert!(matches!(spill.put(in_parts(BODY)), Body::Held(_)));
+    }
+
     #[test]
     fn counts_wait_for_the_phase_end_and_a_count_beside_a_stream_is_caught() {
         // One test, not two: they share the counter.
