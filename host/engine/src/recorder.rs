@@ -199,7 +199,8 @@ impl Recorder {
         self.submit(record, answered)?.kept().await
     }
 
-    /// Hands `record` to the writer thread and returns at once; the
+    /// Hands `record` to the writer thread and returns at once (or writes it
+    /// at once when nothing else is going on: see [`super::writer`]); the
     /// session does what it can meanwhile (ask the workload for its next
     /// turn) and awaits [`Keeping::kept`] before its next request.
     pub fn submit(

@@ -369,7 +369,8 @@ pub async fn drive_on(
                 .await?;
             (next, review)
         } else {
-            // The record is written while the workload makes the next turn;
+            // The record is written (by the writer thread while the workload
+            // makes the next turn, or at once when nothing else is going on);
             // it is on disk before that turn is sent.
             let keeping = engine.recorder.submit(record, sent.answered)?;
             let next = workload.lock().await.next_turn(&req, &outcome).await;

@@ -9,12 +9,23 @@
 //! `durability = "sync"`: a group commit), then acknowledges each line with
 //! its line number. After a failed write every later line is refused with
 //! the same cause: the run stops on the first.
+//!
+//! One exception saves the hand-off where nothing else is going on: a
+//! session whose line goes to a journal without `fdatasync`, while no
+//! exchange is in flight in the process and the thread is not writing,
+//! writes its own line at once, under the same lock. Nobody's read can wait
+//! behind that `write(2)` (there is no stream to read), and the session
+//! would wait for the line anyway; it saves waking the thread and being
+//! woken back, tens of microseconds on a virtual machine, in the edge
+//! replay's gap between turns. Under load, or under `durability = "sync"`,
+//! every line goes through the thread.
 
-use super::journal::{Journal, WriteError};
+use super::journal::{Durability, Journal, WriteError};
 use super::session::SessionOutcome;
 use crate::TurnRecord;
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,8 +46,16 @@ struct Job {
     done: oneshot::Sender<Result<u64, WriteError>>,
 }
 
-/// A line handed to the writer thread.
-pub(crate) struct Queued {
+/// A line handed to the writer thread, or already written.
+pub(crate) enum Queued {
+    /// Written by the session itself (see the module's doc).
+    Written(Result<u64, WriteError>),
+    /// With the thread.
+    Thread(Handed),
+}
+
+/// A line with the thread.
+pub(crate) struct Handed {
     /// The line, when the queue was full: it goes in on [`Queued::written`].
     later: Option<(mpsc::Sender<Job>, Job)>,
     written: oneshot::Receiver<Result<u64, WriteError>>,
@@ -46,10 +65,19 @@ pub(crate) struct Queued {
 impl Queued {
     /// The line's 1-based number once it is written.
     pub async fn written(self) -> Result<u64, WriteError> {
-        if let Some((queue, job)) = self.later {
-            queue.send(job).await.map_err(|_| gone(&self.path))?;
+        match self {
+            Self::Written(result) => result,
+            Self::Thread(Handed {
+                later,
+                written,
+                path,
+            }) => {
+                if let Some((queue, job)) = later {
+                    queue.send(job).await.map_err(|_| gone(&path))?;
+                }
+                written.await.map_err(|_| gone(&path))?
+            }
         }
-        self.written.await.map_err(|_| gone(&self.path))?
     }
 }
 
@@ -67,10 +95,49 @@ pub(crate) struct Closed {
     pub sessions: Journal<SessionOutcome>,
 }
 
+/// The journals, and the first failed write's cause: once one write failed,
+/// every later line is refused with it.
+struct Files {
+    closed: Closed,
+    failed: Option<(PathBuf, std::io::ErrorKind, String)>,
+}
+
+impl Files {
+    /// Appends `lines` to `target`'s journal; returns the first one's line.
+    fn write(&mut self, target: Target, lines: &[&[u8]]) -> Result<u64, WriteError> {
+        if let Some((path, kind, text)) = &self.failed {
+            return Err(WriteError {
+                path: path.clone(),
+                cause: std::io::Error::new(*kind, text.clone()),
+            });
+        }
+        let result = match target {
+            Target::Turns => self.closed.turns.write_lines(lines),
+            Target::Sessions => self.closed.sessions.write_lines(lines),
+        };
+        if let Err(e) = &result {
+            self.failed = Some((e.path.clone(), e.cause.kind(), e.cause.to_string()));
+        }
+        result
+    }
+
+    /// Whether a line to `target` is written without `fdatasync`.
+    fn unsynced(&self, target: Target) -> bool {
+        let durability = match target {
+            Target::Turns => self.closed.turns.durability(),
+            Target::Sessions => self.closed.sessions.durability(),
+        };
+        durability != Durability::Sync
+    }
+}
+
 /// A phase's writer thread and the queue to it.
 pub(crate) struct Writer {
     queue: Option<mpsc::Sender<Job>>,
-    thread: Option<JoinHandle<Closed>>,
+    thread: Option<JoinHandle<()>>,
+    files: Arc<Mutex<Files>>,
+    /// Exchanges in flight in the process (a test's own counter in tests).
+    in_flight: fn() -> usize,
     turns_path: PathBuf,
 }
 
@@ -80,11 +147,24 @@ impl Writer {
         turns: Journal<TurnRecord>,
         sessions: Journal<SessionOutcome>,
     ) -> Result<Self, WriteError> {
+        Self::with_in_flight(turns, sessions, agentload_client::exchanges_in_flight)
+    }
+
+    fn with_in_flight(
+        turns: Journal<TurnRecord>,
+        sessions: Journal<SessionOutcome>,
+        in_flight: fn() -> usize,
+    ) -> Result<Self, WriteError> {
         let turns_path = turns.path().to_path_buf();
         let (queue, jobs) = mpsc::channel(QUEUE);
+        let files = Arc::new(Mutex::new(Files {
+            closed: Closed { turns, sessions },
+            failed: None,
+        }));
+        let shared = files.clone();
         let thread = std::thread::Builder::new()
             .name("agentload-writer".into())
-            .spawn(move || write_loop(jobs, Closed { turns, sessions }))
+            .spawn(move || write_loop(jobs, &shared))
             .map_err(|cause| WriteError {
                 path: turns_path.clone(),
                 cause,
@@ -92,6 +172,8 @@ impl Writer {
         Ok(Self {
             queue: Some(queue),
             thread: Some(thread),
+            files,
+            in_flight,
             turns_path,
         })
     }
@@ -113,6 +195,9 @@ impl Writer {
             cause: std::io::Error::other(e),
         })?;
         line.push(b'\n');
+        if let Some(written) = self.alone(target, &line) {
+            return Ok(Queued::Written(written));
+        }
         let (done, written) = oneshot::channel();
         let job = Job { target, line, done };
         let queue = self.queue.as_ref().ok_or_else(|| gone(&self.turns_path))?;
@@ -122,11 +207,22 @@ impl Writer {
             Err(mpsc::error::TrySendError::Full(job)) => Some((queue.clone(), job)),
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(gone(&self.turns_path)),
         };
-        Ok(Queued {
+        Ok(Queued::Thread(Handed {
             later,
             written,
             path: self.turns_path.clone(),
-        })
+        }))
+    }
+
+    /// Writes `line` at once when nothing else is going on (see the
+    /// module's doc); `None` hands it to the thread.
+    fn alone(&self, target: Target, line: &[u8]) -> Option<Result<u64, WriteError>> {
+        if (self.in_flight)() != 0 {
+            return None;
+        }
+        // Busy means the thread is writing: it will take this line next.
+        let mut files = self.files.try_lock().ok()?;
+        files.unsynced(target).then(|| files.write(target, &[line]))
     }
 
     /// Waits until every queued line is written; hands the journals back.
@@ -136,13 +232,15 @@ impl Writer {
             .take()
             .expect("closed once")
             .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let files =
+            Arc::try_unwrap(self.files).unwrap_or_else(|_| unreachable!("the thread has ended"));
+        files.into_inner().expect("journal lock").closed
     }
 }
 
 /// The thread: batches of queued lines, one write per journal per batch.
-fn write_loop(mut jobs: mpsc::Receiver<Job>, mut files: Closed) -> Closed {
-    let mut failed: Option<(PathBuf, std::io::ErrorKind, String)> = None;
+fn write_loop(mut jobs: mpsc::Receiver<Job>, files: &Mutex<Files>) {
     let mut batch = Vec::new();
     while let Some(first) = jobs.blocking_recv() {
         batch.push(first);
@@ -158,14 +256,7 @@ fn write_loop(mut jobs: mpsc::Receiver<Job>, mut files: Closed) -> Closed {
                 continue;
             }
             let lines: Vec<&[u8]> = jobs.iter().map(|j| j.line.as_slice()).collect();
-            let result = match &failed {
-                Some(_) => Err(None),
-                None => match target {
-                    Target::Turns => files.turns.write_lines(&lines),
-                    Target::Sessions => files.sessions.write_lines(&lines),
-                }
-                .map_err(Some),
-            };
+            let result = files.lock().expect("journal lock").write(target, &lines);
             match result {
                 Ok(first_line) => {
                     for (i, job) in jobs.into_iter().enumerate() {
@@ -173,21 +264,16 @@ fn write_loop(mut jobs: mpsc::Receiver<Job>, mut files: Closed) -> Closed {
                     }
                 }
                 Err(e) => {
-                    if let Some(e) = e {
-                        failed = Some((e.path.clone(), e.cause.kind(), e.cause.to_string()));
-                    }
-                    let (path, kind, text) = failed.clone().expect("set above");
                     for job in jobs {
                         let _ = job.done.send(Err(WriteError {
-                            path: path.clone(),
-                            cause: std::io::Error::new(kind, text.clone()),
+                            path: e.path.clone(),
+                            cause: std::io::Error::new(e.cause.kind(), e.cause.to_string()),
                         }));
                     }
                 }
             }
         }
     }
-    files
 }
 
 /// Takes `target`'s jobs out of `batch`, in order.
@@ -201,7 +287,7 @@ fn extract(batch: &mut Vec<Job>, target: Target) -> Vec<Job> {
 mod tests {
     use super::*;
     use crate::journal::{read_lines, Durability};
-    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn outcome(id: &str) -> SessionOutcome {
         SessionOutcome {
@@ -216,18 +302,45 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn every_session_gets_its_own_line_and_nothing_is_lost() {
+    /// No exchange in flight: a session may write its own line.
+    fn idle() -> usize {
+        0
+    }
+
+    /// Streams in flight: every line goes to the thread.
+    fn busy() -> usize {
+        1
+    }
+
+    /// Idle and busy by turns, so both paths write into the same journals at once.
+    fn by_turns() -> usize {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        CALLS.fetch_add(1, Ordering::Relaxed) % 2
+    }
+
+    fn writer(
+        dir: &std::path::Path,
+        durability: Durability,
+        in_flight: fn() -> usize,
+    ) -> (Writer, PathBuf, PathBuf) {
+        let turns = dir.join("turns.jsonl");
+        let sessions = dir.join("sessions.jsonl");
+        let writer = Writer::with_in_flight(
+            Journal::create(&turns, durability).unwrap(),
+            Journal::create(&sessions, durability).unwrap(),
+            in_flight,
+        )
+        .unwrap();
+        (writer, turns, sessions)
+    }
+
+    /// 64 sessions of 20 turns write at once; every acknowledgement names
+    /// the line that holds its record, and a session's lines come in its
+    /// order.
+    async fn every_session_gets_its_own_line(durability: Durability, in_flight: fn() -> usize) {
         let dir = tempfile::tempdir().unwrap();
-        let turns = dir.path().join("turns.jsonl");
-        let sessions = dir.path().join("sessions.jsonl");
-        let writer = Arc::new(
-            Writer::start(
-                Journal::create(&turns, Durability::Sync).unwrap(),
-                Journal::create(&sessions, Durability::Sync).unwrap(),
-            )
-            .unwrap(),
-        );
+        let (writer, turns, sessions) = writer(dir.path(), durability, in_flight);
+        let writer = Arc::new(writer);
         let tasks: Vec<_> = (0..64)
             .map(|s| {
                 let writer = writer.clone();
@@ -250,8 +363,6 @@ mod tests {
         assert_eq!((closed.turns.lines(), closed.sessions.lines()), (1280, 64));
         let written: Vec<TurnRecord> = read_lines(&turns).unwrap();
         for (s, lines) in acked.iter().enumerate() {
-            // Each acknowledgement names the line that holds that record,
-            // and a session's lines come in its order.
             for &(turn, line) in lines {
                 let r = &written[line as usize - 1];
                 assert_eq!((r.session_id.as_str(), r.turn), (&*format!("s{s}"), turn));
@@ -262,14 +373,70 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_session_gets_its_own_line_and_nothing_is_lost() {
+        every_session_gets_its_own_line(Durability::Sync, busy).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_written_alone_and_by_the_thread_at_once_lose_nothing() {
+        every_session_gets_its_own_line(Durability::Write, by_turns).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn alone_a_line_is_on_disk_before_queueing_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, turns, _) = writer(dir.path(), Durability::Write, idle);
+        for t in 1..=3 {
+            let queued = writer
+                .queue_turn(&TurnRecord::aborted("s", t, "i", "{}"))
+                .unwrap();
+            assert!(matches!(queued, Queued::Written(Ok(line)) if line == u64::from(t)));
+            // In the file already, before anyone awaits it.
+            let written: Vec<TurnRecord> = read_lines(&turns).unwrap();
+            assert_eq!(written.last().map(|r| r.turn), Some(t));
+        }
+        assert_eq!(writer.session(&outcome("s")).await.unwrap(), 1);
+        assert_eq!(writer.close().turns.lines(), 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn under_load_or_with_fdatasync_a_line_goes_to_the_thread() {
+        for (durability, in_flight) in [
+            (Durability::Write, busy as fn() -> usize),
+            (Durability::Sync, idle),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let (writer, turns, _) = writer(dir.path(), durability, in_flight);
+            let queued = writer
+                .queue_turn(&TurnRecord::aborted("s", 1, "i", "{}"))
+                .unwrap();
+            assert!(matches!(queued, Queued::Thread(_)), "{durability:?}");
+            assert_eq!(queued.written().await.unwrap(), 1);
+            writer.close();
+            assert_eq!(read_lines::<TurnRecord>(&turns).unwrap().len(), 1);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn while_the_thread_writes_a_line_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, turns, _) = writer(dir.path(), Durability::Write, idle);
+        // The thread holds the journals (as while it writes a batch).
+        let held = writer.files.lock().unwrap();
+        let queued = writer
+            .queue_turn(&TurnRecord::aborted("s", 1, "i", "{}"))
+            .unwrap();
+        assert!(matches!(queued, Queued::Thread(_)));
+        drop(held);
+        assert_eq!(queued.written().await.unwrap(), 1);
+        writer.close();
+        assert_eq!(read_lines::<TurnRecord>(&turns).unwrap().len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_full_queue_pushes_back_without_losing_a_line() {
         let dir = tempfile::tempdir().unwrap();
-        let turns = dir.path().join("turns.jsonl");
-        let writer = Writer::start(
-            Journal::create(&turns, Durability::Write).unwrap(),
-            Journal::create(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
-        )
-        .unwrap();
+        let (writer, turns, _) = writer(dir.path(), Durability::Write, busy);
         // More lines queued at once than the queue holds.
         let n = QUEUE as u32 * 2;
         let queued: Vec<Queued> = (1..=n)
@@ -294,26 +461,56 @@ mod tests {
         assert_eq!(seen, (1..=n).collect::<Vec<_>>());
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn after_a_failed_write_every_line_is_refused_with_its_cause() {
+    /// The first write fails on a full disk; every later line, on either
+    /// path, is refused with its cause.
+    async fn after_a_failed_write_every_line_is_refused(first_alone: bool) {
+        static IN_FLIGHT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        fn alone_first() -> usize {
+            IN_FLIGHT[0].load(Ordering::Relaxed)
+        }
+        fn thread_first() -> usize {
+            IN_FLIGHT[1].load(Ordering::Relaxed)
+        }
+        let (flag, in_flight): (_, fn() -> usize) = if first_alone {
+            (&IN_FLIGHT[0], alone_first)
+        } else {
+            (&IN_FLIGHT[1], thread_first)
+        };
         let full = std::path::Path::new("/dev/full");
         if !full.exists() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
         let device = std::fs::OpenOptions::new().write(true).open(full).unwrap();
-        let writer = Writer::start(
+        flag.store(usize::from(!first_alone), Ordering::Relaxed);
+        let writer = Writer::with_in_flight(
             Journal::on_file(full, device, Durability::Write),
             Journal::create(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
+            in_flight,
         )
         .unwrap();
         let r = TurnRecord::aborted("s", 1, "i", "{}");
-        let first = writer.queue_turn(&r).unwrap().written().await.unwrap_err();
+        let queued = writer.queue_turn(&r).unwrap();
+        assert_eq!(matches!(queued, Queued::Written(_)), first_alone);
+        let first = queued.written().await.unwrap_err();
         assert_eq!(first.cause.kind(), std::io::ErrorKind::StorageFull);
-        // The sessions file is fine, but the run is already broken.
-        let later = writer.session(&outcome("s")).await.unwrap_err();
-        assert_eq!(later.path, full);
-        assert!(later.to_string().contains("No space left"), "{later}");
-        writer.close();
+        // The sessions file is fine, but the run is already broken, on both paths.
+        for in_flight in [0, 1] {
+            flag.store(in_flight, Ordering::Relaxed);
+            let later = writer.session(&outcome("s")).await.unwrap_err();
+            assert_eq!(later.path, full);
+            assert!(later.to_string().contains("No space left"), "{later}");
+        }
+        assert_eq!(writer.close().sessions.lines(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn after_a_failed_write_every_line_is_refused_with_its_cause() {
+        after_a_failed_write_every_line_is_refused(false).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn after_a_failed_write_alone_every_line_is_refused_with_its_cause() {
+        after_a_failed_write_every_line_is_refused(true).await;
     }
 }
