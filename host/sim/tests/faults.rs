@@ -1,7 +1,6 @@
 //! Fault injection on the wire: what the simulator sends for each fault kind, which request it
 //! hits, and what it counts.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,13 +23,14 @@ async fn sim(faults: &[&str], responder: ResponderConfig) -> SimHandle {
 }
 
 /// A script: session `s` answers every request with a two-call tool answer.
-fn tool_script() -> ResponderConfig {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "agentload-sim-faults-{}-{}.jsonl",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
+/// The script's file is removed when the returned path is dropped.
+fn tool_script() -> (ResponderConfig, tempfile::TempPath) {
+    let file = tempfile::Builder::new()
+        .prefix("agentload-sim-faults-")
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    let path = file.into_temp_path();
     let lines: Vec<String> = (1..=3)
         .map(|turn| {
             json!({"session_id": "s", "turn": turn, "tool_calls": [
@@ -41,7 +41,12 @@ fn tool_script() -> ResponderConfig {
         })
         .collect();
     std::fs::write(&path, lines.join("\n")).unwrap();
-    ResponderConfig::Script { path }
+    (
+        ResponderConfig::Script {
+            path: path.to_path_buf(),
+        },
+        path,
+    )
 }
 
 fn request(stream: bool) -> Value {
@@ -218,7 +223,8 @@ async fn stall_sends_nothing_after_the_first_token_until_shutdown() {
 
 #[tokio::test]
 async fn repeat_tool_ids_repeats_id_and_name_in_every_delta() {
-    let sim = sim(&["repeat-tool-ids@2"], tool_script()).await;
+    let (script, _file) = tool_script();
+    let sim = sim(&["repeat-tool-ids@2"], script).await;
     let plain = post(&sim, &request(true)).await.text().await.unwrap();
     let repeated = post(&sim, &request(true)).await.text().await.unwrap();
     let deltas = |body: &str| -> Vec<Value> {

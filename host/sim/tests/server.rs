@@ -1,7 +1,5 @@
 //! End-to-end tests: start the simulator on an ephemeral port and talk HTTP to it.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,15 +25,15 @@ fn fast() -> SimConfig {
     }
 }
 
-fn temp_file(text: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "agentload-sim-test-{}-{}.jsonl",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
+/// A file holding `text`, removed when the returned path is dropped (a failed test's too).
+fn temp_file(text: &str) -> tempfile::TempPath {
+    let file = tempfile::Builder::new()
+        .prefix("agentload-sim-test-")
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file.into_temp_path()
 }
 
 fn user(content: &str) -> Value {
@@ -370,7 +368,7 @@ async fn oracle_streams_recorded_tool_calls() {
     ));
     let sim = sim(SimConfig {
         responder: ResponderConfig::Oracle {
-            dataset: Some(dataset.clone()),
+            dataset: Some(dataset.to_path_buf()),
             bfcl: None,
             error_rate: 0.0,
             seed: 0,
@@ -451,7 +449,7 @@ async fn oracle_streams_recorded_tool_calls() {
     sim.shutdown().await;
     let capped = crate::sim(SimConfig {
         responder: ResponderConfig::Oracle {
-            dataset: Some(dataset.clone()),
+            dataset: Some(dataset.to_path_buf()),
             bfcl: None,
             error_rate: 0.0,
             seed: 0,
@@ -469,7 +467,6 @@ async fn oracle_streams_recorded_tool_calls() {
     assert_eq!(cut["usage"]["completion_tokens"], 2);
     assert!(cut["choices"][0]["message"]["tool_calls"].is_null());
     capped.shutdown().await;
-    std::fs::remove_file(dataset).unwrap();
 }
 
 #[tokio::test]
@@ -482,7 +479,7 @@ async fn script_errors_delays_and_misses() {
     ));
     let sim = sim(SimConfig {
         responder: ResponderConfig::Script {
-            path: script.clone(),
+            path: script.to_path_buf(),
         },
         ..fast()
     })
@@ -508,7 +505,6 @@ async fn script_errors_delays_and_misses() {
         .unwrap()
         .contains("'s' request index 3"));
     sim.shutdown().await;
-    std::fs::remove_file(script).unwrap();
 }
 
 #[tokio::test]
@@ -517,7 +513,7 @@ async fn malformed_script_fails_start_with_line() {
     let err = start(
         SimConfig {
             responder: ResponderConfig::Script {
-                path: script.clone(),
+                path: script.to_path_buf(),
             },
             ..SimConfig::default()
         },
@@ -531,7 +527,6 @@ async fn malformed_script_fails_start_with_line() {
             .starts_with(&format!("{}:2: invalid JSON", script.display())),
         "{err}"
     );
-    std::fs::remove_file(script).unwrap();
 }
 
 #[tokio::test]
@@ -633,7 +628,7 @@ async fn stamps_are_taken_at_the_syscalls_on_the_shared_monotonic_clock() {
 async fn the_request_log_keeps_every_body() {
     let log = temp_file("");
     let s = sim(SimConfig {
-        request_log: Some(log.clone()),
+        request_log: Some(log.to_path_buf()),
         ..fast()
     })
     .await;

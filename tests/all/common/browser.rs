@@ -88,6 +88,8 @@ impl Cdp {
             "--allow-file-access-from-files",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
+        // Its own process group: the drop ends its helper processes too.
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -203,8 +205,23 @@ impl Cdp {
 }
 
 impl Drop for Cdp {
+    /// Closes the browser, then kills whatever of its process group is
+    /// left: a helper still writing the profile after the test removed it
+    /// would leave it behind in the temporary directory.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let close = json!({"id": u64::MAX, "method": "Browser.close"});
+        let mut bytes = serde_json::to_vec(&close).unwrap();
+        bytes.push(0);
+        if self.to.write_all(&bytes).is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        // SAFETY: a plain kill(2) of the group `process_group(0)` made.
+        unsafe {
+            libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+        }
         let _ = self.child.wait();
     }
 }
