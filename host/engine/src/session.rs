@@ -23,6 +23,7 @@ use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{PluginFailure, SessionPlan, Step, TurnReview, WorkloadPlugin};
 use agentload_results::live::{LiveAction, LiveReview};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -172,6 +173,31 @@ pub enum DriveError {
     },
 }
 
+/// Sessions being driven in this process now.
+static DRIVEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How many sessions are being driven in this process now (the journal
+/// writer lets a session alone write its own line).
+pub(crate) fn sessions_driven() -> usize {
+    DRIVEN.load(Ordering::SeqCst)
+}
+
+/// Counts a session in [`sessions_driven`] while it lives.
+struct Driven;
+
+impl Driven {
+    fn new() -> Self {
+        DRIVEN.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Driven {
+    fn drop(&mut self) {
+        DRIVEN.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Drives one session to its end (see the module docs), on the workload
 /// instance the phase assigns it.
 pub async fn drive(engine: &Engine, task: SessionTask) -> Result<SessionOutcome, DriveError> {
@@ -184,6 +210,7 @@ pub async fn drive_on(
     workload: &Mutex<WorkloadPlugin>,
     task: SessionTask,
 ) -> Result<SessionOutcome, DriveError> {
+    let _driven = Driven::new();
     let SessionTask {
         plan,
         agent,
@@ -496,6 +523,18 @@ async fn end(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_is_counted_while_it_is_driven() {
+        // No other test in this crate drives a session.
+        assert_eq!(sessions_driven(), 0);
+        let (a, b) = (Driven::new(), Driven::new());
+        assert_eq!(sessions_driven(), 2);
+        drop(a);
+        assert_eq!(sessions_driven(), 1);
+        drop(b);
+        assert_eq!(sessions_driven(), 0);
+    }
 
     #[test]
     fn end_names_are_the_journals_spelling() {

@@ -11,14 +11,16 @@
 //! the same cause: the run stops on the first.
 //!
 //! One exception saves the hand-off where nothing else is going on: a
-//! session whose line goes to a journal without `fdatasync`, while no
-//! exchange is in flight in the process and the thread is not writing,
-//! writes its own line at once, under the same lock. Nobody's read can wait
-//! behind that `write(2)` (there is no stream to read), and the session
-//! would wait for the line anyway; it saves waking the thread and being
-//! woken back, tens of microseconds on a virtual machine, in the edge
-//! replay's gap between turns. Under load, or under `durability = "sync"`,
-//! every line goes through the thread.
+//! session alone in the process (no other session being driven, no exchange
+//! in flight) whose line goes to a journal without `fdatasync` writes its
+//! own line at once, under the same lock, unless the thread is writing.
+//! Nobody's read or send can wait behind that `write(2)` (there is no other
+//! session), and the session would wait for the line anyway; it saves
+//! waking the thread and being woken back, tens of microseconds on a
+//! virtual machine, in the edge replay's gap between turns at concurrency
+//! 1. With other sessions (a disk stall in a `write(2)` would hold a
+//! runtime worker and their sends), or under `durability = "sync"`, every
+//! line goes through the thread.
 
 use super::journal::{Durability, Journal, WriteError};
 use super::session::SessionOutcome;
@@ -136,8 +138,8 @@ pub(crate) struct Writer {
     queue: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     files: Arc<Mutex<Files>>,
-    /// Exchanges in flight in the process (a test's own counter in tests).
-    in_flight: fn() -> usize,
+    /// Whether anything else is going on in the process (a test's own answer in tests).
+    busy: fn() -> bool,
     turns_path: PathBuf,
 }
 
@@ -147,13 +149,15 @@ impl Writer {
         turns: Journal<TurnRecord>,
         sessions: Journal<SessionOutcome>,
     ) -> Result<Self, WriteError> {
-        Self::with_in_flight(turns, sessions, agentload_client::exchanges_in_flight)
+        Self::with_busy(turns, sessions, || {
+            super::session::sessions_driven() > 1 || agentload_client::exchanges_in_flight() > 0
+        })
     }
 
-    fn with_in_flight(
+    fn with_busy(
         turns: Journal<TurnRecord>,
         sessions: Journal<SessionOutcome>,
-        in_flight: fn() -> usize,
+        busy: fn() -> bool,
     ) -> Result<Self, WriteError> {
         let turns_path = turns.path().to_path_buf();
         let (queue, jobs) = mpsc::channel(QUEUE);
@@ -173,7 +177,7 @@ impl Writer {
             queue: Some(queue),
             thread: Some(thread),
             files,
-            in_flight,
+            busy,
             turns_path,
         })
     }
@@ -217,7 +221,7 @@ impl Writer {
     /// Writes `line` at once when nothing else is going on (see the
     /// module's doc); `None` hands it to the thread.
     fn alone(&self, target: Target, line: &[u8]) -> Option<Result<u64, WriteError>> {
-        if (self.in_flight)() != 0 {
+        if (self.busy)() {
             return None;
         }
         // Busy means the thread is writing: it will take this line next.
@@ -287,7 +291,7 @@ fn extract(batch: &mut Vec<Job>, target: Target) -> Vec<Job> {
 mod tests {
     use super::*;
     use crate::journal::{read_lines, Durability};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     fn outcome(id: &str) -> SessionOutcome {
         SessionOutcome {
@@ -302,33 +306,33 @@ mod tests {
         }
     }
 
-    /// No exchange in flight: a session may write its own line.
-    fn idle() -> usize {
-        0
+    /// A session alone: it may write its own line.
+    fn idle() -> bool {
+        false
     }
 
-    /// Streams in flight: every line goes to the thread.
-    fn busy() -> usize {
-        1
+    /// Other sessions or streams: every line goes to the thread.
+    fn busy() -> bool {
+        true
     }
 
     /// Idle and busy by turns, so both paths write into the same journals at once.
-    fn by_turns() -> usize {
+    fn by_turns() -> bool {
         static CALLS: AtomicUsize = AtomicUsize::new(0);
-        CALLS.fetch_add(1, Ordering::Relaxed) % 2
+        CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 1
     }
 
     fn writer(
         dir: &std::path::Path,
         durability: Durability,
-        in_flight: fn() -> usize,
+        busy: fn() -> bool,
     ) -> (Writer, PathBuf, PathBuf) {
         let turns = dir.join("turns.jsonl");
         let sessions = dir.join("sessions.jsonl");
-        let writer = Writer::with_in_flight(
+        let writer = Writer::with_busy(
             Journal::create(&turns, durability).unwrap(),
             Journal::create(&sessions, durability).unwrap(),
-            in_flight,
+            busy,
         )
         .unwrap();
         (writer, turns, sessions)
@@ -337,9 +341,9 @@ mod tests {
     /// 64 sessions of 20 turns write at once; every acknowledgement names
     /// the line that holds its record, and a session's lines come in its
     /// order.
-    async fn every_session_gets_its_own_line(durability: Durability, in_flight: fn() -> usize) {
+    async fn every_session_gets_its_own_line(durability: Durability, busy: fn() -> bool) {
         let dir = tempfile::tempdir().unwrap();
-        let (writer, turns, sessions) = writer(dir.path(), durability, in_flight);
+        let (writer, turns, sessions) = writer(dir.path(), durability, busy);
         let writer = Arc::new(writer);
         let tasks: Vec<_> = (0..64)
             .map(|s| {
@@ -401,12 +405,12 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn under_load_or_with_fdatasync_a_line_goes_to_the_thread() {
-        for (durability, in_flight) in [
-            (Durability::Write, busy as fn() -> usize),
+        for (durability, others) in [
+            (Durability::Write, busy as fn() -> bool),
             (Durability::Sync, idle),
         ] {
             let dir = tempfile::tempdir().unwrap();
-            let (writer, turns, _) = writer(dir.path(), durability, in_flight);
+            let (writer, turns, _) = writer(dir.path(), durability, others);
             let queued = writer
                 .queue_turn(&TurnRecord::aborted("s", 1, "i", "{}"))
                 .unwrap();
@@ -464,17 +468,17 @@ mod tests {
     /// The first write fails on a full disk; every later line, on either
     /// path, is refused with its cause.
     async fn after_a_failed_write_every_line_is_refused(first_alone: bool) {
-        static IN_FLIGHT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-        fn alone_first() -> usize {
-            IN_FLIGHT[0].load(Ordering::Relaxed)
+        static BUSY: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+        fn alone_first() -> bool {
+            BUSY[0].load(Ordering::Relaxed)
         }
-        fn thread_first() -> usize {
-            IN_FLIGHT[1].load(Ordering::Relaxed)
+        fn thread_first() -> bool {
+            BUSY[1].load(Ordering::Relaxed)
         }
-        let (flag, in_flight): (_, fn() -> usize) = if first_alone {
-            (&IN_FLIGHT[0], alone_first)
+        let (flag, busy): (_, fn() -> bool) = if first_alone {
+            (&BUSY[0], alone_first)
         } else {
-            (&IN_FLIGHT[1], thread_first)
+            (&BUSY[1], thread_first)
         };
         let full = std::path::Path::new("/dev/full");
         if !full.exists() {
@@ -482,11 +486,11 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let device = std::fs::OpenOptions::new().write(true).open(full).unwrap();
-        flag.store(usize::from(!first_alone), Ordering::Relaxed);
-        let writer = Writer::with_in_flight(
+        flag.store(!first_alone, Ordering::Relaxed);
+        let writer = Writer::with_busy(
             Journal::on_file(full, device, Durability::Write),
             Journal::create(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
-            in_flight,
+            busy,
         )
         .unwrap();
         let r = TurnRecord::aborted("s", 1, "i", "{}");
@@ -495,8 +499,8 @@ mod tests {
         let first = queued.written().await.unwrap_err();
         assert_eq!(first.cause.kind(), std::io::ErrorKind::StorageFull);
         // The sessions file is fine, but the run is already broken, on both paths.
-        for in_flight in [0, 1] {
-            flag.store(in_flight, Ordering::Relaxed);
+        for others in [false, true] {
+            flag.store(others, Ordering::Relaxed);
             let later = writer.session(&outcome("s")).await.unwrap_err();
             assert_eq!(later.path, full);
             assert!(later.to_string().contains("No space left"), "{later}");
