@@ -17,8 +17,8 @@
 //! Nobody's read or send can wait behind that `write(2)` (there is no other
 //! session), and the session would wait for the line anyway; it saves
 //! waking the thread and being woken back, tens of microseconds on a
-//! virtual machine, in the edge replay's gap between turns at concurrency
-//! 1. With other sessions (a disk stall in a `write(2)` would hold a
+//! virtual machine, in the edge replay's gap between turns (at concurrency
+//! one). With other sessions (a disk stall in a `write(2)` would hold a
 //! runtime worker and their sends), or under `durability = "sync"`, every
 //! line goes through the thread.
 
