@@ -111,6 +111,7 @@ mod responder;
 mod rng;
 mod scheduler;
 mod server;
+mod session_prompts;
 mod stream;
 mod timing;
 mod tokens;

@@ -28,6 +28,7 @@ use crate::prompt::ChatRequest;
 use crate::responder::{self, Responder};
 use crate::rng::SplitMix64;
 use crate::scheduler::{self, Reply, Request as Job, SchedulerHandle};
+use crate::session_prompts::SessionPrompts;
 use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
@@ -56,6 +57,8 @@ struct State {
     stop: watch::Receiver<bool>,
     /// [`SimConfig::request_log`], open.
     request_log: Option<std::sync::Mutex<std::fs::File>>,
+    /// Each session's last prompt, when the counter can split after it.
+    prompts: Option<SessionPrompts>,
 }
 
 /// What the server counts, for [`SimHandle`] and `GET /agentload/stats`.
@@ -160,7 +163,6 @@ pub async fn start(
             Arc::clone(&metrics),
         ),
         metrics,
-        counter,
         responder,
         served: Arc::clone(&served),
         requests: AtomicU64::new(0),
@@ -168,6 +170,8 @@ pub async fn start(
         counters: Arc::clone(&counters),
         faults: config.faults.iter().map(|f| (f.request, f.kind)).collect(),
         stop: stopped.clone(),
+        prompts: counter.reuses_prefixes().then(SessionPrompts::new),
+        counter,
     });
     let server = tokio::spawn(accept_loop(listener, state, stopped));
     Ok(SimHandle {
@@ -380,7 +384,10 @@ async fn chat(
         }
     };
     let prompt = chat.render();
-    let prompt_ends = state.counter.ends(&prompt, 0);
+    let prompt_ends = match (&state.prompts, &session) {
+        (Some(prompts), Some(session)) => prompts.ends(&*state.counter, session, &prompt),
+        _ => state.counter.ends(&prompt, 0),
+    };
     let n_prompt = u32::try_from(prompt_ends.len()).unwrap_or(u32::MAX);
     let spans = answer.spans(&*state.counter);
     let max_tokens = if answer.uncapped {

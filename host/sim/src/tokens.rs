@@ -19,6 +19,20 @@ pub trait TokenCounter: Send + Sync {
     /// prefix reuse compares pieces).
     fn split<'a>(&self, text: &'a str) -> Vec<&'a str>;
 
+    /// [`TokenCounter::ends`] of `text` (from 0), given those of an `earlier` text of the same
+    /// session (`earlier_ends`): a counter may reuse the ends of the prefix both share. The
+    /// default splits `text` whole.
+    fn ends_after(&self, earlier: &str, earlier_ends: &[u32], text: &str) -> Vec<u32> {
+        let _ = (earlier, earlier_ends);
+        self.ends(text, 0)
+    }
+
+    /// Whether [`TokenCounter::ends_after`] reuses anything: the simulator keeps each session's
+    /// last prompt and its ends only for a counter that does.
+    fn reuses_prefixes(&self) -> bool {
+        false
+    }
+
     /// Where each of [`TokenCounter::split`]'s pieces ends, in bytes from the start of
     /// `text` plus `base`.
     fn ends(&self, text: &str, base: u32) -> Vec<u32> {
@@ -134,6 +148,26 @@ impl TokenCounter for QwenTokenizer {
 
     fn split<'a>(&self, text: &'a str) -> Vec<&'a str> {
         self.split_tokens(text)
+    }
+
+    fn ends(&self, text: &str, base: u32) -> Vec<u32> {
+        let mut ends = self.token_ends(text);
+        if base != 0 {
+            for end in &mut ends {
+                *end = end.saturating_add(base);
+            }
+        }
+        ends
+    }
+
+    /// A session's prompt is mostly its last one: only what follows their shared prefix is
+    /// split again ([`QwenTokenizer::token_ends_after`]).
+    fn ends_after(&self, earlier: &str, earlier_ends: &[u32], text: &str) -> Vec<u32> {
+        self.token_ends_after(earlier, earlier_ends, text)
+    }
+
+    fn reuses_prefixes(&self) -> bool {
+        true
     }
 }
 

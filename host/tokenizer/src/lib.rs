@@ -217,24 +217,56 @@ impl QwenTokenizer {
     /// pieces. Text that Unicode normalization would change is split as it
     /// is, not as its NFC form. Streaming simulators cut answers with this.
     pub fn split_tokens<'a>(&self, text: &'a str) -> Vec<&'a str> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut start = 0;
+        self.token_ends(text)
+            .into_iter()
+            .map(|end| {
+                let token = &text[start..end as usize];
+                start = end as usize;
+                token
+            })
+            .collect()
+    }
+
+    /// Where each of [`split_tokens`](Self::split_tokens)' pieces of `text` ends, in bytes.
+    pub fn token_ends(&self, text: &str) -> Vec<u32> {
+        let mut ends = Vec::with_capacity(text.len() / 3 + 1);
+        self.push_token_ends(text, 0, &mut ends);
+        ends
+    }
+
+    /// [`token_ends`](Self::token_ends) of `text`, given `earlier_ends`, the token ends of an
+    /// `earlier` text (a session's previous prompt): the ends before a piece boundary inside
+    /// the prefix both texts share, where their splits cannot differ, are taken from
+    /// `earlier_ends`, and only the rest of `text` is split. The result is `token_ends(text)`
+    /// whenever `earlier_ends` is `token_ends(earlier)`.
+    pub fn token_ends_after(&self, earlier: &str, earlier_ends: &[u32], text: &str) -> Vec<u32> {
+        let shared = shared_prefix(earlier.as_bytes(), text.as_bytes());
+        let resume = pretokenize::resume_point(text, shared);
+        let kept = earlier_ends.partition_point(|&end| end as usize <= resume);
+        let mut ends = Vec::with_capacity(kept + (text.len() - resume) / 3 + 1);
+        ends.extend_from_slice(&earlier_ends[..kept]);
+        self.push_token_ends(text, resume, &mut ends);
+        ends
+    }
+
+    /// Appends the token ends of `text[from..]` (`from` a piece boundary) to `ends`.
+    fn push_token_ends(&self, text: &str, from: usize, ends: &mut Vec<u32>) {
         let mut lens = Vec::new();
-        let mut offset = 0;
-        for piece in pretokenize::split(text) {
+        let mut offset = from;
+        for piece in pretokenize::split(&text[from..]) {
             lens.clear();
             self.bpe.token_lens(piece.as_bytes(), &mut lens);
-            let mut start = offset;
             let mut end = offset;
             for len in &lens {
                 end += len;
+                // A token that ends inside a char is joined with the next ones.
                 if text.is_char_boundary(end) {
-                    out.push(&text[start..end]);
-                    start = end;
+                    ends.push(end as u32);
                 }
             }
             offset += piece.len();
         }
-        out
     }
 
     /// Number of tokens of `text` as ordinary text.
@@ -246,6 +278,24 @@ impl QwenTokenizer {
     pub fn count_with_special_tokens(&self, text: &str) -> usize {
         self.encode_with_special_tokens(text).len()
     }
+}
+
+/// Length of the common prefix of `a` and `b`, in bytes.
+fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let blocks = a
+        .chunks_exact(16)
+        .zip(b.chunks_exact(16))
+        .take_while(|(x, y)| x == y)
+        .count()
+        * 16;
+    blocks
+        + a[blocks..]
+            .iter()
+            .zip(&b[blocks..])
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// `text` in Unicode normalization form C, borrowed when it already is.
@@ -311,6 +361,118 @@ fn parse_ranks(bytes: &[u8]) -> Result<FxHashMap<Vec<u8>, u32>, (usize, String)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every byte, and merges of the pairs and runs the random texts below are made of, so
+    /// pieces split into tokens of several lengths.
+    fn toy() -> QwenTokenizer {
+        let mut ranks: FxHashMap<Vec<u8>, u32> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        let merges = [
+            "ab", " a", "ba", "aba", " ab", "  ", "\n\n", " \n", "\n ", "\n  ", "  \n", "!!", "12",
+            "ca", "abc", "a!", "é", "\u{301}a",
+        ];
+        for (i, t) in merges.iter().enumerate() {
+            ranks.insert(t.as_bytes().to_vec(), 256 + i as u32);
+        }
+        QwenTokenizer::from_bpe(bpe::Bpe::new(ranks).expect("all bytes ranked"))
+    }
+
+    #[test]
+    fn token_ends_after_an_earlier_text_are_the_whole_texts() {
+        let tokenizer = toy();
+        // Every class the pieces depend on: letters, a mark, numbers, punctuation, the
+        // apostrophe of contractions, and whitespace of several kinds, ASCII or not, often:
+        // whitespace runs are where a piece depends on what follows it.
+        let alphabet: Vec<char> = "abcsS'!?.12    \t\n\n\n\r\u{a0}\u{3000}é\u{301}中\u{1f600}"
+            .chars()
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut random =
+            |len: usize| -> String { (0..len).map(|_| alphabet[next(alphabet.len())]).collect() };
+        // Whitespace runs longer than the shared bytes' margin: the run's pieces depend on
+        // what ends it.
+        let spaces = " ".repeat(10);
+        for (earlier, text) in [
+            (format!("\n{spaces}\n"), format!("\n{spaces}x")),
+            (format!("a\n{spaces}\nb"), format!("a\n{spaces}b")),
+            (format!("a{spaces}b"), format!("a{spaces}\n\n")),
+        ] {
+            let earlier_ends = tokenizer.token_ends(&earlier);
+            let ends = tokenizer.token_ends_after(&earlier, &earlier_ends, &text);
+            assert_eq!(
+                ends,
+                tokenizer.token_ends(&text),
+                "{earlier:?} then {text:?}"
+            );
+        }
+        let (mut reused, mut cases) = (0, 0);
+        for round in 0..20_000 {
+            let base = random(round % 48);
+            let cut = base
+                .char_indices()
+                .map(|(i, _)| i)
+                .nth(round % 7)
+                .unwrap_or(base.len());
+            // A session's next prompt extends the last one; another one differs after a point.
+            let earlier = format!("{}{}", &base[..cut], random(round % 5));
+            let text = if round % 2 == 0 {
+                format!("{earlier}{}", random(round % 11))
+            } else {
+                format!("{}{}", &base[..cut], random(round % 13))
+            };
+            let earlier_ends = tokenizer.token_ends(&earlier);
+            let ends = tokenizer.token_ends_after(&earlier, &earlier_ends, &text);
+            assert_eq!(
+                ends,
+                tokenizer.token_ends(&text),
+                "{earlier:?} then {text:?}"
+            );
+            cases += 1;
+            let shared = shared_prefix(earlier.as_bytes(), text.as_bytes());
+            reused += usize::from(pretokenize::resume_point(&text, shared) > 0);
+        }
+        // The test is only as good as the resumed cases.
+        assert!(reused * 4 > cases, "{reused} of {cases} resumed");
+    }
+
+    #[test]
+    fn split_tokens_are_the_token_ends_slices() {
+        let tokenizer = toy();
+        let text = "abab  ba\n\n!!12 é\u{301}a 中文 aba";
+        let tokens = tokenizer.split_tokens(text);
+        assert_eq!(tokens.concat(), text);
+        let ends: Vec<u32> = tokens
+            .iter()
+            .scan(0, |end, t| {
+                *end += t.len() as u32;
+                Some(*end)
+            })
+            .collect();
+        assert_eq!(ends, tokenizer.token_ends(text));
+        assert!(tokens.iter().all(|t| !t.is_empty()));
+    }
+
+    #[test]
+    fn the_shared_prefix_is_counted_in_bytes() {
+        assert_eq!(shared_prefix(b"", b"abc"), 0);
+        let long = "x".repeat(40);
+        assert_eq!(
+            shared_prefix(long.as_bytes(), format!("{long}y").as_bytes()),
+            40
+        );
+        assert_eq!(
+            shared_prefix(
+                format!("{long}ab").as_bytes(),
+                format!("{long}ac").as_bytes()
+            ),
+            41
+        );
+    }
 
     #[test]
     fn special_tokens_are_found_leftmost() {

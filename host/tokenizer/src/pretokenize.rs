@@ -108,6 +108,36 @@ impl<'a> Iterator for Pieces<'a> {
     }
 }
 
+/// The last piece boundary of `text` where a split of `text` may resume from a split of
+/// another text with the same first `shared` bytes: the pieces before it, and their tokens,
+/// are the same in both (0 when there is none).
+///
+/// A piece's extent is decided by its own chars and, at most, the whitespace run it ends in
+/// and the one char after it (see the module docs: greedy runs stop at a char of another class;
+/// whitespace backs off within its run). So a boundary after a piece whose last char is not
+/// whitespace, with the char after it inside the shared bytes, is one in both texts, and so is
+/// every boundary before it.
+pub(crate) fn resume_point(text: &str, shared: usize) -> usize {
+    // The longest UTF-8 char: the char after the boundary is shared whole.
+    let limit = shared.min(text.len()).saturating_sub(4);
+    let mut resume = 0;
+    let mut end = 0;
+    for piece in split(text) {
+        end += piece.len();
+        if end > limit {
+            break;
+        }
+        if piece
+            .chars()
+            .next_back()
+            .is_some_and(|c| Class::of(c) != Class::Space)
+        {
+            resume = end;
+        }
+    }
+    resume
+}
+
 /// Byte length of the piece that starts `s` (non-empty).
 fn match_len(s: &str) -> usize {
     let mut chars = s.chars();

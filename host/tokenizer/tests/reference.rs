@@ -305,6 +305,42 @@ fn dataset_isl_matches_reference() {
     }
 }
 
+/// A session's prompts split after its previous prompt, reusing that split's shared prefix,
+/// give the whole split: every pair of consecutive requests of the data set (every 25th in
+/// debug builds), rendered as the reference renders them.
+#[test]
+fn dataset_prompts_split_after_the_previous_one_as_whole() {
+    let Some(vocab) = vocab() else { return };
+    let Some(jsonl) = dataset() else { return };
+    let prompts: Vec<String> = dataset_requests(&jsonl)
+        .iter()
+        .map(|(messages, tools)| {
+            render_chat(messages, tools.as_deref(), &reference_isl()).expect("renders")
+        })
+        .collect();
+    let stride = if cfg!(debug_assertions) { 25 } else { 1 };
+    let (mut tokens, mut resplit) = (0, 0);
+    for i in (1..prompts.len()).step_by(stride) {
+        let (earlier, text) = (&prompts[i - 1], &prompts[i]);
+        let earlier_ends = vocab.token_ends(earlier);
+        let whole = vocab.token_ends(text);
+        let after = vocab.token_ends_after(earlier, &earlier_ends, text);
+        assert_eq!(after, whole, "request {i}");
+        let kept = after
+            .iter()
+            .zip(&earlier_ends)
+            .take_while(|(a, b)| a == b)
+            .count();
+        tokens += whole.len();
+        resplit += whole.len() - kept;
+    }
+    // Most of a session's next prompt is its last one.
+    assert!(
+        resplit * 5 < tokens,
+        "{resplit} of {tokens} tokens split again"
+    );
+}
+
 /// Prints load, render and encode times for the dataset's largest request,
 /// and a regex engine's split of the same text for comparison:
 /// `cargo test --release -p agentload-tokenizer --test reference -- --ignored --nocapture`.
