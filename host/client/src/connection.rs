@@ -303,27 +303,42 @@ impl Pool {
         self.idle.lock().expect("pool lock").conns.len()
     }
 
-    /// An idle connection ready for a request (`true`: reused), or a new one; either way with
-    /// a spare read buffer when the pool has one.
-    pub(super) async fn checkout(&self) -> Result<(Connection, bool), TurnError> {
-        let mut spare = None;
+    /// An idle connection the server has not closed (closed ones are dropped), with a spare
+    /// read buffer when the pool has one; `None` when no idle one is left. A request takes it
+    /// before its `issued` stamp: the check, a `recv(2)` that must find nothing, is no part of
+    /// sending it.
+    pub(super) fn take_idle(&self) -> Option<Connection> {
         loop {
-            let conn = {
+            let (mut conn, spare) = {
                 let mut idle = self.idle.lock().expect("pool lock");
-                if spare.is_none() {
-                    spare = idle.buffers.pop();
+                let conn = idle.conns.pop()?;
+                (conn, idle.buffers.pop())
+            };
+            // Checked outside the lock: thousands of sessions share it.
+            if conn.closed_while_idle() {
+                if let Some(buf) = spare {
+                    self.idle.lock().expect("pool lock").buffers.push(buf);
                 }
-                idle.conns.pop()
-            };
-            let (mut conn, reused) = match conn {
-                // The server closed it while it was idle: try the next one.
-                Some(conn) if conn.closed_while_idle() => continue,
-                Some(conn) => (conn, true),
-                None => (self.open().await?, false),
-            };
+                continue;
+            }
             conn.buf = spare.unwrap_or_default();
-            return Ok((conn, reused));
+            return Some(conn);
         }
+    }
+
+    /// A connection for a request: `idle` (from [`Pool::take_idle`]; `true`: reused), else a
+    /// new one, with a spare read buffer when the pool has one.
+    pub(super) async fn checkout(
+        &self,
+        idle: Option<Connection>,
+    ) -> Result<(Connection, bool), TurnError> {
+        if let Some(conn) = idle {
+            return Ok((conn, true));
+        }
+        let spare = self.idle.lock().expect("pool lock").buffers.pop();
+        let mut conn = self.open().await?;
+        conn.buf = spare.unwrap_or_default();
+        Ok((conn, false))
     }
 
     /// Gives back a connection whose exchange ended cleanly (response read to its end). Its
@@ -443,13 +458,13 @@ mod tests {
     #[tokio::test]
     async fn read_buffers_go_back_to_the_pool_unless_shared_or_grown() {
         let pool = held_pool().await;
-        let (mut conn, reused) = pool.checkout().await.unwrap();
+        let (mut conn, reused) = pool.checkout(pool.take_idle()).await.unwrap();
         assert!(!reused);
         conn.buf.reserve(READ_ROOM);
         let allocation = conn.buf.as_ptr();
         pool.checkin(conn);
         // The next exchange reads into the same allocation.
-        let (mut conn, reused) = pool.checkout().await.unwrap();
+        let (mut conn, reused) = pool.checkout(pool.take_idle()).await.unwrap();
         assert!(reused);
         assert_eq!(conn.buf.as_ptr(), allocation);
         assert!(conn.buf.capacity() >= READ_ROOM);
@@ -458,12 +473,12 @@ mod tests {
         conn.buf.extend_from_slice(b"answer");
         let answer = conn.buf.split_to(6).freeze();
         pool.checkin(conn);
-        let (mut conn, _) = pool.checkout().await.unwrap();
+        let (mut conn, _) = pool.checkout(pool.take_idle()).await.unwrap();
         assert_eq!(conn.buf.capacity(), 0);
         assert_eq!(&answer[..], b"answer");
         conn.buf.reserve(SPARE_MAX_BYTES + 1);
         pool.checkin(conn);
-        let (conn, _) = pool.checkout().await.unwrap();
+        let (conn, _) = pool.checkout(pool.take_idle()).await.unwrap();
         assert_eq!(conn.buf.capacity(), 0);
         // At most SPARE_BUFFERS are kept.
         let conns: Vec<Connection> = checkouts(&pool, SPARE_BUFFERS + 3).await;
@@ -479,7 +494,7 @@ mod tests {
     async fn checkouts(pool: &Pool, n: usize) -> Vec<Connection> {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            out.push(pool.checkout().await.unwrap().0);
+            out.push(pool.checkout(pool.take_idle()).await.unwrap().0);
         }
         out
     }

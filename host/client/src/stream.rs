@@ -1,7 +1,8 @@
 //! Sends one Chat Completions request and timestamps its answer.
 //!
-//! `issued` is taken after the body is serialised, before a connection is taken (so a
-//! connection that has to be opened, because the previous one broke, is inside the turn's
+//! `issued` is taken after the body is serialised and an idle connection is taken (with the
+//! check that the server has not closed it), and before a connection that has to be opened
+//! is (so a connect, because there was no live idle connection, is inside the turn's
 //! measured time); each network read is timestamped when the `read(2)` returns, in the task
 //! that made it and before any parsing ([`super::wire`], [`super::connection`]), so neither
 //! parsing nor scheduling shifts a timestamp.
@@ -342,6 +343,7 @@ impl ChatClient {
             let mut t = Timeline::new();
             let (mut conn, resp, mut body) = self
                 .send_request(
+                    inner.pool.take_idle(),
                     &head,
                     &RequestBody::default(),
                     &mut t,
@@ -411,15 +413,17 @@ impl ChatClient {
             }
         };
         let _in_flight = InFlight::new();
-        // Made before the stamp: the stamp is the write, not the head's making.
+        // Made and taken before the stamp: the stamp is the write, not the head's making or
+        // the pool's check of an idle connection.
         let head = self.inner.heads.chat(stream, session_id, bytes.len());
+        let idle = self.inner.pool.take_idle();
         let mut timeline = Timeline::new();
         timeline.issued = Instant::now();
         agentload_wire::clock::mark_first_request(timeline.issued);
         let limit = self.inner.turn_timeout;
         let outcome = tokio::time::timeout(
             limit,
-            self.exchange(&head, &bytes, stream, &mut timeline, once_sent),
+            self.exchange(idle, &head, &bytes, stream, &mut timeline, once_sent),
         )
         .await;
         let result = match outcome {
@@ -449,6 +453,7 @@ impl ChatClient {
     /// is written whole to the socket.
     async fn send_request(
         &self,
+        idle: Option<Connection>,
         head: &[u8],
         body: &RequestBody,
         t: &mut Timeline,
@@ -456,7 +461,7 @@ impl ChatClient {
         once_sent: &mut Option<impl FnOnce()>,
     ) -> Result<(Connection, ResponseHead, BodyDecoder), TurnError> {
         let pool = &self.inner.pool;
-        let (mut conn, reused) = pool.checkout().await?;
+        let (mut conn, reused) = pool.checkout(idle).await?;
         t.new_connection = !reused;
         let broken = |e: &WireError| TurnError::Transport {
             message: format!("request to {} failed: {e}", pool.endpoint.address()),
@@ -478,6 +483,7 @@ impl ChatClient {
 
     async fn exchange(
         &self,
+        idle: Option<Connection>,
         head: &[u8],
         body: &RequestBody,
         stream: bool,
@@ -486,7 +492,7 @@ impl ChatClient {
     ) -> Result<Assembled, TurnError> {
         let inner = &*self.inner;
         let (mut conn, resp, mut decoder) = self
-            .send_request(head, body, t, stream, &mut once_sent)
+            .send_request(idle, head, body, t, stream, &mut once_sent)
             .await
             .inspect_err(|_| {
                 t.complete = Instant::now();

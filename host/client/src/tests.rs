@@ -868,3 +868,24 @@ async fn a_body_of_slices_arrives_whole_with_its_length() {
     assert_eq!(received, whole);
     assert_eq!(ex.body.to_bytes(), whole);
 }
+
+/// An idle connection the server closed after a whole answer is left in the pool's check, not
+/// written to: the next request goes out on a new connection, counted as opened in its turn,
+/// and does not fail.
+#[tokio::test]
+async fn an_idle_connection_the_server_closed_is_not_used() {
+    let mut closing = sse(&good());
+    closing.extend_from_slice(CLOSE);
+    let server = canned(vec![closing, sse(&good())]).await;
+    let c = client(&server.url, 0, Duration::from_secs(10));
+    let first = c.send(&body(), "s").await;
+    assert_eq!(first.result.unwrap().content, "Hi");
+    // The close reaches the idle connection.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = c.send(&body(), "s").await;
+    assert_eq!(second.result.unwrap().content, "Hi");
+    assert!(second.timeline.new_connection);
+    assert_eq!(c.connections_opened(), 2);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
+}
