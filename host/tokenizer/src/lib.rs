@@ -394,6 +394,15 @@ mod tests {
         };
         let mut random =
             |len: usize| -> String { (0..len).map(|_| alphabet[next(alphabet.len())]).collect() };
+        let agrees = |earlier: &str, text: &str| {
+            let earlier_ends = tokenizer.token_ends(earlier);
+            let ends = tokenizer.token_ends_after(earlier, &earlier_ends, text);
+            assert_eq!(
+                ends,
+                tokenizer.token_ends(text),
+                "{earlier:?} then {text:?}"
+            );
+        };
         // Whitespace runs longer than the shared bytes' margin: the run's pieces depend on
         // what ends it.
         let spaces = " ".repeat(10);
@@ -402,13 +411,7 @@ mod tests {
             (format!("a\n{spaces}\nb"), format!("a\n{spaces}b")),
             (format!("a{spaces}b"), format!("a{spaces}\n\n")),
         ] {
-            let earlier_ends = tokenizer.token_ends(&earlier);
-            let ends = tokenizer.token_ends_after(&earlier, &earlier_ends, &text);
-            assert_eq!(
-                ends,
-                tokenizer.token_ends(&text),
-                "{earlier:?} then {text:?}"
-            );
+            agrees(&earlier, &text);
         }
         let (mut reused, mut cases) = (0, 0);
         for round in 0..20_000 {
@@ -425,13 +428,7 @@ mod tests {
             } else {
                 format!("{}{}", &base[..cut], random(round % 13))
             };
-            let earlier_ends = tokenizer.token_ends(&earlier);
-            let ends = tokenizer.token_ends_after(&earlier, &earlier_ends, &text);
-            assert_eq!(
-                ends,
-                tokenizer.token_ends(&text),
-                "{earlier:?} then {text:?}"
-            );
+            agrees(&earlier, &text);
             cases += 1;
             let shared = shared_prefix(earlier.as_bytes(), text.as_bytes());
             reused += usize::from(pretokenize::resume_point(&text, shared) > 0);
