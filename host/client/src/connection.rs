@@ -490,6 +490,35 @@ mod tests {
         assert_eq!(pool.idle.lock().unwrap().buffers.len(), SPARE_BUFFERS);
     }
 
+    /// An idle connection whose server closed it is dropped by `take_idle`, before any
+    /// request would be written to it, and the spare buffer taken with it stays in the pool.
+    #[tokio::test]
+    async fn a_closed_idle_connection_is_dropped_and_its_buffer_kept() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = Endpoint::parse(&format!("http://{}", listener.local_addr().unwrap()));
+        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Read);
+        let (mut conn, _) = pool.checkout(None).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        conn.buf.reserve(READ_ROOM);
+        let allocation = conn.buf.as_ptr();
+        pool.checkin(conn);
+        assert_eq!(
+            (pool.idle(), pool.idle.lock().unwrap().buffers.len()),
+            (1, 1)
+        );
+        drop(server);
+        // The close reaches the idle connection.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            pool.take_idle().is_none(),
+            "a closed connection is not handed out"
+        );
+        assert_eq!(pool.idle(), 0);
+        let buffers = &pool.idle.lock().unwrap().buffers;
+        assert_eq!(buffers.len(), 1);
+        assert_eq!(buffers[0].as_ptr(), allocation);
+    }
+
     /// `n` connections checked out at once.
     async fn checkouts(pool: &Pool, n: usize) -> Vec<Connection> {
         let mut out = Vec::with_capacity(n);

@@ -38,19 +38,7 @@ pub(crate) struct PrefixCache {
     leaves: BTreeSet<(u64, usize)>,
 }
 
-/// Length of the common prefix of `a` and `b`, in bytes.
-pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    // Compare 16-byte blocks first (the compiler turns this into wide compares), then bytes.
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 16 <= n && a[i..i + 16] == b[i..i + 16] {
-        i += 16;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
-}
+pub(crate) use agentload_tokenizer::common_prefix_len;
 
 /// Number of pieces whose end offset (`ends`, ascending) lies in `(from, to]`.
 fn pieces_ending_in(ends: &[u32], from: usize, to: usize) -> u64 {

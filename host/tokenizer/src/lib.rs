@@ -241,7 +241,7 @@ impl QwenTokenizer {
     /// `earlier_ends`, and only the rest of `text` is split. The result is `token_ends(text)`
     /// whenever `earlier_ends` is `token_ends(earlier)`.
     pub fn token_ends_after(&self, earlier: &str, earlier_ends: &[u32], text: &str) -> Vec<u32> {
-        let shared = shared_prefix(earlier.as_bytes(), text.as_bytes());
+        let shared = common_prefix_len(earlier.as_bytes(), text.as_bytes());
         let resume = pretokenize::resume_point(text, shared);
         let kept = earlier_ends.partition_point(|&end| end as usize <= resume);
         let mut ends = Vec::with_capacity(kept + (text.len() - resume) / 3 + 1);
@@ -280,8 +280,8 @@ impl QwenTokenizer {
     }
 }
 
-/// Length of the common prefix of `a` and `b`, in bytes.
-fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+/// Length of the common prefix of `a` and `b`, in bytes (16-byte blocks first, then bytes).
+pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let blocks = a
@@ -430,7 +430,7 @@ mod tests {
             };
             agrees(&earlier, &text);
             cases += 1;
-            let shared = shared_prefix(earlier.as_bytes(), text.as_bytes());
+            let shared = common_prefix_len(earlier.as_bytes(), text.as_bytes());
             reused += usize::from(pretokenize::resume_point(&text, shared) > 0);
         }
         // The test is only as good as the resumed cases.
@@ -456,14 +456,14 @@ mod tests {
 
     #[test]
     fn the_shared_prefix_is_counted_in_bytes() {
-        assert_eq!(shared_prefix(b"", b"abc"), 0);
+        assert_eq!(common_prefix_len(b"", b"abc"), 0);
         let long = "x".repeat(40);
         assert_eq!(
-            shared_prefix(long.as_bytes(), format!("{long}y").as_bytes()),
+            common_prefix_len(long.as_bytes(), format!("{long}y").as_bytes()),
             40
         );
         assert_eq!(
-            shared_prefix(
+            common_prefix_len(
                 format!("{long}ab").as_bytes(),
                 format!("{long}ac").as_bytes()
             ),
