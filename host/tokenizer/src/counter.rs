@@ -8,13 +8,35 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::{ChatOptions, ChatTemplate, QwenTokenizer, TokenizerError};
+use crate::{ChatOptions, ChatTemplate, CountedText, QwenTokenizer, TokenizerError};
 
 /// The vocabulary a [`Tokenizer`] encodes with.
 #[derive(Clone)]
 enum Vocab {
     Qwen(Arc<QwenTokenizer>),
     HuggingFace(Arc<tokenizers::Tokenizer>),
+}
+
+/// A prompt's tokens, and what counting the next prompt of its conversation after it needs
+/// ([`Tokenizer::count_chat_after`]).
+#[derive(Debug, Clone, Default)]
+pub struct PromptCount {
+    tokens: usize,
+    /// The rendered text as counted (the Qwen vocabulary only).
+    text: Option<CountedText>,
+}
+
+impl PromptCount {
+    /// The prompt's tokens.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Of [`tokens`](Self::tokens), those taken from the earlier prompt's count rather than
+    /// encoded.
+    pub fn reused_tokens(&self) -> usize {
+        self.text.as_ref().map_or(0, CountedText::reused_tokens)
+    }
 }
 
 /// A vocabulary with a chat template: what agentload counts ISL and OSL
@@ -127,6 +149,35 @@ impl Tokenizer {
         opts: &ChatOptions,
     ) -> Result<usize, TokenizerError> {
         Ok(self.count_with_special_tokens(&self.template.render(messages, tools, opts)?))
+    }
+
+    /// [`count_chat`](Self::count_chat), given the count of an `earlier` prompt of the same
+    /// conversation: with the Qwen vocabulary the rendered text is encoded only from the
+    /// last special token both prompts share
+    /// ([`QwenTokenizer::count_with_special_tokens_after`]); a Hugging Face vocabulary
+    /// counts the whole text. The count is the whole prompt's either way.
+    pub fn count_chat_after(
+        &self,
+        earlier: Option<&PromptCount>,
+        messages: &[Value],
+        tools: Option<&[Value]>,
+        opts: &ChatOptions,
+    ) -> Result<PromptCount, TokenizerError> {
+        let text = self.template.render(messages, tools, opts)?;
+        Ok(match &self.vocab {
+            Vocab::Qwen(qwen) => {
+                let earlier = earlier.and_then(|e| e.text.as_ref());
+                let counted = qwen.count_with_special_tokens_after(earlier, &text);
+                PromptCount {
+                    tokens: counted.tokens(),
+                    text: Some(counted),
+                }
+            }
+            Vocab::HuggingFace(_) => PromptCount {
+                tokens: self.count_with_special_tokens(&text),
+                text: None,
+            },
+        })
     }
 
     /// Output sequence length of a completion, as the reference counts it.

@@ -21,11 +21,13 @@
 
 mod bpe;
 mod chat;
+mod counted_text;
 mod counter;
 mod pretokenize;
 
 pub use chat::{render_chat, ChatOptions, ChatTemplate, QWEN3_6_TEMPLATE, QWEN3_6_TEMPLATE_SHA256};
-pub use counter::Tokenizer;
+pub use counted_text::CountedText;
+pub use counter::{PromptCount, Tokenizer};
 
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
@@ -195,18 +197,55 @@ impl QwenTokenizer {
     pub fn encode_with_special_tokens(&self, text: &str) -> Vec<u32> {
         let text = nfc(text);
         let mut out = Vec::with_capacity(text.len() / 3);
-        let mut rest: &str = &text;
-        while let Some((at, index)) = find_special(rest) {
-            for piece in pretokenize::split(&rest[..at]) {
-                self.bpe.encode_piece(piece.as_bytes(), &mut out);
+        self.encode_normalized(&text, &mut out, |_, _| {});
+        out
+    }
+
+    /// Appends the ids of `text` (NFC already), special tokens recognised, to `out`; after
+    /// each special token, calls `special_end` with its end in `text` and the ids appended
+    /// so far.
+    fn encode_normalized(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        mut special_end: impl FnMut(usize, usize),
+    ) {
+        let first = out.len();
+        let mut at = 0;
+        while let Some((start, index)) = find_special(&text[at..]) {
+            for piece in pretokenize::split(&text[at..at + start]) {
+                self.bpe.encode_piece(piece.as_bytes(), out);
             }
             out.push(SPECIAL_TOKEN_START_ID + index as u32);
-            rest = &rest[at + SPECIAL_TOKENS[index].len()..];
+            at += start + SPECIAL_TOKENS[index].len();
+            special_end(at, out.len() - first);
         }
-        for piece in pretokenize::split(rest) {
-            self.bpe.encode_piece(piece.as_bytes(), &mut out);
+        for piece in pretokenize::split(&text[at..]) {
+            self.bpe.encode_piece(piece.as_bytes(), out);
         }
-        out
+    }
+
+    /// [`count_with_special_tokens`](Self::count_with_special_tokens) of `text`, given the
+    /// count of an `earlier` text (a session's previous prompt, whose start the next one
+    /// repeats): the tokens up to the last special token of the prefix both texts share are
+    /// taken from `earlier`, and only the rest of `text` is encoded. The count is always the
+    /// whole text's; `earlier` only saves work.
+    pub fn count_with_special_tokens_after(
+        &self,
+        earlier: Option<&CountedText>,
+        text: &str,
+    ) -> CountedText {
+        let text = nfc(text).into_owned();
+        let mut marks = earlier.map_or_else(Vec::new, |e| e.settled(&text).to_vec());
+        let (from, before) = marks.last().map_or((0, 0), |m| (m.end, m.tokens));
+        let mut ids = Vec::with_capacity((text.len() - from) / 3);
+        self.encode_normalized(&text[from..], &mut ids, |end, tokens| {
+            marks.push(counted_text::Mark {
+                end: from + end,
+                tokens: before + tokens,
+            });
+        });
+        CountedText::new(text, marks, before + ids.len(), before)
     }
 
     /// Splits `text` (ordinary text) into its tokens' texts, in order.
@@ -435,6 +474,70 @@ mod tests {
         }
         // The test is only as good as the resumed cases.
         assert!(reused * 4 > cases, "{reused} of {cases} resumed");
+    }
+
+    #[test]
+    fn a_count_after_an_earlier_text_is_the_whole_texts() {
+        let tokenizer = toy();
+        // Special tokens whole and cut short, the bytes they are made of, text NFC changes.
+        let words = [
+            "<|im_start|>",
+            "<|im_end|>",
+            "<tool_call>",
+            "</tool_call>",
+            "<|im_",
+            "<tool",
+            "<",
+            "|",
+            ">",
+            "ab",
+            "a",
+            " ",
+            "\n",
+            "é",
+            "e\u{301}",
+            "\u{301}",
+            "12",
+            "!",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut random =
+            |len: usize| -> String { (0..len).map(|_| words[next(words.len())]).collect() };
+        let (mut resumed, mut chains) = (0, 0);
+        for round in 0..2_000 {
+            // A conversation: each prompt repeats the last one's start, mostly all of it.
+            let mut earlier: Option<CountedText> = None;
+            let mut prompt = random(round % 9);
+            for turn in 0..6 {
+                let counted = tokenizer.count_with_special_tokens_after(earlier.as_ref(), &prompt);
+                assert_eq!(
+                    counted.tokens(),
+                    tokenizer.count_with_special_tokens(&prompt),
+                    "turn {turn} {prompt:?} after {earlier:?}"
+                );
+                resumed += usize::from(counted.reused_tokens() > 0);
+                chains += 1;
+                let keep = if turn % 3 == 2 {
+                    prompt
+                        .char_indices()
+                        .map(|(i, _)| i)
+                        .nth(round % 17)
+                        .unwrap_or(prompt.len())
+                } else {
+                    prompt.len()
+                };
+                prompt = format!("{}{}", &prompt[..keep], random(1 + round % 13));
+                earlier = Some(counted);
+            }
+        }
+        // The test is only as good as the resumed counts.
+        assert!(resumed * 4 > chains, "{resumed} of {chains} resumed");
     }
 
     #[test]

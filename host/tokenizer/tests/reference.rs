@@ -305,6 +305,38 @@ fn dataset_isl_matches_reference() {
     }
 }
 
+/// Every request of the data set counted after the one before it (a session's prompt repeats
+/// its previous one's start; a new session's does not) has the reference's ISL, and most of
+/// the tokens are taken from the previous count.
+#[test]
+fn dataset_isl_counted_after_the_previous_prompt_matches_reference() {
+    let Some(tok) = tokenizer() else { return };
+    let Some(jsonl) = dataset() else { return };
+    let chats = fixture("chat.json");
+    let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
+    let requests = dataset_requests(&jsonl);
+    assert_eq!(requests.len(), want.len());
+    let (mut earlier, mut tokens, mut reused) = (None, 0, 0);
+    for (i, (messages, tools)) in requests.iter().enumerate() {
+        let counted = tok
+            .count_chat_after(
+                earlier.as_ref(),
+                messages,
+                tools.as_deref(),
+                &reference_isl(),
+            )
+            .expect("renders");
+        assert_eq!(counted.tokens() as u64, want[i], "turn {i}");
+        tokens += counted.tokens();
+        reused += counted.reused_tokens();
+        earlier = Some(counted);
+    }
+    assert!(
+        reused * 10 > tokens * 9,
+        "{reused} of {tokens} tokens reused"
+    );
+}
+
 /// A session's prompts split after its previous prompt, reusing that split's shared prefix,
 /// give the whole split: every pair of consecutive requests of the data set (every 25th in
 /// debug builds), rendered as the reference renders them.
