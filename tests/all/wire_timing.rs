@@ -166,6 +166,11 @@ async fn local_counting_runs_after_the_streams_and_counts_every_turn() {
         assert_eq!(turns[line - 1]["status"], "completed", "{l}");
         assert!(l["isl"].as_u64().unwrap() > 0, "{l}");
     }
+    // Each prompt was counted after its own session's last one (two run at once).
+    let isl: u64 = lines.iter().map(|l| l["isl"].as_u64().unwrap()).sum();
+    assert_eq!(counting["prompt_tokens"], isl, "{counting}");
+    let reused = counting["prompt_tokens_reused"].as_u64().unwrap();
+    assert!(reused * 2 > isl && reused < isl, "{counting}");
     sim.shutdown().await;
 }
 

@@ -1,10 +1,10 @@
 //! Local token counting off the request path. A count (a chat-template render and BPE of a
 //! prompt of up to ~30K tokens, tens of ms) never runs beside a stream: answered turns are
 //! queued as the phase runs, and counted when it ends, when nothing streams any more, on all
-//! cores. The queued request bodies (up to ~100 KiB each) wait in a scratch file beside the
-//! side file (`turns.tokens.jsonl.queue`, each body's shared parts in one `writev(2)`, removed
-//! once counted), so memory stays flat however long the phase; a body is queued in memory (its
-//! shared parts, not a copy) and written there by
+//! cores. The queued turns (request bodies of up to ~100 KiB, and the answers' texts) wait in
+//! a scratch file beside the side file (`turns.tokens.jsonl.queue`, each turn in one
+//! `writev(2)`, removed once counted), so memory stays flat however long the phase; a turn is
+//! queued in memory (its body's shared parts, not a copy) and written there by
 //! [`CountWorker::spill_held`], which a session calls once its next request is out (the
 //! write is not between an answer and the next request). Their counts go to
 //! `turns.tokens.jsonl` (the turn log itself is never rewritten); a process killed before
@@ -12,30 +12,93 @@
 //! ([`super::session`]). The vocabulary loads then too, not at start-up ([`LocalCounter`] is
 //! lazy).
 //!
+//! A session's prompts are counted in order, each after the one before it: a prompt repeats
+//! its previous one's start, and only what follows the last special token both share is
+//! encoded ([`LocalCounter::count_turn`]), so counting a session costs about its tokens, not
+//! its turns times its context.
+//!
 //! Every count checks that no exchange is in flight in the process
 //! ([`agentload_client::exchanges_in_flight`]); [`CountingStats::during_streams`] says how many
 //! were not (0, unless the phase's end rules are broken).
 
 use super::journal::{Durability, Journal, TokenLine, WriteError};
 use crate::tokens::LocalCounter;
-use crate::{LocalTokens, RecordedTokens};
-use agentload_client::{exchanges_in_flight, Assembled, RequestBody};
+use crate::{CountingStats, LocalTokens, RecordedTokens};
+use agentload_client::{exchanges_in_flight, Assembled, FirstChunk, RequestBody, ToolCallRecord};
+use agentload_tokenizer::PromptCount;
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{Hash, Hasher};
 use std::io::{IoSlice, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Where a queued request body is.
-enum Body {
-    /// In the scratch file at `offset`, `len` bytes.
-    Spilled { offset: u64, len: usize },
+/// A queued turn as the session left it.
+struct Held {
+    body: RequestBody,
+    /// Live-reply replay: the recording's request at this turn.
+    recorded: Option<RequestBody>,
+    replies: Replies,
+}
+
+/// What the output counts need of a turn's answers. The rest of an [`Assembled`] (`usage`,
+/// `timings`, the simulator's stamps) is dropped when the turn is queued.
+#[derive(Clone, Serialize, Deserialize)]
+struct Replies {
+    answer: Reply,
+    /// Live-reply replay: the recorded reply after the turn, where the recording has one.
+    recorded: Option<Reply>,
+}
+
+/// An answer's texts, calls, and what its first chunk carried.
+#[derive(Clone, Serialize, Deserialize)]
+struct Reply {
+    content: String,
+    reasoning_content: String,
+    tool_calls: Vec<ToolCallRecord>,
+    first_chunk: Option<FirstChunk>,
+}
+
+impl From<Assembled> for Reply {
+    fn from(a: Assembled) -> Self {
+        Self {
+            content: a.content,
+            reasoning_content: a.reasoning_content,
+            tool_calls: a.tool_calls,
+            first_chunk: a.first_chunk,
+        }
+    }
+}
+
+impl From<Reply> for Assembled {
+    fn from(r: Reply) -> Self {
+        Self {
+            content: r.content,
+            reasoning_content: r.reasoning_content,
+            tool_calls: r.tool_calls,
+            first_chunk: r.first_chunk,
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a queued turn is.
+enum Stored {
     /// In memory (not spilled yet, or the scratch file could not take it).
-    Held(RequestBody),
+    Held(Arc<Held>),
+    /// In the scratch file from `offset`: the body, the recorded body (where there is one,
+    /// `recorded` bytes), then the replies as JSON.
+    Spilled {
+        offset: u64,
+        body: u32,
+        recorded: Option<u32>,
+        replies: u32,
+    },
 }
 
 /// The queued turns, in queue order.
@@ -46,12 +109,12 @@ struct Queue {
     unspilled: usize,
 }
 
+/// A queued turn: about 50 bytes in memory once spilled.
 struct Job {
     line: u64,
-    body: Body,
-    answer: Assembled,
-    /// Live-reply replay: the recording's request and reply at this turn.
-    recorded: Option<(Body, Option<Assembled>)>,
+    /// The session's id, hashed: its turns are counted in a row.
+    session: u64,
+    turn: Stored,
 }
 
 /// Live-reply replay: a turn as the recording has it, counted beside the live one.
@@ -70,16 +133,14 @@ pub struct Counted {
     pub recorded: Option<RecordedTokens>,
 }
 
-/// The scratch file of queued bodies and its length.
+/// The scratch file of queued turns and its length.
 struct Spill {
     path: PathBuf,
     file: Option<File>,
     len: u64,
-    /// False after a failed write (the bodies before it stay readable).
+    /// False after a failed write (the turns before it stay readable).
     writable: bool,
 }
-
-use crate::CountingStats;
 
 /// The counting queue of one phase.
 pub struct CountWorker {
@@ -124,60 +185,64 @@ impl CountWorker {
         })
     }
 
-    /// Queues the turn recorded at `line` (`body`: its request's JSON, shared, not copied;
-    /// `recorded`: the recording's turn, in live-reply replay) for counting. The bodies are
-    /// held in memory until [`CountWorker::spill_held`].
+    /// Queues the turn recorded at `line` of session `session` (`body`: its request's JSON,
+    /// shared, not copied; `recorded`: the recording's turn, in live-reply replay) for
+    /// counting. The turn is held in memory until [`CountWorker::spill_held`].
     pub fn count(
         &self,
         line: u64,
+        session: &str,
         body: RequestBody,
         answer: Assembled,
         recorded: Option<RecordedTurn>,
     ) {
+        let (recorded, recorded_reply) = match recorded {
+            Some(r) => (Some(r.body.into()), r.reply.map(Reply::from)),
+            None => (None, None),
+        };
+        let held = Held {
+            body,
+            recorded,
+            replies: Replies {
+                answer: answer.into(),
+                recorded: recorded_reply,
+            },
+        };
         self.queue.lock().expect("count queue lock").jobs.push(Job {
             line,
-            body: Body::Held(body),
-            answer,
-            recorded: recorded.map(|r| (Body::Held(r.body.into()), r.reply)),
+            session: session_key(session),
+            turn: Stored::Held(Arc::new(held)),
         });
     }
 
-    /// Writes the bodies queued since the last call to the scratch file (those it cannot
+    /// Writes the turns queued since the last call to the scratch file (those it cannot
     /// take stay in memory). The queue is not locked while they are written.
     pub fn spill_held(&self) {
-        let held: Vec<(usize, bool, RequestBody)> = {
+        let held: Vec<(usize, Arc<Held>)> = {
             let mut queue = self.queue.lock().expect("count queue lock");
             let queued = queue.jobs.len();
             let from = std::mem::replace(&mut queue.unspilled, queued);
-            let held = queue.jobs[from..].iter().enumerate();
-            held.flat_map(|(i, job)| {
-                let recorded = job.recorded.as_ref().map(|(body, _)| body);
-                [(false, Some(&job.body)), (true, recorded)]
-                    .into_iter()
-                    .filter_map(move |(is_recorded, body)| match body? {
-                        Body::Held(bytes) => Some((from + i, is_recorded, bytes.clone())),
-                        Body::Spilled { .. } => None,
-                    })
-            })
-            .collect()
+            queue.jobs[from..]
+                .iter()
+                .enumerate()
+                .filter_map(|(i, job)| match &job.turn {
+                    Stored::Held(held) => Some((from + i, held.clone())),
+                    Stored::Spilled { .. } => None,
+                })
+                .collect()
         };
         if held.is_empty() {
             return;
         }
-        let placed: Vec<(usize, bool, Body)> = {
+        let placed: Vec<(usize, Stored)> = {
             let mut spill = self.spill.lock().expect("count queue lock");
             held.into_iter()
-                .map(|(i, is_recorded, b)| (i, is_recorded, spill.put(b)))
+                .filter_map(|(i, held)| Some((i, spill.put(&held)?)))
                 .collect()
         };
         let mut queue = self.queue.lock().expect("count queue lock");
-        for (i, is_recorded, body) in placed {
-            let job = &mut queue.jobs[i];
-            match (is_recorded, &mut job.recorded) {
-                (false, _) => job.body = body,
-                (true, Some((recorded, _))) => *recorded = body,
-                (true, None) => unreachable!("only a recorded body was taken"),
-            }
+        for (i, spilled) in placed {
+            queue.jobs[i].turn = spilled;
         }
     }
 
@@ -211,12 +276,16 @@ impl CountWorker {
         let _ = std::fs::remove_file(&spill.path);
         let mut counts = HashMap::with_capacity(jobs.len());
         for (job, counted) in jobs.iter().zip(counted) {
-            let Some(counted) = counted else { continue };
+            let Some((counted, reused)) = counted else {
+                continue;
+            };
             self.journal.write(&TokenLine {
                 line: job.line,
                 tokens: counted.tokens,
                 recorded: counted.recorded,
             })?;
+            stats.prompt_tokens += u64::from(counted.tokens.isl);
+            stats.prompt_tokens_reused += reused as u64;
             counts.insert(job.line, counted);
         }
         self.journal.sync()?;
@@ -227,69 +296,112 @@ impl CountWorker {
     }
 }
 
-/// Counts `jobs` on every core (in their order); `during` counts the counts that began or
-/// ended with an exchange in flight.
+/// A session id as the queue keeps it. Two sessions that hash alike are counted as one chain:
+/// their counts are still exact, the second's prompts just share less with the first's.
+fn session_key(session: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    session.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The counts of a session's last prompts, live and recorded, which its next ones are
+/// counted after (any earlier count gives exact counts; the session's last one saves the
+/// most work).
+#[derive(Default)]
+struct Chain {
+    prompt: Option<PromptCount>,
+    recorded: Option<PromptCount>,
+}
+
+/// Counts `jobs` (in log order) on every core, each session's in a row, the sessions with
+/// the most turns first; the counts (with the prompt tokens reused) in the jobs' order.
+/// `during` counts the counts that began or ended with an exchange in flight.
 fn count_all(
     counter: &LocalCounter,
     jobs: &[Job],
     spill: Option<&File>,
     during: &AtomicU64,
     streaming: fn() -> usize,
-) -> Vec<Option<Counted>> {
+) -> Vec<Option<(Counted, usize)>> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    // Stable: a session's turns stay in log order.
+    order.sort_by_key(|&i| jobs[i].session);
+    let mut sessions: Vec<&[usize]> = order
+        .chunk_by(|&a, &b| jobs[a].session == jobs[b].session)
+        .collect();
+    sessions.sort_by_key(|turns| std::cmp::Reverse(turns.len()));
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(jobs.len())
+        .min(sessions.len())
         .max(1);
-    let per = jobs.len().div_ceil(threads);
+    let next = AtomicUsize::new(0);
+    let mut counted: Vec<Option<(Counted, usize)>> = Vec::new();
+    counted.resize_with(jobs.len(), || None);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .chunks(per)
-            .map(|chunk| {
-                scope.spawn(move || {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
                     lower_priority();
-                    chunk
-                        .iter()
-                        .map(|job| {
+                    let mut out = Vec::new();
+                    while let Some(turns) = sessions.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let mut chain = Chain::default();
+                        for &i in *turns {
                             let busy = streaming() > 0;
-                            let tokens = job.count(counter, spill);
+                            let tokens = jobs[i].count(counter, spill, &mut chain);
                             if busy || streaming() > 0 {
                                 during.fetch_add(1, Ordering::SeqCst);
                             }
-                            tokens
-                        })
-                        .collect::<Vec<_>>()
+                            out.push((i, tokens));
+                        }
+                    }
+                    out
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a token-count thread panicked"))
-            .collect()
-    })
+        for handle in handles {
+            for (i, tokens) in handle.join().expect("a token-count thread panicked") {
+                counted[i] = tokens;
+            }
+        }
+    });
+    counted
 }
 
 impl Spill {
-    /// Appends `body` to the scratch file (its parts in one `writev(2)` as far as the
-    /// kernel takes them), or keeps it when that fails.
-    fn put(&mut self, body: RequestBody) -> Body {
-        if let Some(file) = self.file.as_mut().filter(|_| self.writable) {
-            if write_parts(file, body.parts()).is_ok() {
-                let offset = self.len;
-                self.len += body.len() as u64;
-                return Body::Spilled {
-                    offset,
-                    len: body.len(),
-                };
-            }
+    /// Appends `held` to the scratch file (its parts in one `writev(2)` as far as the kernel
+    /// takes them); `None` (it stays in memory) when that fails.
+    fn put(&mut self, held: &Held) -> Option<Stored> {
+        let file = self.file.as_mut().filter(|_| self.writable)?;
+        let replies = Bytes::from(serde_json::to_vec(&held.replies).ok()?);
+        let recorded = held.recorded.as_ref();
+        let parts: Vec<&Bytes> = held
+            .body
+            .parts()
+            .iter()
+            .chain(recorded.map_or(&[][..], RequestBody::parts))
+            .chain([&replies])
+            .collect();
+        let spilled = Stored::Spilled {
+            offset: self.len,
+            body: u32::try_from(held.body.len()).ok()?,
+            recorded: match recorded {
+                Some(r) => Some(u32::try_from(r.len()).ok()?),
+                None => None,
+            },
+            replies: u32::try_from(replies.len()).ok()?,
+        };
+        if write_parts(file, &parts).is_err() {
             // A short write leaves the file's end unknown: hold the rest in memory.
             self.writable = false;
+            return None;
         }
-        Body::Held(body)
+        self.len += parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        Some(spilled)
     }
 }
 
 /// Writes `parts` in order, in as few `writev(2)` as the kernel takes them.
-fn write_parts(file: &mut File, parts: &[Bytes]) -> std::io::Result<()> {
+fn write_parts(file: &mut File, parts: &[&Bytes]) -> std::io::Result<()> {
     let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
     let mut left = &mut slices[..];
     while !left.is_empty() {
@@ -301,17 +413,44 @@ fn write_parts(file: &mut File, parts: &[Bytes]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A queued turn read back for counting.
+struct Loaded {
+    /// The request, parsed (`None`: unreadable).
+    body: Option<serde_json::Value>,
+    /// The recording's request, parsed, where there is one (`None` inside: unreadable).
+    recorded: Option<Option<serde_json::Value>>,
+    replies: Replies,
+}
+
 impl Job {
-    /// The turn's counts (`None`: its body unreadable, so left uncounted). A recorded
-    /// request that cannot be read or rendered leaves the recording's counts out.
-    fn count(&self, counter: &LocalCounter, spill: Option<&File>) -> Option<Counted> {
-        let tokens = counter
-            .count_turn(&self.body.parsed(spill)?, &self.answer)
+    /// The turn's counts and the prompt tokens reused from the session's last prompt
+    /// (`None`: the turn unreadable, so left uncounted); `chain` moves on to this turn's
+    /// prompts where they were counted. A recorded request that cannot be read or rendered
+    /// leaves the recording's counts out.
+    fn count(
+        &self,
+        counter: &LocalCounter,
+        spill: Option<&File>,
+        chain: &mut Chain,
+    ) -> Option<(Counted, usize)> {
+        let Loaded {
+            body,
+            recorded,
+            replies,
+        } = self.turn.load(spill)?;
+        let (tokens, prompt) = counter
+            .count_turn(chain.prompt.as_ref(), &body?, &replies.answer.into())
             .ok()?;
-        let recorded = self.recorded.as_ref().and_then(|(body, reply)| {
-            let isl = counter.count_prompt(&body.parsed(spill)?).ok()?;
-            let osl = match reply {
-                Some(reply) => Some(counter.count_reply(reply).ok()? as u32),
+        let reused = prompt.as_ref().map_or(0, PromptCount::reused_tokens);
+        chain.prompt = prompt.or(chain.prompt.take());
+        let recorded = recorded.and_then(|body| {
+            let prompt = counter
+                .count_prompt_after(chain.recorded.as_ref(), &body?)
+                .ok()?;
+            let isl = prompt.tokens();
+            chain.recorded = Some(prompt);
+            let osl = match replies.recorded {
+                Some(reply) => Some(counter.count_reply(&reply.into()).ok()? as u32),
                 None => None,
             };
             Some(RecordedTokens {
@@ -319,19 +458,41 @@ impl Job {
                 osl,
             })
         });
-        Some(Counted { tokens, recorded })
+        Some((Counted { tokens, recorded }, reused))
     }
 }
 
-impl Body {
-    /// The body, parsed (`None`: unreadable).
-    fn parsed(&self, spill: Option<&File>) -> Option<serde_json::Value> {
+impl Stored {
+    /// The turn, read back (`None`: the scratch file could not be read, or its replies do
+    /// not parse).
+    fn load(&self, spill: Option<&File>) -> Option<Loaded> {
+        let parse = |bytes: &[u8]| serde_json::from_slice(bytes).ok();
         match self {
-            Self::Held(body) => serde_json::from_slice(&body.to_bytes()).ok(),
-            Self::Spilled { offset, len } => {
-                let mut buf = vec![0u8; *len];
+            Self::Held(held) => Some(Loaded {
+                body: parse(&held.body.to_bytes()),
+                recorded: held.recorded.as_ref().map(|r| parse(&r.to_bytes())),
+                replies: held.replies.clone(),
+            }),
+            Self::Spilled {
+                offset,
+                body,
+                recorded,
+                replies,
+            } => {
+                let (body, recorded_len, replies) = (
+                    *body as usize,
+                    recorded.map(|r| r as usize),
+                    *replies as usize,
+                );
+                let mut buf = vec![0u8; body + recorded_len.unwrap_or(0) + replies];
                 spill?.read_exact_at(&mut buf, *offset).ok()?;
-                serde_json::from_slice(&buf).ok()
+                let (body_bytes, rest) = buf.split_at(body);
+                let (recorded_bytes, replies_bytes) = rest.split_at(recorded_len.unwrap_or(0));
+                Some(Loaded {
+                    body: parse(body_bytes),
+                    recorded: recorded_len.map(|_| parse(recorded_bytes)),
+                    replies: serde_json::from_slice(replies_bytes).ok()?,
+                })
             }
         }
     }
@@ -371,29 +532,49 @@ mod tests {
         RequestBody::from_parts(vec![cut(0, 10), cut(10, 30), cut(30, body.len())])
     }
 
+    /// The Qwen3.6 counter, loaded once for every test (`None`: no vocabulary here).
+    fn counter() -> Option<Arc<LocalCounter>> {
+        static COUNTER: std::sync::OnceLock<Option<Arc<LocalCounter>>> = std::sync::OnceLock::new();
+        COUNTER
+            .get_or_init(|| {
+                let data = agentload_config::data::data_dir(None);
+                let vocab = crate::tokens::load_qwen(&data).ok()?;
+                let tokenizer = agentload_tokenizer::Tokenizer::qwen(Arc::new(vocab));
+                Some(Arc::new(LocalCounter::new(Arc::new(tokenizer))))
+            })
+            .clone()
+    }
+
+    /// A worker writing its counts to `dir`, with this test's exchanges in flight.
+    fn worker(counter: Arc<LocalCounter>, dir: &Path) -> CountWorker {
+        let out = dir.join("turns.tokens.jsonl");
+        let mut worker = CountWorker::start(counter, &out, Durability::Write).unwrap();
+        worker.streaming = streams;
+        worker
+    }
+
     /// The counts of a queue, with an exchange held in flight while counting when `busy`.
     fn counted(busy: bool) -> Option<(HashMap<u64, Counted>, CountingStats, String)> {
-        let tokenizer = crate::tokens::load_qwen(&agentload_config::data::data_dir(None)).ok()?;
         let dir = tempfile::tempdir().unwrap();
+        let worker = worker(counter()?, dir.path());
         let out = dir.path().join("turns.tokens.jsonl");
-        let mut worker = CountWorker::start(
-            Arc::new(LocalCounter::new(Arc::new(
-                agentload_tokenizer::Tokenizer::qwen(Arc::new(tokenizer)),
-            ))),
-            &out,
-            Durability::Write,
-        )
-        .unwrap();
-        worker.streaming = streams;
         let answer = Assembled {
             content: "done".into(),
+            // What the counts do not need is not kept.
+            usage: Some(serde_json::json!({"prompt_tokens": 123456789})),
             ..Assembled::default()
         };
         let text = |p: &Path| std::fs::read_to_string(p).unwrap();
         let queue = dir.path().join("turns.tokens.jsonl.queue");
-        worker.count(3, Bytes::from_static(BODY).into(), answer.clone(), None);
-        worker.count(1, in_parts(BODY), answer.clone(), None);
-        assert_eq!(text(&queue), "", "queued bodies are held until spilled");
+        worker.count(
+            3,
+            "s3",
+            Bytes::from_static(BODY).into(),
+            answer.clone(),
+            None,
+        );
+        worker.count(1, "s1", in_parts(BODY), answer.clone(), None);
+        assert_eq!(text(&queue), "", "queued turns are held until spilled");
         worker.spill_held();
         let recorded = RecordedTurn {
             body: Bytes::from_static(RECORDED),
@@ -404,6 +585,7 @@ mod tests {
         };
         worker.count(
             2,
+            "s2",
             Bytes::from_static(BODY).into(),
             answer.clone(),
             Some(recorded),
@@ -412,19 +594,29 @@ mod tests {
         worker.spill_held();
         // A body the scratch file could not take is held in memory instead.
         worker.spill.lock().unwrap().writable = false;
-        worker.count(4, in_parts(BODY), answer, None);
+        worker.count(4, "s4", in_parts(BODY), answer, None);
         worker.spill_held();
         assert_eq!(text(&out), "", "nothing counted yet");
+        let spilled = text(&queue);
+        let body = std::str::from_utf8(BODY).unwrap();
+        assert!(spilled.starts_with(body), "{spilled}");
+        assert_eq!(spilled.matches(body).count(), 3, "{spilled}");
         assert_eq!(
-            text(&queue).as_bytes(),
-            [BODY.repeat(3), RECORDED.to_vec()].concat(),
-            "bodies wait on disk, each once, the recording's beside the live one"
+            spilled.matches("\"content\":\"done\"").count(),
+            3,
+            "{spilled}"
         );
+        assert!(
+            spilled.contains(std::str::from_utf8(RECORDED).unwrap())
+                && spilled.contains("the recorded reply is longer"),
+            "the recording's turn waits beside the live one: {spilled}"
+        );
+        assert!(!spilled.contains("123456789"), "{spilled}");
         let queued = worker.queue.lock().unwrap();
         let held: Vec<bool> = queued
             .jobs
             .iter()
-            .map(|j| matches!(j.body, Body::Held(_)))
+            .map(|j| matches!(j.turn, Stored::Held(_)))
             .collect();
         assert_eq!(held, [false, false, false, true]);
         drop(queued);
@@ -435,10 +627,10 @@ mod tests {
         Some((counts, stats, text(&out)))
     }
 
-    /// A full disk (`/dev/full`): the body in parts is kept in memory, every byte of it, and
-    /// the scratch file is not tried again.
+    /// A full disk (`/dev/full`): the turn is kept in memory, and the scratch file is not
+    /// tried again.
     #[test]
-    fn a_body_the_scratch_file_cannot_take_stays_in_memory_whole() {
+    fn a_turn_the_scratch_file_cannot_take_stays_in_memory() {
         let full = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
@@ -449,13 +641,21 @@ mod tests {
             len: 0,
             writable: true,
         };
-        let Body::Held(kept) = spill.put(in_parts(BODY)) else {
-            panic!("a failed write must not be recorded as spilled");
+        let held = Held {
+            body: in_parts(BODY),
+            recorded: None,
+            replies: Replies {
+                answer: Assembled::default().into(),
+                recorded: None,
+            },
         };
-        assert_eq!(&kept.to_bytes()[..], BODY);
+        assert!(
+            spill.put(&held).is_none(),
+            "a failed write must not be recorded as spilled"
+        );
         assert!(!spill.writable);
         assert_eq!(spill.len, 0);
-        assert!(matches!(spill.put(in_parts(BODY)), Body::Held(_)));
+        assert!(spill.put(&held).is_none());
     }
 
     #[test]
@@ -499,5 +699,85 @@ mod tests {
         assert_eq!(lines, [1, 2, 3, 4], "written in log order");
         let (_, stats, _) = counted(true).unwrap();
         assert_eq!(stats.during_streams, 4, "{stats:?}");
+    }
+
+    /// Turn `turn` of session `name`'s conversation: its system prompt, then a user message,
+    /// then `turn` exchanges.
+    fn conversation(name: &str, turn: usize) -> RequestBody {
+        let system = format!("You are agent {name}. {}", "Follow the plan. ".repeat(60));
+        let mut messages = vec![
+            serde_json::json!({"role": "system", "content": system}),
+            serde_json::json!({"role": "user", "content": "start"}),
+        ];
+        for i in 0..turn {
+            messages.push(serde_json::json!({"role": "assistant", "content": format!("step {i}")}));
+            messages.push(serde_json::json!({"role": "user", "content": format!("ok {i}, go on")}));
+        }
+        Bytes::from(serde_json::to_vec(&serde_json::json!({ "messages": messages })).unwrap())
+            .into()
+    }
+
+    #[test]
+    fn a_sessions_prompts_are_counted_after_each_other_and_as_whole() {
+        let Some(counter) = counter() else {
+            bfcl_test_data::skip_without(
+                "no Qwen3.6 vocabulary (host/tokenizer/fetch-qwen-tokenizer.sh)",
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let worker = worker(counter.clone(), dir.path());
+        let answer = Assembled::default;
+        // Two sessions, interleaved in the log; a turn of the first is unreadable.
+        let turns: [(u64, &str, usize); 7] = [
+            (1, "a", 0),
+            (2, "b", 0),
+            (3, "a", 1),
+            (4, "b", 1),
+            (5, "a", 2),
+            (6, "a", 3),
+            (7, "b", 2),
+        ];
+        for (line, session, turn) in turns {
+            let body = if line == 5 {
+                Bytes::from_static(b"{not json").into()
+            } else {
+                conversation(session, turn)
+            };
+            worker.count(line, session, body, answer(), None);
+            if line % 2 == 0 {
+                worker.spill_held();
+            }
+        }
+        let (counts, stats) = worker.finish().unwrap();
+        assert!(
+            !counts.contains_key(&5),
+            "an unreadable turn is left uncounted"
+        );
+        let mut isl = 0;
+        for (line, session, turn) in turns.into_iter().filter(|t| t.0 != 5) {
+            let body: serde_json::Value =
+                serde_json::from_slice(&conversation(session, turn).to_bytes()).unwrap();
+            let whole = counter.count_prompt(&body).unwrap();
+            assert_eq!(counts[&line].tokens.isl as usize, whole, "line {line}");
+            isl += whole as u64;
+        }
+        assert_eq!((stats.turns, stats.prompt_tokens), (6, isl), "{stats:?}");
+        // Each session's prompts after its own last one (the unreadable turn's skipped): most
+        // of each is its system prompt, which the other session's does not share.
+        assert!(
+            stats.prompt_tokens_reused * 2 > stats.prompt_tokens,
+            "{stats:?}"
+        );
+    }
+
+    #[test]
+    fn a_spilled_turn_is_small() {
+        // What a phase keeps in memory per queued turn once spilled.
+        assert!(
+            std::mem::size_of::<Job>() <= 56,
+            "{}",
+            std::mem::size_of::<Job>()
+        );
     }
 }

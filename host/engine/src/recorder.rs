@@ -65,7 +65,7 @@ impl Keeping<'_> {
         if let (Some(counting), Some((body, answer))) = (&recorder.counting, self.answered) {
             // The body's shared parts, not a copy: it is written to the scratch file
             // once the next request is out.
-            counting.count(line, body, answer, self.recorded);
+            counting.count(line, &self.record.session_id, body, answer, self.recorded);
         }
         recorder.console.turn(&self.record);
         if self.record.status == TurnStatus::Interrupted {
@@ -230,17 +230,18 @@ impl Recorder {
         }
     }
 
-    /// Queues an earlier segment's turn whose count was lost for counting (`body`: the
-    /// request's JSON; `recorded`: the recording's turn, in live-reply replay).
+    /// Queues an earlier segment's turn of `session` whose count was lost for counting
+    /// (`body`: the request's JSON; `recorded`: the recording's turn, in live-reply replay).
     pub fn count(
         &self,
         line: u64,
+        session: &str,
         body: RequestBody,
         answer: Assembled,
         recorded: Option<RecordedTurn>,
     ) {
         if let Some(counting) = &self.counting {
-            counting.count(line, body, answer, recorded);
+            counting.count(line, session, body, answer, recorded);
         }
     }
 

@@ -269,7 +269,13 @@ pub async fn drive_on(
             // Killed before its count was written: count it now.
             if let Ok(body) = request_body(&req, &engine.sender.body) {
                 let recorder = &engine.recorder;
-                recorder.count(logged.line, body.into(), r.answer(), recorded);
+                recorder.count(
+                    logged.line,
+                    &r.session_id,
+                    body.into(),
+                    r.answer(),
+                    recorded,
+                );
             }
         }
         // The reviews of replayed turns are in their records already.

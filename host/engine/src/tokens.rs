@@ -7,7 +7,7 @@
 use crate::LocalTokens;
 use agentload_client::Assembled;
 use agentload_tokenizer::{
-    ChatOptions, ChatTemplate, QwenTokenizer, Tokenizer, TIKTOKEN_RELATIVE_PATH,
+    ChatOptions, ChatTemplate, PromptCount, QwenTokenizer, Tokenizer, TIKTOKEN_RELATIVE_PATH,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -145,9 +145,19 @@ impl LocalCounter {
     ///
     /// # Errors
     /// When the tokenizer does not load.
-    pub fn count_turn(&self, body: &Value, answer: &Assembled) -> Result<LocalTokens, String> {
+    /// `earlier`: the count of the session's previous prompt, if counted; the prompt is then
+    /// encoded only from where the two part ([`Tokenizer::count_chat_after`]). Returns the
+    /// prompt's count too, for the session's next turn (none when its template does not
+    /// render the messages: its ISL is then 0).
+    pub fn count_turn(
+        &self,
+        earlier: Option<&PromptCount>,
+        body: &Value,
+        answer: &Assembled,
+    ) -> Result<(LocalTokens, Option<PromptCount>), String> {
         let tokenizer = self.load().map_err(str::to_owned)?;
-        let isl = prompt_tokens(tokenizer, body).unwrap_or(0);
+        let prompt = prompt_count(tokenizer, earlier, body).ok();
+        let isl = prompt.as_ref().map_or(0, PromptCount::tokens);
         let started = Instant::now();
         let calls = call_values(answer);
         let osl = completion_tokens(
@@ -164,12 +174,13 @@ impl LocalCounter {
             &rest(&answer.reasoning_content, first.reasoning_bytes),
             &calls,
         );
-        Ok(LocalTokens {
+        let tokens = LocalTokens {
             isl: isl as u32,
             osl: osl as u32,
             osl_after_first: osl_after_first as u32,
             osl_count_ns: started.elapsed().as_nanos() as u64,
-        })
+        };
+        Ok((tokens, prompt))
     }
 
     /// A reply's output tokens, as [`LocalCounter::count_turn`] counts its OSL (loading the
@@ -194,7 +205,20 @@ impl LocalCounter {
     /// # Errors
     /// When the tokenizer does not load or the template does not render the messages.
     pub fn count_prompt(&self, body: &Value) -> Result<usize, String> {
-        prompt_tokens(self.load().map_err(str::to_owned)?, body)
+        self.count_prompt_after(None, body).map(|c| c.tokens())
+    }
+
+    /// [`LocalCounter::count_prompt`], after the previous prompt of its session (see
+    /// [`LocalCounter::count_turn`]).
+    ///
+    /// # Errors
+    /// When the tokenizer does not load or the template does not render the messages.
+    pub fn count_prompt_after(
+        &self,
+        earlier: Option<&PromptCount>,
+        body: &Value,
+    ) -> Result<PromptCount, String> {
+        prompt_count(self.load().map_err(str::to_owned)?, earlier, body)
     }
 }
 
@@ -221,8 +245,12 @@ fn completion_tokens(
 }
 
 /// The chat template's render of a body's messages and tools, with the generation prompt and
-/// the request's `chat_template_kwargs`, in tokens.
-fn prompt_tokens(tokenizer: &Tokenizer, body: &Value) -> Result<usize, String> {
+/// the request's `chat_template_kwargs`, counted after `earlier`.
+fn prompt_count(
+    tokenizer: &Tokenizer,
+    earlier: Option<&PromptCount>,
+    body: &Value,
+) -> Result<PromptCount, String> {
     let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
     let tools = body
         .get("tools")
@@ -237,7 +265,7 @@ fn prompt_tokens(tokenizer: &Tokenizer, body: &Value) -> Result<usize, String> {
         ..ChatOptions::default()
     };
     tokenizer
-        .count_chat(messages, tools, &options)
+        .count_chat_after(earlier, messages, tools, &options)
         .map_err(|e| e.to_string())
 }
 
@@ -258,7 +286,7 @@ mod tests {
         assert_eq!(loads.load(Ordering::SeqCst), 0, "not loaded at start-up");
         let body = serde_json::json!({"messages": []});
         let err = counter
-            .count_turn(&body, &Assembled::default())
+            .count_turn(None, &body, &Assembled::default())
             .unwrap_err();
         assert_eq!(err, "no vocabulary here");
         assert_eq!(counter.load().unwrap_err(), "no vocabulary here");

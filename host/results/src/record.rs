@@ -225,6 +225,11 @@ pub struct CountingStats {
     /// Counts that ran while an exchange was in flight (0: counting never competed with a
     /// stream).
     pub during_streams: u64,
+    /// The counted turns' prompt tokens (their ISL, summed).
+    pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those taken from the count of the session's previous prompt
+    /// rather than encoded again.
+    pub prompt_tokens_reused: u64,
 }
 
 /// What a sweep's metrics need of one turn, without its texts: about 190
