@@ -9,7 +9,7 @@ use super::Row;
 use agentload_config::table_json;
 use agentload_engine::{request_body, BodyOptions, SessionBodies};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig, TurnOutcome};
-use agentload_plugin_host::{block_on, Limits, PluginEngine, WorkloadPlugin};
+use agentload_plugin_host::{block_on, Limits, LoadedComponent, PluginEngine, WorkloadPlugin};
 use anyhow::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ struct Turn {
 }
 
 /// `f`'s result and how long it took, ms.
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = Instant::now();
     let out = f();
     (out, t.elapsed().as_secs_f64() * 1e3)
@@ -37,24 +37,11 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 /// writers take turns going first (so neither always finds the other's
 /// caches warm), and their bodies must be byte for byte the same.
 pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
-    let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
-    let path = agentload_config::plugin_path::resolve("coding-replay", None)
-        .map_err(anyhow::Error::msg)?;
-    let max = Limits::bytes(Limits::default().component_mib);
-    let component = engine.load(&path, max)?;
-    let data = agentload_config::data::read(
-        data_dir,
-        "agentic_coding_2.5h.jsonl",
-        Limits::bytes(Limits::default().granted_file_mib),
-    )?;
-    let config = PluginConfig {
-        settings_json: table_json(&toml::Table::new()),
-        files: vec![GrantedFile {
-            name: "trajectories".into(),
-            file_name: "agentic_coding_2.5h.jsonl".into(),
-            bytes: data.bytes,
-        }],
-    };
+    let EdgeReplay {
+        engine,
+        component,
+        config,
+    } = EdgeReplay::load(data_dir)?;
     // `configure` (parsing the dataset, on start-up's path) in fresh instances; the last
     // one serves the requests.
     let mut configures = Vec::with_capacity(CONFIGURES);
@@ -70,12 +57,7 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         configured = Some((workload, plans?));
     }
     let (mut workload, plans) = configured.expect("CONFIGURES is at least 1");
-    let opts = BodyOptions {
-        model: "bench".into(),
-        stream: true,
-        include_usage: true,
-        extra: Default::default(),
-    };
+    let opts = body_options();
     let mut turns: Vec<Turn> = Vec::new();
     for plan in &plans {
         let mut bodies = SessionBodies::default();
@@ -154,6 +136,76 @@ pub fn requests(data_dir: &Path) -> Result<Vec<Row>> {
         ),
     ]);
     Ok(rows)
+}
+
+/// The edge replay's workload, ready to configure: the compiled `coding-replay` component
+/// and its configuration over the edge dataset.
+pub struct EdgeReplay {
+    pub engine: Arc<PluginEngine>,
+    pub component: LoadedComponent,
+    pub config: PluginConfig,
+}
+
+impl EdgeReplay {
+    /// Loads the component and reads the dataset from `data_dir`.
+    pub fn load(data_dir: &Path) -> Result<Self> {
+        let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
+        let path = agentload_config::plugin_path::resolve("coding-replay", None)
+            .map_err(anyhow::Error::msg)?;
+        let max = Limits::bytes(Limits::default().component_mib);
+        let component = engine.load(&path, max)?;
+        let data = agentload_config::data::read(
+            data_dir,
+            "agentic_coding_2.5h.jsonl",
+            Limits::bytes(Limits::default().granted_file_mib),
+        )?;
+        let config = PluginConfig {
+            settings_json: table_json(&toml::Table::new()),
+            files: vec![GrantedFile {
+                name: "trajectories".into(),
+                file_name: "agentic_coding_2.5h.jsonl".into(),
+                bytes: data.bytes,
+            }],
+        };
+        Ok(Self {
+            engine,
+            component,
+            config,
+        })
+    }
+
+    /// Every session's request bodies in turn order (each answer taken as aborted, so the
+    /// replay goes on as recorded).
+    pub fn sessions(&self) -> Result<Vec<Vec<Vec<u8>>>> {
+        let mut workload = block_on(WorkloadPlugin::new(
+            self.engine.clone(),
+            &self.component,
+            Limits::default(),
+        ))?;
+        let plans = block_on(workload.configure(self.config.clone()))?;
+        let opts = body_options();
+        let mut sessions = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let mut bodies = Vec::new();
+            let mut next = Some(block_on(workload.start_session(&plan.id))?);
+            while let Some(req) = next {
+                bodies.push(request_body(&req, &opts).map_err(anyhow::Error::msg)?);
+                next = block_on(workload.next_turn(&req, &TurnOutcome::Aborted))?.next;
+            }
+            sessions.push(bodies);
+        }
+        Ok(sessions)
+    }
+}
+
+/// The body options the bench's requests are built with.
+fn body_options() -> BodyOptions {
+    BodyOptions {
+        model: "bench".into(),
+        stream: true,
+        include_usage: true,
+        extra: Default::default(),
+    }
 }
 
 /// Component load time: compiling (empty cache) vs from the cache.

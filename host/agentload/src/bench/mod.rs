@@ -14,6 +14,9 @@
 //!   would need (see [`agents`]).
 //! - `build`: host + plugin time per turn to produce a request, at the edge
 //!   dataset's peak ISL and on average.
+//! - `counting`: local token counting at a phase's end, each edge replay
+//!   prompt counted whole and after its session's last one, side by side, and
+//!   what a 27K-token prompt costs each way.
 //! - `load`: component load time, cold (compiling) vs cached.
 //! - `shards`: the edge replay by `run --shards 1` and `--shards 4` against
 //!   one simulator, alternated: turns/s and the 4-to-1 ratio.
@@ -24,6 +27,7 @@
 pub mod affinity;
 pub mod agents;
 pub mod build;
+pub mod counting;
 pub mod edge;
 pub mod floor;
 pub mod shards;
@@ -193,6 +197,9 @@ pub async fn sections(
                 rows.extend(r);
             }
             "build" => rows.extend(tokio::task::block_in_place(|| build::requests(&data_dir))?),
+            "counting" => {
+                rows.extend(tokio::task::block_in_place(|| counting::run(&data_dir))?);
+            }
             "load" => rows.extend(tokio::task::block_in_place(build::loads)?),
             "edge" => {
                 let dir = std::env::temp_dir()
@@ -209,7 +216,8 @@ pub async fn sections(
                 rows.extend(r?);
             }
             other => anyhow::bail!(
-                "unknown bench section `{other}` (streams, agents, build, load, edge, shards)"
+                "unknown bench section `{other}` (streams, agents, build, counting, load, edge, \
+                 shards)"
             ),
         }
     }

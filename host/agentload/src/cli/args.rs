@@ -290,8 +290,9 @@ pub(super) enum Command {
     },
     /// Measure the harness's own costs and print a table.
     Bench {
-        /// Sections to run: streams, agents, build, load, edge, shards (agents
-        /// and shards are not in the default set: they run for minutes).
+        /// Sections to run: streams, agents, build, counting, load, edge, shards
+        /// (agents, counting and shards are not in the default set: they run for
+        /// minutes).
         #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
         sections: Vec<String>,
         /// Concurrent streams per level (streams section).
