@@ -109,7 +109,7 @@ struct Queue {
     unspilled: usize,
 }
 
-/// A queued turn: about 50 bytes in memory once spilled.
+/// A queued turn: 40 bytes in memory once spilled.
 struct Job {
     line: u64,
     /// The session's id, hashed: its turns are counted in a row.
@@ -775,7 +775,7 @@ mod tests {
     fn a_spilled_turn_is_small() {
         // What a phase keeps in memory per queued turn once spilled.
         assert!(
-            std::mem::size_of::<Job>() <= 56,
+            std::mem::size_of::<Job>() <= 40,
             "{}",
             std::mem::size_of::<Job>()
         );
