@@ -415,6 +415,16 @@ mod tests {
         QwenTokenizer::from_bpe(bpe::Bpe::new(ranks).expect("all bytes ranked"))
     }
 
+    /// A seeded xorshift generator of indices below its argument.
+    fn xorshift(mut state: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    }
+
     #[test]
     fn token_ends_after_an_earlier_text_are_the_whole_texts() {
         let tokenizer = toy();
@@ -424,13 +434,7 @@ mod tests {
         let alphabet: Vec<char> = "abcsS'!?.12    \t\n\n\n\r\u{a0}\u{3000}é\u{301}中\u{1f600}"
             .chars()
             .collect();
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut random =
             |len: usize| -> String { (0..len).map(|_| alphabet[next(alphabet.len())]).collect() };
         let agrees = |earlier: &str, text: &str| {
@@ -500,13 +504,7 @@ mod tests {
             "12",
             "!",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut random =
             |len: usize| -> String { (0..len).map(|_| words[next(words.len())]).collect() };
         let (mut resumed, mut chains) = (0, 0);

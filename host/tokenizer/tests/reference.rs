@@ -190,10 +190,13 @@ fn completion_counts_match_reference_rule() {
     }
 }
 
+/// A request's messages and tools.
+type Request = (Vec<Value>, Option<Vec<Value>>);
+
 /// `(messages, tools)` of every client turn of the dataset, replayed as the
 /// reference does: the system message, then the whole history up to this
 /// user or tool row, one `tool` message per tool result.
-fn dataset_requests(jsonl: &str) -> Vec<(Vec<Value>, Option<Vec<Value>>)> {
+fn dataset_requests(jsonl: &str) -> Vec<Request> {
     let rows: Vec<Value> = jsonl
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -288,14 +291,22 @@ fn turns_to_check(want: &[u64]) -> Vec<usize> {
         .collect()
 }
 
-#[test]
-fn dataset_isl_matches_reference() {
-    let Some(tok) = tokenizer() else { return };
-    let Some(jsonl) = dataset() else { return };
+/// The data set's requests and the reference's ISL of each (`None`: no data set here).
+fn dataset_with_reference_isl() -> Option<(Vec<Request>, Vec<u64>)> {
+    let jsonl = dataset()?;
     let chats = fixture("chat.json");
     let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
     let requests = dataset_requests(&jsonl);
     assert_eq!(requests.len(), want.len());
+    Some((requests, want))
+}
+
+#[test]
+fn dataset_isl_matches_reference() {
+    let Some(tok) = tokenizer() else { return };
+    let Some((requests, want)) = dataset_with_reference_isl() else {
+        return;
+    };
     for i in turns_to_check(&want) {
         let (messages, tools) = &requests[i];
         let n = tok
@@ -311,11 +322,9 @@ fn dataset_isl_matches_reference() {
 #[test]
 fn dataset_isl_counted_after_the_previous_prompt_matches_reference() {
     let Some(tok) = tokenizer() else { return };
-    let Some(jsonl) = dataset() else { return };
-    let chats = fixture("chat.json");
-    let want: Vec<u64> = serde_json::from_value(chats["dataset"]["isl"].clone()).expect("isl list");
-    let requests = dataset_requests(&jsonl);
-    assert_eq!(requests.len(), want.len());
+    let Some((requests, want)) = dataset_with_reference_isl() else {
+        return;
+    };
     let (mut earlier, mut tokens, mut reused) = (None, 0, 0);
     for (i, (messages, tools)) in requests.iter().enumerate() {
         let counted = tok
