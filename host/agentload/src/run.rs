@@ -169,7 +169,10 @@ struct Context<'a> {
 
 /// A phase's turns as the engine left them.
 struct Executed {
+    /// The turns that count, [thin](TurnRecord::thin): enough for every metric.
     records: Vec<TurnRecord>,
+    /// The phase's `turns.jsonl`, where the whole records are (scoring reads them back).
+    log: PathBuf,
     /// Turns this process sent that a signal cut (not in `records`).
     interrupted: u64,
     sessions: Vec<SessionOutcome>,
@@ -903,6 +906,7 @@ async fn execute(
     }
     Ok(Executed {
         records,
+        log: log_path.to_path_buf(),
         interrupted,
         sessions,
         plans,
@@ -949,7 +953,8 @@ fn execute_merged(
     let mut sessions = phase.sessions.clone();
     sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
     Ok(Executed {
-        records: phase.records(),
+        records: phase.records().into_iter().map(TurnRecord::thin).collect(),
+        log: log_path.to_path_buf(),
         interrupted: phase.interrupted(),
         sessions,
         plans: prepared.sessions,
@@ -980,6 +985,12 @@ pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
         &config.endpoint.url,
         power,
     )?)
+}
+
+/// A phase's whole records, texts and expected data included, read back from its log `log`
+/// (as `agentload rescore` reads them): what scoring needs and memory did not keep.
+fn whole_records(log: &Path) -> Result<Vec<TurnRecord>> {
+    agentload_engine::read_records(log).map_err(anyhow::Error::msg)
 }
 
 /// First issue to last completion of `records` (ns on their clock).
@@ -1132,7 +1143,7 @@ async fn run_performance(
             &ex.phase,
             scoring::PhaseKind::Performance,
             &scorer_files,
-            &ex.records,
+            &whole_records(&ex.log)?,
         )?;
         score = Some(scored.report.score);
         score_line = Some(format!(
@@ -1277,7 +1288,7 @@ async fn run_accuracy(
             &ex.phase,
             scoring::PhaseKind::Accuracy,
             &scorer_files,
-            &ex.records,
+            &whole_records(&ex.log)?,
         )?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);

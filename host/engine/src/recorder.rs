@@ -28,8 +28,8 @@ pub struct Recorder {
     writer: Option<Writer>,
     /// `turns.jsonl`, and how hard its lines are pushed to disk.
     turns: Option<(std::path::PathBuf, Durability)>,
-    /// Every turn of the phase (earlier segments' too): whole records, or
-    /// their facts only (see [`Recorder::keeping_facts`]).
+    /// Every turn of the phase (earlier segments' too): records (thin ones where the log holds
+    /// the whole), or their facts only (see [`Recorder::keeping_facts`]).
     kept: Mutex<Kept>,
     counting: Option<CountWorker>,
     console: Console,
@@ -84,8 +84,9 @@ impl Keeping<'_> {
 
 /// What a recorder keeps in memory of each turn.
 enum Kept {
-    /// Whole records with their log lines.
-    Records(Vec<LoggedTurn>),
+    /// Records with their log lines: [thin](TurnRecord::thin) ones when `thin` (their whole
+    /// lines are in the log), else whole.
+    Records { all: Vec<LoggedTurn>, thin: bool },
     /// The facts a sweep's metrics need (the records are on disk), and the
     /// session ids they refer to by number.
     Facts(Vec<TurnFacts>, SessionIds),
@@ -117,7 +118,10 @@ impl SessionIds {
 impl Kept {
     fn push(&mut self, line: u64, record: TurnRecord) {
         match self {
-            Self::Records(all) => all.push(LoggedTurn { line, record }),
+            Self::Records { all, thin } => all.push(LoggedTurn {
+                line,
+                record: if *thin { record.thin() } else { record },
+            }),
             Self::Facts(all, ids) => {
                 let n = ids.number(&record.session_id);
                 all.push(TurnFacts::of(&record, line, n));
@@ -127,7 +131,7 @@ impl Kept {
 
     fn retain_lines(&mut self, keep: impl Fn(u64) -> bool) {
         match self {
-            Self::Records(all) => all.retain(|t| keep(t.line)),
+            Self::Records { all, .. } => all.retain(|t| keep(t.line)),
             Self::Facts(all, _) => all.retain(|f| keep(f.line)),
         }
     }
@@ -169,7 +173,16 @@ impl Recorder {
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
             turns: Some((files.turns.to_path_buf(), files.durability)),
-            kept: Mutex::new(Kept::Records(prior)),
+            kept: Mutex::new(Kept::Records {
+                all: prior
+                    .into_iter()
+                    .map(|t| LoggedTurn {
+                        line: t.line,
+                        record: t.record.thin(),
+                    })
+                    .collect(),
+                thin: true,
+            }),
             counting,
             console,
             interrupted: Default::default(),
@@ -181,7 +194,10 @@ impl Recorder {
         Self {
             writer: None,
             turns: None,
-            kept: Mutex::new(Kept::Records(Vec::new())),
+            kept: Mutex::new(Kept::Records {
+                all: Vec::new(),
+                thin: false,
+            }),
             counting: None,
             console,
             interrupted: Default::default(),
@@ -276,7 +292,7 @@ impl Recorder {
     /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
     pub fn keeping_facts(self) -> Self {
         let kept = match self.kept.into_inner().expect("records lock") {
-            Kept::Records(all) => {
+            Kept::Records { all, .. } => {
                 let mut ids = SessionIds::default();
                 let facts = all.iter().map(|t| ids.facts(t)).collect();
                 Kept::Facts(facts, ids)
@@ -289,10 +305,11 @@ impl Recorder {
         }
     }
 
-    /// A copy of the records so far, in log order (none when keeping facts).
+    /// A copy of the records so far, in the order they were kept (none when keeping facts;
+    /// thin ones from a recorder with a log).
     pub fn snapshot(&self) -> Vec<TurnRecord> {
         match &*self.kept.lock().expect("records lock") {
-            Kept::Records(all) => all.iter().map(|t| t.record.clone()).collect(),
+            Kept::Records { all, .. } => all.iter().map(|t| t.record.clone()).collect(),
             Kept::Facts(..) => Vec::new(),
         }
     }
@@ -304,7 +321,9 @@ impl Recorder {
     }
 
     /// Counts the phase's turns (nothing streams any more), syncs the files, and returns the
-    /// records that count (interrupted ones left out) with their counts merged.
+    /// records that count (interrupted ones left out) with their counts merged: a recorder
+    /// with a log returns them [thin](TurnRecord::thin), and the whole ones are read back from
+    /// the log where texts are needed (`read_records`, as scoring does).
     pub fn finish(self) -> Result<Vec<TurnRecord>, WriteError> {
         Ok(self.finish_with_stats()?.0)
     }
@@ -317,7 +336,7 @@ impl Recorder {
             counts,
             stats,
         } = self.close()?;
-        let Kept::Records(records) = kept else {
+        let Kept::Records { all: records, .. } = kept else {
             return Ok((Vec::new(), stats));
         };
         let records = records
@@ -340,7 +359,7 @@ impl Recorder {
         let Closed { kept, counts, .. } = self.close()?;
         let (facts, ids) = match kept {
             Kept::Facts(all, ids) => (all, ids),
-            Kept::Records(all) => {
+            Kept::Records { all, .. } => {
                 let mut ids = SessionIds::default();
                 let facts = all.iter().map(|t| ids.facts(t)).collect();
                 (facts, ids)
@@ -433,5 +452,64 @@ mod tests {
         );
         assert!(!f.context_overflow && facts[1].context_overflow);
         assert_eq!(facts[1].status, TurnStatus::Failed);
+    }
+
+    /// A recorder with a log keeps thin records, a resume's earlier ones too; the log keeps
+    /// the whole, and reading it back gives them. A recorder without a log (`plugin check`)
+    /// keeps them whole.
+    #[tokio::test]
+    async fn with_a_log_memory_keeps_thin_records_and_the_log_whole_ones() {
+        let answered = |turn: u32| {
+            let mut r = TurnRecord::aborted("s", turn, &format!("s:{turn}"), r#"{"want": "ls"}"#);
+            r.status = TurnStatus::Completed;
+            r.error = None;
+            r.completion = Some(crate::CompletionRecord {
+                content: "done".into(),
+                reasoning_content: "thinking it over".into(),
+                tool_calls: Vec::new(),
+                finish_reason: Some("stop".into()),
+            });
+            r.timings = Some(serde_json::json!({"prompt_ms": 1.5, "predicted_ms": 9.0}));
+            r
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("turns.jsonl");
+        let files = |append| LogFiles {
+            turns: &log,
+            durability: Durability::Write,
+            append,
+        };
+        let first = Recorder::open(files(false), Vec::new(), None, Console::silent()).unwrap();
+        first.keep(answered(1), None).await.unwrap();
+        first.finish().unwrap();
+        // A resume appends a turn; the first comes back from the log as the prior.
+        let prior = journal::read_turns(&log).unwrap();
+        assert_eq!(prior[0].record.expected_json, r#"{"want": "ls"}"#);
+        let resumed = Recorder::open(files(true), prior, None, Console::silent()).unwrap();
+        resumed.keep(answered(2), None).await.unwrap();
+        let kept = resumed.finish().unwrap();
+        assert_eq!(kept.len(), 2);
+        for r in &kept {
+            let c = r.completion.as_ref().unwrap();
+            assert_eq!((c.content.as_str(), c.reasoning_content.as_str()), ("", ""));
+            assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+            assert_eq!(r.expected_json, "");
+            assert_eq!(r.timings, Some(serde_json::json!({"prompt_ms": 1.5})));
+        }
+        let whole = journal::read_records(&log).unwrap();
+        assert_eq!(whole.len(), 2);
+        for r in &whole {
+            assert_eq!(
+                r.completion.as_ref().unwrap().reasoning_content,
+                "thinking it over"
+            );
+            assert_eq!(r.expected_json, r#"{"want": "ls"}"#);
+            assert_eq!(r.timings.as_ref().unwrap()["predicted_ms"], 9.0);
+        }
+        let memory = Recorder::memory(Console::silent());
+        memory.keep(answered(1), None).await.unwrap();
+        let kept = memory.snapshot();
+        assert_eq!(kept[0].completion.as_ref().unwrap().content, "done");
+        assert_eq!(kept[0].expected_json, r#"{"want": "ls"}"#);
     }
 }

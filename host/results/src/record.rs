@@ -98,6 +98,47 @@ pub struct TurnRecord {
     pub live: Option<Box<crate::live::LiveReview>>,
 }
 
+/// The keys of the server's `usage` the metrics read (of `prompt_tokens_details`, its
+/// `cached_tokens`); [`TurnRecord::thin`] keeps these.
+pub const KEPT_USAGE: &[(&str, &[&str])] = &[
+    ("prompt_tokens", &[]),
+    ("completion_tokens", &[]),
+    ("prompt_tokens_details", &["cached_tokens"]),
+];
+
+/// The keys of llama.cpp's `timings` the summary reads; [`TurnRecord::thin`] keeps these.
+pub const KEPT_TIMINGS: [&str; 3] = ["prompt_ms", "predicted_n", "predicted_per_second"];
+
+/// The keys of the simulator's stamps the summary reads; [`TurnRecord::thin`] keeps these.
+pub const KEPT_SERVER_STAMPS: [&str; 4] = [
+    "first_token_ns",
+    "last_token_ns",
+    "received_mono_ns",
+    "first_token_mono_ns",
+];
+
+/// An object `value` rebuilt with only `keys` (each with the keys its own object keeps; none:
+/// the whole value), in a map of its new size: a map cut in place would keep its capacity.
+/// Anything but an object is kept as it is.
+fn only(value: Option<Value>, keys: &[(&str, &[&str])]) -> Option<Value> {
+    let Some(Value::Object(mut all)) = value else {
+        return value;
+    };
+    let mut kept = serde_json::Map::with_capacity(keys.len());
+    for &(key, inner) in keys {
+        if let Some(v) = all.remove(key) {
+            let v = if inner.is_empty() {
+                v
+            } else {
+                let inner: Vec<(&str, &[&str])> = inner.iter().map(|k| (*k, &[][..])).collect();
+                only(Some(v), &inner).unwrap_or_default()
+            };
+            kept.insert(key.to_owned(), v);
+        }
+    }
+    Some(Value::Object(kept))
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -202,6 +243,28 @@ impl TurnRecord {
             first_chunk: self.first_chunk.clone(),
             ..Assembled::default()
         }
+    }
+
+    /// The record as a phase keeps it in memory once its line is in `turns.jsonl`: what the
+    /// metrics read, without the answer's texts and tool calls or the workload's expected data
+    /// (scoring reads the whole records back from the log), and with the server's `usage`,
+    /// `timings` and stamps cut to the keys the metrics read ([`KEPT_USAGE`], [`KEPT_TIMINGS`],
+    /// [`KEPT_SERVER_STAMPS`]), in maps of that size: a third of a whole record's bytes.
+    pub fn thin(mut self) -> Self {
+        if let Some(c) = &mut self.completion {
+            *c = CompletionRecord {
+                finish_reason: c.finish_reason.take(),
+                ..CompletionRecord::default()
+            };
+        }
+        self.expected_json = String::new();
+        self.usage = only(self.usage, KEPT_USAGE);
+        self.timings = only(self.timings, &KEPT_TIMINGS.map(|k| (k, &[][..])));
+        self.server_timestamps = only(
+            self.server_timestamps,
+            &KEPT_SERVER_STAMPS.map(|k| (k, &[][..])),
+        );
+        self
     }
 
     /// Server-reported prompt tokens.

@@ -5,7 +5,7 @@
 
 use super::manifest::RunManifest;
 use crate::metrics::{Series, Spread};
-use crate::record::{TurnRecord, TurnStatus};
+use crate::record::{TurnRecord, TurnStatus, KEPT_SERVER_STAMPS, KEPT_TIMINGS};
 use agentload_config::TokenSource;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -671,7 +671,13 @@ fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
 }
 
 fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
-    let server = |r: &TurnRecord, key: &str| r.server_timestamps.as_ref()?.get(key)?.as_u64();
+    let server = |r: &TurnRecord, key: &str| {
+        debug_assert!(
+            KEPT_SERVER_STAMPS.contains(&key),
+            "thin records drop `{key}`"
+        );
+        r.server_timestamps.as_ref()?.get(key)?.as_u64()
+    };
     let diffs = |key: &str, end: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
         done.iter()
             .filter_map(|r| {
@@ -701,7 +707,10 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
 }
 
 fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
-    let timing = |r: &TurnRecord, key: &str| r.timings.as_ref()?.get(key)?.as_f64();
+    let timing = |r: &TurnRecord, key: &str| {
+        debug_assert!(KEPT_TIMINGS.contains(&key), "thin records drop `{key}`");
+        r.timings.as_ref()?.get(key)?.as_f64()
+    };
     let ttft = Spread::of(
         done.iter()
             .filter_map(|r| {
@@ -1045,5 +1054,118 @@ mod tests {
             (&Value::Null, &Value::Null, &Value::Null)
         );
         assert_eq!(v["agentload"]["token_count_source"], "none");
+    }
+
+    /// A turn as `turns.jsonl` has it from llama.cpp behind the simulator: texts, a tool
+    /// call, the workload's expected data, every `timings` key, server stamps.
+    fn whole_turn(i: u64) -> TurnRecord {
+        let ms = 1_000_000;
+        let at = i * 200;
+        let mut r = turn(at, Some(if i.is_multiple_of(3) { "stop" } else { "tool_calls" }));
+        r.session_id = format!("s{}", i % 4);
+        r.turn = (i / 4) as u32 + 1;
+        r.item_id = format!("{}:{}", r.session_id, r.turn);
+        r.scheduled_ns = Some((at * ms).saturating_sub(30_000));
+        r.first_byte_ns = r.first_token_ns;
+        r.last_token_ns = Some((at + 45 + i % 5) * ms);
+        r.issued_mono_ns = Some(9_000_000_000 + at * ms);
+        r.token_chunks = 31;
+        r.completion = Some(CompletionRecord {
+            content: "x".repeat(40 * i as usize),
+            reasoning_content: "Let me look at the file first. ".repeat(12),
+            tool_calls: vec![agentload_client::ToolCallRecord {
+                id: format!("functions.bash:{i}"),
+                name: "bash".into(),
+                arguments: format!("{{\"command\": \"grep -n {i} src/lib.rs\"}}"),
+            }],
+            finish_reason: r.completion.take().and_then(|c| c.finish_reason),
+        });
+        r.usage = Some(json!({
+            "prompt_tokens": 1000 + i, "completion_tokens": 31, "total_tokens": 1031 + i,
+            "prompt_tokens_details": {"cached_tokens": 900}
+        }));
+        r.timings = Some(json!({
+            "cache_n": 900, "prompt_n": 100 + i, "prompt_ms": 8.5 + i as f64,
+            "prompt_per_token_ms": 0.08, "prompt_per_second": 12_000.0,
+            "predicted_n": 31, "predicted_ms": 35.0, "predicted_per_token_ms": 1.1,
+            "predicted_per_second": 880.0 + i as f64
+        }));
+        r.server_timestamps = Some(json!({
+            "first_token_ns": 9 * ms, "last_token_ns": (44 + i % 5) * ms, "queued_ns": 20_000,
+            "received_mono_ns": 9_000_000_000 + at * ms + 40_000,
+            "first_token_mono_ns": 9_000_000_000 + at * ms + 9 * ms
+        }));
+        r.first_chunk = Some(agentload_client::FirstChunk {
+            content_bytes: 0,
+            reasoning_bytes: 4,
+            tool_call: false,
+        });
+        r.expected_json = format!(
+            "{{\"conversation_id\": \"{}\", \"tool_calls\": []}}",
+            r.session_id
+        ) + &" ".repeat(300);
+        r
+    }
+
+    /// A phase keeps thin records in memory and summarizes those: every number of the
+    /// summary, the full run's OSL block, the sessions' metrics and the per-turn facts are
+    /// the whole records'.
+    #[test]
+    fn thin_records_summarize_as_the_whole_ones() {
+        let mut whole: Vec<TurnRecord> = (0..24).map(whole_turn).collect();
+        whole[5].status = TurnStatus::Failed;
+        whole[5].error = Some("HTTP 400: exceed_context_size_error".into());
+        whole[9].local_tokens = None;
+        let thin: Vec<TurnRecord> = whole.iter().cloned().map(TurnRecord::thin).collect();
+        let line = |r: &TurnRecord| serde_json::to_string(r).unwrap().len();
+        let (whole_bytes, thin_bytes) = (
+            whole.iter().map(line).sum::<usize>(),
+            thin.iter().map(line).sum::<usize>(),
+        );
+        assert!(
+            thin_bytes * 2 < whole_bytes,
+            "{thin_bytes} vs {whole_bytes}"
+        );
+        assert!(thin.iter().all(|r| r.expected_json.is_empty()));
+        // A sweep's and the telemetry's per-turn facts too.
+        for (w, t) in whole.iter().zip(&thin) {
+            let facts = |r| format!("{:?}", crate::TurnFacts::of(r, 1, 0));
+            assert_eq!(facts(w), facts(t));
+        }
+        for source in [TokenSource::Local, TokenSource::Server] {
+            let summary = |records: &[TurnRecord]| {
+                let mut s = summarize(
+                    records,
+                    Some((0, 5_000_000_000)),
+                    json!({}),
+                    manifest(),
+                    &setup(source),
+                );
+                s.add_point_metrics();
+                s.output_sequence_lengths_full_run = Some(FullRunOsl::of(records, source));
+                serde_json::to_value(&s).unwrap()
+            };
+            let (a, b) = (summary(&whole), summary(&thin));
+            assert!(
+                a["agentload"]["server_timings_check"]["decode_rate_ratio"].is_object(),
+                "{a}"
+            );
+            assert!(
+                a["agentload"]["timing_error"]["request_path_ns"].is_object(),
+                "{a}"
+            );
+            assert_eq!(a, b);
+            let sessions = |records: &[TurnRecord]| {
+                let turns: Vec<_> = records
+                    .iter()
+                    .map(|r| crate::sessions::SessionTurn::of_record(r, source))
+                    .collect();
+                let order: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
+                let (each, all) =
+                    crate::sessions::sessions(&turns, &order, &Default::default(), None, Some(5.0));
+                serde_json::to_value((each, all)).unwrap()
+            };
+            assert_eq!(sessions(&whole), sessions(&thin));
+        }
     }
 }
