@@ -494,7 +494,11 @@ mod tests {
             assert_eq!((c.content.as_str(), c.reasoning_content.as_str()), ("", ""));
             assert_eq!(c.finish_reason.as_deref(), Some("stop"));
             assert_eq!(r.expected_json, "");
-            assert_eq!(r.timings, Some(serde_json::json!({"prompt_ms": 1.5})));
+            assert_eq!(r.timings, None);
+            assert_eq!(
+                r.timing(agentload_results::record::Timing::PromptMs),
+                Some(1.5)
+            );
         }
         let whole = journal::read_records(&log).unwrap();
         assert_eq!(whole.len(), 2);

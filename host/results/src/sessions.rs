@@ -178,11 +178,7 @@ impl<'a> SessionTurn<'a> {
             complete_ns: r.complete_ns,
             counts: chosen_counts(r, source),
             server_prompt: r.server_isl(),
-            cached: r.usage.as_ref().and_then(|u| {
-                u.get("prompt_tokens_details")?
-                    .get("cached_tokens")?
-                    .as_u64()
-            }),
+            cached: r.cached_tokens(),
             live: r.live.as_deref().map(LiveFact::of),
         }
     }

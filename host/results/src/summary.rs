@@ -5,7 +5,7 @@
 
 use super::manifest::RunManifest;
 use crate::metrics::{Series, Spread};
-use crate::record::{TurnRecord, TurnStatus, KEPT_SERVER_STAMPS, KEPT_TIMINGS};
+use crate::record::{ServerStamp, Timing, TurnRecord, TurnStatus};
 use agentload_config::TokenSource;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -671,30 +671,23 @@ fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
 }
 
 fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
-    let server = |r: &TurnRecord, key: &str| {
-        debug_assert!(
-            KEPT_SERVER_STAMPS.contains(&key),
-            "thin records drop `{key}`"
-        );
-        r.server_timestamps.as_ref()?.get(key)?.as_u64()
-    };
-    let diffs = |key: &str, end: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
+    let diffs = |stamp: ServerStamp, end: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
         done.iter()
             .filter_map(|r| {
                 let harness = end(r)?.checked_sub(r.issued_ns?)?;
-                Some(harness.saturating_sub(server(r, key)?))
+                Some(harness.saturating_sub(r.server_stamp(stamp)?))
             })
             .collect()
     };
-    let ttft = diffs("first_token_ns", &|r| r.first_token_ns);
+    let ttft = diffs(ServerStamp::FirstToken, &|r| r.first_token_ns);
     let (request, response): (Vec<f64>, Vec<f64>) = done
         .iter()
         .filter_map(|r| {
             let issued = r.issued_mono_ns? as i64;
             let first = issued + r.first_token_ns?.checked_sub(r.issued_ns?)? as i64;
             Some((
-                (server(r, "received_mono_ns")? as i64 - issued) as f64,
-                (first - server(r, "first_token_mono_ns")? as i64) as f64,
+                (r.server_stamp(ServerStamp::ReceivedMono)? as i64 - issued) as f64,
+                (first - r.server_stamp(ServerStamp::FirstTokenMono)? as i64) as f64,
             ))
         })
         .unzip();
@@ -702,31 +695,30 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
         ttft_minus_server_ns: Series::of(&ttft, false)?,
         request_path_ns: Series::of_floats(&request, false),
         response_path_ns: Series::of_floats(&response, false),
-        e2e_minus_server_last_ns: Series::of(&diffs("last_token_ns", &|r| r.last_token_ns), false),
+        e2e_minus_server_last_ns: Series::of(
+            &diffs(ServerStamp::LastToken, &|r| r.last_token_ns),
+            false,
+        ),
     })
 }
 
 fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
-    let timing = |r: &TurnRecord, key: &str| {
-        debug_assert!(KEPT_TIMINGS.contains(&key), "thin records drop `{key}`");
-        r.timings.as_ref()?.get(key)?.as_f64()
-    };
     let ttft = Spread::of(
         done.iter()
             .filter_map(|r| {
                 let ttft_ms = (r.first_token_ns? - r.issued_ns?) as f64 / 1e6;
-                Some(ttft_ms - timing(r, "prompt_ms")?)
+                Some(ttft_ms - r.timing(Timing::PromptMs)?)
             })
             .collect(),
     )?;
     let clean: Vec<f64> = done
         .iter()
         .filter(|r| {
-            timing(r, "predicted_n") == Some(f64::from(r.token_chunks)) && r.token_chunks >= 2
+            r.timing(Timing::PredictedN) == Some(f64::from(r.token_chunks)) && r.token_chunks >= 2
         })
         .filter_map(|r| {
             let span_s = r.last_token_ns?.checked_sub(r.first_token_ns?)? as f64 / 1e9;
-            let server = timing(r, "predicted_per_second")?;
+            let server = r.timing(Timing::PredictedPerSecond)?;
             (span_s > 0.0 && server > 0.0).then(|| f64::from(r.token_chunks - 1) / span_s / server)
         })
         .collect();
@@ -1061,7 +1053,14 @@ mod tests {
     fn whole_turn(i: u64) -> TurnRecord {
         let ms = 1_000_000;
         let at = i * 200;
-        let mut r = turn(at, Some(if i.is_multiple_of(3) { "stop" } else { "tool_calls" }));
+        let mut r = turn(
+            at,
+            Some(if i.is_multiple_of(3) {
+                "stop"
+            } else {
+                "tool_calls"
+            }),
+        );
         r.session_id = format!("s{}", i % 4);
         r.turn = (i / 4) as u32 + 1;
         r.item_id = format!("{}:{}", r.session_id, r.turn);
