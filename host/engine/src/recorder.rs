@@ -28,9 +28,11 @@ pub struct Recorder {
     writer: Option<Writer>,
     /// `turns.jsonl`, and how hard its lines are pushed to disk.
     turns: Option<(std::path::PathBuf, Durability)>,
-    /// Every turn of the phase (earlier segments' too): records (thin ones where the log holds
-    /// the whole), or their facts only (see [`Recorder::keeping_facts`]).
+    /// Every turn of the phase (earlier segments' too): records, or their facts only (see
+    /// [`Recorder::keeping_facts`]).
     kept: Mutex<Kept>,
+    /// Records are kept [thin](TurnRecord::thin): the log holds them whole.
+    thin: bool,
     counting: Option<CountWorker>,
     console: Console,
     /// Records kept by this process that a signal cut (never counted;
@@ -73,20 +75,25 @@ impl Keeping<'_> {
                 .interrupted
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        // Thinned before the lock every session takes.
+        let record = if recorder.thin {
+            self.record.thin()
+        } else {
+            self.record
+        };
         recorder
             .kept
             .lock()
             .expect("records lock")
-            .push(line, self.record);
+            .push(line, record);
         Ok(())
     }
 }
 
 /// What a recorder keeps in memory of each turn.
 enum Kept {
-    /// Records with their log lines: [thin](TurnRecord::thin) ones when `thin` (their whole
-    /// lines are in the log), else whole.
-    Records { all: Vec<LoggedTurn>, thin: bool },
+    /// Records with their log lines.
+    Records(Vec<LoggedTurn>),
     /// The facts a sweep's metrics need (the records are on disk), and the
     /// session ids they refer to by number.
     Facts(Vec<TurnFacts>, SessionIds),
@@ -118,10 +125,7 @@ impl SessionIds {
 impl Kept {
     fn push(&mut self, line: u64, record: TurnRecord) {
         match self {
-            Self::Records { all, thin } => all.push(LoggedTurn {
-                line,
-                record: if *thin { record.thin() } else { record },
-            }),
+            Self::Records(all) => all.push(LoggedTurn { line, record }),
             Self::Facts(all, ids) => {
                 let n = ids.number(&record.session_id);
                 all.push(TurnFacts::of(&record, line, n));
@@ -131,7 +135,7 @@ impl Kept {
 
     fn retain_lines(&mut self, keep: impl Fn(u64) -> bool) {
         match self {
-            Self::Records { all, .. } => all.retain(|t| keep(t.line)),
+            Self::Records(all) => all.retain(|t| keep(t.line)),
             Self::Facts(all, _) => all.retain(|f| keep(f.line)),
         }
     }
@@ -173,16 +177,16 @@ impl Recorder {
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
             turns: Some((files.turns.to_path_buf(), files.durability)),
-            kept: Mutex::new(Kept::Records {
-                all: prior
+            kept: Mutex::new(Kept::Records(
+                prior
                     .into_iter()
                     .map(|t| LoggedTurn {
                         line: t.line,
                         record: t.record.thin(),
                     })
                     .collect(),
-                thin: true,
-            }),
+            )),
+            thin: true,
             counting,
             console,
             interrupted: Default::default(),
@@ -194,10 +198,8 @@ impl Recorder {
         Self {
             writer: None,
             turns: None,
-            kept: Mutex::new(Kept::Records {
-                all: Vec::new(),
-                thin: false,
-            }),
+            kept: Mutex::new(Kept::Records(Vec::new())),
+            thin: false,
             counting: None,
             console,
             interrupted: Default::default(),
@@ -292,7 +294,7 @@ impl Recorder {
     /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
     pub fn keeping_facts(self) -> Self {
         let kept = match self.kept.into_inner().expect("records lock") {
-            Kept::Records { all, .. } => {
+            Kept::Records(all) => {
                 let mut ids = SessionIds::default();
                 let facts = all.iter().map(|t| ids.facts(t)).collect();
                 Kept::Facts(facts, ids)
@@ -301,6 +303,8 @@ impl Recorder {
         };
         Self {
             kept: Mutex::new(kept),
+            // Facts are taken from the record as it is: nothing to thin.
+            thin: false,
             ..self
         }
     }
@@ -309,7 +313,7 @@ impl Recorder {
     /// thin ones from a recorder with a log).
     pub fn snapshot(&self) -> Vec<TurnRecord> {
         match &*self.kept.lock().expect("records lock") {
-            Kept::Records { all, .. } => all.iter().map(|t| t.record.clone()).collect(),
+            Kept::Records(all) => all.iter().map(|t| t.record.clone()).collect(),
             Kept::Facts(..) => Vec::new(),
         }
     }
@@ -336,7 +340,7 @@ impl Recorder {
             counts,
             stats,
         } = self.close()?;
-        let Kept::Records { all: records, .. } = kept else {
+        let Kept::Records(records) = kept else {
             return Ok((Vec::new(), stats));
         };
         let records = records
@@ -359,7 +363,7 @@ impl Recorder {
         let Closed { kept, counts, .. } = self.close()?;
         let (facts, ids) = match kept {
             Kept::Facts(all, ids) => (all, ids),
-            Kept::Records { all, .. } => {
+            Kept::Records(all) => {
                 let mut ids = SessionIds::default();
                 let facts = all.iter().map(|t| ids.facts(t)).collect();
                 (facts, ids)
