@@ -126,7 +126,17 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         } else {
             scoring::PhaseKind::Performance
         };
-        let scored = scoring::score(&scorer, phase, kind, &files, &records, &out, &mut entries)?;
+        let items: Vec<_> = records.iter().map(scoring::scored_item).collect();
+        let scored = scoring::score(
+            &scorer,
+            phase,
+            kind,
+            &files,
+            &items,
+            &records,
+            &out,
+            &mut entries,
+        )?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
         if name == "accuracy" {
             scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;

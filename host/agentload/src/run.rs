@@ -171,7 +171,8 @@ struct Context<'a> {
 struct Executed {
     /// The turns that count, [thin](TurnRecord::thin): enough for every metric.
     records: Vec<TurnRecord>,
-    /// The phase's `turns.jsonl`, where the whole records are (scoring reads them back).
+    /// The phase's `turns.jsonl`, where the whole records are (scoring reads them back one at
+    /// a time).
     log: PathBuf,
     /// Turns this process sent that a signal cut (not in `records`).
     interrupted: u64,
@@ -188,17 +189,30 @@ struct Executed {
 }
 
 impl Context<'_> {
-    /// Scores a phase and adds its entry to `accuracy/accuracy_results.json`.
+    /// Scores a phase and adds its entry to `accuracy/accuracy_results.json`. The scorer's
+    /// items are read from the phase's log `log` (the whole records, as `agentload rescore`
+    /// reads them), one record at a time; `records` (thin) give the entry its times and counts.
     fn score(
         &self,
         scorer: &ScorerPlugin,
         phase: &PhaseConfig,
         kind: scoring::PhaseKind,
         files: &[GrantedFile],
+        log: &Path,
         records: &[agentload_engine::TurnRecord],
     ) -> Result<agentload_plugin_host::Scored> {
+        let items = scoring::logged_items(log)?;
         let mut entries = Vec::new();
-        let scored = scoring::score(scorer, phase, kind, files, records, &self.out, &mut entries)?;
+        let scored = scoring::score(
+            scorer,
+            phase,
+            kind,
+            files,
+            &items,
+            records,
+            &self.out,
+            &mut entries,
+        )?;
         agentload_results::write_accuracy_results(&self.out, &entries)?;
         Ok(scored)
     }
@@ -987,12 +1001,6 @@ pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
     )?)
 }
 
-/// A phase's whole records, texts and expected data included, read back from its log `log`
-/// (as `agentload rescore` reads them): what scoring needs and memory did not keep.
-fn whole_records(log: &Path) -> Result<Vec<TurnRecord>> {
-    agentload_engine::read_records(log).map_err(anyhow::Error::msg)
-}
-
 /// First issue to last completion of `records` (ns on their clock).
 fn span_ns(records: &[&TurnRecord]) -> Option<(u64, u64)> {
     let start = records.iter().filter_map(|r| r.issued_ns).min()?;
@@ -1143,7 +1151,8 @@ async fn run_performance(
             &ex.phase,
             scoring::PhaseKind::Performance,
             &scorer_files,
-            &whole_records(&ex.log)?,
+            &ex.log,
+            &ex.records,
         )?;
         score = Some(scored.report.score);
         score_line = Some(format!(
@@ -1288,7 +1297,8 @@ async fn run_accuracy(
             &ex.phase,
             scoring::PhaseKind::Accuracy,
             &scorer_files,
-            &whole_records(&ex.log)?,
+            &ex.log,
+            &ex.records,
         )?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);

@@ -19,31 +19,33 @@ pub enum PhaseKind {
     Accuracy,
 }
 
-/// Scores a phase's records (granting the scorer `files`) and writes the
+/// Scores a phase's `items` (granting the scorer `files`) and writes the
 /// scorer's report to `out/<report_file>`, except the reference's
 /// `accuracy/accuracy_results.json`: a report shaped as the reference's
 /// entry goes into `entries` for the wrapper
 /// ([`agentload_results::write_accuracy_results`]), as does the performance phase's
 /// inline entry. Any other report is written byte for byte as the scorer
-/// returned it, once it is known to be JSON. Returns the verdicts and the
-/// report.
+/// returned it, once it is known to be JSON. `records` are the phase's records for the
+/// entries (their times and counts: [thin](TurnRecord::thin) ones do). Returns the verdicts
+/// and the report.
+#[allow(clippy::too_many_arguments)]
 pub fn score(
     scorer: &ScorerPlugin,
     phase: &PhaseConfig,
     kind: PhaseKind,
     files: &[GrantedFile],
+    items: &[ScoredItem],
     records: &[TurnRecord],
     out: &Path,
     entries: &mut Vec<Value>,
 ) -> Result<Scored> {
     let report_path = out.join(&phase.report_file);
-    let items = scored_items(records);
     let scored = scorer.score(
         &PluginConfig {
             settings_json: table_json(&phase.scorer_settings),
             files: files.to_vec(),
         },
-        &items,
+        items,
     )?;
     let report: Value = serde_json::from_str(&scored.report.report_json).with_context(|| {
         format!(
@@ -144,24 +146,29 @@ pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
     std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Scorer items for every recorded turn, in order; unanswered turns carry
-/// no completion (missing).
-pub fn scored_items(records: &[TurnRecord]) -> Vec<ScoredItem> {
-    records
-        .iter()
-        .map(|r| ScoredItem {
-            item_id: r.item_id.clone(),
-            session_id: r.session_id.clone(),
-            turn: r.turn,
-            expected_json: r.expected_json.clone(),
-            completion: match (&r.status, &r.completion) {
-                (TurnStatus::Completed, Some(c)) => {
-                    Some(agentload_engine::completion_for_plugin(c, r.usage.as_ref()))
-                }
-                _ => None,
-            },
-        })
-        .collect()
+/// The scorer items of every turn that counts in the log `turns`, in log order, read one
+/// record at a time: a long phase's whole records are never in memory together.
+pub fn logged_items(turns: &Path) -> Result<Vec<ScoredItem>> {
+    let mut items = Vec::new();
+    agentload_engine::each_record(turns, |r| items.push(scored_item(&r)))
+        .map_err(anyhow::Error::msg)?;
+    Ok(items)
+}
+
+/// A recorded turn as a scorer item; an unanswered turn carries no completion (missing).
+pub fn scored_item(r: &TurnRecord) -> ScoredItem {
+    ScoredItem {
+        item_id: r.item_id.clone(),
+        session_id: r.session_id.clone(),
+        turn: r.turn,
+        expected_json: r.expected_json.clone(),
+        completion: match (&r.status, &r.completion) {
+            (TurnStatus::Completed, Some(c)) => {
+                Some(agentload_engine::completion_for_plugin(c, r.usage.as_ref()))
+            }
+            _ => None,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -189,20 +189,37 @@ impl<T: Serialize> Journal<T> {
 /// newline (a write cut short by a kill) is ignored; any other bad line is an
 /// error naming file and line.
 pub fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+    let mut all = Vec::new();
+    each_line(path, |_, row| all.push(row))?;
+    Ok(all)
+}
+
+/// [`read_lines`] one line at a time: calls `each` with each row and its place among the
+/// file's non-empty lines (1-based); the file is never held whole.
+fn each_line<T: DeserializeOwned>(path: &Path, mut each: impl FnMut(u64, T)) -> Result<(), String> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
-    complete
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
+    let mut reader = std::io::BufReader::new(file);
+    let (mut line, mut physical, mut rows) = (Vec::new(), 0u64, 0u64);
+    loop {
+        line.clear();
+        let read = std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if read == 0 || line.last() != Some(&b'\n') {
+            return Ok(()); // the end, or a last line cut short
+        }
+        physical += 1;
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        rows += 1;
+        let row = serde_json::from_slice(&line)
+            .map_err(|e| format!("{}:{physical}: {e}", path.display()))?;
+        each(rows, row);
+    }
 }
 
 /// A line of `turns.tokens.jsonl`.
@@ -247,7 +264,13 @@ pub struct LoggedTurn {
 /// superseded lines. Interrupted records are kept (callers decide: they are
 /// never counted or scored).
 pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
-    let records: Vec<TurnRecord> = read_lines(turns)?;
+    let mut all = Vec::new();
+    each_turn(turns, |t| all.push(t))?;
+    Ok(all)
+}
+
+/// [`read_turns`] one record at a time, in log order: the log is never held whole.
+pub fn each_turn(turns: &Path, mut each: impl FnMut(LoggedTurn)) -> Result<(), String> {
     let counts: HashMap<u64, TokenLine> = read_lines::<TokenLine>(&side_file(turns, "tokens"))?
         .into_iter()
         .map(|t| (t.line, t))
@@ -256,29 +279,34 @@ pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
         .into_iter()
         .map(|s| s.line)
         .collect();
-    Ok(records
-        .into_iter()
-        .enumerate()
-        .map(|(i, record)| (i as u64 + 1, record))
-        .filter(|(line, _)| !superseded.contains(line))
-        .map(|(line, mut record)| {
-            if let Some(counted) = counts.get(&line) {
-                record.local_tokens = Some(counted.tokens);
-                record.recorded_tokens = counted.recorded;
-            }
-            LoggedTurn { line, record }
-        })
-        .collect())
+    each_line(turns, |line, mut record: TurnRecord| {
+        if superseded.contains(&line) {
+            return;
+        }
+        if let Some(counted) = counts.get(&line) {
+            record.local_tokens = Some(counted.tokens);
+            record.recorded_tokens = counted.recorded;
+        }
+        each(LoggedTurn { line, record });
+    })
 }
 
 /// The records that count (for metrics and scoring): every record but the
 /// superseded and the interrupted ones, in log order.
 pub fn read_records(turns: &Path) -> Result<Vec<TurnRecord>, String> {
-    Ok(read_turns(turns)?
-        .into_iter()
-        .map(|t| t.record)
-        .filter(|r| r.status != TurnStatus::Interrupted)
-        .collect())
+    let mut all = Vec::new();
+    each_record(turns, |r| all.push(r))?;
+    Ok(all)
+}
+
+/// [`read_records`] one record at a time: what scoring reads of a long phase without
+/// holding its whole records.
+pub fn each_record(turns: &Path, mut each: impl FnMut(TurnRecord)) -> Result<(), String> {
+    each_turn(turns, |t| {
+        if t.record.status != TurnStatus::Interrupted {
+            each(t.record);
+        }
+    })
 }
 
 #[cfg(test)]
@@ -370,5 +398,46 @@ mod tests {
         std::fs::write(&path, "{}\n").unwrap();
         let err = read_records(&path).unwrap_err();
         assert!(err.contains("turns.jsonl:1"), "{err}");
+        // Named by its line in the file, blank lines included.
+        let good = serde_json::to_string(&record(1)).unwrap();
+        std::fs::write(&path, format!("{good}\n\n{{\"turn\": 2}}\n")).unwrap();
+        let err = read_records(&path).unwrap_err();
+        assert!(err.contains("turns.jsonl:3"), "{err}");
+    }
+
+    /// Read one line at a time: a blank line is not a record (the records' lines count the
+    /// records), a last line cut short by a kill is left out, and the interrupted record is
+    /// read by `each_turn` and left out by `each_record`.
+    #[test]
+    fn records_stream_as_they_were_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("turns.jsonl");
+        let line = |r: &TurnRecord| serde_json::to_string(r).unwrap();
+        let mut cut = record(2);
+        cut.status = TurnStatus::Interrupted;
+        let torn = line(&record(4));
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n\n{}\n{}\n{}",
+                line(&record(1)),
+                line(&cut),
+                line(&record(3)),
+                &torn[..torn.len() / 2]
+            ),
+        )
+        .unwrap();
+        let mut turns = Vec::new();
+        each_turn(&path, |t| turns.push((t.line, t.record.turn))).unwrap();
+        assert_eq!(turns, [(1, 1), (2, 2), (3, 3)]);
+        let mut counted = Vec::new();
+        each_record(&path, |r| counted.push(r.turn)).unwrap();
+        assert_eq!(counted, [1, 3]);
+        let read: Vec<u32> = read_records(&path)
+            .unwrap()
+            .iter()
+            .map(|r| r.turn)
+            .collect();
+        assert_eq!(read, counted);
     }
 }

@@ -46,7 +46,7 @@ pub use console::Console;
 pub use context::{Checked, ContextWindow, LastPrompt};
 pub use counting::RecordedTurn;
 pub use instances::Instances;
-pub use journal::{read_records, Durability, WriteError};
+pub use journal::{each_record, read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};
 pub use prior::Prior;
