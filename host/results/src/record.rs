@@ -270,7 +270,7 @@ impl TurnRecord {
     /// metrics read, without the answer's texts and tool calls or the workload's expected data
     /// (scoring reads the whole records back from the log), and with the server's `usage`,
     /// `timings` and stamps as the few numbers the metrics read ([`ServerNumbers`]) rather than
-    /// maps: a sixth of a whole record's bytes, and no allocation of its own but its ids.
+    /// maps: about a seventh of a whole record's bytes, and no allocation of its own but its ids.
     pub fn thin(mut self) -> Self {
         if let Some(c) = &mut self.completion {
             *c = CompletionRecord {
