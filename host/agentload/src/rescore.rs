@@ -109,7 +109,10 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
                     .join(format!("{}@{}", identity.name, identity.version))
             })
             .clone();
-        let records = agentload_engine::read_records(&log).map_err(anyhow::Error::msg)?;
+        // The items, and the records thin for the entries' times and counts: one pass over
+        // the log, never all its whole records at once (as a run scores).
+        let mut records = Vec::new();
+        let items = scoring::logged_items(&log, |r| records.push(r.thin()))?;
         let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
         let (files, _) = crate::grants::grant_files(
             &phase.scorer_data,
@@ -126,7 +129,6 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         } else {
             scoring::PhaseKind::Performance
         };
-        let items: Vec<_> = records.iter().map(scoring::scored_item).collect();
         let scored = scoring::score(
             &scorer,
             phase,

@@ -201,7 +201,7 @@ impl Context<'_> {
         log: &Path,
         records: &[agentload_engine::TurnRecord],
     ) -> Result<agentload_plugin_host::Scored> {
-        let items = scoring::logged_items(log)?;
+        let items = scoring::logged_items(log, drop)?;
         let mut entries = Vec::new();
         let scored = scoring::score(
             scorer,

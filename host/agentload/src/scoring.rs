@@ -147,16 +147,20 @@ pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
 }
 
 /// The scorer items of every turn that counts in the log `turns`, in log order, read one
-/// record at a time: a long phase's whole records are never in memory together.
-pub fn logged_items(turns: &Path) -> Result<Vec<ScoredItem>> {
+/// record at a time: a long phase's whole records are never in memory together. `then` gets
+/// each record once its item is taken (to keep it [thin](TurnRecord::thin), or drop it).
+pub fn logged_items(turns: &Path, mut then: impl FnMut(TurnRecord)) -> Result<Vec<ScoredItem>> {
     let mut items = Vec::new();
-    agentload_engine::each_record(turns, |r| items.push(scored_item(&r)))
-        .map_err(anyhow::Error::msg)?;
+    agentload_engine::each_record(turns, |r| {
+        items.push(scored_item(&r));
+        then(r);
+    })
+    .map_err(anyhow::Error::msg)?;
     Ok(items)
 }
 
 /// A recorded turn as a scorer item; an unanswered turn carries no completion (missing).
-pub fn scored_item(r: &TurnRecord) -> ScoredItem {
+fn scored_item(r: &TurnRecord) -> ScoredItem {
     ScoredItem {
         item_id: r.item_id.clone(),
         session_id: r.session_id.clone(),

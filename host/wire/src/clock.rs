@@ -56,6 +56,7 @@ fn tightest_anchor(mut read: impl FnMut() -> (Instant, u64, Instant)) -> (Instan
     let (_, instant, mono) = best.expect("at least one try");
     (instant, mono)
 }
+
 static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 static FIRST_REQUEST: OnceLock<Instant> = OnceLock::new();
 
