@@ -109,10 +109,12 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
                     .join(format!("{}@{}", identity.name, identity.version))
             })
             .clone();
-        // The items, and the records thin for the entries' times and counts: one pass over
+        // The items, and the turns' facts for the entries' times and counts: one pass over
         // the log, never all its whole records at once (as a run scores).
-        let mut records = Vec::new();
-        let items = scoring::logged_items(&log, |r| records.push(r.thin()))?;
+        let (mut turns, mut strings) = (Vec::new(), agentload_engine::Interner::default());
+        let items = scoring::logged_items(&log, |r| {
+            turns.push(agentload_engine::TurnFacts::of(&r, 0, &mut strings));
+        })?;
         let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
         let (files, _) = crate::grants::grant_files(
             &phase.scorer_data,
@@ -135,7 +137,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             kind,
             &files,
             &items,
-            &records,
+            &turns,
             &out,
             &mut entries,
         )?;

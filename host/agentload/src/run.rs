@@ -20,7 +20,7 @@ use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::ContextWindow;
 use agentload_engine::{
     missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
-    Stop, StopReason, TurnFacts, TurnRecord, TurnSender, TurnStatus, WorkloadDelays,
+    Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
 };
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
@@ -169,12 +169,12 @@ struct Context<'a> {
 
 /// A phase's turns as the engine left them.
 struct Executed {
-    /// The turns that count, [thin](TurnRecord::thin): enough for every metric.
-    records: Vec<TurnRecord>,
+    /// The facts of the turns that count: enough for every metric.
+    turns: Vec<TurnFacts>,
     /// The phase's `turns.jsonl`, where the whole records are (scoring reads them back one at
     /// a time).
     log: PathBuf,
-    /// Turns this process sent that a signal cut (not in `records`).
+    /// Turns this process sent that a signal cut (not in `turns`).
     interrupted: u64,
     sessions: Vec<SessionOutcome>,
     plans: Vec<SessionPlan>,
@@ -191,7 +191,7 @@ struct Executed {
 impl Context<'_> {
     /// Scores a phase and adds its entry to `accuracy/accuracy_results.json`. The scorer's
     /// items are read from the phase's log `log` (the whole records, as `agentload rescore`
-    /// reads them), one record at a time; `records` (thin) give the entry its times and counts.
+    /// reads them), one record at a time; `turns` give the entry its times and counts.
     fn score(
         &self,
         scorer: &ScorerPlugin,
@@ -199,7 +199,7 @@ impl Context<'_> {
         kind: scoring::PhaseKind,
         files: &[GrantedFile],
         log: &Path,
-        records: &[agentload_engine::TurnRecord],
+        turns: &[TurnFacts],
     ) -> Result<agentload_plugin_host::Scored> {
         let items = scoring::logged_items(log, drop)?;
         let mut entries = Vec::new();
@@ -209,7 +209,7 @@ impl Context<'_> {
             kind,
             files,
             &items,
-            records,
+            turns,
             &self.out,
             &mut entries,
         )?;
@@ -882,15 +882,17 @@ async fn execute(
     }
     let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("workers joined"));
     let interrupted = engine.recorder.interrupted();
-    let (records, counting) = engine.recorder.finish_with_stats()?;
+    let (turns, counting) = engine.recorder.finish()?;
     let telemetry = match sampling {
         Some(s) => {
-            let mine: Vec<&TurnRecord> =
-                records.iter().filter(|r| r.segment == cx.segment).collect();
+            let mine: Vec<TurnFacts> = turns
+                .iter()
+                .filter(|r| r.segment == cx.segment)
+                .cloned()
+                .collect();
             let window = span_ns(&mine);
-            let facts: Vec<TurnFacts> = mine.iter().map(|r| TurnFacts::of(r, 0, 0)).collect();
             let mut summary = s.finish(window).await;
-            summary.account(crate::sweep::phase_tokens(&facts));
+            summary.account(crate::sweep::phase_tokens(&mine));
             if !cx.overrides.quiet {
                 agentload_console::line(&format!("{name} {}", summary.line()));
             }
@@ -919,7 +921,7 @@ async fn execute(
             .set_phase(name, PhaseState::Complete);
     }
     Ok(Executed {
-        records,
+        turns,
         log: log_path.to_path_buf(),
         interrupted,
         sessions,
@@ -967,7 +969,7 @@ fn execute_merged(
     let mut sessions = phase.sessions.clone();
     sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
     Ok(Executed {
-        records: phase.records().into_iter().map(TurnRecord::thin).collect(),
+        turns: TurnFacts::all(&phase.records()),
         log: log_path.to_path_buf(),
         interrupted: phase.interrupted(),
         sessions,
@@ -1001,22 +1003,22 @@ pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
     )?)
 }
 
-/// First issue to last completion of `records` (ns on their clock).
-fn span_ns(records: &[&TurnRecord]) -> Option<(u64, u64)> {
-    let start = records.iter().filter_map(|r| r.issued_ns).min()?;
-    let end = records.iter().filter_map(|r| r.complete_ns).max()?;
+/// First issue to last completion of `turns` (ns on their clock).
+fn span_ns(turns: &[TurnFacts]) -> Option<(u64, u64)> {
+    let start = turns.iter().filter_map(TurnFacts::issued_ns).min()?;
+    let end = turns.iter().filter_map(TurnFacts::complete_ns).max()?;
     Some((start, end))
 }
 
-/// The time the phase's records span, summed over the processes that sent
+/// The time the phase's turns span, summed over the processes that sent
 /// them (a resumed run does not count the time it was down): from the
 /// phase's start (`started`: this process's segment and the time it
 /// started the sessions, the reference's START_PERFORMANCE_TRACKING; an
 /// earlier process's, from its first issue) to the last completion.
-fn window_ns(records: &[TurnRecord], started: (u32, u64)) -> Option<(u64, u64)> {
+fn window_ns(turns: &[TurnFacts], started: (u32, u64)) -> Option<(u64, u64)> {
     let mut spans: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
-    for r in records {
-        let (Some(a), Some(b)) = (r.issued_ns, r.complete_ns) else {
+    for r in turns {
+        let (Some(a), Some(b)) = (r.issued_ns(), r.complete_ns()) else {
             continue;
         };
         let a = if r.segment == started.0 {
@@ -1057,15 +1059,12 @@ async fn run_performance(
     agentload_results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
     // The metrics count the turns issued inside the performance window;
     // the tail is journalled and scored all the same.
-    let tracking = agentload_results::tracking::window(
-        &ex.records,
-        ex.plans.len(),
-        cx.config.load.concurrency,
-    );
-    let tracked: std::borrow::Cow<'_, [TurnRecord]> = if tracking.tail == 0 {
-        std::borrow::Cow::Borrowed(&ex.records)
+    let tracking =
+        agentload_results::tracking::window(&ex.turns, ex.plans.len(), cx.config.load.concurrency);
+    let tracked: std::borrow::Cow<'_, [TurnFacts]> = if tracking.tail == 0 {
+        std::borrow::Cow::Borrowed(&ex.turns)
     } else {
-        ex.records
+        ex.turns
             .iter()
             .filter(|r| tracking.counts(r))
             .cloned()
@@ -1101,9 +1100,9 @@ async fn run_performance(
         .collect();
     let source = cx.config.model.token_source();
     let turns: Vec<SessionTurn<'_>> = ex
-        .records
+        .turns
         .iter()
-        .map(|r| SessionTurn::of_record(r, source))
+        .map(|r| SessionTurn::of(r, source))
         .collect();
     let (each, sessions) = agentload_results::sessions::sessions(
         &turns,
@@ -1134,7 +1133,7 @@ async fn run_performance(
     {
         summary.add_point_metrics();
         summary.output_sequence_lengths_full_run = Some(agentload_results::FullRunOsl::of(
-            &ex.records,
+            &ex.turns,
             cx.config.model.token_source(),
         ));
     }
@@ -1142,7 +1141,7 @@ async fn run_performance(
 
     let succeeded = summary.agentload.n_samples_succeeded;
     let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
-    let missing = missing_turns(&ex.plans, &ex.records);
+    let missing = missing_turns(&ex.plans, &ex.turns);
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &ex.scorer {
@@ -1152,7 +1151,7 @@ async fn run_performance(
             scoring::PhaseKind::Performance,
             &scorer_files,
             &ex.log,
-            &ex.records,
+            &ex.turns,
         )?;
         score = Some(scored.report.score);
         score_line = Some(format!(
@@ -1272,15 +1271,15 @@ async fn run_accuracy(
     if let Some(telemetry) = &ex.telemetry {
         agentload_results::write_json(&dir.join("telemetry_summary.json"), telemetry)?;
     }
-    let issued = ex.records.iter().filter(|r| r.issued_ns.is_some()).count() as u64;
+    let issued = ex.turns.iter().filter(|r| r.issued_ns().is_some()).count() as u64;
     let completed = ex
-        .records
+        .turns
         .iter()
         .filter(|r| r.status == TurnStatus::Completed)
         .count() as u64;
-    let missing = missing_turns(&ex.plans, &ex.records);
+    let missing = missing_turns(&ex.plans, &ex.turns);
     let mut result = AccuracyResult {
-        samples: ex.records.len(),
+        samples: ex.turns.len(),
         missing,
         score: None,
         gate_passed: None,
@@ -1289,7 +1288,7 @@ async fn run_accuracy(
     let _ = writeln!(
         text,
         "accuracy: {} samples issued, {completed} completed, {missing} missing",
-        ex.records.len()
+        ex.turns.len()
     );
     if let Some(scorer) = &ex.scorer {
         let scored = cx.score(
@@ -1298,7 +1297,7 @@ async fn run_accuracy(
             scoring::PhaseKind::Accuracy,
             &scorer_files,
             &ex.log,
-            &ex.records,
+            &ex.turns,
         )?;
         scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
         result.score = Some(scored.report.score);

@@ -3,7 +3,7 @@
 //! per-sample rows, the gate line.
 
 use agentload_config::{table_json, PhaseConfig};
-use agentload_engine::{TurnRecord, TurnStatus};
+use agentload_engine::{TurnFacts, TurnRecord, TurnStatus};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{Gate, Scored, ScoredItem, ScorerPlugin};
 
@@ -25,9 +25,8 @@ pub enum PhaseKind {
 /// entry goes into `entries` for the wrapper
 /// ([`agentload_results::write_accuracy_results`]), as does the performance phase's
 /// inline entry. Any other report is written byte for byte as the scorer
-/// returned it, once it is known to be JSON. `records` are the phase's records for the
-/// entries (their times and counts: [thin](TurnRecord::thin) ones do). Returns the verdicts
-/// and the report.
+/// returned it, once it is known to be JSON. `turns` are the facts of the phase's turns, for
+/// the entries' times and counts. Returns the verdicts and the report.
 #[allow(clippy::too_many_arguments)]
 pub fn score(
     scorer: &ScorerPlugin,
@@ -35,7 +34,7 @@ pub fn score(
     kind: PhaseKind,
     files: &[GrantedFile],
     items: &[ScoredItem],
-    records: &[TurnRecord],
+    turns: &[TurnFacts],
     out: &Path,
     entries: &mut Vec<Value>,
 ) -> Result<Scored> {
@@ -61,11 +60,11 @@ pub fn score(
     if kind == PhaseKind::Performance {
         entries.push(agentload_results::performance_entry(
             scored.report.score,
-            records,
+            turns,
         ));
     }
     let entry = (phase.report_file == agentload_results::ACCURACY_RESULTS)
-        .then(|| agentload_results::accuracy_entry(&report, records))
+        .then(|| agentload_results::accuracy_entry(&report, turns))
         .flatten();
     match entry {
         Some(entry) => entries.push(entry),
@@ -148,7 +147,7 @@ pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
 
 /// The scorer items of every turn that counts in the log `turns`, in log order, read one
 /// record at a time: a long phase's whole records are never in memory together. `then` gets
-/// each record once its item is taken (to keep it [thin](TurnRecord::thin), or drop it).
+/// each record once its item is taken (to keep its facts, or drop it).
 pub fn logged_items(turns: &Path, mut then: impl FnMut(TurnRecord)) -> Result<Vec<ScoredItem>> {
     let mut items = Vec::new();
     agentload_engine::each_record(turns, |r| {

@@ -39,7 +39,8 @@ mod twin;
 mod writer;
 
 pub use agentload_results::record::{
-    CompletionRecord, CountingStats, LocalTokens, RecordedTokens, TurnFacts, TurnRecord, TurnStatus,
+    CompletionRecord, CountingStats, Interner, LocalTokens, RecordedTokens, TurnFacts, TurnRecord,
+    TurnStatus,
 };
 pub use body::{request_body, BodyOptions, SessionBodies};
 pub use console::Console;
@@ -50,7 +51,7 @@ pub use journal::{each_record, read_records, Durability, WriteError};
 pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool};
 pub use prior::Prior;
-pub use recorder::{Facts, Keeping, LogFiles, Recorder};
+pub use recorder::{Keeping, LogFiles, Recorder};
 pub use session::{
     drive, DriveError, Engine, Next, SessionEnd, SessionOutcome, SessionTask, TurnHooks,
     WorkloadDelays,

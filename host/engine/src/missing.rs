@@ -1,6 +1,6 @@
 //! Missing turns, counted per session (the reference's `missing`).
 
-use crate::{TurnRecord, TurnStatus};
+use crate::{TurnFacts, TurnStatus};
 use agentload_plugin_host::SessionPlan;
 use std::collections::HashMap;
 
@@ -10,9 +10,9 @@ use std::collections::HashMap;
 /// `expected_turns` is a lower bound when its length depends on the model,
 /// as in bfcl-multi's one request per step). A session never issued counts
 /// all its turns: no other session's extra turns can hide it.
-pub fn missing_turns(plans: &[SessionPlan], records: &[TurnRecord]) -> u64 {
+pub fn missing_turns(plans: &[SessionPlan], turns: &[TurnFacts]) -> u64 {
     let mut per: HashMap<&str, (u64, u64)> = HashMap::new();
-    for r in records {
+    for r in turns {
         let (completed, unanswered) = per.entry(&r.session_id).or_default();
         match r.status {
             TurnStatus::Completed => *completed += 1,
@@ -42,10 +42,10 @@ mod tests {
         }
     }
 
-    fn rec(session: &str, status: TurnStatus) -> TurnRecord {
-        let mut r = TurnRecord::aborted(session, 1, "x", "{}");
+    fn rec(session: &str, status: TurnStatus) -> TurnFacts {
+        let mut r = crate::TurnRecord::aborted(session, 1, "x", "{}");
         r.status = status;
-        r
+        TurnFacts::all([&r]).remove(0)
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::session::SessionOutcome;
 use super::writer::{Queued, Writer};
 use crate::tokens::LocalCounter;
 use crate::CountingStats;
-use crate::{TurnFacts, TurnRecord, TurnStatus};
+use crate::{Interner, TurnFacts, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, RequestBody};
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,11 +28,9 @@ pub struct Recorder {
     writer: Option<Writer>,
     /// `turns.jsonl`, and how hard its lines are pushed to disk.
     turns: Option<(std::path::PathBuf, Durability)>,
-    /// Every turn of the phase (earlier segments' too): records, or their facts only (see
-    /// [`Recorder::keeping_facts`]).
+    /// Every turn of the phase (earlier segments' too): its facts, or (without a log) its
+    /// whole record.
     kept: Mutex<Kept>,
-    /// Records are kept [thin](TurnRecord::thin): the log holds them whole.
-    thin: bool,
     counting: Option<CountWorker>,
     console: Console,
     /// Records kept by this process that a signal cut (never counted;
@@ -75,78 +73,37 @@ impl Keeping<'_> {
                 .interrupted
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        // Thinned before the lock every session takes.
-        let record = if recorder.thin {
-            self.record.thin()
-        } else {
-            self.record
-        };
         recorder
             .kept
             .lock()
             .expect("records lock")
-            .push(line, record);
+            .push(line, self.record);
         Ok(())
     }
 }
 
 /// What a recorder keeps in memory of each turn.
 enum Kept {
-    /// Records with their log lines.
-    Records(Vec<LoggedTurn>),
-    /// The facts a sweep's metrics need (the records are on disk), and the
-    /// session ids they refer to by number.
-    Facts(Vec<TurnFacts>, SessionIds),
-}
-
-/// Session ids, each held once, numbered in order of first turn.
-#[derive(Default)]
-struct SessionIds {
-    names: Vec<String>,
-    numbers: std::collections::HashMap<String, u32>,
-}
-
-impl SessionIds {
-    fn number(&mut self, id: &str) -> u32 {
-        if let Some(n) = self.numbers.get(id) {
-            return *n;
-        }
-        let n = u32::try_from(self.names.len()).expect("fewer than 2^32 sessions");
-        self.names.push(id.to_owned());
-        self.numbers.insert(id.to_owned(), n);
-        n
-    }
-
-    fn facts(&mut self, t: &LoggedTurn) -> TurnFacts {
-        TurnFacts::of(&t.record, t.line, self.number(&t.record.session_id))
-    }
+    /// Whole records (a recorder without a log).
+    Records(Vec<TurnRecord>),
+    /// The facts the metrics need, with their log lines (the records are on disk), and the
+    /// strings they share.
+    Facts(Vec<TurnFacts>, Interner),
 }
 
 impl Kept {
     fn push(&mut self, line: u64, record: TurnRecord) {
         match self {
-            Self::Records(all) => all.push(LoggedTurn { line, record }),
-            Self::Facts(all, ids) => {
-                let n = ids.number(&record.session_id);
-                all.push(TurnFacts::of(&record, line, n));
-            }
+            Self::Records(all) => all.push(record),
+            Self::Facts(all, strings) => all.push(TurnFacts::of(&record, line, strings)),
         }
     }
 
     fn retain_lines(&mut self, keep: impl Fn(u64) -> bool) {
-        match self {
-            Self::Records(all) => all.retain(|t| keep(t.line)),
-            Self::Facts(all, _) => all.retain(|f| keep(f.line)),
+        if let Self::Facts(all, _) = self {
+            all.retain(|f| keep(f.line));
         }
     }
-}
-
-/// A phase's facts ([`Recorder::finish_facts`]).
-pub struct Facts {
-    /// The turns that count, local counts merged.
-    pub turns: Vec<TurnFacts>,
-    /// `turns[i].session` names `sessions[turns[i].session]`.
-    pub sessions: Vec<String>,
 }
 
 /// Where and how a phase's log is kept.
@@ -177,16 +134,14 @@ impl Recorder {
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
             turns: Some((files.turns.to_path_buf(), files.durability)),
-            kept: Mutex::new(Kept::Records(
-                prior
-                    .into_iter()
-                    .map(|t| LoggedTurn {
-                        line: t.line,
-                        record: t.record.thin(),
-                    })
-                    .collect(),
-            )),
-            thin: true,
+            kept: Mutex::new({
+                let mut strings = Interner::default();
+                let facts = prior
+                    .iter()
+                    .map(|t| TurnFacts::of(&t.record, t.line, &mut strings))
+                    .collect();
+                Kept::Facts(facts, strings)
+            }),
             counting,
             console,
             interrupted: Default::default(),
@@ -199,7 +154,6 @@ impl Recorder {
             writer: None,
             turns: None,
             kept: Mutex::new(Kept::Records(Vec::new())),
-            thin: false,
             counting: None,
             console,
             interrupted: Default::default(),
@@ -289,31 +243,11 @@ impl Recorder {
         Ok(())
     }
 
-    /// Keeps only each turn's [`TurnFacts`] in memory from now on (those
-    /// kept so far too): memory then grows by about 190 bytes a turn, not by
-    /// the record's kilobytes. [`Recorder::finish_facts`] returns them.
-    pub fn keeping_facts(self) -> Self {
-        let kept = match self.kept.into_inner().expect("records lock") {
-            Kept::Records(all) => {
-                let mut ids = SessionIds::default();
-                let facts = all.iter().map(|t| ids.facts(t)).collect();
-                Kept::Facts(facts, ids)
-            }
-            facts => facts,
-        };
-        Self {
-            kept: Mutex::new(kept),
-            // Facts are taken from the record as it is: nothing to thin.
-            thin: false,
-            ..self
-        }
-    }
-
-    /// A copy of the records so far, in the order they were kept (none when keeping facts;
-    /// thin ones from a recorder with a log).
+    /// A copy of the records so far, in the order they were kept: a recorder without a log's
+    /// (a recorder with one keeps facts, and its records are in the log).
     pub fn snapshot(&self) -> Vec<TurnRecord> {
         match &*self.kept.lock().expect("records lock") {
-            Kept::Records(all) => all.iter().map(|t| t.record.clone()).collect(),
+            Kept::Records(all) => all.clone(),
             Kept::Facts(..) => Vec::new(),
         }
     }
@@ -325,67 +259,33 @@ impl Recorder {
     }
 
     /// Counts the phase's turns (nothing streams any more), syncs the files, and returns the
-    /// records that count (interrupted ones left out) with their counts merged: a recorder
-    /// with a log returns them [thin](TurnRecord::thin), and the whole ones are read back from
-    /// the log where texts are needed (`read_records`, as scoring does).
-    pub fn finish(self) -> Result<Vec<TurnRecord>, WriteError> {
-        Ok(self.finish_with_stats()?.0)
-    }
-
-    /// [`Recorder::finish`], and what local counting took (when it ran).
-    /// A recorder [keeping facts](Recorder::keeping_facts) returns no records.
-    pub fn finish_with_stats(self) -> Result<(Vec<TurnRecord>, Option<CountingStats>), WriteError> {
+    /// facts of the turns that count (interrupted ones left out), their counts merged, and
+    /// what local counting took (when it ran). The whole records are read back from the log
+    /// where texts are needed (`read_records`, as scoring does).
+    pub fn finish(self) -> Result<(Vec<TurnFacts>, Option<CountingStats>), WriteError> {
         let Closed {
             kept,
             counts,
             stats,
         } = self.close()?;
-        let Kept::Records(records) = kept else {
-            return Ok((Vec::new(), stats));
+        let facts = match kept {
+            Kept::Facts(all, _) => all,
+            Kept::Records(all) => TurnFacts::all(&all),
         };
-        let records = records
-            .into_iter()
-            .filter(|t| t.record.status != TurnStatus::Interrupted)
-            .map(|mut t| {
-                if let Some(counted) = counts.as_ref().and_then(|c| c.get(&t.line)) {
-                    t.record.local_tokens = Some(counted.tokens);
-                    t.record.recorded_tokens = counted.recorded;
-                }
-                t.record
-            })
-            .collect();
-        Ok((records, stats))
-    }
-
-    /// As [`Recorder::finish`], for a recorder [keeping
-    /// facts](Recorder::keeping_facts): the facts that count, counts merged.
-    pub fn finish_facts(self) -> Result<Facts, WriteError> {
-        let Closed { kept, counts, .. } = self.close()?;
-        let (facts, ids) = match kept {
-            Kept::Facts(all, ids) => (all, ids),
-            Kept::Records(all) => {
-                let mut ids = SessionIds::default();
-                let facts = all.iter().map(|t| ids.facts(t)).collect();
-                (facts, ids)
-            }
-        };
-        let turns = facts
+        let facts = facts
             .into_iter()
             .filter(|f| f.status != TurnStatus::Interrupted)
             .map(|mut f| {
                 if let Some(counted) = counts.as_ref().and_then(|c| c.get(&f.line)) {
                     f.local_tokens = Some(counted.tokens);
+                    f.recorded_tokens = counted.recorded;
                 }
                 f
             })
             .collect();
-        Ok(Facts {
-            turns,
-            sessions: ids.names,
-        })
+        Ok((facts, stats))
     }
 
-    /// Counts the phase's turns, closes and syncs the files.
     fn close(self) -> Result<Closed, WriteError> {
         self.console.finish();
         let counted = self.counting.map(CountWorker::finish).transpose()?;
@@ -414,9 +314,20 @@ struct Closed {
 mod tests {
     use super::*;
 
+    fn log_files(log: &Path, append: bool) -> LogFiles<'_> {
+        LogFiles {
+            turns: log,
+            durability: Durability::Write,
+            append,
+        }
+    }
+
     #[tokio::test]
-    async fn keeping_facts_keeps_what_the_metrics_need_and_not_the_record() {
-        let recorder = Recorder::memory(Console::silent()).keeping_facts();
+    async fn with_a_log_memory_keeps_what_the_metrics_need_and_not_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("turns.jsonl");
+        let recorder =
+            Recorder::open(log_files(&log, false), Vec::new(), None, Console::silent()).unwrap();
         let mut answered = TurnRecord::aborted("s", 1, "s:1", "{}");
         answered.status = TurnStatus::Completed;
         answered.error = None;
@@ -437,32 +348,34 @@ mod tests {
         other.status = TurnStatus::Aborted;
         recorder.keep(other, None).await.unwrap();
         assert!(recorder.snapshot().is_empty(), "no records are kept");
-        let kept = recorder.finish_facts().unwrap();
-        // Session ids are held once, numbered in order of first turn.
-        assert_eq!(kept.sessions, ["s", "t"]);
-        let named: Vec<(&str, u32)> = kept
-            .turns
+        let (facts, _) = recorder.finish().unwrap();
+        let named: Vec<(&str, u32, u64)> = facts
             .iter()
-            .map(|f| (kept.sessions[f.session as usize].as_str(), f.turn))
+            .map(|f| (&*f.session_id, f.turn, f.line))
             .collect();
-        assert_eq!(named, [("s", 1), ("s", 2), ("t", 1)]);
-        let facts = &kept.turns[..2];
-        assert_eq!(facts.len(), 2, "an interrupted turn does not count");
-        let f = facts[0];
-        assert_eq!(f.issued_ns, Some(5));
         assert_eq!(
-            (f.prompt_tokens, f.completion_tokens, f.cached_tokens),
+            named,
+            [("s", 1, 1), ("s", 2, 3), ("t", 1, 4)],
+            "an interrupted turn does not count"
+        );
+        assert!(Arc::ptr_eq(&facts[0].session_id, &facts[1].session_id));
+        let f = &facts[0];
+        assert_eq!(f.issued_ns(), Some(5));
+        assert_eq!(
+            (f.server_isl(), f.server_osl(), f.cached_tokens()),
             (Some(7), Some(3), Some(2))
         );
-        assert!(!f.context_overflow && facts[1].context_overflow);
+        assert!(!f.context_overflow() && facts[1].context_overflow());
         assert_eq!(facts[1].status, TurnStatus::Failed);
+        // All four are in the log; reading it leaves the interrupted one out.
+        assert_eq!(journal::read_lines::<TurnRecord>(&log).unwrap().len(), 4);
     }
 
-    /// A recorder with a log keeps thin records, a resume's earlier ones too; the log keeps
-    /// the whole, and reading it back gives them. A recorder without a log (`plugin check`)
-    /// keeps them whole.
+    /// A recorder with a log keeps facts, a resume's earlier turns' too; the log keeps the
+    /// whole records, and reading it back gives them. A recorder without a log (`plugin
+    /// check`) keeps them whole.
     #[tokio::test]
-    async fn with_a_log_memory_keeps_thin_records_and_the_log_whole_ones() {
+    async fn with_a_log_memory_keeps_facts_and_the_log_whole_records() {
         let answered = |turn: u32| {
             let mut r = TurnRecord::aborted("s", turn, &format!("s:{turn}"), r#"{"want": "ls"}"#);
             r.status = TurnStatus::Completed;
@@ -478,29 +391,22 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("turns.jsonl");
-        let files = |append| LogFiles {
-            turns: &log,
-            durability: Durability::Write,
-            append,
-        };
-        let first = Recorder::open(files(false), Vec::new(), None, Console::silent()).unwrap();
+        let first =
+            Recorder::open(log_files(&log, false), Vec::new(), None, Console::silent()).unwrap();
         first.keep(answered(1), None).await.unwrap();
         first.finish().unwrap();
         // A resume appends a turn; the first comes back from the log as the prior.
         let prior = journal::read_turns(&log).unwrap();
         assert_eq!(prior[0].record.expected_json, r#"{"want": "ls"}"#);
-        let resumed = Recorder::open(files(true), prior, None, Console::silent()).unwrap();
+        let resumed =
+            Recorder::open(log_files(&log, true), prior, None, Console::silent()).unwrap();
         resumed.keep(answered(2), None).await.unwrap();
-        let kept = resumed.finish().unwrap();
-        assert_eq!(kept.len(), 2);
-        for r in &kept {
-            let c = r.completion.as_ref().unwrap();
-            assert_eq!((c.content.as_str(), c.reasoning_content.as_str()), ("", ""));
-            assert_eq!(c.finish_reason.as_deref(), Some("stop"));
-            assert_eq!(r.expected_json, "");
-            assert_eq!(r.timings, None);
+        let (kept, _) = resumed.finish().unwrap();
+        assert_eq!(kept.iter().map(|f| f.line).collect::<Vec<_>>(), [1, 2]);
+        for f in &kept {
+            assert_eq!(f.finish_reason.as_deref(), Some("stop"));
             assert_eq!(
-                r.timing(agentload_results::record::Timing::PromptMs),
+                f.timing(agentload_results::record::Timing::PromptMs),
                 Some(1.5)
             );
         }

@@ -6,7 +6,7 @@
 //! of `average_accuracy`), as the reference orders them.
 
 use crate::metrics::Series;
-use crate::record::{TurnRecord, TurnStatus};
+use crate::record::{TurnFacts, TurnStatus};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -38,10 +38,10 @@ fn round3(x: f64) -> f64 {
 
 /// The phase's wall time in seconds: its records' times count from the
 /// phase's start, so the last completion (or issue) ends it.
-fn phase_seconds(records: &[TurnRecord]) -> f64 {
+fn phase_seconds(records: &[TurnFacts]) -> f64 {
     let end = records
         .iter()
-        .filter_map(|r| r.complete_ns.or(r.issued_ns))
+        .filter_map(|r| r.complete_ns().or(r.issued_ns()))
         .max()
         .unwrap_or(0);
     round3(end as f64 / 1e9)
@@ -53,7 +53,7 @@ fn phase_seconds(records: &[TurnRecord]) -> f64 {
 /// of the completed non-empty answers and the time spent counting them.
 /// The reference's keys come first in its order, the scorer's other keys
 /// (agentload's `gate`, ...) after them.
-pub fn accuracy_entry(report: &Value, records: &[TurnRecord]) -> Option<Value> {
+pub fn accuracy_entry(report: &Value, records: &[TurnFacts]) -> Option<Value> {
     let scorer = report.as_object()?;
     if !(scorer.contains_key("dataset_name") && scorer.contains_key("score")) {
         return None;
@@ -94,14 +94,14 @@ pub fn accuracy_entry(report: &Value, records: &[TurnRecord]) -> Option<Value> {
 /// turns (one pass: each conversation's turns once, whatever the repeats),
 /// `total_samples` the phase's issued turns, those skipped after a failure
 /// included (the reference issues them).
-pub fn performance_entry(score: f64, records: &[TurnRecord]) -> Value {
+pub fn performance_entry(score: f64, records: &[TurnFacts]) -> Value {
     let one_pass: std::collections::BTreeSet<(&str, u32)> = records
         .iter()
         .map(|r| (base_conversation(&r.session_id), r.turn))
         .collect();
     let issued = records
         .iter()
-        .filter(|r| r.issued_ns.is_some() || r.status == TurnStatus::Aborted)
+        .filter(|r| r.issued_ns().is_some() || r.status == TurnStatus::Aborted)
         .count();
     json!({
         "dataset_name": "performance",
@@ -223,6 +223,7 @@ pub fn find_breakdown_entry(results: &Value) -> Option<&Value> {
 mod tests {
     use super::*;
     use crate::record::LocalTokens;
+    use crate::TurnRecord;
 
     fn done(at_ms: u64, osl: u32) -> TurnRecord {
         let mut r = TurnRecord::aborted("s", 1, "s:1", "{}");
@@ -254,7 +255,7 @@ mod tests {
             done(1000, 0),
             TurnRecord::aborted("t", 1, "t:1", "{}"),
         ];
-        let entry = accuracy_entry(&bfcl_report(), &records).unwrap();
+        let entry = accuracy_entry(&bfcl_report(), &TurnFacts::all(&records)).unwrap();
         let keys: Vec<&str> = entry
             .as_object()
             .unwrap()
@@ -285,8 +286,8 @@ mod tests {
         // The empty answer is not counted.
         assert_eq!(entry["output_sequence_lengths"]["total"], 12);
         assert_eq!(entry["osl_tokenize_s"], 0.002);
-        assert!(accuracy_entry(&json!({"score": 1.0}), &records).is_none());
-        assert!(accuracy_entry(&json!([1]), &records).is_none());
+        assert!(accuracy_entry(&json!({"score": 1.0}), &TurnFacts::all(&records)).is_none());
+        assert!(accuracy_entry(&json!([1]), &TurnFacts::all(&records)).is_none());
     }
 
     /// As the reference: `unit_samples` the data set's client turns once
@@ -311,7 +312,7 @@ mod tests {
             turn("a__repeat_2", 2, TurnStatus::Aborted),
             turn("b__repeat_x", 1, TurnStatus::Completed),
         ];
-        let e = performance_entry(0.5, &records);
+        let e = performance_entry(0.5, &TurnFacts::all(&records));
         assert_eq!(e["unit_samples"], 3, "a/1, a/2, b__repeat_x/1: {e}");
         assert_eq!(e["total_samples"], 5);
     }
@@ -320,7 +321,7 @@ mod tests {
     fn no_local_counts_no_output_lengths() {
         let mut r = done(0, 5);
         r.local_tokens = None;
-        let entry = accuracy_entry(&bfcl_report(), &[r]).unwrap();
+        let entry = accuracy_entry(&bfcl_report(), &TurnFacts::all(&[r])).unwrap();
         assert!(entry.get("output_sequence_lengths").is_none());
         assert!(entry.get("osl_tokenize_s").is_none());
         let wrapper = accuracy_results(&[entry]);
@@ -334,11 +335,12 @@ mod tests {
         let records = vec![done(0, 3)];
         write_accuracy_results(&dir, &[]).unwrap();
         assert!(!dir.join(ACCURACY_RESULTS).exists(), "no entry, no file");
-        write_accuracy_results(&dir, &[performance_entry(0.5, &records)]).unwrap();
-        let acc = accuracy_entry(&bfcl_report(), &records).unwrap();
+        write_accuracy_results(&dir, &[performance_entry(0.5, &TurnFacts::all(&records))]).unwrap();
+        let acc = accuracy_entry(&bfcl_report(), &TurnFacts::all(&records)).unwrap();
         write_accuracy_results(&dir, &[acc]).unwrap();
         // The performance phase scored again replaces its own entry.
-        write_accuracy_results(&dir, &[performance_entry(0.75, &records)]).unwrap();
+        write_accuracy_results(&dir, &[performance_entry(0.75, &TurnFacts::all(&records))])
+            .unwrap();
         let text = std::fs::read_to_string(dir.join(ACCURACY_RESULTS)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         let names: Vec<&str> = v["accuracy_scores"]
@@ -369,7 +371,7 @@ mod tests {
             ),
             (json!(4), json!(4))
         );
-        let perf = performance_entry(0.25, &[done(0, 3)]);
+        let perf = performance_entry(0.25, &TurnFacts::all(&[done(0, 3)]));
         let wrapper = accuracy_results(&[perf, entry]);
         assert_eq!(wrapper["average_accuracy"], 0.5);
         assert_eq!(wrapper["accuracy_scores"][0]["dataset_name"], "swe_bench");
@@ -384,14 +386,14 @@ mod tests {
         let mut second = done(1000, 4);
         second.turn = 2;
         let records = vec![done(0, 3), second];
-        let perf = performance_entry(0.6335, &records);
+        let perf = performance_entry(0.6335, &TurnFacts::all(&records));
         assert_eq!(perf["unit_samples"], 2);
         assert_eq!(perf["total_samples"], 2);
         assert_eq!(perf["dataset_type"], "performance");
         let wrapper = accuracy_results(std::slice::from_ref(&perf));
         assert!(wrapper.get("average_accuracy").is_none(), "{wrapper}");
         assert_eq!(wrapper["accuracy_scores"][0], perf);
-        let acc = accuracy_entry(&bfcl_report(), &records).unwrap();
+        let acc = accuracy_entry(&bfcl_report(), &TurnFacts::all(&records)).unwrap();
         let wrapper = accuracy_results(&[perf, acc]);
         let keys: Vec<&str> = wrapper
             .as_object()

@@ -34,7 +34,8 @@ pub use accuracy::{
 };
 pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 pub use record::{
-    CompletionRecord, CountingStats, LocalTokens, RecordedTokens, TurnFacts, TurnRecord, TurnStatus,
+    CompletionRecord, CountingStats, Failure, Interner, LocalTokens, RecordedTokens, TurnFacts,
+    TurnRecord, TurnStatus,
 };
 pub use reference_config::{reference_config, run_config, write_reference_config};
 pub use report_txt::write_report;

@@ -8,7 +8,7 @@
 //! history measures what the benchmark defines.
 
 use crate::metrics::{lower_percentile, Spread};
-use crate::record::{TurnRecord, TurnStatus};
+use crate::record::{TurnFacts, TurnStatus};
 use serde::{Deserialize, Serialize};
 
 /// How a reply departed from the recorded one; the first class that
@@ -258,14 +258,12 @@ impl DriftStats {
 impl LiveSummary {
     /// The funnel of `records`' reviews, with their lengths against the recording's;
     /// none when no turn has a review.
-    pub fn of(records: &[TurnRecord]) -> Option<Self> {
-        let mut summary = Self::of_reviews(records.iter().filter_map(|r| {
-            Some((
-                r.session_id.as_str(),
-                r.turn,
-                LiveFact::of(r.live.as_deref()?),
-            ))
-        }))?;
+    pub fn of(records: &[TurnFacts]) -> Option<Self> {
+        let mut summary = Self::of_reviews(
+            records
+                .iter()
+                .filter_map(|r| Some((&*r.session_id, r.turn, r.live?))),
+        )?;
         let counted: Vec<_> = records
             .iter()
             .filter(|r| r.status == TurnStatus::Completed)
@@ -388,6 +386,7 @@ impl LiveSummary {
 mod tests {
     use super::*;
     use crate::record::TurnStatus;
+    use crate::TurnRecord;
 
     fn record(session: &str, turn: u32, divergence: Divergence, action: LiveAction) -> TurnRecord {
         let mut r = TurnRecord::aborted(session, turn, "i", "{}");
@@ -416,7 +415,7 @@ mod tests {
             record("c", 1, MalformedArgs, Ended),
             TurnRecord::aborted("d", 1, "i", "{}"),
         ];
-        let s = LiveSummary::of(&records).unwrap();
+        let s = LiveSummary::of(&TurnFacts::all(&records)).unwrap();
         assert_eq!(
             (s.turns_reviewed, s.sessions, s.sessions_diverged),
             (6, 3, 2)
@@ -438,7 +437,7 @@ mod tests {
         assert!(s
             .report_lines()
             .starts_with("NON-OFFICIAL: live-reply replay"));
-        assert!(LiveSummary::of(&records[6..]).is_none());
+        assert!(LiveSummary::of(&TurnFacts::all(&records[6..])).is_none());
     }
 
     #[test]

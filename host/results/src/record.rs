@@ -5,6 +5,7 @@
 use agentload_client::{Assembled, FirstChunk, ToolCallRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,11 +57,11 @@ pub struct TurnRecord {
     pub completion: Option<CompletionRecord>,
     /// What the first token-bearing chunk carried.
     pub first_chunk: Option<FirstChunk>,
-    /// Server `usage`, verbatim (`None` in a thin record: see `thin_numbers`).
+    /// Server `usage`, verbatim.
     pub usage: Option<Value>,
-    /// llama.cpp `timings`, verbatim (`None` in a thin record).
+    /// llama.cpp `timings`, verbatim.
     pub timings: Option<Value>,
-    /// Simulator server-side timestamps, verbatim (`None` in a thin record).
+    /// Simulator server-side timestamps, verbatim.
     pub server_timestamps: Option<Value>,
     /// `issued_ns` on the machine's monotonic clock (`CLOCK_MONOTONIC`), to pair with the
     /// simulator's `received_mono_ns` / `first_token_mono_ns` (the timing error by direction).
@@ -96,29 +97,52 @@ pub struct TurnRecord {
     /// Live-reply replay: the workload's review of this reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<Box<crate::live::LiveReview>>,
-    /// A [thin](TurnRecord::thin) record's server numbers, in place of its `usage`, `timings`
-    /// and `server_timestamps` maps (then `None`); never written. Metrics read them through
-    /// [`TurnRecord::server_isl`], [`TurnRecord::cached_tokens`], [`TurnRecord::timing`] and
-    /// [`TurnRecord::server_stamp`], which read whichever the record holds.
-    #[serde(skip)]
-    pub thin_numbers: Option<ServerNumbers>,
 }
 
 /// What the metrics read of a turn's server `usage`, llama.cpp `timings` and simulator
-/// stamps: a thin record keeps these numbers instead of the maps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ServerNumbers {
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
+/// stamps: [`TurnFacts`] keep these numbers instead of the maps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ServerNumbers {
+    prompt_tokens: Packed,
+    completion_tokens: Packed,
     /// `usage.prompt_tokens_details.cached_tokens`.
-    pub cached_tokens: Option<u64>,
-    pub prompt_ms: Option<f64>,
-    pub predicted_n: Option<f64>,
-    pub predicted_per_second: Option<f64>,
-    pub first_token_ns: Option<u64>,
-    pub last_token_ns: Option<u64>,
-    pub received_mono_ns: Option<u64>,
-    pub first_token_mono_ns: Option<u64>,
+    cached_tokens: Packed,
+    prompt_ms: PackedF64,
+    predicted_n: PackedF64,
+    predicted_per_second: PackedF64,
+    first_token_ns: Packed,
+    last_token_ns: Packed,
+    received_mono_ns: Packed,
+    first_token_mono_ns: Packed,
+}
+
+/// An `Option<u64>` in 8 bytes, not 16: absent is `u64::MAX` (a value that large, 584
+/// years in ns, is kept as one less).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Packed(u64);
+
+impl Packed {
+    fn new(v: Option<u64>) -> Self {
+        Self(v.map_or(u64::MAX, |v| v.min(u64::MAX - 1)))
+    }
+
+    fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+}
+
+/// An `Option<f64>` in 8 bytes: absent is NaN (JSON has no NaN, so no server sends one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PackedF64(f64);
+
+impl PackedF64 {
+    fn new(v: Option<f64>) -> Self {
+        Self(v.unwrap_or(f64::NAN))
+    }
+
+    fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
 }
 
 /// A llama.cpp `timings` key the metrics read.
@@ -164,7 +188,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// Token counts computed by agentload itself.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalTokens {
     /// Chat-template render of messages and tools, generation prompt added.
     pub isl: u32,
@@ -222,7 +246,6 @@ impl TurnRecord {
             segment: 0,
             shard: None,
             live: None,
-            thin_numbers: None,
         }
     }
 
@@ -266,94 +289,38 @@ impl TurnRecord {
         }
     }
 
-    /// The record as a phase keeps it in memory once its line is in `turns.jsonl`: what the
-    /// metrics read, without the answer's texts and tool calls or the workload's expected data
-    /// (scoring reads the whole records back from the log), and with the server's `usage`,
-    /// `timings` and stamps as the few numbers the metrics read ([`ServerNumbers`]) rather than
-    /// maps: about a seventh of a whole record's bytes, and no allocation of its own but its ids.
-    pub fn thin(mut self) -> Self {
-        if let Some(c) = &mut self.completion {
-            *c = CompletionRecord {
-                finish_reason: c.finish_reason.take(),
-                ..CompletionRecord::default()
-            };
-        }
-        self.expected_json = String::new();
-        if self.thin_numbers.is_none() {
-            self.thin_numbers = Some(ServerNumbers {
-                prompt_tokens: self.server_isl(),
-                completion_tokens: self.server_osl(),
-                cached_tokens: self.cached_tokens(),
-                prompt_ms: self.timing(Timing::PromptMs),
-                predicted_n: self.timing(Timing::PredictedN),
-                predicted_per_second: self.timing(Timing::PredictedPerSecond),
-                first_token_ns: self.server_stamp(ServerStamp::FirstToken),
-                last_token_ns: self.server_stamp(ServerStamp::LastToken),
-                received_mono_ns: self.server_stamp(ServerStamp::ReceivedMono),
-                first_token_mono_ns: self.server_stamp(ServerStamp::FirstTokenMono),
-            });
-        }
-        self.usage = None;
-        self.timings = None;
-        self.server_timestamps = None;
-        self
-    }
-
-    /// `usage[key]`, or a thin record's number for it.
-    fn usage_count(&self, key: &str, thin: fn(&ServerNumbers) -> Option<u64>) -> Option<u64> {
-        match &self.thin_numbers {
-            Some(n) => thin(n),
-            None => self.usage.as_ref()?.get(key)?.as_u64(),
-        }
+    fn usage_count(&self, key: &str) -> Option<u64> {
+        self.usage.as_ref()?.get(key)?.as_u64()
     }
 
     /// Server-reported prompt tokens.
     pub fn server_isl(&self) -> Option<u64> {
-        self.usage_count("prompt_tokens", |n| n.prompt_tokens)
+        self.usage_count("prompt_tokens")
     }
 
     /// Server-reported completion tokens.
     pub fn server_osl(&self) -> Option<u64> {
-        self.usage_count("completion_tokens", |n| n.completion_tokens)
+        self.usage_count("completion_tokens")
     }
 
     /// Server-reported prompt tokens taken from its cache
     /// (`usage.prompt_tokens_details.cached_tokens`).
     pub fn cached_tokens(&self) -> Option<u64> {
-        match &self.thin_numbers {
-            Some(n) => n.cached_tokens,
-            None => self
-                .usage
-                .as_ref()?
-                .get("prompt_tokens_details")?
-                .get("cached_tokens")?
-                .as_u64(),
-        }
+        self.usage
+            .as_ref()?
+            .get("prompt_tokens_details")?
+            .get("cached_tokens")?
+            .as_u64()
     }
 
     /// A llama.cpp `timings` value.
     pub fn timing(&self, which: Timing) -> Option<f64> {
-        match &self.thin_numbers {
-            Some(n) => match which {
-                Timing::PromptMs => n.prompt_ms,
-                Timing::PredictedN => n.predicted_n,
-                Timing::PredictedPerSecond => n.predicted_per_second,
-            },
-            None => self.timings.as_ref()?.get(which.key())?.as_f64(),
-        }
+        self.timings.as_ref()?.get(which.key())?.as_f64()
     }
 
     /// A simulator stamp, ns.
     pub fn server_stamp(&self, which: ServerStamp) -> Option<u64> {
-        match &self.thin_numbers {
-            Some(n) => match which {
-                ServerStamp::FirstToken => n.first_token_ns,
-                ServerStamp::LastToken => n.last_token_ns,
-                ServerStamp::ReceivedMono => n.received_mono_ns,
-                ServerStamp::FirstTokenMono => n.first_token_mono_ns,
-            },
-            None => self.server_timestamps.as_ref()?.get(which.key())?.as_u64(),
-        }
+        self.server_timestamps.as_ref()?.get(which.key())?.as_u64()
     }
 }
 
@@ -374,58 +341,232 @@ pub struct CountingStats {
     pub prompt_tokens_reused: u64,
 }
 
-/// What a sweep's metrics need of one turn, without its texts: about 190
-/// bytes where a [`TurnRecord`] with its completion, usage and timings holds
-/// kilobytes. A phase of hundreds of thousands of turns keeps these in
-/// memory; the records themselves are on disk (`turns.jsonl`).
-#[derive(Debug, Clone, Copy)]
+/// Why a failed turn failed, as far as a session's end reason names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    None,
+    ContextOverflow,
+    Timeout,
+    Other,
+}
+
+impl Failure {
+    /// The cause of `record`'s failure (`None` unless it failed).
+    pub fn of(record: &TurnRecord) -> Self {
+        let error = record.error.as_deref().unwrap_or("");
+        if record.status != TurnStatus::Failed {
+            Self::None
+        } else if error.contains("exceed_context_size")
+            || error.contains("exceeds the available context")
+        {
+            Self::ContextOverflow
+        } else if error.contains("timed out") || error.contains("timeout") {
+            Self::Timeout
+        } else {
+            Self::Other
+        }
+    }
+}
+
+/// What the metrics need of one turn, without its texts, expected data or server maps: a
+/// phase keeps these in memory, one per turn, hundreds of thousands in a long one, while the
+/// records themselves are on disk (`turns.jsonl`; scoring reads them back from there). No
+/// heap of its own: the session id and the finish reason are shared with the phase's other
+/// turns ([`Interner`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct TurnFacts {
     /// The record's 1-based line in `turns.jsonl` (0: not written).
     pub line: u64,
-    /// Its session, as an index into the phase's session ids (the recorder
-    /// keeping facts holds the table).
-    pub session: u32,
+    pub session_id: Arc<str>,
     /// The workload's turn number.
     pub turn: u32,
+    /// The process that sent it (see [`TurnRecord::segment`]).
+    pub segment: u32,
     pub status: TurnStatus,
-    /// Refused for exceeding the server's context.
-    pub context_overflow: bool,
-    pub scheduled_ns: Option<u64>,
-    pub issued_ns: Option<u64>,
-    pub first_token_ns: Option<u64>,
-    pub last_token_ns: Option<u64>,
-    pub complete_ns: Option<u64>,
-    /// The server's `usage`.
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
+    pub failure: Failure,
+    /// Token-bearing chunks received.
+    pub token_chunks: u32,
+    /// The answer's `finish_reason`.
+    pub finish_reason: Option<Arc<str>>,
     pub local_tokens: Option<LocalTokens>,
+    pub recorded_tokens: Option<RecordedTokens>,
     /// Live-reply replay: the workload's review.
     pub live: Option<crate::live::LiveFact>,
+    /// The record's stamps (read through the methods of the same names).
+    stamps: Stamps,
+    /// What the metrics read of the server's `usage`, `timings` and stamps.
+    server: ServerNumbers,
+}
+
+/// A record's stamps, ns ([`TurnRecord`]'s fields of the same names).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stamps {
+    scheduled_ns: Packed,
+    issued_ns: Packed,
+    first_byte_ns: Packed,
+    first_token_ns: Packed,
+    last_token_ns: Packed,
+    complete_ns: Packed,
+    first_token_read_lag_ns: Packed,
+    issued_mono_ns: Packed,
+}
+
+/// Strings many turns share (session ids, finish reasons), each held once.
+#[derive(Debug, Default)]
+pub struct Interner(std::collections::HashSet<Arc<str>>);
+
+impl Interner {
+    /// The shared copy of `s`.
+    pub fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(held) = self.0.get(s) {
+            return held.clone();
+        }
+        let held: Arc<str> = Arc::from(s);
+        self.0.insert(held.clone());
+        held
+    }
 }
 
 impl TurnFacts {
-    /// The facts of `record`, written at `line`, of session number `session`.
-    pub fn of(record: &TurnRecord, line: u64, session: u32) -> Self {
+    /// The facts of `record`, written at `line`; `strings` shares its session id and finish
+    /// reason with the other turns'.
+    pub fn of(record: &TurnRecord, line: u64, strings: &mut Interner) -> Self {
         Self {
             line,
-            session,
+            session_id: strings.get(&record.session_id),
             turn: record.turn,
+            segment: record.segment,
             status: record.status,
-            context_overflow: record.error.as_deref().is_some_and(|e| {
-                e.contains("exceed_context_size") || e.contains("exceeds the available context")
-            }),
-            scheduled_ns: record.scheduled_ns,
-            issued_ns: record.issued_ns,
-            first_token_ns: record.first_token_ns,
-            last_token_ns: record.last_token_ns,
-            complete_ns: record.complete_ns,
-            prompt_tokens: record.server_isl(),
-            completion_tokens: record.server_osl(),
-            cached_tokens: record.cached_tokens(),
+            failure: Failure::of(record),
+            token_chunks: record.token_chunks,
+            finish_reason: record
+                .completion
+                .as_ref()
+                .and_then(|c| c.finish_reason.as_deref())
+                .map(|r| strings.get(r)),
             local_tokens: record.local_tokens,
+            recorded_tokens: record.recorded_tokens,
             live: record.live.as_deref().map(crate::live::LiveFact::of),
+            stamps: Stamps {
+                scheduled_ns: Packed::new(record.scheduled_ns),
+                issued_ns: Packed::new(record.issued_ns),
+                first_byte_ns: Packed::new(record.first_byte_ns),
+                first_token_ns: Packed::new(record.first_token_ns),
+                last_token_ns: Packed::new(record.last_token_ns),
+                complete_ns: Packed::new(record.complete_ns),
+                first_token_read_lag_ns: Packed::new(record.first_token_read_lag_ns),
+                issued_mono_ns: Packed::new(record.issued_mono_ns),
+            },
+            server: ServerNumbers {
+                prompt_tokens: Packed::new(record.server_isl()),
+                completion_tokens: Packed::new(record.server_osl()),
+                cached_tokens: Packed::new(record.cached_tokens()),
+                prompt_ms: PackedF64::new(record.timing(Timing::PromptMs)),
+                predicted_n: PackedF64::new(record.timing(Timing::PredictedN)),
+                predicted_per_second: PackedF64::new(record.timing(Timing::PredictedPerSecond)),
+                first_token_ns: Packed::new(record.server_stamp(ServerStamp::FirstToken)),
+                last_token_ns: Packed::new(record.server_stamp(ServerStamp::LastToken)),
+                received_mono_ns: Packed::new(record.server_stamp(ServerStamp::ReceivedMono)),
+                first_token_mono_ns: Packed::new(record.server_stamp(ServerStamp::FirstTokenMono)),
+            },
         }
+    }
+
+    /// The facts of `records` (not from a log: every line 0), their strings shared.
+    pub fn all<'a>(records: impl IntoIterator<Item = &'a TurnRecord>) -> Vec<Self> {
+        let mut strings = Interner::default();
+        records
+            .into_iter()
+            .map(|r| Self::of(r, 0, &mut strings))
+            .collect()
+    }
+
+    /// Whether the turn was answered.
+    pub fn completed(&self) -> bool {
+        self.status == TurnStatus::Completed
+    }
+
+    /// When the turn was due ([`TurnRecord::scheduled_ns`]).
+    pub fn scheduled_ns(&self) -> Option<u64> {
+        self.stamps.scheduled_ns.get()
+    }
+
+    pub fn issued_ns(&self) -> Option<u64> {
+        self.stamps.issued_ns.get()
+    }
+
+    pub fn first_byte_ns(&self) -> Option<u64> {
+        self.stamps.first_byte_ns.get()
+    }
+
+    pub fn first_token_ns(&self) -> Option<u64> {
+        self.stamps.first_token_ns.get()
+    }
+
+    pub fn last_token_ns(&self) -> Option<u64> {
+        self.stamps.last_token_ns.get()
+    }
+
+    pub fn complete_ns(&self) -> Option<u64> {
+        self.stamps.complete_ns.get()
+    }
+
+    /// [`TurnRecord::first_token_read_lag_ns`].
+    pub fn first_token_read_lag_ns(&self) -> Option<u64> {
+        self.stamps.first_token_read_lag_ns.get()
+    }
+
+    /// [`TurnRecord::issued_mono_ns`].
+    pub fn issued_mono_ns(&self) -> Option<u64> {
+        self.stamps.issued_mono_ns.get()
+    }
+
+    /// Send lag: how long after its due time the turn was issued.
+    pub fn send_lag_ns(&self) -> Option<u64> {
+        Some(self.issued_ns()?.saturating_sub(self.scheduled_ns()?))
+    }
+
+    /// Server-reported prompt tokens.
+    pub fn server_isl(&self) -> Option<u64> {
+        self.server.prompt_tokens.get()
+    }
+
+    /// Server-reported completion tokens.
+    pub fn server_osl(&self) -> Option<u64> {
+        self.server.completion_tokens.get()
+    }
+
+    /// Server-reported prompt tokens taken from its cache.
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.server.cached_tokens.get()
+    }
+
+    /// A llama.cpp `timings` value.
+    pub fn timing(&self, which: Timing) -> Option<f64> {
+        let n = &self.server;
+        match which {
+            Timing::PromptMs => n.prompt_ms,
+            Timing::PredictedN => n.predicted_n,
+            Timing::PredictedPerSecond => n.predicted_per_second,
+        }
+        .get()
+    }
+
+    /// A simulator stamp, ns.
+    pub fn server_stamp(&self, which: ServerStamp) -> Option<u64> {
+        let n = &self.server;
+        match which {
+            ServerStamp::FirstToken => n.first_token_ns,
+            ServerStamp::LastToken => n.last_token_ns,
+            ServerStamp::ReceivedMono => n.received_mono_ns,
+            ServerStamp::FirstTokenMono => n.first_token_mono_ns,
+        }
+        .get()
+    }
+
+    /// Refused for exceeding the server's context.
+    pub fn context_overflow(&self) -> bool {
+        self.failure == Failure::ContextOverflow
     }
 }
 
@@ -433,13 +574,23 @@ impl TurnFacts {
 mod tests {
     use super::*;
 
-    /// A sweep keeps one of these per turn in memory: hundreds of
-    /// thousands of them in a long phase. The budget is the figure
-    /// docs/performance.md projects from.
+    /// A phase keeps one of these per turn in memory: hundreds of thousands of them in a
+    /// long one. The budget is the figure docs/performance.md projects from.
     #[test]
     fn turn_facts_stay_small() {
         let size = std::mem::size_of::<TurnFacts>();
         eprintln!("TurnFacts: {size} bytes");
-        assert!(size <= 192, "TurnFacts grew to {size} bytes");
+        assert!(size <= 256, "TurnFacts grew to {size} bytes");
+    }
+
+    #[test]
+    fn packed_numbers_keep_absent_apart_from_every_value() {
+        for v in [None, Some(0), Some(1), Some(u64::MAX - 1)] {
+            assert_eq!(Packed::new(v).get(), v);
+        }
+        assert_eq!(Packed::new(Some(u64::MAX)).get(), Some(u64::MAX - 1));
+        for v in [None, Some(0.0), Some(-1.5), Some(f64::MAX)] {
+            assert_eq!(PackedF64::new(v).get(), v);
+        }
     }
 }

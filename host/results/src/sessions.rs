@@ -11,7 +11,8 @@
 
 use crate::live::{Divergence, LiveAction, LiveFact};
 use crate::metrics::Spread;
-use crate::record::{TurnFacts, TurnRecord, TurnStatus};
+pub use crate::record::Failure;
+use crate::record::{TurnFacts, TurnStatus};
 use crate::summary::chosen_counts;
 pub use crate::summary::Counts;
 use agentload_config::{SessionSlo, TokenSource};
@@ -120,8 +121,7 @@ pub struct TtftRow {
     pub p90_ms: f64,
 }
 
-/// What the session metrics read of one turn: a record's or a sweep
-/// fact's.
+/// What the session metrics read of one turn.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionTurn<'a> {
     pub session: &'a str,
@@ -142,83 +142,22 @@ pub struct SessionTurn<'a> {
     pub live: Option<LiveFact>,
 }
 
-/// Why a failed turn failed, as far as the session's end reason names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    None,
-    ContextOverflow,
-    Timeout,
-    Other,
-}
-
 impl<'a> SessionTurn<'a> {
-    /// A record's view; counts from `source`, else the other source.
-    pub fn of_record(r: &'a TurnRecord, source: TokenSource) -> Self {
-        let error = r.error.as_deref().unwrap_or("");
-        let failure = if r.status != TurnStatus::Failed {
-            Failure::None
-        } else if error.contains("exceed_context_size")
-            || error.contains("exceeds the available context")
-        {
-            Failure::ContextOverflow
-        } else if error.contains("timed out") || error.contains("timeout") {
-            Failure::Timeout
-        } else {
-            Failure::Other
-        };
+    /// A turn's view; counts from `source`, else the other source.
+    pub fn of(f: &'a TurnFacts, source: TokenSource) -> Self {
         Self {
-            session: &r.session_id,
-            turn: r.turn,
-            segment: r.segment,
-            status: r.status,
-            failure,
-            scheduled_ns: r.scheduled_ns,
-            issued_ns: r.issued_ns,
-            first_token_ns: r.first_token_ns,
-            complete_ns: r.complete_ns,
-            counts: chosen_counts(r, source),
-            server_prompt: r.server_isl(),
-            cached: r.cached_tokens(),
-            live: r.live.as_deref().map(LiveFact::of),
-        }
-    }
-
-    /// A sweep fact's view (`sessions` names the fact's session number):
-    /// local counts where they ran, else the server's.
-    pub fn of_fact(f: &TurnFacts, sessions: &'a [String]) -> Self {
-        let counts = match f.local_tokens {
-            Some(l) => Some(Counts {
-                isl: u64::from(l.isl),
-                osl: u64::from(l.osl),
-                after_first: u64::from(l.osl_after_first),
-            }),
-            None => f
-                .prompt_tokens
-                .zip(f.completion_tokens)
-                .map(|(isl, osl)| Counts {
-                    isl,
-                    osl,
-                    after_first: osl.saturating_sub(1),
-                }),
-        };
-        let failure = match (f.status, f.context_overflow) {
-            (TurnStatus::Failed, true) => Failure::ContextOverflow,
-            (TurnStatus::Failed, false) => Failure::Other,
-            _ => Failure::None,
-        };
-        Self {
-            session: sessions.get(f.session as usize).map_or("?", String::as_str),
+            session: &f.session_id,
             turn: f.turn,
-            segment: 0,
+            segment: f.segment,
             status: f.status,
-            failure,
-            scheduled_ns: f.scheduled_ns,
-            issued_ns: f.issued_ns,
-            first_token_ns: f.first_token_ns,
-            complete_ns: f.complete_ns,
-            counts,
-            server_prompt: f.prompt_tokens,
-            cached: f.cached_tokens,
+            failure: f.failure,
+            scheduled_ns: f.scheduled_ns(),
+            issued_ns: f.issued_ns(),
+            first_token_ns: f.first_token_ns(),
+            complete_ns: f.complete_ns(),
+            counts: chosen_counts(f, source),
+            server_prompt: f.server_isl(),
+            cached: f.cached_tokens(),
             live: f.live,
         }
     }
@@ -488,12 +427,17 @@ pub fn sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TurnRecord;
     use serde_json::json;
 
     const MS: u64 = 1_000_000;
 
-    fn view(r: &TurnRecord) -> SessionTurn<'_> {
-        SessionTurn::of_record(r, TokenSource::Server)
+    fn fact(r: &TurnRecord) -> TurnFacts {
+        TurnFacts::all([r]).remove(0)
+    }
+
+    fn view(f: &TurnFacts) -> SessionTurn<'_> {
+        SessionTurn::of(f, TokenSource::Server)
     }
 
     /// A completed turn: due at `due` ms, issued `lag` later, first token
@@ -526,8 +470,8 @@ mod tests {
         // Turn 1 due at 0, issued at 1, TTFT 100, e2e 500 (11 tokens);
         // a 1,000 ms tool delay; turn 2 due at 1,501, issued at 1,503, TTFT
         // 50, e2e 300 (21 tokens).
-        let a = turn("s", 1, 0, 1, 100, 500, (1000, 11, 0));
-        let b = turn("s", 2, 1501, 2, 50, 300, (1500, 21, 1000));
+        let a = fact(&turn("s", 1, 0, 1, 100, 500, (1000, 11, 0)));
+        let b = fact(&turn("s", 2, 1501, 2, 50, 300, (1500, 21, 1000)));
         let slo = SessionSlo {
             ttft_ms: Some(80.0),
             tpot_ms: Some(20.0),
@@ -573,15 +517,18 @@ mod tests {
             tpot_ms: None,
             min_turn_share: 1.0,
         };
-        let m = session("s", &[&view(&a), &view(&b)], Some("failed"), Some(&slo));
+        let (fa, fb) = (fact(&a), fact(&b));
+        let m = session("s", &[&view(&fa), &view(&fb)], Some("failed"), Some(&slo));
         assert_eq!(m.end_reason, "context_overflow");
         assert_eq!(m.slo_ok, Some(false));
         b.error = Some("the turn timed out after 600 s".into());
-        let m = session("s", &[&view(&a), &view(&b)], Some("failed"), None);
+        let fb = fact(&b);
+        let m = session("s", &[&view(&fa), &view(&fb)], Some("failed"), None);
         assert_eq!((m.end_reason.as_str(), m.slo_ok), ("timeout", None));
         a.segment = 0;
+        let fa = fact(&a);
         assert_eq!(
-            session("s", &[&view(&a)], Some("interrupted"), None).end_reason,
+            session("s", &[&view(&fa)], Some("interrupted"), None).end_reason,
             "interrupted"
         );
     }
@@ -593,8 +540,8 @@ mod tests {
         let mut over = turn("b", 1, 0, 0, 10, 20, (10, 2, 0));
         over.status = TurnStatus::Failed;
         over.error = Some("HTTP 400: exceed_context_size_error".into());
-        let records = [ok, over];
-        let turns: Vec<SessionTurn<'_>> = records.iter().map(view).collect();
+        let facts = TurnFacts::all(&[ok, over]);
+        let turns: Vec<SessionTurn<'_>> = facts.iter().map(view).collect();
         let order = vec!["a".to_owned(), "b".to_owned()];
         let ends = Ends::from([("b".to_owned(), "failed".to_owned())]);
         let (_, s) = sessions(&turns, &order, &ends, None, None);
@@ -603,26 +550,6 @@ mod tests {
             (s.context_overflow_pct, s.context_overflow_flagged),
             (50.0, true)
         );
-    }
-
-    /// A sweep's facts give the same session numbers as the records.
-    #[test]
-    fn facts_and_records_agree() {
-        let a = turn("s", 1, 0, 1, 100, 500, (1000, 11, 0));
-        let b = turn("s", 2, 1501, 2, 50, 300, (1500, 21, 1000));
-        let ids = vec!["s".to_owned()];
-        let (fa, fb) = (TurnFacts::of(&a, 1, 0), TurnFacts::of(&b, 2, 0));
-        let from_facts = session(
-            "s",
-            &[
-                &SessionTurn::of_fact(&fa, &ids),
-                &SessionTurn::of_fact(&fb, &ids),
-            ],
-            None,
-            None,
-        );
-        let from_records = session("s", &[&view(&a), &view(&b)], None, None);
-        assert_eq!(from_facts, from_records);
     }
 
     #[test]
@@ -638,7 +565,8 @@ mod tests {
             min_turn_share: 1.0,
         };
         let order = vec!["a".to_owned(), "b".to_owned()];
-        let turns: Vec<SessionTurn<'_>> = records.iter().map(view).collect();
+        let facts = TurnFacts::all(&records);
+        let turns: Vec<SessionTurn<'_>> = facts.iter().map(view).collect();
         let (each, s) = sessions(&turns, &order, &Ends::new(), Some(&slo), Some(1800.0));
         assert_eq!(each.len(), 2);
         assert_eq!(s.slo_ok, Some(1));

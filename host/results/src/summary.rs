@@ -5,7 +5,7 @@
 
 use super::manifest::RunManifest;
 use crate::metrics::{Series, Spread};
-use crate::record::{ServerStamp, Timing, TurnRecord, TurnStatus};
+use crate::record::{ServerStamp, Timing, TurnFacts, TurnStatus};
 use agentload_config::TokenSource;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -104,7 +104,7 @@ pub struct FullRunOsl {
 impl FullRunOsl {
     /// The block over `records` (every performance turn of the run), with
     /// counts from `source`, else the other source.
-    pub fn of(records: &[TurnRecord], source: TokenSource) -> Self {
+    pub fn of(records: &[TurnFacts], source: TokenSource) -> Self {
         let (mut osl, mut n_empty, mut n_errors) = (Vec::new(), 0, 0);
         for r in records {
             match (r.status, chosen_counts(r, source)) {
@@ -387,11 +387,11 @@ pub struct Counts {
 }
 
 /// `r`'s counts from `configured`, else from the other source.
-pub(crate) fn chosen_counts(r: &TurnRecord, configured: TokenSource) -> Option<Counts> {
+pub(crate) fn chosen_counts(r: &TurnFacts, configured: TokenSource) -> Option<Counts> {
     counts(r, configured).or_else(|| counts(r, configured.other()))
 }
 
-fn counts(r: &TurnRecord, source: TokenSource) -> Option<Counts> {
+fn counts(r: &TurnFacts, source: TokenSource) -> Option<Counts> {
     match source {
         TokenSource::Local => r.local_tokens.map(|l| Counts {
             isl: u64::from(l.isl),
@@ -415,7 +415,7 @@ fn span(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// ISL, OSL and TPOT series of `turns` with their chosen counts, and `tps`
 /// over `secs`.
 fn token_series(
-    turns: &[(&TurnRecord, Counts)],
+    turns: &[(&TurnFacts, Counts)],
     secs: Option<f64>,
 ) -> (Option<Series>, Option<Series>, Option<Series>, Option<f64>) {
     let isl: Vec<u64> = turns.iter().map(|(_, c)| c.isl).collect();
@@ -429,7 +429,7 @@ fn token_series(
         .iter()
         .filter(|(_, c)| c.after_first > 0)
         .filter_map(|(r, c)| {
-            let decode = span(r.first_token_ns, r.complete_ns)?;
+            let decode = span(r.first_token_ns(), r.complete_ns())?;
             Some(decode as f64 / c.after_first as f64)
         })
         .collect();
@@ -445,18 +445,18 @@ fn token_series(
 
 /// Builds the summary from the phase's records (in completion order).
 pub fn summarize(
-    records: &[TurnRecord],
+    records: &[TurnFacts],
     window_ns: Option<(u64, u64)>,
     run_config: Value,
     manifest: RunManifest,
     tokens: &TokenSetup,
 ) -> PerformanceSummary {
-    let issued: Vec<&TurnRecord> = records
+    let issued: Vec<&TurnFacts> = records
         .iter()
-        .filter(|r| r.issued_ns.is_some())
+        .filter(|r| r.issued_ns().is_some())
         .filter(|r| matches!(r.status, TurnStatus::Completed | TurnStatus::Failed))
         .collect();
-    let done: Vec<&TurnRecord> = issued
+    let done: Vec<&TurnFacts> = issued
         .iter()
         .copied()
         .filter(|r| r.status == TurnStatus::Completed)
@@ -470,10 +470,10 @@ pub fn summarize(
     // is a few µs there and 0 here (a quirk, reproduced; README "Counters").
     let latency: Vec<u64> = issued
         .iter()
-        .filter_map(|r| span(r.issued_ns, r.complete_ns))
+        .filter_map(|r| span(r.issued_ns(), r.complete_ns()))
         .chain(std::iter::repeat_n(0, aborted))
         .collect();
-    let collect = |f: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
+    let collect = |f: &dyn Fn(&TurnFacts) -> Option<u64>| -> Vec<u64> {
         done.iter().filter_map(|r| f(r)).collect()
     };
     let duration_ns = window_ns
@@ -520,10 +520,10 @@ pub fn summarize(
             .iter()
             .filter_map(|(r, c)| {
                 Some(crate::metrics::TurnTimes {
-                    issued_ns: r.issued_ns?,
-                    first_token_ns: r.first_token_ns,
-                    last_token_ns: r.last_token_ns,
-                    complete_ns: r.complete_ns?,
+                    issued_ns: r.issued_ns()?,
+                    first_token_ns: r.first_token_ns(),
+                    last_token_ns: r.last_token_ns(),
+                    complete_ns: r.complete_ns()?,
                     osl: c.osl,
                     after_first: c.after_first,
                 })
@@ -531,7 +531,7 @@ pub fn summarize(
             .collect::<Vec<_>>(),
         tpot.as_ref().and_then(|t| t.percentile("90.0")),
     );
-    let other_turns: Vec<(&TurnRecord, Counts)> = done
+    let other_turns: Vec<(&TurnFacts, Counts)> = done
         .iter()
         .filter_map(|r| counts(r, configured.other()).map(|c| (*r, c)))
         .collect();
@@ -555,18 +555,14 @@ pub fn summarize(
         .iter()
         .filter(|(_, c)| c.osl > 1)
         .filter_map(|(r, c)| {
-            let decode = span(r.first_token_ns, r.complete_ns)?;
+            let decode = span(r.first_token_ns(), r.complete_ns())?;
             Some(decode as f64 / (c.osl - 1) as f64)
         })
         .collect();
 
     let mut finish_reason_counts = FinishReasonCounts::default();
     for r in &done {
-        if let Some(reason) = r
-            .completion
-            .as_ref()
-            .and_then(|c| c.finish_reason.as_deref())
-        {
+        if let Some(reason) = r.finish_reason.as_deref() {
             finish_reason_counts.count(reason);
         }
     }
@@ -583,7 +579,7 @@ pub fn summarize(
         state: "complete",
         complete: true,
         ttft: Reported::new(
-            Series::of(&collect(&|r| span(r.issued_ns, r.first_token_ns)), true),
+            Series::of(&collect(&|r| span(r.issued_ns(), r.first_token_ns())), true),
             true,
         ),
         tpot: Reported::new(tpot, true),
@@ -600,7 +596,7 @@ pub fn summarize(
         agentload: Extras {
             test_started_at: manifest.test_started_at.clone(),
             tpot_decode: Series::of_floats(&tpot_decode, true),
-            ttfb: Series::of(&collect(&|r| span(r.issued_ns, r.first_byte_ns)), false),
+            ttfb: Series::of(&collect(&|r| span(r.issued_ns(), r.first_byte_ns())), false),
             token_count_source,
             token_counts: TokenCounts {
                 configured,
@@ -614,7 +610,7 @@ pub fn summarize(
             first_token_read_lag_ns: Series::of(
                 &done
                     .iter()
-                    .filter_map(|r| r.first_token_read_lag_ns)
+                    .filter_map(|r| r.first_token_read_lag_ns())
                     .collect::<Vec<_>>(),
                 false,
             ),
@@ -646,7 +642,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
+fn token_check(done: &[&TurnFacts]) -> Option<TokenCheck> {
     let pairs: Vec<(i64, i64)> = done
         .iter()
         .filter_map(|r| {
@@ -670,21 +666,21 @@ fn token_check(done: &[&TurnRecord]) -> Option<TokenCheck> {
     })
 }
 
-fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
-    let diffs = |stamp: ServerStamp, end: &dyn Fn(&TurnRecord) -> Option<u64>| -> Vec<u64> {
+fn timing_error(done: &[&TurnFacts]) -> Option<TimingError> {
+    let diffs = |stamp: ServerStamp, end: &dyn Fn(&TurnFacts) -> Option<u64>| -> Vec<u64> {
         done.iter()
             .filter_map(|r| {
-                let harness = end(r)?.checked_sub(r.issued_ns?)?;
+                let harness = end(r)?.checked_sub(r.issued_ns()?)?;
                 Some(harness.saturating_sub(r.server_stamp(stamp)?))
             })
             .collect()
     };
-    let ttft = diffs(ServerStamp::FirstToken, &|r| r.first_token_ns);
+    let ttft = diffs(ServerStamp::FirstToken, &|r| r.first_token_ns());
     let (request, response): (Vec<f64>, Vec<f64>) = done
         .iter()
         .filter_map(|r| {
-            let issued = r.issued_mono_ns? as i64;
-            let first = issued + r.first_token_ns?.checked_sub(r.issued_ns?)? as i64;
+            let issued = r.issued_mono_ns()? as i64;
+            let first = issued + r.first_token_ns()?.checked_sub(r.issued_ns()?)? as i64;
             Some((
                 (r.server_stamp(ServerStamp::ReceivedMono)? as i64 - issued) as f64,
                 (first - r.server_stamp(ServerStamp::FirstTokenMono)? as i64) as f64,
@@ -696,17 +692,17 @@ fn timing_error(done: &[&TurnRecord]) -> Option<TimingError> {
         request_path_ns: Series::of_floats(&request, false),
         response_path_ns: Series::of_floats(&response, false),
         e2e_minus_server_last_ns: Series::of(
-            &diffs(ServerStamp::LastToken, &|r| r.last_token_ns),
+            &diffs(ServerStamp::LastToken, &|r| r.last_token_ns()),
             false,
         ),
     })
 }
 
-fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
+fn server_timings_check(done: &[&TurnFacts]) -> Option<ServerTimingsCheck> {
     let ttft = Spread::of(
         done.iter()
             .filter_map(|r| {
-                let ttft_ms = (r.first_token_ns? - r.issued_ns?) as f64 / 1e6;
+                let ttft_ms = (r.first_token_ns()? - r.issued_ns()?) as f64 / 1e6;
                 Some(ttft_ms - r.timing(Timing::PromptMs)?)
             })
             .collect(),
@@ -717,7 +713,7 @@ fn server_timings_check(done: &[&TurnRecord]) -> Option<ServerTimingsCheck> {
             r.timing(Timing::PredictedN) == Some(f64::from(r.token_chunks)) && r.token_chunks >= 2
         })
         .filter_map(|r| {
-            let span_s = r.last_token_ns?.checked_sub(r.first_token_ns?)? as f64 / 1e9;
+            let span_s = r.last_token_ns()?.checked_sub(r.first_token_ns()?)? as f64 / 1e9;
             let server = r.timing(Timing::PredictedPerSecond)?;
             (span_s > 0.0 && server > 0.0).then(|| f64::from(r.token_chunks - 1) / span_s / server)
         })
@@ -734,6 +730,7 @@ mod tests {
     use super::*;
     use crate::record::{CompletionRecord, LocalTokens};
     use crate::SealRecord;
+    use crate::TurnRecord;
     use agentload_config::RunKind;
     use serde_json::json;
 
@@ -800,7 +797,7 @@ mod tests {
     fn point_metrics_agree_with_the_checkers_formulas() {
         let records = vec![turn(0, None), turn(100, None), turn(250, None)];
         let mut s = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 300_000_000)),
             json!({}),
             manifest(),
@@ -857,7 +854,7 @@ mod tests {
         let skipped = TurnRecord::aborted("s", 2, "s:2", "{}");
         let records = vec![turn(0, None), failed, skipped];
         let mut s = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 130_000_000)),
             json!({}),
             manifest(),
@@ -882,7 +879,7 @@ mod tests {
         assert_eq!(v["output_sequence_lengths"]["total"], 31);
         assert_eq!(v["input_sequence_lengths"]["total"], 200);
         let server = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 130_000_000)),
             json!({}),
             manifest(),
@@ -906,7 +903,7 @@ mod tests {
         failed.status = TurnStatus::Failed;
         let skipped = TurnRecord::aborted("s", 2, "s:2", "{}");
         let records = [turn(0, None), empty, failed, skipped];
-        let block = FullRunOsl::of(&records, TokenSource::Local);
+        let block = FullRunOsl::of(&TurnFacts::all(&records), TokenSource::Local);
         assert_eq!(
             (block.n_turns_counted, block.n_empty, block.n_errors),
             (1, 3, 0)
@@ -917,7 +914,10 @@ mod tests {
         let mut uncounted = turn(30, None);
         uncounted.usage = None;
         uncounted.local_tokens = None;
-        let block = FullRunOsl::of(&[turn(0, None), uncounted], TokenSource::Local);
+        let block = FullRunOsl::of(
+            &TurnFacts::all(&[turn(0, None), uncounted]),
+            TokenSource::Local,
+        );
         assert_eq!((block.n_turns_counted, block.n_errors), (1, 1));
         assert!(block.partial);
     }
@@ -926,7 +926,7 @@ mod tests {
     fn reference_keys_shapes_and_types() {
         let records = vec![turn(0, Some("tool_calls")), turn(100, None)];
         let s = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 150_000_000)),
             json!({}),
             manifest(),
@@ -1004,7 +1004,7 @@ mod tests {
     fn server_source_and_fallback_per_turn() {
         let mut records = vec![turn(0, Some("stop")), turn(100, Some("weird"))];
         let s = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 150_000_000)),
             json!({}),
             manifest(),
@@ -1017,7 +1017,7 @@ mod tests {
         // A turn without usage falls back to its local count: mixed.
         records[1].usage = None;
         let s = summarize(
-            &records,
+            &TurnFacts::all(&records),
             Some((0, 150_000_000)),
             json!({}),
             manifest(),
@@ -1106,65 +1106,66 @@ mod tests {
         r
     }
 
-    /// A phase keeps thin records in memory and summarizes those: every number of the
-    /// summary, the full run's OSL block, the sessions' metrics and the per-turn facts are
-    /// the whole records'.
+    /// A phase summarizes the facts it kept of the turns as it wrote them; a rescore or a
+    /// merge, the facts of the lines read back: the two are the same facts. And the facts
+    /// carry every number a block reads: the server's timings and stamps, both counts, the
+    /// cached tokens.
     #[test]
-    fn thin_records_summarize_as_the_whole_ones() {
+    fn the_facts_of_the_lines_read_back_are_the_facts_kept() {
         let mut whole: Vec<TurnRecord> = (0..24).map(whole_turn).collect();
         whole[5].status = TurnStatus::Failed;
         whole[5].error = Some("HTTP 400: exceed_context_size_error".into());
         whole[9].local_tokens = None;
-        let thin: Vec<TurnRecord> = whole.iter().cloned().map(TurnRecord::thin).collect();
-        let line = |r: &TurnRecord| serde_json::to_string(r).unwrap().len();
-        let (whole_bytes, thin_bytes) = (
-            whole.iter().map(line).sum::<usize>(),
-            thin.iter().map(line).sum::<usize>(),
-        );
+        let read_back: Vec<TurnRecord> = whole
+            .iter()
+            .map(|r| {
+                let line = serde_json::to_string(r).unwrap();
+                let mut back: TurnRecord = serde_json::from_str(&line).unwrap();
+                // Counted after the turn, merged in from `turns.tokens.jsonl` on reading.
+                back.local_tokens = r.local_tokens;
+                back
+            })
+            .collect();
+        let kept = TurnFacts::all(&whole);
+        assert_eq!(kept, TurnFacts::all(&read_back));
+        assert_eq!(kept[5].failure, crate::Failure::ContextOverflow);
+        assert_eq!(kept[3].finish_reason.as_deref(), Some("stop"));
         assert!(
-            thin_bytes * 2 < whole_bytes,
-            "{thin_bytes} vs {whole_bytes}"
+            std::sync::Arc::ptr_eq(&kept[0].session_id, &kept[4].session_id),
+            "a session's id is held once"
         );
-        assert!(thin.iter().all(|r| r.expected_json.is_empty()));
-        // A sweep's and the telemetry's per-turn facts too.
-        for (w, t) in whole.iter().zip(&thin) {
-            let facts = |r| format!("{:?}", crate::TurnFacts::of(r, 1, 0));
-            assert_eq!(facts(w), facts(t));
-        }
         for source in [TokenSource::Local, TokenSource::Server] {
-            let summary = |records: &[TurnRecord]| {
-                let mut s = summarize(
-                    records,
-                    Some((0, 5_000_000_000)),
-                    json!({}),
-                    manifest(),
-                    &setup(source),
-                );
-                s.add_point_metrics();
-                s.output_sequence_lengths_full_run = Some(FullRunOsl::of(records, source));
-                serde_json::to_value(&s).unwrap()
-            };
-            let (a, b) = (summary(&whole), summary(&thin));
-            assert!(
-                a["agentload"]["server_timings_check"]["decode_rate_ratio"].is_object(),
-                "{a}"
+            let mut s = summarize(
+                &kept,
+                Some((0, 5_000_000_000)),
+                json!({}),
+                manifest(),
+                &setup(source),
             );
-            assert!(
-                a["agentload"]["timing_error"]["request_path_ns"].is_object(),
-                "{a}"
-            );
-            assert_eq!(a, b);
-            let sessions = |records: &[TurnRecord]| {
-                let turns: Vec<_> = records
-                    .iter()
-                    .map(|r| crate::sessions::SessionTurn::of_record(r, source))
-                    .collect();
-                let order: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
-                let (each, all) =
-                    crate::sessions::sessions(&turns, &order, &Default::default(), None, Some(5.0));
-                serde_json::to_value((each, all)).unwrap()
-            };
-            assert_eq!(sessions(&whole), sessions(&thin));
+            s.add_point_metrics();
+            s.output_sequence_lengths_full_run = Some(FullRunOsl::of(&kept, source));
+            let v = serde_json::to_value(&s).unwrap();
+            let extras = &v["agentload"];
+            for block in [
+                &extras["server_timings_check"]["decode_rate_ratio"],
+                &extras["server_timings_check"]["ttft_minus_prompt_ms"],
+                &extras["timing_error"]["request_path_ns"],
+                &extras["timing_error"]["e2e_minus_server_last_ns"],
+                &extras["token_count_check"],
+                &extras["send_lag_ns"],
+                &extras["ttfb"],
+            ] {
+                assert!(block.is_object(), "{v}");
+            }
+            assert_eq!(v["finish_reason_counts"]["tool_calls"], 15, "{v}");
+            let turns: Vec<_> = kept
+                .iter()
+                .map(|f| crate::sessions::SessionTurn::of(f, source))
+                .collect();
+            let order: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
+            let (each, _) =
+                crate::sessions::sessions(&turns, &order, &Default::default(), None, Some(5.0));
+            assert!(each.iter().all(|m| m.cached_tokens > 0), "{each:?}");
         }
     }
 }

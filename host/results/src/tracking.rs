@@ -8,7 +8,7 @@
 //! still sent, journalled and scored. At concurrency 1 the window closes at
 //! the last session's end: every turn counts.
 
-use crate::record::{TurnRecord, TurnStatus};
+use crate::record::{TurnFacts, TurnStatus};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -32,19 +32,19 @@ pub struct Tracking {
 
 /// The window of `records` (one process's: a resumed run's processes each
 /// refilled their own slots, so a run of several counts every turn).
-pub fn window(records: &[TurnRecord], instances: usize, concurrency: usize) -> Tracking {
+pub fn window(records: &[TurnFacts], instances: usize, concurrency: usize) -> Tracking {
     let one_process = records.windows(2).all(|w| w[0].segment == w[1].segment);
     let mut ends: BTreeMap<&str, u64> = BTreeMap::new();
     for r in records {
-        if let Some(end) = r.complete_ns.filter(|_| r.issued_ns.is_some()) {
-            let e = ends.entry(r.session_id.as_str()).or_insert(end);
+        if let Some(end) = r.complete_ns().filter(|_| r.issued_ns().is_some()) {
+            let e = ends.entry(&*r.session_id).or_insert(end);
             *e = (*e).max(end);
         }
     }
     let failed_at: BTreeMap<String, u64> = records
         .iter()
         .filter(|r| r.status == TurnStatus::Failed)
-        .filter_map(|r| Some((r.session_id.clone(), r.complete_ns?)))
+        .filter_map(|r| Some((r.session_id.to_string(), r.complete_ns()?)))
         .collect();
     let mut ends: Vec<u64> = ends.into_values().collect();
     ends.sort_unstable();
@@ -53,9 +53,9 @@ pub fn window(records: &[TurnRecord], instances: usize, concurrency: usize) -> T
     let stop_ns = ends.get(nth - 1).copied().filter(|_| one_process);
     let tail = records
         .iter()
-        .filter(|r| stop_ns.is_some_and(|s| r.issued_ns.is_some_and(|i| i >= s)))
+        .filter(|r| stop_ns.is_some_and(|s| r.issued_ns().is_some_and(|i| i >= s)))
         .count();
-    let issued = records.iter().filter(|r| r.issued_ns.is_some()).count();
+    let issued = records.iter().filter(|r| r.issued_ns().is_some()).count();
     Tracking {
         instances,
         concurrency: slots,
@@ -71,15 +71,15 @@ impl Tracking {
     /// after its session failed counts when the failure came no later than
     /// the stop: the reference issues the skipped turns as the failure ends
     /// the session, before that end can stop tracking.
-    pub fn counts(&self, record: &TurnRecord) -> bool {
+    pub fn counts(&self, record: &TurnFacts) -> bool {
         let Some(stop) = self.stop_ns else {
             return true;
         };
-        match record.issued_ns {
+        match record.issued_ns() {
             Some(issued) => issued < stop,
             None => self
                 .failed_at
-                .get(&record.session_id)
+                .get(&*record.session_id)
                 .is_none_or(|&failed| failed <= stop),
         }
     }
@@ -89,6 +89,7 @@ impl Tracking {
 mod tests {
     use super::*;
     use crate::record::TurnStatus;
+    use crate::TurnRecord;
 
     fn turn(session: &str, issued: u64, complete: u64) -> TurnRecord {
         let mut r = TurnRecord::aborted(session, 1, "i", "");
@@ -103,7 +104,7 @@ mod tests {
     /// (40); the turns issued from 40 on are the tail.
     #[test]
     fn the_window_closes_at_the_first_end_after_the_last_start() {
-        let records = vec![
+        let records = TurnFacts::all(&[
             turn("a", 0, 10),
             turn("b", 0, 20),
             turn("c", 10, 30),
@@ -111,7 +112,7 @@ mod tests {
             turn("d", 36, 40),
             turn("e", 30, 41),
             turn("e", 41, 50),
-        ];
+        ]);
         let t = window(&records, 5, 2);
         assert_eq!(t.stop_ns, Some(40));
         assert_eq!((t.tracked, t.tail), (6, 1));
@@ -134,13 +135,13 @@ mod tests {
         early.status = TurnStatus::Failed;
         let mut late = turn("c", 35, 45);
         late.status = TurnStatus::Failed;
-        let records = vec![
+        let records = TurnFacts::all(&[
             early,
             TurnRecord::aborted("a", 2, "a:2", ""),
             turn("b", 0, 40),
             late,
             TurnRecord::aborted("c", 2, "c:2", ""),
-        ];
+        ]);
         // Three sessions on two slots: the window closes at the second end, 40.
         let t = window(&records, 3, 2);
         assert_eq!(t.stop_ns, Some(40));
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn a_resumed_run_counts_every_turn() {
-        let mut records = vec![turn("a", 0, 10), turn("b", 0, 20), turn("c", 10, 30)];
+        let mut records = TurnFacts::all(&[turn("a", 0, 10), turn("b", 0, 20), turn("c", 10, 30)]);
         records[2].segment = 1;
         let t = window(&records, 3, 2);
         assert_eq!((t.stop_ns, t.tracked, t.tail), (None, 3, 0));

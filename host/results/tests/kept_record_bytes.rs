@@ -1,10 +1,10 @@
-//! What a phase holds in memory per turn: a whole record against a thin one
-//! (`TurnRecord::thin`), measured with a counting allocator on a record shaped like the edge
+//! What a phase holds in memory per turn: a whole record against its facts
+//! (`TurnFacts`), measured with a counting allocator on a record shaped like the edge
 //! replay's average line (370 bytes of reasoning, a 260-byte tool call, a 380-byte expected
 //! answer, llama.cpp's `usage` and `timings`, the simulator's stamps). The budgets are the
 //! figures docs/performance.md projects from.
 
-use agentload_results::record::TurnRecord;
+use agentload_results::record::{Interner, TurnFacts, TurnRecord};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -70,23 +70,28 @@ fn heap_of<T>(make: impl FnOnce() -> T) -> (isize, T) {
 }
 
 #[test]
-fn a_thin_record_holds_a_fraction_of_a_whole_ones_bytes() {
+fn a_turns_facts_hold_a_fraction_of_its_records_bytes_and_no_heap() {
     let line = average_edge_line();
     let (whole_heap, whole) = heap_of(|| serde_json::from_str::<TurnRecord>(&line).unwrap());
-    let inline = std::mem::size_of::<TurnRecord>() as isize;
-    let (thin_heap, thin) = heap_of(|| whole.clone().thin());
-    let (whole_bytes, thin_bytes) = (inline + whole_heap, inline + thin_heap);
+    let whole_bytes = std::mem::size_of::<TurnRecord>() as isize + whole_heap;
+    let mut strings = Interner::default();
+    // The session's first turn allocates its id and finish reason once, in the interner.
+    let (first_heap, first) = heap_of(|| TurnFacts::of(&whole, 1, &mut strings));
+    let (next_heap, next) = heap_of(|| TurnFacts::of(&whole, 2, &mut strings));
+    let facts_bytes = std::mem::size_of::<TurnFacts>() as isize + next_heap;
     eprintln!(
-        "line {} bytes; whole record {whole_bytes} bytes ({inline} inline), thin {thin_bytes}",
+        "line {} bytes; whole record {whole_bytes} bytes; facts {facts_bytes} bytes (the \
+         session's first turn: {first_heap} more, shared with its other turns)",
         line.len()
     );
-    assert!(thin.expected_json.is_empty());
+    assert_eq!(next_heap, 0, "a later turn of a session allocates nothing");
+    assert_eq!(first.session_id, next.session_id);
     assert!(
-        thin_bytes * 5 < whole_bytes,
-        "{thin_bytes} vs {whole_bytes}"
+        facts_bytes * 20 < whole_bytes,
+        "{facts_bytes} vs {whole_bytes}"
     );
     assert!(
-        thin_bytes <= 1_000,
-        "a thin record grew to {thin_bytes} bytes"
+        facts_bytes <= 256,
+        "a turn's facts grew to {facts_bytes} bytes"
     );
 }

@@ -4,7 +4,7 @@
 //! cross-check).
 
 use crate::worker::PhaseAnchor;
-use agentload_results::TurnRecord;
+use agentload_results::TurnFacts;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -58,8 +58,8 @@ pub struct LatencyHistograms {
 
 impl LatencyHistograms {
     /// Of a phase's completed turns (see [`latencies`]).
-    pub fn of_records(records: &[TurnRecord]) -> Self {
-        let (ttft, e2e) = latencies(records);
+    pub fn of_turns(turns: &[TurnFacts]) -> Self {
+        let (ttft, e2e) = latencies(turns);
         Self::of(&ttft, &e2e)
     }
 
@@ -75,14 +75,14 @@ impl LatencyHistograms {
 /// TTFT (issue to first token) and end-to-end latency (issue to the
 /// answer's end) of the completed turns, ns: same-process durations, exact
 /// under any clock offset.
-pub fn latencies(records: &[TurnRecord]) -> (Vec<u64>, Vec<u64>) {
-    let done = records.iter().filter(|r| r.completed());
+pub fn latencies(turns: &[TurnFacts]) -> (Vec<u64>, Vec<u64>) {
+    let done = turns.iter().filter(|r| r.completed());
     let span = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
     (
         done.clone()
-            .filter_map(|r| span(r.issued_ns, r.first_token_ns))
+            .filter_map(|r| span(r.issued_ns(), r.first_token_ns()))
             .collect(),
-        done.filter_map(|r| span(r.issued_ns, r.complete_ns))
+        done.filter_map(|r| span(r.issued_ns(), r.complete_ns()))
             .collect(),
     )
 }

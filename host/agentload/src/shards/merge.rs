@@ -232,7 +232,8 @@ impl Merged {
             header::add(&mut ttft, &s.header.histograms.ttft_ns);
             header::add(&mut e2e, &s.header.histograms.e2e_ns);
         }
-        let (exact_ttft, exact_e2e) = header::latencies(&phase.records());
+        let (exact_ttft, exact_e2e) =
+            header::latencies(&agentload_engine::TurnFacts::all(&phase.records()));
         let disagreement = header::check(&ttft, &exact_ttft, &QUANTILES)
             .map_err(|e| format!("TTFT: {e}"))
             .and_then(|()| {

@@ -9,7 +9,7 @@ pub mod merge;
 
 use crate::run::{Mode, Overrides, RunResult};
 use agentload_config::RunConfig;
-use agentload_engine::read_records;
+use agentload_engine::{each_record, Interner, TurnFacts};
 use agentload_results::exit;
 use agentload_shards::{Coordinator, Identity, LatencyHistograms, Link, Setup, ShardHeader, Slice};
 use anyhow::{Context as _, Result};
@@ -276,10 +276,14 @@ fn write_header(
     work: &Path,
     started_at: String,
 ) -> Result<()> {
-    let records = match work.join("turns.jsonl").is_file() {
-        true => read_records(&work.join("turns.jsonl")).map_err(anyhow::Error::msg)?,
-        false => Vec::new(),
-    };
+    // The log's facts, read one record at a time.
+    let mut turns = Vec::new();
+    let log = work.join("turns.jsonl");
+    if log.is_file() {
+        let mut strings = Interner::default();
+        each_record(&log, |r| turns.push(TurnFacts::of(&r, 0, &mut strings)))
+            .map_err(anyhow::Error::msg)?;
+    }
     let me = link.identity();
     let header = ShardHeader {
         run_id: me.run_id.clone(),
@@ -290,7 +294,7 @@ fn write_header(
         concurrency: slice.concurrency(config.load.concurrency).unwrap_or(0),
         started_at,
         anchors: link.anchors(),
-        histograms: LatencyHistograms::of_records(&records),
+        histograms: LatencyHistograms::of_turns(&turns),
     };
     agentload_results::write_json(&work.join("shard.json"), &header)
         .context("cannot write shard.json")

@@ -39,8 +39,6 @@ pub struct PhaseInput {
 pub struct PhaseRun {
     /// Every turn's facts (the records are in the phase's `turns.jsonl`).
     pub facts: Vec<TurnFacts>,
-    /// The session ids `facts` number.
-    pub session_ids: Vec<String>,
     pub sessions: Vec<SessionOutcome>,
     pub workload: WorkloadPlugin,
     /// When the last agent issued its first request (ns after the phase start).
@@ -209,12 +207,11 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Wr
         |(reason, at)| (reason.to_string(), at),
     );
     let engine = Arc::try_unwrap(shared.engine).unwrap_or_else(|_| unreachable!("agents joined"));
-    let kept = engine.recorder.finish_facts()?;
+    let (facts, _) = engine.recorder.finish()?;
     let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
     let all_active = hooks.all_active();
     Ok(PhaseRun {
-        facts: kept.turns,
-        session_ids: kept.sessions,
+        facts,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
         workload: engine.workload.into_first(),
         all_active_ns: all_active,

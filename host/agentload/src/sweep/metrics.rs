@@ -76,12 +76,12 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
             .iter()
             .filter(|r| r.status == TurnStatus::Failed)
             .count(),
-        context_overflows: facts.iter().filter(|r| r.context_overflow).count(),
+        context_overflows: facts.iter().filter(|r| r.context_overflow()).count(),
     };
     let lag = Spread::of(
         facts
             .iter()
-            .filter_map(|r| Some(r.issued_ns?.saturating_sub(r.scheduled_ns?) as f64 / 1e6))
+            .filter_map(|r| Some(r.issued_ns()?.saturating_sub(r.scheduled_ns()?) as f64 / 1e6))
             .collect(),
     );
     let Some(all_active) = run.all_active_ns else {
@@ -100,7 +100,7 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     let end = run.stopped_ns.max(start);
     let measured: Vec<&TurnFacts> = facts
         .iter()
-        .filter(|r| r.issued_ns.is_some_and(|t| t >= start && t <= end))
+        .filter(|r| r.issued_ns().is_some_and(|t| t >= start && t <= end))
         .collect();
     let window = Window {
         start_ns: start,
@@ -109,11 +109,11 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
         measured: measured.len(),
         ramp_up: facts
             .iter()
-            .filter(|r| r.issued_ns.is_some_and(|t| t < start))
+            .filter(|r| r.issued_ns().is_some_and(|t| t < start))
             .count(),
         after_stop: facts
             .iter()
-            .filter(|r| r.issued_ns.is_some_and(|t| t > end))
+            .filter(|r| r.issued_ns().is_some_and(|t| t > end))
             .count(),
     };
     let ok: Vec<&&TurnFacts> = measured
@@ -122,21 +122,21 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
         .collect();
     let ttft = Spread::of(
         ok.iter()
-            .filter_map(|r| Some((r.first_token_ns? - r.issued_ns?) as f64 / 1e6))
+            .filter_map(|r| Some((r.first_token_ns()? - r.issued_ns()?) as f64 / 1e6))
             .collect(),
     );
     let speed = Spread::of(
         ok.iter()
             .filter_map(|r| {
-                let n = r.completion_tokens?;
-                let span = r.last_token_ns?.checked_sub(r.first_token_ns?)?;
+                let n = r.server_osl()?;
+                let span = r.last_token_ns()?.checked_sub(r.first_token_ns()?)?;
                 (n >= 2 && span > 0).then(|| (n - 1) as f64 / (span as f64 / 1e9))
             })
             .collect(),
     );
-    let prompt: u64 = ok.iter().filter_map(|r| r.prompt_tokens).sum();
-    let completion: u64 = ok.iter().filter_map(|r| r.completion_tokens).sum();
-    let cached: Vec<u64> = ok.iter().filter_map(|r| r.cached_tokens).collect();
+    let prompt: u64 = ok.iter().filter_map(|r| r.server_isl()).sum();
+    let completion: u64 = ok.iter().filter_map(|r| r.server_osl()).sum();
+    let cached: Vec<u64> = ok.iter().filter_map(|r| r.cached_tokens()).collect();
     let secs = window.seconds.max(f64::MIN_POSITIVE);
     let cached_tokens = (!cached.is_empty()).then(|| cached.iter().sum::<u64>());
     let throughput = Throughput {
@@ -151,8 +151,7 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
     let mut check = TokenCheck::default();
     let mut diff = 0i64;
     for r in &ok {
-        let (Some(local), Some(sp), Some(sc)) =
-            (r.local_tokens, r.prompt_tokens, r.completion_tokens)
+        let (Some(local), Some(sp), Some(sc)) = (r.local_tokens, r.server_isl(), r.server_osl())
         else {
             continue;
         };
@@ -171,15 +170,15 @@ pub fn measure(run: &PhaseRun, warmup_s: f64) -> PhaseMetrics {
             let (osl, after_first) = match r.local_tokens {
                 Some(l) => (u64::from(l.osl), u64::from(l.osl_after_first)),
                 None => {
-                    let n = r.completion_tokens?;
+                    let n = r.server_osl()?;
                     (n, n.saturating_sub(1))
                 }
             };
             Some(TurnTimes {
-                issued_ns: r.issued_ns?,
-                first_token_ns: r.first_token_ns,
-                last_token_ns: r.last_token_ns,
-                complete_ns: r.complete_ns?,
+                issued_ns: r.issued_ns()?,
+                first_token_ns: r.first_token_ns(),
+                last_token_ns: r.last_token_ns(),
+                complete_ns: r.complete_ns()?,
                 osl,
                 after_first,
             })

@@ -19,9 +19,9 @@ pub mod salt;
 
 pub use agentload_config::SweepConfig;
 
-use agentload_config::SessionSlo;
 use agentload_config::ToolDelayMode;
 use agentload_config::{table_json, PhaseConfig, RunConfig};
+use agentload_config::{SessionSlo, TokenSource};
 use agentload_engine::tokens::LocalCounter;
 use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
@@ -187,9 +187,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             Vec::new(),
             counter.clone(),
             Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
-        )?
-        // Thousands of agents over minutes: keep each turn's facts, not its record.
-        .keeping_facts();
+        )?;
         let (client, body) = crate::endpoint::client_for(config, level)?;
         if let Err(e) = client.warm_up(level).await {
             agentload_console::line(&format!("warning: {e}"));
@@ -278,7 +276,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             live: LiveSummary::of_reviews(
                 run.facts
                     .iter()
-                    .filter_map(|f| Some((f.session, f.turn, f.live?))),
+                    .filter_map(|f| Some((&*f.session_id, f.turn, f.live?))),
             ),
         };
         if !quiet {
@@ -327,27 +325,36 @@ fn phase_sessions(
     slo: Option<&SessionSlo>,
     seconds: f64,
 ) -> SessionsSummary {
+    // Local counts where they ran, else the server's.
     let turns: Vec<SessionTurn<'_>> = run
         .facts
         .iter()
-        .map(|f| SessionTurn::of_fact(f, &run.session_ids))
+        .map(|f| SessionTurn::of(f, TokenSource::Local))
+        .collect();
+    // The sessions in the order of their first turns.
+    let mut seen = std::collections::HashSet::new();
+    let order: Vec<String> = run
+        .facts
+        .iter()
+        .filter(|f| seen.insert(&*f.session_id))
+        .map(|f| f.session_id.to_string())
         .collect();
     let ends: Ends = run
         .sessions
         .iter()
         .map(|o| (o.id.clone(), o.ended.name().to_owned()))
         .collect();
-    agentload_results::sessions::sessions(&turns, &run.session_ids, &ends, slo, Some(seconds)).1
+    agentload_results::sessions::sessions(&turns, &order, &ends, slo, Some(seconds)).1
 }
 
 /// The turns' server `usage`, summed (for the telemetry summary).
 pub fn phase_tokens(facts: &[agentload_engine::TurnFacts]) -> PhaseTokens {
     let mut tokens = PhaseTokens::default();
     for f in facts {
-        if f.prompt_tokens.is_some() || f.completion_tokens.is_some() {
+        if f.server_isl().is_some() || f.server_osl().is_some() {
             tokens.turns += 1;
-            tokens.prompt_tokens += f.prompt_tokens.unwrap_or(0);
-            tokens.completion_tokens += f.completion_tokens.unwrap_or(0);
+            tokens.prompt_tokens += f.server_isl().unwrap_or(0);
+            tokens.completion_tokens += f.server_osl().unwrap_or(0);
         }
     }
     tokens
