@@ -65,6 +65,31 @@ struct Answer {
     finish_reason: Option<String>,
 }
 
+/// The numbers the report reads of a turn's server `usage`, kept as numbers rather than the
+/// map (a report reads every turn of a long run). Read tolerantly: a key that is missing or
+/// not a non-negative integer is absent, and the line still reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let count = |v: Option<&Value>| v.and_then(Value::as_u64);
+        Ok(Self {
+            prompt_tokens: count(v.get("prompt_tokens")),
+            completion_tokens: count(v.get("completion_tokens")),
+            cached_tokens: count(
+                v.get("prompt_tokens_details")
+                    .and_then(|d| d.get("cached_tokens")),
+            ),
+        })
+    }
+}
+
 /// One turn as the report needs it (the heavy fields are skipped).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Turn {
@@ -84,7 +109,7 @@ pub struct Turn {
     #[serde(default)]
     pub complete_ns: Option<u64>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Usage,
     #[serde(default)]
     local_tokens: Option<LocalTokens>,
     #[serde(default)]
@@ -100,29 +125,23 @@ pub struct Turn {
 }
 
 impl Turn {
-    fn usage(&self, key: &str) -> Option<u64> {
-        self.usage.as_ref()?.get(key)?.as_u64()
-    }
-
     /// Prompt tokens: the server's count, else the local one.
     pub fn isl(&self) -> Option<u64> {
-        self.usage("prompt_tokens")
+        self.usage
+            .prompt_tokens
             .or(self.local_tokens.map(|l| l.isl))
     }
 
     /// Completion tokens: the server's count, else the local one.
     pub fn osl(&self) -> Option<u64> {
-        self.usage("completion_tokens")
+        self.usage
+            .completion_tokens
             .or(self.local_tokens.map(|l| l.osl))
     }
 
     /// Cached prompt tokens, when the server says.
     pub fn cached(&self) -> Option<u64> {
-        self.usage
-            .as_ref()?
-            .get("prompt_tokens_details")?
-            .get("cached_tokens")?
-            .as_u64()
+        self.usage.cached_tokens
     }
 
     pub fn finish_reason(&self) -> Option<&str> {
@@ -155,7 +174,7 @@ impl Turn {
     /// summary's percentiles agree.
     pub fn tpot_ns(&self, local_first: bool) -> Option<f64> {
         let local = self.local_tokens.and_then(|l| l.osl_after_first);
-        let server = self.usage("completion_tokens").map(|n| n.saturating_sub(1));
+        let server = self.usage.completion_tokens.map(|n| n.saturating_sub(1));
         let after_first = if local_first {
             local.or(server)
         } else {
@@ -167,7 +186,7 @@ impl Turn {
 
     /// Output tokens per second after the first token (the sweep's speed).
     pub fn output_speed_tps(&self) -> Option<f64> {
-        let n = self.usage("completion_tokens")?;
+        let n = self.usage.completion_tokens?;
         let span = Self::span(self.first_token_ns, self.last_token_ns)?;
         (n >= 2 && span > 0 && self.completed()).then(|| (n - 1) as f64 / (span as f64 / 1e9))
     }
@@ -177,6 +196,33 @@ impl Turn {
     pub fn send_lag_ns(&self) -> Option<u64> {
         self.send_lag_ns
             .or_else(|| self.issued_ns?.checked_sub(self.scheduled_ns?).or(Some(0)))
+    }
+}
+
+/// Where one session's time went (a `session_metrics.jsonl` line, read tolerantly: a key
+/// that is missing or not a number is 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionTime {
+    pub session_id: String,
+    pub model_s: f64,
+    pub tool_s: f64,
+    pub queue_s: f64,
+}
+
+impl<'de> Deserialize<'de> for SessionTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let s = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        Ok(Self {
+            session_id: v
+                .get("session_id")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned(),
+            model_s: s("model_s"),
+            tool_s: s("tool_s"),
+            queue_s: s("queue_s"),
+        })
     }
 }
 
@@ -357,21 +403,30 @@ fn telemetry_file(
 
 /// The rows of a JSONL file; none when absent. A bad line is an error
 /// naming the file and the line.
+/// The file is read one line at a time: a long run's log is never in memory whole.
 fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, ReadError> {
-    let Some(t) = text(path)? else {
-        return Ok(None);
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(path, e)),
     };
-    t.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ReadError::Parse {
-                path: path.to_path_buf(),
-                message: format!("line {}: {e}", i + 1),
-            })
-        })
-        .collect::<Result<_, _>>()
-        .map(Some)
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let (mut rows, mut line, mut n) = (Vec::new(), String::new(), 0usize);
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(|e| io(path, e))? == 0 {
+            return Ok(Some(rows));
+        }
+        n += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        rows.push(serde_json::from_str(&line).map_err(|e| ReadError::Parse {
+            path: path.to_path_buf(),
+            message: format!("line {n}: {e}"),
+        })?);
+    }
 }
 
 /// Everything in one result directory that the readers use.
@@ -398,8 +453,8 @@ pub struct RunDir {
     pub sweep: Option<Sweep>,
     /// Each phase's telemetry (`telemetry.jsonl`), in phase order.
     pub telemetry: Vec<PhaseTelemetry>,
-    /// The performance phase's `session_metrics.jsonl`.
-    pub session_metrics: Vec<Value>,
+    /// The performance phase's `session_metrics.jsonl`: where each session's time went.
+    pub session_metrics: Vec<SessionTime>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
@@ -731,6 +786,17 @@ mod tests {
                 .unwrap();
         assert_eq!(unknown.status, Status::Other);
         assert_eq!(unknown.send_lag_ns(), None);
+        // A server's odd `usage` loses its numbers, not the line.
+        for usage in [
+            json!(null),
+            json!("n/a"),
+            json!({"prompt_tokens": 1.5, "completion_tokens": -2, "prompt_tokens_details": null}),
+        ] {
+            let odd: Turn = serde_json::from_value(json!({"session_id": "s", "turn": 4,
+                "status": "completed", "usage": usage}))
+            .unwrap();
+            assert_eq!((odd.isl(), odd.osl(), odd.cached()), (None, None, None));
+        }
     }
 
     #[test]
@@ -746,5 +812,29 @@ mod tests {
         .unwrap();
         let e = RunDir::read(dir.path()).unwrap_err().to_string();
         assert!(e.contains("turns.jsonl: line 2"), "{e}");
+        // Blank lines are skipped and still counted; the last line needs no newline.
+        std::fs::write(
+            dir.path().join("turns.jsonl"),
+            "{\"session_id\":\"s\",\"turn\":1,\"status\":\"aborted\"}\n\n{\"turn\":2}",
+        )
+        .unwrap();
+        let e = RunDir::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("turns.jsonl: line 3"), "{e}");
+        std::fs::write(
+            dir.path().join("session_metrics.jsonl"),
+            "{\"session_id\":\"s\",\"model_s\":1.5,\"tool_s\":\"?\"}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("turns.jsonl"), "").unwrap();
+        let run = RunDir::read(dir.path()).unwrap();
+        assert_eq!(
+            run.session_metrics,
+            [SessionTime {
+                session_id: "s".into(),
+                model_s: 1.5,
+                tool_s: 0.0,
+                queue_s: 0.0
+            }]
+        );
     }
 }

@@ -5,7 +5,7 @@
 use super::charts::{color, row, Axis, Layer, Plot, Shape};
 use super::headline::number;
 use super::page::{figure, Block, Cell, Section, Table, Tile};
-use super::read::RunDir;
+use super::read::{RunDir, SessionTime};
 use serde_json::Value;
 
 /// Sessions drawn one bar each; more are summed into one bar.
@@ -134,19 +134,13 @@ pub(super) fn time_split(rows: &[(String, [f64; 3])], x: Axis, width: u32) -> Pl
 }
 
 /// Model, tool and queue seconds per session, stacked.
-fn time_bars(metrics: &[Value]) -> Option<super::page::Figure> {
+fn time_bars(metrics: &[SessionTime]) -> Option<super::page::Figure> {
     if metrics.is_empty() {
         return None;
     }
-    let part = |m: &Value, k: &str| f(&m[k]).unwrap_or(0.0);
     let mut rows: Vec<(String, [f64; 3])> = metrics
         .iter()
-        .map(|m| {
-            (
-                m["session_id"].as_str().unwrap_or("?").to_owned(),
-                [part(m, "model_s"), part(m, "tool_s"), part(m, "queue_s")],
-            )
-        })
+        .map(|m| (m.session_id.clone(), [m.model_s, m.tool_s, m.queue_s]))
         .collect();
     if rows.len() > MAX_BARS {
         let mut all = [0.0; 3];
