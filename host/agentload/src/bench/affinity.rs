@@ -59,6 +59,23 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// The CPUs this process may run on, less `taken` (the simulator's).
+///
+/// # Errors
+/// When `taken` leaves none, or the kernel refuses `sched_getaffinity`.
+pub fn others(taken: &[usize]) -> io::Result<Vec<usize>> {
+    let rest: Vec<usize> = allowed_cpus()?
+        .into_iter()
+        .filter(|c| !taken.contains(c))
+        .collect();
+    if rest.is_empty() {
+        return Err(io::Error::other(format!(
+            "CPUs {taken:?} leave no CPU for the client"
+        )));
+    }
+    Ok(rest)
+}
+
 /// Pins every thread of this process (and the threads they start later) to `cpus`.
 ///
 /// # Errors

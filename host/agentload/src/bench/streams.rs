@@ -156,16 +156,11 @@ pub struct Streams {
 /// simulator child.
 pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     let max = opts.levels.iter().copied().max().unwrap_or(1);
+    // `agentload bench --sim-cpus` pinned the process before its runtime started; a caller
+    // that did not (the library's) is pinned here.
     let client_cpus = match &opts.sim_cpus {
         Some(sim) => {
-            let client: Vec<usize> = super::affinity::allowed_cpus()?
-                .into_iter()
-                .filter(|c| !sim.contains(c))
-                .collect();
-            anyhow::ensure!(
-                !client.is_empty(),
-                "--sim-cpus {sim:?} leaves no CPU for the client"
-            );
+            let client = super::affinity::others(sim).context("--sim-cpus")?;
             super::affinity::pin_process(&client)?;
             Some(client)
         }

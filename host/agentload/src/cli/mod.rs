@@ -27,13 +27,24 @@ pub fn main() -> ExitCode {
 
 /// Runs one parsed command line to its exit code (errors printed).
 pub fn run(cli: Opts) -> ExitCode {
-    if let Command::Sim(SimArgs {
-        cpus: Some(cpus), ..
-    }) = &cli.command
-    {
-        // Before the runtime starts: its threads inherit the pinning.
-        if let Err(e) = crate::bench::affinity::pin_process(&cpus.0) {
-            return fail(&anyhow::Error::new(e).context("--cpus"));
+    // Pinned before the runtime starts: its threads inherit the pinning, and it starts one
+    // worker per CPU the process may use (not more workers than CPUs, preempting each other).
+    let pinned = match &cli.command {
+        Command::Sim(SimArgs {
+            cpus: Some(cpus), ..
+        }) => Some((cpus.0.clone(), "--cpus")),
+        Command::Bench {
+            sim_cpus: Some(sim),
+            ..
+        } => match crate::bench::affinity::others(&sim.0) {
+            Ok(client) => Some((client, "--sim-cpus")),
+            Err(e) => return fail(&anyhow::Error::new(e).context("--sim-cpus")),
+        },
+        _ => None,
+    };
+    if let Some((cpus, option)) = pinned {
+        if let Err(e) = crate::bench::affinity::pin_process(&cpus) {
+            return fail(&anyhow::Error::new(e).context(option));
         }
     }
     agentload_console::set_verbose(cli.verbose);
