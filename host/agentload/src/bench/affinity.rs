@@ -70,7 +70,7 @@ pub fn others(taken: &[usize]) -> io::Result<Vec<usize>> {
         .collect();
     if rest.is_empty() {
         return Err(io::Error::other(format!(
-            "CPUs {taken:?} leave no CPU for the client"
+            "{taken:?} leaves no CPU for the client"
         )));
     }
     Ok(rest)
