@@ -22,6 +22,7 @@ use http::Uri;
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -95,17 +96,22 @@ impl Connection {
     }
 
     /// Writes a request: `head`, then `body`'s slices, in as few `writev(2)` as the kernel
-    /// takes them; done when its last byte is in the kernel.
+    /// takes them; done when its last byte is in the kernel. `issued`, when given, is stamped
+    /// right before the first `writev(2)`.
     pub(super) async fn write_request(
         &mut self,
         head: &[u8],
         body: &[Bytes],
+        issued: Option<&mut Instant>,
     ) -> Result<(), WireError> {
         let mut slices: Vec<IoSlice<'_>> = std::iter::once(head)
             .chain(body.iter().map(|b| &b[..]))
             .filter(|s| !s.is_empty())
             .map(IoSlice::new)
             .collect();
+        if let Some(issued) = issued {
+            *issued = Instant::now();
+        }
         let mut left = &mut slices[..];
         while !left.is_empty() {
             let n = left.len().min(MAX_SLICES);

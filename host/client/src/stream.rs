@@ -1,9 +1,9 @@
 //! Sends one Chat Completions request and timestamps its answer.
 //!
 //! `issued` is taken after the body is serialised and an idle connection is taken (with the
-//! check that the server has not closed it), and before a connection that has to be opened
-//! is (so a connect, because there was no live idle connection, is inside the turn's
-//! measured time); each network read is timestamped when the `read(2)` returns, in the task
+//! check that the server has not closed it): right before the request's first `writev(2)`
+//! on that connection, or, when a connection has to be opened, before it is (so a connect,
+//! because there was no live idle connection, is inside the turn's measured time); each network read is timestamped when the `read(2)` returns, in the task
 //! that made it and before any parsing ([`super::wire`], [`super::connection`]), so neither
 //! parsing nor scheduling shifts a timestamp.
 //!
@@ -414,7 +414,8 @@ impl ChatClient {
         };
         let _in_flight = InFlight::new();
         // Made and taken before the stamp: the stamp is the write, not the head's making or
-        // the pool's check of an idle connection.
+        // the pool's check of an idle connection. On an idle connection the stamp is taken
+        // again right before the write (`send_request`).
         let head = self.inner.heads.chat(stream, session_id, bytes.len());
         let idle = self.inner.pool.take_idle();
         let mut timeline = Timeline::new();
@@ -466,13 +467,16 @@ impl ChatClient {
         let broken = |e: &WireError| TurnError::Transport {
             message: format!("request to {} failed: {e}", pool.endpoint.address()),
         };
-        match answer_head(&mut conn, head, body, first_token_due, once_sent).await {
+        // On an idle connection the turn is issued when its request is written; a connect is
+        // inside the turn (`issued` stays where the exchange began).
+        let issued = reused.then_some(&mut t.issued);
+        match answer_head(&mut conn, head, body, first_token_due, once_sent, issued).await {
             Ok((resp, decoder)) => Ok((conn, resp, decoder)),
             Err(e) if reused && e.unanswered() => {
                 let mut conn = pool.open().await?;
                 t.new_connection = true;
                 let (resp, decoder) =
-                    answer_head(&mut conn, head, body, first_token_due, once_sent)
+                    answer_head(&mut conn, head, body, first_token_due, once_sent, None)
                         .await
                         .map_err(|e| broken(&e))?;
                 Ok((conn, resp, decoder))
@@ -633,9 +637,10 @@ async fn answer_head(
     body: &RequestBody,
     first_token_due: bool,
     once_sent: &mut Option<impl FnOnce()>,
+    issued: Option<&mut Instant>,
 ) -> Result<(ResponseHead, BodyDecoder), WireError> {
     conn.reads.first_token_due(first_token_due);
-    conn.write_request(head, body.parts()).await?;
+    conn.write_request(head, body.parts(), issued).await?;
     if let Some(work) = once_sent.take() {
         work();
     }
