@@ -885,14 +885,10 @@ async fn execute(
     let (turns, counting) = engine.recorder.finish()?;
     let telemetry = match sampling {
         Some(s) => {
-            let mine: Vec<TurnFacts> = turns
-                .iter()
-                .filter(|r| r.segment == cx.segment)
-                .cloned()
-                .collect();
-            let window = span_ns(&mine);
+            let mine = || turns.iter().filter(|r| r.segment == cx.segment);
+            let window = span_ns(mine());
             let mut summary = s.finish(window).await;
-            summary.account(crate::sweep::phase_tokens(&mine));
+            summary.account(crate::sweep::phase_tokens(mine()));
             if !cx.overrides.quiet {
                 agentload_console::line(&format!("{name} {}", summary.line()));
             }
@@ -1004,9 +1000,9 @@ pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
 }
 
 /// First issue to last completion of `turns` (ns on their clock).
-fn span_ns(turns: &[TurnFacts]) -> Option<(u64, u64)> {
-    let start = turns.iter().filter_map(TurnFacts::issued_ns).min()?;
-    let end = turns.iter().filter_map(TurnFacts::complete_ns).max()?;
+fn span_ns<'a>(turns: impl Iterator<Item = &'a TurnFacts> + Clone) -> Option<(u64, u64)> {
+    let start = turns.clone().filter_map(TurnFacts::issued_ns).min()?;
+    let end = turns.filter_map(TurnFacts::complete_ns).max()?;
     Some((start, end))
 }
 

@@ -348,7 +348,9 @@ fn phase_sessions(
 }
 
 /// The turns' server `usage`, summed (for the telemetry summary).
-pub fn phase_tokens(facts: &[agentload_engine::TurnFacts]) -> PhaseTokens {
+pub fn phase_tokens<'a>(
+    facts: impl IntoIterator<Item = &'a agentload_engine::TurnFacts>,
+) -> PhaseTokens {
     let mut tokens = PhaseTokens::default();
     for f in facts {
         if f.server_isl().is_some() || f.server_osl().is_some() {
