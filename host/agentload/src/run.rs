@@ -946,7 +946,13 @@ fn execute_merged(
     let phase = merged
         .phase(name)
         .with_context(|| format!("no shard has records of the {name} phase"))?;
-    phase.write_journal(log_path)?;
+    let mut strings = agentload_engine::Interner::default();
+    let mut turns = Vec::new();
+    phase.write_journal(log_path, |r, line| {
+        if r.status != TurnStatus::Interrupted {
+            turns.push(TurnFacts::of(r, line, &mut strings));
+        }
+    })?;
     if phase.complete && merged.lost.is_none() {
         cx.state
             .lock()
@@ -965,7 +971,7 @@ fn execute_merged(
     let mut sessions = phase.sessions.clone();
     sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
     Ok(Executed {
-        turns: TurnFacts::all(&phase.records()),
+        turns,
         log: log_path.to_path_buf(),
         interrupted: phase.interrupted(),
         sessions,

@@ -190,20 +190,30 @@ impl<T: Serialize> Journal<T> {
 /// error naming file and line.
 pub fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
     let mut all = Vec::new();
-    each_line(path, |_, row| all.push(row))?;
+    each_line(path, |_, _, row| all.push(row))?;
     Ok(all)
 }
 
-/// [`read_lines`] one line at a time: calls `each` with each row and its place among the
-/// file's non-empty lines (1-based); the file is never held whole.
-fn each_line<T: DeserializeOwned>(path: &Path, mut each: impl FnMut(u64, T)) -> Result<(), String> {
+/// Where a line lies in its file: its first byte and its length, newline included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// [`read_lines`] one line at a time: calls `each` with each row, its place among the
+/// file's non-empty lines (1-based) and its span; the file is never held whole.
+fn each_line<T: DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(u64, Span, T),
+) -> Result<(), String> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     let mut reader = std::io::BufReader::new(file);
-    let (mut line, mut physical, mut rows) = (Vec::new(), 0u64, 0u64);
+    let (mut line, mut physical, mut rows, mut offset) = (Vec::new(), 0u64, 0u64, 0u64);
     loop {
         line.clear();
         let read = std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
@@ -211,6 +221,11 @@ fn each_line<T: DeserializeOwned>(path: &Path, mut each: impl FnMut(u64, T)) -> 
         if read == 0 || line.last() != Some(&b'\n') {
             return Ok(()); // the end, or a last line cut short
         }
+        let span = Span {
+            offset,
+            len: read as u64,
+        };
+        offset += span.len;
         physical += 1;
         if line.trim_ascii().is_empty() {
             continue;
@@ -218,7 +233,7 @@ fn each_line<T: DeserializeOwned>(path: &Path, mut each: impl FnMut(u64, T)) -> 
         rows += 1;
         let row = serde_json::from_slice(&line)
             .map_err(|e| format!("{}:{physical}: {e}", path.display()))?;
-        each(rows, row);
+        each(rows, span, row);
     }
 }
 
@@ -271,24 +286,81 @@ pub fn read_turns(turns: &Path) -> Result<Vec<LoggedTurn>, String> {
 
 /// [`read_turns`] one record at a time, in log order: the log is never held whole.
 pub fn each_turn(turns: &Path, mut each: impl FnMut(LoggedTurn)) -> Result<(), String> {
-    let counts: HashMap<u64, TokenLine> = read_lines::<TokenLine>(&side_file(turns, "tokens"))?
-        .into_iter()
-        .map(|t| (t.line, t))
-        .collect();
+    each_turn_at(turns, |t, _| each(t))
+}
+
+/// [`each_turn`] with each record's span in the log, to read it again later with
+/// [`TurnLog::turn`].
+pub fn each_turn_at(turns: &Path, mut each: impl FnMut(LoggedTurn, Span)) -> Result<(), String> {
+    let counts = token_counts(turns)?;
     let superseded: HashSet<u64> = read_lines::<SupersededLine>(&side_file(turns, "superseded"))?
         .into_iter()
         .map(|s| s.line)
         .collect();
-    each_line(turns, |line, mut record: TurnRecord| {
+    each_line(turns, |line, span, mut record: TurnRecord| {
         if superseded.contains(&line) {
             return;
         }
-        if let Some(counted) = counts.get(&line) {
-            record.local_tokens = Some(counted.tokens);
-            record.recorded_tokens = counted.recorded;
-        }
-        each(LoggedTurn { line, record });
+        add_counts(&counts, line, &mut record);
+        each(LoggedTurn { line, record }, span);
     })
+}
+
+/// A turn log's local counts, by line.
+fn token_counts(turns: &Path) -> Result<HashMap<u64, TokenLine>, String> {
+    Ok(read_lines::<TokenLine>(&side_file(turns, "tokens"))?
+        .into_iter()
+        .map(|t| (t.line, t))
+        .collect())
+}
+
+fn add_counts(counts: &HashMap<u64, TokenLine>, line: u64, record: &mut TurnRecord) {
+    if let Some(counted) = counts.get(&line) {
+        record.local_tokens = Some(counted.tokens);
+        record.recorded_tokens = counted.recorded;
+    }
+}
+
+/// A turn log read again one chosen line at a time, in any order (a merge writes the
+/// shards' lines in time order, not in the order it read them): only its local counts
+/// are held.
+#[derive(Debug)]
+pub struct TurnLog {
+    path: PathBuf,
+    file: File,
+    counts: HashMap<u64, TokenLine>,
+    bytes: Vec<u8>,
+}
+
+impl TurnLog {
+    /// Opens the turn log at `turns` and reads its local counts.
+    pub fn open(turns: &Path) -> Result<Self, String> {
+        Ok(Self {
+            file: File::open(turns).map_err(|e| format!("cannot read {}: {e}", turns.display()))?,
+            counts: token_counts(turns)?,
+            path: turns.to_path_buf(),
+            bytes: Vec::new(),
+        })
+    }
+
+    /// The record at `line` (as [`each_turn_at`] numbered it), whose bytes are `span`,
+    /// with its local counts.
+    pub fn turn(&mut self, line: u64, span: Span) -> Result<TurnRecord, String> {
+        use std::os::unix::fs::FileExt;
+        let len = usize::try_from(span.len).map_err(|e| e.to_string())?;
+        self.bytes.resize(len, 0);
+        self.file
+            .read_exact_at(&mut self.bytes, span.offset)
+            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
+        let mut record: TurnRecord = serde_json::from_slice(&self.bytes).map_err(|e| {
+            format!(
+                "{}: line {line} changed since it was read: {e}",
+                self.path.display()
+            )
+        })?;
+        add_counts(&self.counts, line, &mut record);
+        Ok(record)
+    }
 }
 
 /// The records that count (for metrics and scoring): every record but the

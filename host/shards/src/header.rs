@@ -76,14 +76,24 @@ impl LatencyHistograms {
 /// answer's end) of the completed turns, ns: same-process durations, exact
 /// under any clock offset.
 pub fn latencies(turns: &[TurnFacts]) -> (Vec<u64>, Vec<u64>) {
-    let done = turns.iter().filter(|r| r.completed());
+    let (mut ttft, mut e2e) = (Vec::new(), Vec::new());
+    for (t, e) in turns.iter().map(latency) {
+        ttft.extend(t);
+        e2e.extend(e);
+    }
+    (ttft, e2e)
+}
+
+/// One turn's TTFT and end-to-end latency as [`latencies`] counts them: none unless the
+/// turn was answered.
+pub fn latency(turn: &TurnFacts) -> (Option<u64>, Option<u64>) {
+    if !turn.completed() {
+        return (None, None);
+    }
     let span = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
     (
-        done.clone()
-            .filter_map(|r| span(r.issued_ns(), r.first_token_ns()))
-            .collect(),
-        done.filter_map(|r| span(r.issued_ns(), r.complete_ns()))
-            .collect(),
+        span(turn.issued_ns(), turn.first_token_ns()),
+        span(turn.issued_ns(), turn.complete_ns()),
     )
 }
 

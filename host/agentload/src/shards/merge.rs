@@ -6,13 +6,14 @@
 //! percentile is an order statistic over the union. The shards' latency
 //! histograms, added together, are checked against those exact values.
 
-use agentload_engine::journal::{read_turns, side_file, TokenLine};
-use agentload_engine::{SessionOutcome, TurnRecord, TurnStatus};
+use agentload_engine::journal::{each_turn_at, side_file, Span, TokenLine, TurnLog};
+use agentload_engine::{Interner, SessionOutcome, TurnFacts, TurnRecord, TurnStatus};
 use agentload_results::distributed::{Distributed, HistogramCheck, ShardLoad};
 use agentload_shards::header::{self, histogram, ShardHeader};
-use agentload_shards::PhaseAnchor;
+use agentload_shards::{Offset, PhaseAnchor};
 use anyhow::{Context as _, Result};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Quantiles the histogram cross-check compares.
@@ -25,56 +26,176 @@ pub struct ShardDir {
     pub header: ShardHeader,
 }
 
-/// One phase's records from every shard, on one time line.
+/// One phase's journal lines from every shard, placed on one time line. A line is held
+/// as where to read it again (a few dozen bytes), not as its record: the merged journal
+/// is written by reading each line once more, in order.
 #[derive(Debug, Default)]
 pub struct MergedPhase {
-    /// Every journal line, interrupted ones included, mapped and tagged.
-    pub lines: Vec<TurnRecord>,
+    /// Every journal line, interrupted ones included, in the merged order.
+    lines: Vec<Placed>,
+    /// The shards' turn logs, by [`Placed::log`].
+    logs: Vec<ShardLog>,
+    /// Each (shard, process)'s move onto the merged time line.
+    shifts: BTreeMap<(u32, u32), Shift>,
+    interrupted: u64,
     pub sessions: Vec<SessionOutcome>,
     /// Every shard finished the phase.
     pub complete: bool,
 }
 
-impl MergedPhase {
-    /// The records that count (not interrupted).
-    pub fn records(&self) -> Vec<TurnRecord> {
-        self.lines
-            .iter()
-            .filter(|r| r.status != TurnStatus::Interrupted)
-            .cloned()
-            .collect()
-    }
+/// A journal line of a shard: its key on the merged time line and where it is.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    segment: u32,
+    /// Issued, on the merged time line (`u64::MAX`: never issued).
+    issued_ns: u64,
+    shard: u32,
+    turn: u32,
+    /// Which of [`MergedPhase::logs`], its line there and its bytes.
+    log: u32,
+    line: u64,
+    span: Span,
+}
 
+#[derive(Debug)]
+struct ShardLog {
+    shard: u32,
+    path: PathBuf,
+}
+
+/// How a (shard, process)'s records move onto the merged time line.
+#[derive(Debug, Clone, Copy)]
+struct Shift {
+    /// Added to every phase-relative stamp.
+    by_ns: u64,
+    /// The shard's clock against the coordinator's.
+    offset: Offset,
+}
+
+impl MergedPhase {
     /// Turns a signal cut.
     pub fn interrupted(&self) -> u64 {
-        self.lines
-            .iter()
-            .filter(|r| r.status == TurnStatus::Interrupted)
-            .count() as u64
+        self.interrupted
     }
 
-    /// Writes the merged journal (`turns.jsonl` and its token side file).
-    pub fn write_journal(&self, turns: &Path) -> Result<()> {
-        let mut text = String::new();
-        let mut tokens = String::new();
-        for (i, r) in self.lines.iter().enumerate() {
-            text.push_str(&serde_json::to_string(r)?);
-            text.push('\n');
-            if let Some(t) = r.local_tokens {
-                tokens.push_str(&serde_json::to_string(&TokenLine {
-                    line: i as u64 + 1,
-                    tokens: t,
-                    recorded: r.recorded_tokens,
-                })?);
-                tokens.push('\n');
-            }
-        }
+    /// Writes the merged journal (`turns.jsonl` and its token side file), one line at a
+    /// time; `each` sees every record (interrupted ones included) with its merged line.
+    pub fn write_journal(
+        &self,
+        turns: &Path,
+        mut each: impl FnMut(&TurnRecord, u64),
+    ) -> Result<()> {
         if let Some(dir) = turns.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(turns, text).with_context(|| format!("cannot write {}", turns.display()))?;
+        let create = |path: &Path| {
+            std::fs::File::create(path)
+                .map(std::io::BufWriter::new)
+                .with_context(|| format!("cannot write {}", path.display()))
+        };
         let side = side_file(turns, "tokens");
-        std::fs::write(&side, tokens).with_context(|| format!("cannot write {}", side.display()))
+        let (mut text, mut tokens) = (create(turns)?, create(&side)?);
+        let mut logs = self
+            .logs
+            .iter()
+            .map(|l| TurnLog::open(&l.path).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()?;
+        for (line, at) in (1u64..).zip(&self.lines) {
+            let mut r = logs[at.log as usize]
+                .turn(at.line, at.span)
+                .map_err(anyhow::Error::msg)?;
+            let shard = self.logs[at.log as usize].shard;
+            self.place(&mut r, shard)?;
+            serde_json::to_writer(&mut text, &r)?;
+            text.write_all(b"\n")?;
+            if let Some(t) = r.local_tokens {
+                serde_json::to_writer(
+                    &mut tokens,
+                    &TokenLine {
+                        line,
+                        tokens: t,
+                        recorded: r.recorded_tokens,
+                    },
+                )?;
+                tokens.write_all(b"\n")?;
+            }
+            each(&r, line);
+        }
+        for (file, path) in [(text, turns), (tokens, side.as_path())] {
+            file.into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Moves a record of `shard` onto the merged time line and tags it with its shard.
+    fn place(&self, r: &mut TurnRecord, shard: u32) -> Result<()> {
+        let shift = self.shifts.get(&(shard, r.segment)).with_context(|| {
+            format!(
+                "shard {shard}: a record of process {}, whose clock anchor is not in shard.json",
+                r.segment
+            )
+        })?;
+        for t in [
+            &mut r.issued_ns,
+            &mut r.first_byte_ns,
+            &mut r.first_token_ns,
+            &mut r.last_token_ns,
+            &mut r.complete_ns,
+            &mut r.scheduled_ns,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *t += shift.by_ns;
+        }
+        // The machine-wide stamp (paired with a simulator's) moves onto the
+        // coordinator's clock too.
+        r.issued_mono_ns = r.issued_mono_ns.map(|m| shift.offset.to_coordinator(m));
+        r.shard = Some(shard);
+        Ok(())
+    }
+}
+
+/// What the `distributed` block reads of a phase, gathered while its logs are read.
+#[derive(Debug, Default)]
+struct Tally {
+    shards: BTreeMap<u32, ShardTally>,
+    /// Every answered turn's TTFT and end-to-end latency, ns.
+    ttft: Vec<u64>,
+    e2e: Vec<u64>,
+}
+
+/// One shard's counted turns.
+#[derive(Debug, Default)]
+struct ShardTally {
+    first_issued: Option<u64>,
+    last_complete: Option<u64>,
+    /// Issue to completion, summed.
+    busy_ns: u64,
+    completed: u64,
+    failed: u64,
+    sessions: HashSet<std::sync::Arc<str>>,
+}
+
+impl Tally {
+    fn add(&mut self, shard: u32, turn: &TurnFacts) {
+        let (ttft, e2e) = header::latency(turn);
+        self.ttft.extend(ttft);
+        self.e2e.extend(e2e);
+        let s = self.shards.entry(shard).or_default();
+        if let Some(at) = turn.issued_ns() {
+            s.first_issued = Some(s.first_issued.map_or(at, |first| first.min(at)));
+        }
+        s.last_complete = s.last_complete.max(turn.complete_ns());
+        if let (Some(a), Some(b)) = (turn.issued_ns(), turn.complete_ns()) {
+            s.busy_ns += b.saturating_sub(a);
+        }
+        s.completed += u64::from(turn.completed());
+        s.failed += u64::from(turn.status == TurnStatus::Failed);
+        s.sessions.insert(turn.session_id.clone());
     }
 }
 
@@ -152,21 +273,26 @@ impl Merged {
             )),
             (None, true) => None,
         };
+        let performance = merge_phase(&shards, "performance")?;
+        let accuracy = merge_phase(&shards, "accuracy")?.map(|(phase, _)| phase);
         let mut merged = Merged {
             run_id,
             count,
-            performance: merge_phase(&shards, "performance")?,
-            accuracy: merge_phase(&shards, "accuracy")?,
+            performance: None,
+            accuracy,
             shards,
             lost,
             distributed: None,
         };
-        merged.distributed = merged.performance.as_ref().map(|p| merged.describe(p));
+        if let Some((phase, tally)) = performance {
+            merged.distributed = Some(merged.describe(&phase, tally));
+            merged.performance = Some(phase);
+        }
         Ok(merged)
     }
 
     /// The `distributed` block of the performance phase's summary.
-    fn describe(&self, phase: &MergedPhase) -> Distributed {
+    fn describe(&self, phase: &MergedPhase, tally: Tally) -> Distributed {
         let anchors: Vec<(&ShardDir, &PhaseAnchor)> = self
             .shards
             .iter()
@@ -188,18 +314,10 @@ impl Merged {
             .zip(&starts)
             .map(|((s, a), start)| {
                 let index = s.header.index;
-                let mine: Vec<&TurnRecord> = phase
-                    .lines
-                    .iter()
-                    .filter(|r| r.shard == Some(index) && r.status != TurnStatus::Interrupted)
-                    .collect();
-                let first = mine.iter().filter_map(|r| r.issued_ns).min();
+                let mine = tally.shards.get(&index);
+                let first = mine.and_then(|t| t.first_issued);
                 first_issues.extend(first);
-                let last = mine.iter().filter_map(|r| r.complete_ns).max();
-                let busy: u64 = mine
-                    .iter()
-                    .filter_map(|r| Some(r.complete_ns?.saturating_sub(r.issued_ns?)))
-                    .sum();
+                let last = mine.and_then(|t| t.last_complete);
                 let window = match (first, last) {
                     (Some(a), Some(b)) if b > a => (b - a) as f64,
                     _ => f64::NAN,
@@ -207,18 +325,17 @@ impl Merged {
                 ShardLoad {
                     index,
                     host: s.header.host.clone(),
-                    sessions: phase
-                        .sessions
-                        .iter()
-                        .filter(|o| mine.iter().any(|r| r.session_id == o.id))
-                        .count(),
+                    sessions: mine.map_or(0, |t| {
+                        phase
+                            .sessions
+                            .iter()
+                            .filter(|o| t.sessions.contains(o.id.as_str()))
+                            .count()
+                    }),
                     concurrency: s.header.concurrency,
-                    mean_in_flight: busy as f64 / window,
-                    turns_completed: mine.iter().filter(|r| r.completed()).count() as u64,
-                    turns_failed: mine
-                        .iter()
-                        .filter(|r| r.status == TurnStatus::Failed)
-                        .count() as u64,
+                    mean_in_flight: mine.map_or(0, |t| t.busy_ns) as f64 / window,
+                    turns_completed: mine.map_or(0, |t| t.completed),
+                    turns_failed: mine.map_or(0, |t| t.failed),
                     offset_ns: a.offset.offset_ns,
                     offset_uncertainty_ns: a.offset.uncertainty_ns,
                     offset_drift_ns: a.offset.offset_ns - a.offset_at_start.offset_ns,
@@ -232,8 +349,7 @@ impl Merged {
             header::add(&mut ttft, &s.header.histograms.ttft_ns);
             header::add(&mut e2e, &s.header.histograms.e2e_ns);
         }
-        let (exact_ttft, exact_e2e) =
-            header::latencies(&agentload_engine::TurnFacts::all(&phase.records()));
+        let (exact_ttft, exact_e2e) = (tally.ttft, tally.e2e);
         let disagreement = header::check(&ttft, &exact_ttft, &QUANTILES)
             .map_err(|e| format!("TTFT: {e}"))
             .and_then(|()| {
@@ -281,8 +397,9 @@ fn last_anchor<'a>(h: &'a ShardHeader, phase: &str) -> Option<&'a PhaseAnchor> {
 
 /// One phase from every shard that has it: each record's times move by its
 /// shard's (and process's) origin on the coordinator's clock, less the
-/// earliest such origin, so the merged time line starts at 0.
-fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<MergedPhase>> {
+/// earliest such origin, so the merged time line starts at 0. The logs are read
+/// one line at a time; what the `distributed` block needs is tallied on the way.
+fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, Tally)>> {
     let log = phase_log(phase);
     let present: Vec<&ShardDir> = shards
         .iter()
@@ -291,63 +408,70 @@ fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<MergedPhase>> 
     if present.is_empty() {
         return Ok(None);
     }
-    // (shard, segment) -> its anchor, and its origin on the coordinator's clock.
-    let mut origins: BTreeMap<(u32, u32), u64> = BTreeMap::new();
-    let mut anchors: BTreeMap<(u32, u32), &PhaseAnchor> = BTreeMap::new();
+    // (shard, segment) -> its anchor's origin on the coordinator's clock, and its clock.
+    let mut origins: BTreeMap<(u32, u32), (u64, Offset)> = BTreeMap::new();
     for s in &present {
         for a in s.header.anchors.iter().filter(|a| a.phase == phase) {
             origins.insert(
                 (s.header.index, a.segment),
-                a.offset.to_coordinator(a.origin_mono_ns),
+                (a.offset.to_coordinator(a.origin_mono_ns), a.offset),
             );
-            anchors.insert((s.header.index, a.segment), a);
         }
     }
     // Each segment's time line starts at its earliest shard.
     let mut base: BTreeMap<u32, u64> = BTreeMap::new();
-    for ((_, segment), at) in &origins {
+    for ((_, segment), (at, _)) in &origins {
         let b = base.entry(*segment).or_insert(*at);
         *b = (*b).min(*at);
     }
     let mut merged = MergedPhase {
         complete: true,
+        shifts: origins
+            .iter()
+            .map(|(&(shard, segment), &(at, offset))| {
+                let by_ns = at - base[&segment];
+                ((shard, segment), Shift { by_ns, offset })
+            })
+            .collect(),
         ..MergedPhase::default()
     };
+    let mut tally = Tally::default();
+    let mut strings = Interner::default();
     for s in &present {
         let index = s.header.index;
         let path = s.dir.join(log);
-        let turns = read_turns(&path).map_err(anyhow::Error::msg)?;
-        for t in turns {
-            let mut r = t.record;
-            let shift = origins.get(&(index, r.segment)).with_context(|| {
-                format!(
-                    "{}: a record of process {} of the {phase} phase, whose clock anchor is not in \
-                     shard.json",
-                    path.display(),
-                    r.segment
-                )
-            })? - base[&r.segment];
-            for t in [
-                &mut r.issued_ns,
-                &mut r.first_byte_ns,
-                &mut r.first_token_ns,
-                &mut r.last_token_ns,
-                &mut r.complete_ns,
-                &mut r.scheduled_ns,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                *t += shift;
+        let source = merged.logs.len() as u32;
+        let mut failed = None;
+        each_turn_at(&path, |t, span| {
+            if failed.is_some() {
+                return;
             }
-            // The machine-wide stamp (paired with a simulator's) moves onto
-            // the coordinator's clock too.
-            let offset = anchors[&(index, r.segment)].offset;
-            r.issued_mono_ns = r.issued_mono_ns.map(|m| offset.to_coordinator(m));
-            r.shard = Some(index);
-            merged.lines.push(r);
+            let mut r = t.record;
+            if let Err(e) = merged.place(&mut r, index) {
+                failed = Some(e.context(format!("{} ({phase} phase)", path.display())));
+                return;
+            }
+            if r.status == TurnStatus::Interrupted {
+                merged.interrupted += 1;
+            } else {
+                tally.add(index, &TurnFacts::of(&r, 0, &mut strings));
+            }
+            merged.lines.push(Placed {
+                segment: r.segment,
+                issued_ns: r.issued_ns.unwrap_or(u64::MAX),
+                shard: index,
+                turn: r.turn,
+                log: source,
+                line: t.line,
+                span,
+            });
+        })
+        .map_err(anyhow::Error::msg)?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        let sessions = path.with_file_name("sessions.json");
+        merged.logs.push(ShardLog { shard: index, path });
+        let sessions = s.dir.join(log).with_file_name("sessions.json");
         match std::fs::read(&sessions) {
             Ok(bytes) => merged.sessions.extend(
                 serde_json::from_slice::<Vec<SessionOutcome>>(&bytes)
@@ -360,15 +484,16 @@ fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<MergedPhase>> 
     }
     merged
         .lines
-        .sort_by_key(|r| (r.segment, r.issued_ns.unwrap_or(u64::MAX), r.shard, r.turn));
-    Ok(Some(merged))
+        .sort_by_key(|l| (l.segment, l.issued_ns, l.shard, l.turn));
+    Ok(Some((merged, tally)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::run_state::{Mode, PhaseState, RunState};
-    use agentload_shards::{LatencyHistograms, Offset};
+    use agentload_engine::LocalTokens;
+    use agentload_shards::LatencyHistograms;
 
     fn offset(offset_ns: i64) -> Offset {
         Offset {
@@ -430,8 +555,14 @@ mod tests {
         let b = shard(root.path(), 1, 57_002_000_000, -7_000_000_000);
         let merged = Merged::read(&[b, a], None).unwrap();
         assert!(merged.lost.is_none());
-        let p = merged.performance.as_ref().unwrap();
-        let by_shard = |i| p.lines.iter().find(|r| r.shard == Some(i)).unwrap();
+        let turns = root.path().join("merged/turns.jsonl");
+        let mut lines = Vec::new();
+        (merged.performance.as_ref().unwrap())
+            .write_journal(&turns, |_, line| lines.push(line))
+            .unwrap();
+        assert_eq!(lines, [1, 2]);
+        let records = agentload_engine::read_records(&turns).unwrap();
+        let by_shard = |i| records.iter().find(|r| r.shard == Some(i)).unwrap();
         assert_eq!(by_shard(0).issued_ns, Some(1_000_000));
         assert_eq!(by_shard(1).issued_ns, Some(3_000_000));
         assert_eq!(by_shard(1).scheduled_ns, Some(2_900_000));
@@ -443,6 +574,146 @@ mod tests {
         assert_eq!(d.start_skew_ns, 2_000_000);
         assert!(d.histogram_check.agrees, "{d:?}");
         assert_eq!(d.per_shard[1].start_ns, 2_000_000);
+    }
+
+    /// Rewrites a shard's journal: a completed record per `(session, turn, issued ms)`,
+    /// `interrupted` turns cut by a signal, local counts for every line and the lines in
+    /// `superseded` superseded.
+    fn write_log(dir: &Path, turns: &[(&str, u32, u64, bool)], superseded: &[u64]) {
+        let (mut text, mut counts, mut gone) = (String::new(), String::new(), String::new());
+        for (i, &(session, turn, issued_ms, interrupted)) in turns.iter().enumerate() {
+            let mut r = TurnRecord::aborted(session, turn, "i", "{}");
+            r.status = if interrupted {
+                TurnStatus::Interrupted
+            } else {
+                TurnStatus::Completed
+            };
+            r.issued_ns = Some(issued_ms * 1_000_000);
+            r.first_token_ns = Some(issued_ms * 1_000_000 + 500);
+            r.complete_ns = Some(issued_ms * 1_000_000 + 1_000);
+            text += &(serde_json::to_string(&r).unwrap() + "\n");
+            let tokens = LocalTokens {
+                isl: 100 + turn,
+                osl: 7,
+                osl_after_first: 6,
+                osl_count_ns: 0,
+            };
+            counts += &(serde_json::to_string(&TokenLine {
+                line: i as u64 + 1,
+                tokens,
+                recorded: None,
+            })
+            .unwrap()
+                + "\n");
+        }
+        for line in superseded {
+            gone += &format!("{{\"line\":{line}}}\n");
+        }
+        let turns = dir.join("turns.jsonl");
+        std::fs::write(&turns, text).unwrap();
+        std::fs::write(side_file(&turns, "tokens"), counts).unwrap();
+        std::fs::write(side_file(&turns, "superseded"), gone).unwrap();
+    }
+
+    #[test]
+    fn the_merged_journal_is_in_issue_order_with_its_counts_moved_to_its_lines() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            shard(root.path(), 0, 1_000_000_000, 0),
+            shard(root.path(), 1, 1_000_000_000, 0),
+        );
+        // Logs are in completion order, not issue order; shard 0's second line was
+        // superseded by a resume, shard 1's last was cut by a signal.
+        write_log(
+            &a,
+            &[("a", 2, 30, false), ("a", 9, 5, false), ("a", 1, 10, false)],
+            &[2],
+        );
+        write_log(
+            &b,
+            &[("b", 2, 20, false), ("b", 1, 1, false), ("b", 3, 40, true)],
+            &[],
+        );
+        let merged = Merged::read(&[a, b], None).unwrap();
+        let phase = merged.performance.as_ref().unwrap();
+        assert_eq!(phase.interrupted(), 1);
+        let turns = root.path().join("merged/turns.jsonl");
+        let mut seen = Vec::new();
+        phase
+            .write_journal(&turns, |r, line| {
+                seen.push((
+                    line,
+                    r.session_id.clone(),
+                    r.turn,
+                    r.local_tokens.unwrap().isl,
+                ))
+            })
+            .unwrap();
+        let want = [("b", 1), ("a", 1), ("b", 2), ("a", 2), ("b", 3)];
+        let got: Vec<(&str, u32)> = seen.iter().map(|(_, s, t, _)| (s.as_str(), *t)).collect();
+        assert_eq!(got, want);
+        for (i, (line, _, turn, isl)) in seen.iter().enumerate() {
+            assert_eq!(*line, i as u64 + 1);
+            assert_eq!(*isl, 100 + turn, "a line keeps its own local counts");
+        }
+        // Read back, the journal and its side file agree with what `each` saw.
+        let read = agentload_engine::journal::read_turns(&turns).unwrap();
+        assert_eq!(read.len(), 5);
+        for (t, (line, session, turn, isl)) in read.iter().zip(&seen) {
+            assert_eq!(
+                (t.line, &t.record.session_id, t.record.turn),
+                (*line, session, *turn)
+            );
+            assert_eq!(t.record.local_tokens.unwrap().isl, *isl);
+        }
+        let d = merged.distributed.as_ref().unwrap();
+        assert_eq!(d.per_shard[0].turns_completed, 2);
+        assert_eq!(
+            d.per_shard[1].turns_completed, 2,
+            "the interrupted turn is not counted"
+        );
+        assert_eq!(
+            d.histogram_check.values, 8,
+            "4 counted turns, TTFT and e2e each"
+        );
+    }
+
+    #[test]
+    fn a_log_that_changes_between_its_reads_fails_the_merge_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            shard(root.path(), 0, 1_000_000_000, 0),
+            shard(root.path(), 1, 1_000_000_000, 0),
+        );
+        let merged = Merged::read(&[a.clone(), b], None).unwrap();
+        std::fs::write(a.join("turns.jsonl"), "x".repeat(4096)).unwrap();
+        let err = (merged.performance.as_ref().unwrap())
+            .write_journal(&root.path().join("merged/turns.jsonl"), |_, _| {})
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("turns.jsonl") && text.contains("changed since it was read"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_record_of_a_process_without_an_anchor_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard(root.path(), 0, 1_000_000_000, 0);
+        let mut r = TurnRecord::aborted("a", 1, "i", "{}");
+        r.segment = 3;
+        std::fs::write(
+            a.join("turns.jsonl"),
+            serde_json::to_string(&r).unwrap() + "\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", Merged::read(&[a], None).unwrap_err());
+        assert!(
+            err.contains("process 3") && err.contains("clock anchor"),
+            "{err}"
+        );
+        assert!(err.contains("turns.jsonl"), "{err}");
     }
 
     #[test]
