@@ -756,16 +756,15 @@ async fn execute(
     let expected: u32 = plans.iter().map(|s| s.expected_turns).sum();
     let done = cx.state.lock().expect("state lock").phase(name) == PhaseState::Complete;
     let prior = if cx.overrides.resume {
-        let prior = Prior::read(log_path).map_err(anyhow::Error::msg)?;
         let windows = cx.state.lock().expect("state lock").earlier_windows_ns();
-        prior
-            .verify(log_path, &plans, &windows)
-            .map_err(|e| anyhow::anyhow!("cannot resume: {e}"))?;
-        prior
+        Prior::read(log_path, &plans, &windows)
+            .map_err(|e| anyhow::anyhow!("cannot resume: {e}"))?
     } else {
         Prior::default()
     };
-    let (mut sessions, mut tasks) = prior.split(plans.clone(), cx.counter.is_some());
+    let (mut sessions, mut tasks) = prior
+        .split(plans.clone(), cx.counter.is_some())
+        .map_err(|e| anyhow::anyhow!("cannot resume: {e}"))?;
     if done {
         // A complete phase is kept as it is: its sessions' last outcomes.
         sessions.extend(

@@ -3,7 +3,8 @@
 
 use super::console::Console;
 use super::counting::{CountWorker, Counted, RecordedTurn};
-use super::journal::{self, Durability, Journal, LoggedTurn, WriteError};
+use super::journal::{self, Durability, Journal, WriteError};
+use super::prior::PriorTurns;
 use super::session::SessionOutcome;
 use super::writer::{Queued, Writer};
 use crate::tokens::LocalCounter;
@@ -118,10 +119,10 @@ pub struct LogFiles<'a> {
 
 impl Recorder {
     /// Opens (or, for a resume, appends to) the phase's files. `prior` are
-    /// the records already in the log.
+    /// the facts of the records already in the log.
     pub fn open(
         files: LogFiles<'_>,
-        prior: Vec<LoggedTurn>,
+        prior: PriorTurns,
         counter: Option<Arc<LocalCounter>>,
         console: Console,
     ) -> Result<Self, WriteError> {
@@ -134,14 +135,7 @@ impl Recorder {
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
             turns: Some((files.turns.to_path_buf(), files.durability)),
-            kept: Mutex::new({
-                let mut strings = Interner::default();
-                let facts = prior
-                    .iter()
-                    .map(|t| TurnFacts::of(&t.record, t.line, &mut strings))
-                    .collect();
-                Kept::Facts(facts, strings)
-            }),
+            kept: Mutex::new(Kept::Facts(prior.facts, prior.strings)),
             counting,
             console,
             interrupted: Default::default(),
@@ -326,8 +320,13 @@ mod tests {
     async fn with_a_log_memory_keeps_what_the_metrics_need_and_not_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("turns.jsonl");
-        let recorder =
-            Recorder::open(log_files(&log, false), Vec::new(), None, Console::silent()).unwrap();
+        let recorder = Recorder::open(
+            log_files(&log, false),
+            PriorTurns::default(),
+            None,
+            Console::silent(),
+        )
+        .unwrap();
         let mut answered = TurnRecord::aborted("s", 1, "s:1", "{}");
         answered.status = TurnStatus::Completed;
         answered.error = None;
@@ -391,15 +390,28 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("turns.jsonl");
-        let first =
-            Recorder::open(log_files(&log, false), Vec::new(), None, Console::silent()).unwrap();
+        let first = Recorder::open(
+            log_files(&log, false),
+            PriorTurns::default(),
+            None,
+            Console::silent(),
+        )
+        .unwrap();
         first.keep(answered(1), None).await.unwrap();
         first.finish().unwrap();
         // A resume appends a turn; the first comes back from the log as the prior.
-        let prior = journal::read_turns(&log).unwrap();
-        assert_eq!(prior[0].record.expected_json, r#"{"want": "ls"}"#);
+        let plans = [agentload_plugin_host::SessionPlan {
+            id: "s".into(),
+            expected_turns: 2,
+        }];
+        let prior = crate::Prior::read(&log, &plans, &[None]).unwrap();
+        let (_, tasks) = prior.split(plans.to_vec(), false).unwrap();
+        assert_eq!(
+            tasks[0].history[0].record.expected_json,
+            r#"{"want": "ls"}"#
+        );
         let resumed =
-            Recorder::open(log_files(&log, true), prior, None, Console::silent()).unwrap();
+            Recorder::open(log_files(&log, true), prior.turns, None, Console::silent()).unwrap();
         resumed.keep(answered(2), None).await.unwrap();
         let (kept, _) = resumed.finish().unwrap();
         assert_eq!(kept.iter().map(|f| f.line).collect::<Vec<_>>(), [1, 2]);

@@ -184,7 +184,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 durability: config.output.durability,
                 append: false,
             },
-            Vec::new(),
+            agentload_engine::PriorTurns::default(),
             counter.clone(),
             Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
         )?;

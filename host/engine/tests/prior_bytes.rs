@@ -1,0 +1,102 @@
+//! What a resume holds of an earlier process's log, measured with a counting allocator:
+//! each record's facts and place, not the record; only the sessions it drives on are read
+//! whole. A log of 2,000 records with 16 KiB answers each (32 MB of records) is the test.
+
+use agentload_engine::journal::{sessions_file, Durability, Journal};
+use agentload_engine::{Prior, SessionEnd, SessionOutcome, TurnRecord, TurnStatus};
+use agentload_plugin_host::SessionPlan;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::SeqCst);
+        // SAFETY: the caller's contract is System's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::SeqCst);
+        // SAFETY: the caller's contract is System's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const SESSIONS: u32 = 100;
+const TURNS: u32 = 20;
+const ANSWER: usize = 16 * 1024;
+
+fn live() -> isize {
+    LIVE.load(Ordering::SeqCst)
+}
+
+#[test]
+fn a_resume_holds_facts_of_the_log_and_reads_whole_only_the_session_it_drives_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = dir.path().join("turns.jsonl");
+    let mut log = Journal::create(&turns, Durability::Write).unwrap();
+    let mut ended = Journal::create(&sessions_file(&turns), Durability::Write).unwrap();
+    let answer = "a".repeat(ANSWER);
+    for turn in 1..=TURNS {
+        for s in 0..SESSIONS {
+            let mut r = TurnRecord::aborted(&format!("s{s}"), turn, "item", &answer);
+            r.status = TurnStatus::Completed;
+            r.issued_ns = Some(u64::from(turn) * 1_000_000);
+            log.write(&r).unwrap();
+        }
+    }
+    // Every session but the last ended; the last was cut short by the kill.
+    for s in 0..SESSIONS - 1 {
+        ended
+            .write(&SessionOutcome {
+                id: format!("s{s}"),
+                expected_turns: TURNS,
+                completed: TURNS,
+                failed: 0,
+                aborted: 0,
+                ended: SessionEnd::Finished,
+                agent: None,
+                error: None,
+            })
+            .unwrap();
+    }
+    drop((log, ended));
+    let plans: Vec<SessionPlan> = (0..SESSIONS)
+        .map(|s| SessionPlan {
+            id: format!("s{s}"),
+            expected_turns: TURNS,
+        })
+        .collect();
+    let records = (SESSIONS * TURNS) as isize;
+
+    let before = live();
+    let prior = Prior::read(&turns, &plans, &[None]).unwrap();
+    let held = live() - before;
+    let whole = records * ANSWER as isize;
+    println!(
+        "prior: {held} bytes held for {records} records ({} per record; the records: {whole})",
+        held / records
+    );
+    assert_eq!(prior.turns.facts.len(), records as usize);
+    assert!(held < records * 1024, "{held} bytes for {records} records");
+
+    let before = live();
+    let (over, tasks) = prior.split(plans, false).unwrap();
+    let driven = live() - before;
+    println!("split: {driven} bytes for the one session driven on");
+    assert_eq!((over.len(), tasks.len()), (SESSIONS as usize - 1, 1));
+    assert_eq!(tasks[0].history.len(), TURNS as usize);
+    let one_session = (TURNS as usize * ANSWER) as isize;
+    assert!(
+        driven >= one_session && driven < 2 * one_session,
+        "{driven} bytes for a session of {one_session}"
+    );
+}
