@@ -6,11 +6,11 @@
 
 use agentload_wire::clock;
 use agentload_wire::hooked::{Hooked, IoHooks, ReadAt};
-use memchr::memmem;
+use memchr::memmem::Finder;
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 /// One request's timing error against the simulator's stamps, ns.
@@ -47,6 +47,41 @@ const TOKEN_DELTAS: [&[u8]; 3] = [
     b"\"delta\":{\"reasoning_content\":\"",
     b"\"delta\":{\"tool_calls\"",
 ];
+
+/// The floor's vectorized searches (a byte-by-byte comparison at every offset would cost the
+/// floor more than the socket reads it is there to measure), each built once: `memmem::find`
+/// builds its searcher on every call, which was 1.9 % of a c=1000 level's samples (`perf
+/// record` of `bench --sections streams --levels 1000`), more than any symbol of agentload's
+/// own reading path.
+struct Finders {
+    deltas: [Finder<'static>; 3],
+    done: Finder<'static>,
+}
+
+static FINDERS: LazyLock<Finders> = LazyLock::new(|| Finders {
+    deltas: TOKEN_DELTAS.map(Finder::new),
+    done: Finder::new(b"data: [DONE]"),
+});
+
+impl Finders {
+    /// Token-bearing deltas in `bytes`.
+    fn tokens(&self, bytes: &[u8]) -> u64 {
+        self.deltas
+            .iter()
+            .map(|f| f.find_iter(bytes).count() as u64)
+            .sum()
+    }
+
+    /// Whether `bytes` hold a token-bearing delta.
+    fn any_token(&self, bytes: &[u8]) -> bool {
+        self.deltas.iter().any(|f| f.find(bytes).is_some())
+    }
+
+    /// Whether `bytes` hold `data: [DONE]`.
+    fn done(&self, bytes: &[u8]) -> bool {
+        self.done.find(bytes).is_some()
+    }
+}
 
 /// One keep-alive connection of the floor client, with its request written out once.
 #[derive(Debug)]
@@ -91,15 +126,10 @@ impl FloorClient {
             }
             let from = self.answer.len().saturating_sub(40);
             self.answer.extend_from_slice(&self.buf[..n]);
-            if first_token.is_none()
-                && TOKEN_DELTAS
-                    .iter()
-                    .any(|p| find(&self.answer[from..], p).is_some())
-            {
+            if first_token.is_none() && FINDERS.any_token(&self.answer[from..]) {
                 first_token = Some(now);
             }
-            if self.answer.ends_with(b"0\r\n\r\n") && find(&self.answer, b"data: [DONE]").is_some()
-            {
+            if self.answer.ends_with(b"0\r\n\r\n") && FINDERS.done(&self.answer) {
                 break;
             }
         }
@@ -231,10 +261,7 @@ impl StreamFloor {
                 ));
             }
             let got = &self.buf[..n];
-            let tokens = TOKEN_DELTAS
-                .iter()
-                .map(|p| memmem::find_iter(got, p).count() as u64)
-                .sum::<u64>();
+            let tokens = FINDERS.tokens(got);
             if seen.tokens == 0 && tokens > 0 {
                 self.reads.first_token_due.store(false, Ordering::Relaxed);
                 let arrived = self.reads.arrived_ns.load(Ordering::Relaxed);
@@ -244,7 +271,7 @@ impl StreamFloor {
             seen.tokens += tokens;
             // A marker may straddle two reads: the last bytes of the previous one stay.
             self.tail.extend_from_slice(got);
-            done = done || find(&self.tail, b"data: [DONE]").is_some();
+            done = done || FINDERS.done(&self.tail);
             if done && self.tail.ends_with(b"0\r\n\r\n") {
                 let arrived = self.reads.arrived_ns.load(Ordering::Relaxed);
                 seen.ended_ns = match arrived {
@@ -268,12 +295,6 @@ fn sim_stamps(answer: &[u8]) -> Option<serde_json::Value> {
     let mut values = serde_json::Deserializer::from_slice(&answer[at + KEY.len()..])
         .into_iter::<serde_json::Value>();
     values.next()?.ok()
-}
-
-/// Where `needle` first occurs in `haystack`: a vectorized search (a byte-by-byte comparison
-/// at every offset would cost the floor more than the socket reads it is there to measure).
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    memmem::find(haystack, needle)
 }
 
 #[cfg(test)]
