@@ -166,9 +166,7 @@ fn scored_item(r: &TurnRecord) -> ScoredItem {
         turn: r.turn,
         expected_json: r.expected_json.clone(),
         completion: match (&r.status, &r.completion) {
-            (TurnStatus::Completed, Some(c)) => {
-                Some(agentload_engine::completion_for_plugin(c, r.usage.as_ref()))
-            }
+            (TurnStatus::Completed, Some(c)) => Some(agentload_engine::completion_for_plugin(c, r)),
             _ => None,
         },
     }

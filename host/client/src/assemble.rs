@@ -12,6 +12,7 @@
 mod scan;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -40,12 +41,12 @@ pub struct Assembled {
     pub reasoning_content: String,
     pub tool_calls: Vec<ToolCallRecord>,
     pub finish_reason: Option<String>,
-    /// The server's `usage` object, verbatim.
-    pub usage: Option<Value>,
+    /// The server's `usage` object, verbatim (its text as sent).
+    pub usage: Option<Box<RawValue>>,
     /// llama.cpp's `timings` object, verbatim.
-    pub timings: Option<Value>,
+    pub timings: Option<Box<RawValue>>,
     /// The embedded simulator's server-side timestamps, verbatim.
-    pub server_timestamps: Option<Value>,
+    pub server_timestamps: Option<Box<RawValue>>,
     pub first_chunk: Option<FirstChunk>,
     /// An `error` object sent inside the stream.
     pub stream_error: Option<String>,
@@ -59,11 +60,13 @@ enum Extra {
 }
 
 impl Extra {
-    fn into_value(self) -> Option<Value> {
+    /// Kept as text: a map of each object, built for every answer, cost more than the rest
+    /// of a short answer's parse (docs/performance.md).
+    fn into_raw(self) -> Option<Box<RawValue>> {
         match self {
-            // Raw text a successful parse of its chunk validated.
-            Self::Raw(text) => serde_json::from_str(&text).ok(),
-            Self::Parsed(value) => Some(value),
+            // Raw text the scan of its chunk checked.
+            Self::Raw(text) => RawValue::from_string(text).ok(),
+            Self::Parsed(value) => serde_json::value::to_raw_value(&value).ok(),
         }
     }
 }
@@ -217,7 +220,7 @@ impl CompletionAssembler {
     /// The assembled answer.
     pub fn finish(mut self) -> Assembled {
         self.out.tool_calls = self.calls.into_values().collect();
-        let [usage, timings, stamps] = self.extras.map(|e| e.and_then(Extra::into_value));
+        let [usage, timings, stamps] = self.extras.map(|e| e.and_then(Extra::into_raw));
         self.out.usage = usage;
         self.out.timings = timings;
         self.out.server_timestamps = stamps;
@@ -450,16 +453,25 @@ mod tests {
             general.push_value_chunk(c).unwrap();
         }
         let (t, g) = (scanned.finish(), general.finish());
-        assert_eq!(t.usage, g.usage);
-        assert_eq!(t.timings, g.timings);
-        assert_eq!(t.server_timestamps, g.server_timestamps);
-        assert_eq!(t.usage.unwrap()["completion_tokens"], 2);
+        let value = |raw: &Option<Box<RawValue>>| -> Value {
+            serde_json::from_str(raw.as_ref().unwrap().get()).unwrap()
+        };
+        for (a, b) in [
+            (&t.usage, &g.usage),
+            (&t.timings, &g.timings),
+            (&t.server_timestamps, &g.server_timestamps),
+        ] {
+            assert_eq!(value(a), value(b));
+        }
+        // The scanned path keeps each object's text as sent.
+        let usage = t.usage.as_ref().unwrap().get();
+        assert_eq!(usage, r#"{"prompt_tokens":3,"completion_tokens":2}"#);
         assert_eq!(
-            t.timings.unwrap()["n"],
-            2,
+            t.timings.as_ref().unwrap().get(),
+            r#"{"n":2,"f":1e-7}"#,
             "null does not replace a kept object"
         );
-        assert_eq!(t.server_timestamps.unwrap()["first_token_ns"], 5);
+        assert_eq!(value(&t.server_timestamps)["first_token_ns"], 5);
         assert_eq!(t.content, "ab");
     }
 
@@ -566,7 +578,8 @@ mod tests {
         let out = a.finish();
         assert_eq!(out.content, "ok");
         assert_eq!(out.reasoning_content, "hm");
-        assert_eq!(out.usage.unwrap()["completion_tokens"], 2);
+        let usage: Value = serde_json::from_str(out.usage.unwrap().get()).unwrap();
+        assert_eq!(usage["completion_tokens"], 2);
         assert_eq!(out.finish_reason.as_deref(), Some("stop"));
         assert_eq!(out.first_chunk.unwrap().reasoning_bytes, 2);
     }

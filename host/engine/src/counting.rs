@@ -575,7 +575,10 @@ mod tests {
         let answer = Assembled {
             content: "done".into(),
             // What the counts do not need is not kept.
-            usage: Some(serde_json::json!({"prompt_tokens": 123456789})),
+            usage: serde_json::value::to_raw_value(
+                &serde_json::json!({"prompt_tokens": 123456789}),
+            )
+            .ok(),
             ..Assembled::default()
         };
         let text = |p: &Path| std::fs::read_to_string(p).unwrap();

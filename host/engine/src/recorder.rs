@@ -331,10 +331,11 @@ mod tests {
         answered.status = TurnStatus::Completed;
         answered.error = None;
         answered.issued_ns = Some(5);
-        answered.usage = Some(serde_json::json!({
+        answered.usage = serde_json::value::to_raw_value(&serde_json::json!({
             "prompt_tokens": 7, "completion_tokens": 3,
             "prompt_tokens_details": {"cached_tokens": 2}
-        }));
+        }))
+        .ok();
         recorder.keep(answered.clone(), None).await.unwrap();
         let mut cut = answered.clone();
         cut.status = TurnStatus::Interrupted;
@@ -385,7 +386,10 @@ mod tests {
                 tool_calls: Vec::new(),
                 finish_reason: Some("stop".into()),
             });
-            r.timings = Some(serde_json::json!({"prompt_ms": 1.5, "predicted_ms": 9.0}));
+            r.timings = serde_json::value::RawValue::from_string(
+                r#"{"prompt_ms": 1.5, "predicted_ms": 9.0}"#.into(),
+            )
+            .ok();
             r
         };
         let dir = tempfile::tempdir().unwrap();
@@ -430,7 +434,11 @@ mod tests {
                 "thinking it over"
             );
             assert_eq!(r.expected_json, r#"{"want": "ls"}"#);
-            assert_eq!(r.timings.as_ref().unwrap()["predicted_ms"], 9.0);
+            assert_eq!(
+                r.timings.as_ref().unwrap().get(),
+                r#"{"prompt_ms": 1.5, "predicted_ms": 9.0}"#,
+                "kept as sent"
+            );
         }
         let memory = Recorder::memory(Console::silent());
         memory.keep(answered(1), None).await.unwrap();

@@ -246,7 +246,7 @@ pub async fn drive_on(
             TurnStatus::Completed => {
                 out.completed += 1;
                 let c = r.completion.clone().unwrap_or_default();
-                TurnOutcome::Completed(completion_for_plugin(&c, r.usage.as_ref()))
+                TurnOutcome::Completed(completion_for_plugin(&c, r))
             }
             TurnStatus::Failed => {
                 out.failed += 1;
@@ -369,7 +369,7 @@ pub async fn drive_on(
         let outcome = match (&record.status, &record.completion) {
             (TurnStatus::Completed, Some(c)) => {
                 out.completed += 1;
-                TurnOutcome::Completed(completion_for_plugin(c, record.usage.as_ref()))
+                TurnOutcome::Completed(completion_for_plugin(c, &record))
             }
             _ => {
                 out.failed += 1;

@@ -6,7 +6,6 @@ use crate::{CompletionRecord, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, ChatClient, Exchange, RequestBody};
 use agentload_plugin_host::types::{Completion, ToolCall, Usage};
 use agentload_plugin_host::TurnRequest;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -126,8 +125,8 @@ impl TurnSender {
     }
 }
 
-/// The completion in WIT form, for the workload.
-pub fn completion_for_plugin(c: &CompletionRecord, usage: Option<&Value>) -> Completion {
+/// The completion in WIT form, for the workload; `record`'s `usage` gives its counts.
+pub fn completion_for_plugin(c: &CompletionRecord, record: &TurnRecord) -> Completion {
     Completion {
         content: c.content.clone(),
         reasoning_content: c.reasoning_content.clone(),
@@ -141,20 +140,16 @@ pub fn completion_for_plugin(c: &CompletionRecord, usage: Option<&Value>) -> Com
             })
             .collect(),
         finish_reason: c.finish_reason.clone(),
-        usage: usage.and_then(usage_for_plugin),
+        usage: usage_for_plugin(record.usage_counts()),
     }
 }
 
-/// Server usage in WIT form.
-pub(crate) fn usage_for_plugin(u: &Value) -> Option<Usage> {
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).map(|v| v as u32);
+/// Server usage in WIT form, from its prompt, completion and cached tokens: none without
+/// the first two.
+fn usage_for_plugin([prompt, completion, cached]: [Option<u64>; 3]) -> Option<Usage> {
     Some(Usage {
-        prompt_tokens: n("prompt_tokens")?,
-        completion_tokens: n("completion_tokens")?,
-        cached_tokens: u
-            .get("prompt_tokens_details")
-            .and_then(|d| d.get("cached_tokens"))
-            .and_then(Value::as_u64)
-            .map(|v| v as u32),
+        prompt_tokens: prompt? as u32,
+        completion_tokens: completion? as u32,
+        cached_tokens: cached.map(|v| v as u32),
     })
 }

@@ -17,6 +17,7 @@ pub mod exit;
 pub mod live;
 mod manifest;
 pub mod metrics;
+pub mod numbers;
 pub mod record;
 mod reference_config;
 pub mod regions;

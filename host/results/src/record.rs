@@ -2,9 +2,10 @@
 //! the workload's expected data, enough to recompute every metric and
 //! re-score the run without the server.
 
+use crate::numbers::Num;
 use agentload_client::{Assembled, FirstChunk, ToolCallRecord};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 /// How a turn ended.
@@ -57,12 +58,12 @@ pub struct TurnRecord {
     pub completion: Option<CompletionRecord>,
     /// What the first token-bearing chunk carried.
     pub first_chunk: Option<FirstChunk>,
-    /// Server `usage`, verbatim.
-    pub usage: Option<Value>,
+    /// Server `usage`, verbatim (its text as sent).
+    pub usage: Option<Box<RawValue>>,
     /// llama.cpp `timings`, verbatim.
-    pub timings: Option<Value>,
+    pub timings: Option<Box<RawValue>>,
     /// Simulator server-side timestamps, verbatim.
-    pub server_timestamps: Option<Value>,
+    pub server_timestamps: Option<Box<RawValue>>,
     /// `issued_ns` on the machine's monotonic clock (`CLOCK_MONOTONIC`), to pair with the
     /// simulator's `received_mono_ns` / `first_token_mono_ns` (the timing error by direction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +117,30 @@ struct ServerNumbers {
     first_token_mono_ns: Packed,
 }
 
+impl ServerNumbers {
+    /// Each object read once.
+    fn of(record: &TurnRecord) -> Self {
+        let [prompt_tokens, completion_tokens, cached_tokens] =
+            record.usage_numbers().map(|n| Packed::new(n.as_u64()));
+        let [prompt_ms, predicted_n, predicted_per_second] =
+            record.timings_numbers().map(|n| PackedF64::new(n.as_f64()));
+        let [first_token_ns, last_token_ns, received_mono_ns, first_token_mono_ns] =
+            record.stamp_numbers().map(|n| Packed::new(n.as_u64()));
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+            prompt_ms,
+            predicted_n,
+            predicted_per_second,
+            first_token_ns,
+            last_token_ns,
+            received_mono_ns,
+            first_token_mono_ns,
+        }
+    }
+}
+
 /// An `Option<u64>` in 8 bytes, not 16: absent is `u64::MAX` (a value that large, 584
 /// years in ns, is kept as one less).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,13 +179,8 @@ pub enum Timing {
 }
 
 impl Timing {
-    fn key(self) -> &'static str {
-        match self {
-            Self::PromptMs => "prompt_ms",
-            Self::PredictedN => "predicted_n",
-            Self::PredictedPerSecond => "predicted_per_second",
-        }
-    }
+    /// Where each value is in `timings`, in the enum's order.
+    const PATHS: [&[&str]; 3] = [&["prompt_ms"], &["predicted_n"], &["predicted_per_second"]];
 }
 
 /// A simulator stamp (`agentload_sim`) the metrics read.
@@ -173,14 +193,13 @@ pub enum ServerStamp {
 }
 
 impl ServerStamp {
-    fn key(self) -> &'static str {
-        match self {
-            Self::FirstToken => "first_token_ns",
-            Self::LastToken => "last_token_ns",
-            Self::ReceivedMono => "received_mono_ns",
-            Self::FirstTokenMono => "first_token_mono_ns",
-        }
-    }
+    /// Where each stamp is in the simulator's object, in the enum's order.
+    const PATHS: [&[&str]; 4] = [
+        &["first_token_ns"],
+        &["last_token_ns"],
+        &["received_mono_ns"],
+        &["first_token_mono_ns"],
+    ];
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -289,39 +308,70 @@ impl TurnRecord {
         }
     }
 
-    fn usage_count(&self, key: &str) -> Option<u64> {
-        self.usage.as_ref()?.get(key)?.as_u64()
-    }
-
     /// Server-reported prompt tokens.
     pub fn server_isl(&self) -> Option<u64> {
-        self.usage_count("prompt_tokens")
+        self.usage_numbers()[0].as_u64()
     }
 
     /// Server-reported completion tokens.
     pub fn server_osl(&self) -> Option<u64> {
-        self.usage_count("completion_tokens")
+        self.usage_numbers()[1].as_u64()
     }
 
     /// Server-reported prompt tokens taken from its cache
     /// (`usage.prompt_tokens_details.cached_tokens`).
     pub fn cached_tokens(&self) -> Option<u64> {
-        self.usage
-            .as_ref()?
-            .get("prompt_tokens_details")?
-            .get("cached_tokens")?
-            .as_u64()
+        self.usage_numbers()[2].as_u64()
     }
 
     /// A llama.cpp `timings` value.
     pub fn timing(&self, which: Timing) -> Option<f64> {
-        self.timings.as_ref()?.get(which.key())?.as_f64()
+        self.timings_numbers()[which as usize].as_f64()
     }
 
     /// A simulator stamp, ns.
     pub fn server_stamp(&self, which: ServerStamp) -> Option<u64> {
-        self.server_timestamps.as_ref()?.get(which.key())?.as_u64()
+        self.stamp_numbers()[which as usize].as_u64()
     }
+
+    /// `usage`'s prompt, completion and cached tokens, read at once.
+    pub fn usage_counts(&self) -> [Option<u64>; 3] {
+        self.usage_numbers().map(Num::as_u64)
+    }
+
+    fn usage_numbers(&self) -> [Num; 3] {
+        numbers(&self.usage, USAGE_PATHS)
+    }
+
+    /// `timings`' values, in [`Timing`]'s order.
+    fn timings_numbers(&self) -> [Num; 3] {
+        numbers(&self.timings, Timing::PATHS)
+    }
+
+    /// The simulator's stamps, in [`ServerStamp`]'s order.
+    fn stamp_numbers(&self) -> [Num; 4] {
+        numbers(&self.server_timestamps, ServerStamp::PATHS)
+    }
+}
+
+/// Where `usage` holds the prompt, completion and cached tokens.
+pub const USAGE_PATHS: [&[&str]; 3] = [
+    &["prompt_tokens"],
+    &["completion_tokens"],
+    &["prompt_tokens_details", "cached_tokens"],
+];
+
+/// `value` as a record keeps a server's object (tests build records with `json!`).
+#[cfg(test)]
+pub(crate) fn raw(value: serde_json::Value) -> Option<Box<RawValue>> {
+    serde_json::value::to_raw_value(&value).ok()
+}
+
+/// The numbers at `paths` of an object kept verbatim (absent where it is).
+fn numbers<const N: usize>(raw: &Option<Box<RawValue>>, paths: [&[&str]; N]) -> [Num; N] {
+    raw.as_ref().map_or([Num::Absent; N], |raw| {
+        crate::numbers::pick(raw.get(), paths)
+    })
 }
 
 /// What counting a phase's turns took.
@@ -457,18 +507,7 @@ impl TurnFacts {
                 first_token_read_lag_ns: Packed::new(record.first_token_read_lag_ns),
                 issued_mono_ns: Packed::new(record.issued_mono_ns),
             },
-            server: ServerNumbers {
-                prompt_tokens: Packed::new(record.server_isl()),
-                completion_tokens: Packed::new(record.server_osl()),
-                cached_tokens: Packed::new(record.cached_tokens()),
-                prompt_ms: PackedF64::new(record.timing(Timing::PromptMs)),
-                predicted_n: PackedF64::new(record.timing(Timing::PredictedN)),
-                predicted_per_second: PackedF64::new(record.timing(Timing::PredictedPerSecond)),
-                first_token_ns: Packed::new(record.server_stamp(ServerStamp::FirstToken)),
-                last_token_ns: Packed::new(record.server_stamp(ServerStamp::LastToken)),
-                received_mono_ns: Packed::new(record.server_stamp(ServerStamp::ReceivedMono)),
-                first_token_mono_ns: Packed::new(record.server_stamp(ServerStamp::FirstTokenMono)),
-            },
+            server: ServerNumbers::of(record),
         }
     }
 

@@ -458,7 +458,7 @@ mod tests {
         r.first_token_ns = Some((due + lag + ttft) * MS);
         r.last_token_ns = Some((due + lag + e2e) * MS);
         r.complete_ns = Some((due + lag + e2e) * MS);
-        r.usage = Some(
+        r.usage = crate::record::raw(
             json!({"prompt_tokens": usage.0, "completion_tokens": usage.1,
                               "prompt_tokens_details": {"cached_tokens": usage.2}}),
         );

@@ -773,7 +773,7 @@ mod tests {
             finish_reason: reason.map(str::to_string),
             ..Default::default()
         });
-        r.usage = Some(json!({"prompt_tokens": 102, "completion_tokens": 31}));
+        r.usage = crate::record::raw(json!({"prompt_tokens": 102, "completion_tokens": 31}));
         r.local_tokens = Some(LocalTokens {
             isl: 100,
             osl: 31,
@@ -1079,17 +1079,17 @@ mod tests {
             }],
             finish_reason: r.completion.take().and_then(|c| c.finish_reason),
         });
-        r.usage = Some(json!({
+        r.usage = crate::record::raw(json!({
             "prompt_tokens": 1000 + i, "completion_tokens": 31, "total_tokens": 1031 + i,
             "prompt_tokens_details": {"cached_tokens": 900}
         }));
-        r.timings = Some(json!({
+        r.timings = crate::record::raw(json!({
             "cache_n": 900, "prompt_n": 100 + i, "prompt_ms": 8.5 + i as f64,
             "prompt_per_token_ms": 0.08, "prompt_per_second": 12_000.0,
             "predicted_n": 31, "predicted_ms": 35.0, "predicted_per_token_ms": 1.1,
             "predicted_per_second": 880.0 + i as f64
         }));
-        r.server_timestamps = Some(json!({
+        r.server_timestamps = crate::record::raw(json!({
             "first_token_ns": 9 * ms, "last_token_ns": (44 + i % 5) * ms, "queued_ns": 20_000,
             "received_mono_ns": 9_000_000_000 + at * ms + 40_000,
             "first_token_mono_ns": 9_000_000_000 + at * ms + 9 * ms

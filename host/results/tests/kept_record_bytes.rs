@@ -86,8 +86,10 @@ fn a_turns_facts_hold_a_fraction_of_its_records_bytes_and_no_heap() {
     );
     assert_eq!(next_heap, 0, "a later turn of a session allocates nothing");
     assert_eq!(first.session_id, next.session_id);
+    // The record keeps the server's objects as their text (2,284 bytes whole; 5,875 when
+    // they were `Value` maps).
     assert!(
-        facts_bytes * 20 < whole_bytes,
+        facts_bytes * 8 < whole_bytes,
         "{facts_bytes} vs {whole_bytes}"
     );
     assert!(

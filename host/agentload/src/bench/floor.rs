@@ -4,9 +4,11 @@
 //! parsing beyond a byte search. `agentload bench` runs it against the same simulator as
 //! agentload's own client, in the same run, and prints agentload's error as a ratio to it.
 
+use agentload_results::numbers::pick;
 use agentload_wire::clock;
 use agentload_wire::hooked::{Hooked, IoHooks, ReadAt};
 use memchr::memmem::Finder;
+use serde_json::value::RawValue;
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,15 +30,23 @@ pub struct Sample {
 impl Sample {
     /// From the client's `issued` and `first_token` stamps and the simulator's `agentload_sim`
     /// object; `None` when the simulator's stamps are missing.
-    pub fn of(issued: Instant, first_token: Instant, sim: &serde_json::Value) -> Option<Self> {
-        let get = |k: &str| sim.get(k)?.as_u64().map(|v| v as i64);
+    pub fn of(issued: Instant, first_token: Instant, sim: &str) -> Option<Self> {
+        let [first_token_ns, received_mono_ns, first_token_mono_ns] = pick(
+            sim,
+            [
+                &["first_token_ns"],
+                &["received_mono_ns"],
+                &["first_token_mono_ns"],
+            ],
+        )
+        .map(|n| n.as_u64().map(|v| v as i64));
         let issued_mono = agentload_wire::clock::mono_ns(issued) as i64;
         let first_mono = agentload_wire::clock::mono_ns(first_token) as i64;
         let ttft = first_mono - issued_mono;
         Some(Self {
-            total_ns: ttft - get("first_token_ns")?,
-            request_ns: get("received_mono_ns")? - issued_mono,
-            response_ns: first_mono - get("first_token_mono_ns")?,
+            total_ns: ttft - first_token_ns?,
+            request_ns: received_mono_ns? - issued_mono,
+            response_ns: first_mono - first_token_mono_ns?,
         })
     }
 }
@@ -142,7 +152,7 @@ impl FloorClient {
         }
         let first = first_token.ok_or_else(|| bad("no token in the answer"))?;
         let stamps = sim_stamps(answer).ok_or_else(|| bad("no agentload_sim stamps"))?;
-        Sample::of(issued, first, &stamps).ok_or_else(|| bad("incomplete stamps"))
+        Sample::of(issued, first, stamps.get()).ok_or_else(|| bad("incomplete stamps"))
     }
 }
 
@@ -286,14 +296,14 @@ impl StreamFloor {
     }
 }
 
-/// The last `"agentload_sim": {...}` object in an answer.
-fn sim_stamps(answer: &[u8]) -> Option<serde_json::Value> {
+/// The last `"agentload_sim": {...}` object in an answer, as sent.
+fn sim_stamps(answer: &[u8]) -> Option<Box<RawValue>> {
     const KEY: &[u8] = b"\"agentload_sim\":";
     let at = (0..answer.len().saturating_sub(KEY.len()))
         .rev()
         .find(|&i| answer[i..].starts_with(KEY))?;
     let mut values = serde_json::Deserializer::from_slice(&answer[at + KEY.len()..])
-        .into_iter::<serde_json::Value>();
+        .into_iter::<Box<RawValue>>();
     values.next()?.ok()
 }
 
@@ -312,7 +322,7 @@ mod tests {
             "received_mono_ns": received,
             "first_token_mono_ns": received + 700_000,
         });
-        let s = Sample::of(issued, first, &sim).unwrap();
+        let s = Sample::of(issued, first, &sim.to_string()).unwrap();
         assert_eq!(s.request_ns, 100_000);
         assert_eq!(s.response_ns, 100_000);
         assert_eq!(s.total_ns, 200_000);
@@ -324,19 +334,19 @@ mod tests {
             "received_mono_ns": received,
             "first_token_mono_ns": received + 700_000,
         });
-        let s = Sample::of(issued, first, &skewed).unwrap();
+        let s = Sample::of(issued, first, &skewed.to_string()).unwrap();
         assert_eq!(
             (s.request_ns, s.response_ns, s.total_ns),
             (100_000, 100_000, 300_000)
         );
-        assert!(Sample::of(issued, first, &json!({"first_token_ns": 1})).is_none());
+        assert!(Sample::of(issued, first, r#"{"first_token_ns": 1}"#).is_none());
     }
 
     #[test]
     fn the_last_stamps_object_is_found() {
         let text = b"data: {\"agentload_sim\":{\"a\":1}}\n\ndata: {\"x\":2,\"agentload_sim\":{\"a\":2,\"b\":[3]},\"timings\":{}}\n\ndata: [DONE]\n\n";
-        assert_eq!(sim_stamps(text), Some(json!({"a": 2, "b": [3]})));
-        assert_eq!(sim_stamps(b"data: [DONE]"), None);
+        assert_eq!(sim_stamps(text).unwrap().get(), r#"{"a":2,"b":[3]}"#);
+        assert!(sim_stamps(b"data: [DONE]").is_none());
     }
 
     /// A fast echo simulator, and a streamed request body of four tokens for it.

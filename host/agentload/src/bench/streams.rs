@@ -457,7 +457,11 @@ async fn level(
                         .await;
                     let t = &ex.timeline;
                     let sample = ex.result.as_ref().ok().and_then(|a| {
-                        Sample::of(t.issued, t.first_token?, a.server_timestamps.as_ref()?)
+                        Sample::of(
+                            t.issued,
+                            t.first_token?,
+                            a.server_timestamps.as_ref()?.get(),
+                        )
                     });
                     let lag = t
                         .first_token_read
