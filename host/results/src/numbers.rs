@@ -91,8 +91,14 @@ impl FromIterator<usize> for SmallSet {
 }
 
 impl SmallSet {
-    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..64).filter(|&i| self.0 & (1 << i) != 0)
+    /// The indices in the set, lowest first (one step per index, not per bit).
+    fn iter(&self) -> impl Iterator<Item = usize> {
+        let mut left = self.0;
+        std::iter::from_fn(move || {
+            let i = (left != 0).then(|| left.trailing_zeros() as usize)?;
+            left &= left - 1;
+            Some(i)
+        })
     }
 }
 
