@@ -26,6 +26,7 @@
 
 pub mod affinity;
 pub mod agents;
+pub mod answers;
 pub mod build;
 pub mod counting;
 pub mod edge;
@@ -197,6 +198,7 @@ pub async fn sections(
                 rows.extend(r);
             }
             "build" => rows.extend(tokio::task::block_in_place(|| build::requests(&data_dir))?),
+            "answers" => rows.extend(tokio::task::block_in_place(answers::run)?),
             "counting" => {
                 rows.extend(tokio::task::block_in_place(|| counting::run(&data_dir))?);
             }
@@ -216,8 +218,8 @@ pub async fn sections(
                 rows.extend(r?);
             }
             other => anyhow::bail!(
-                "unknown bench section `{other}` (streams, agents, build, counting, load, edge, \
-                 shards)"
+                "unknown bench section `{other}` (streams, agents, build, answers, counting, \
+                 load, edge, shards)"
             ),
         }
     }

@@ -290,10 +290,14 @@ pub(super) enum Command {
     },
     /// Measure the harness's own costs and print a table.
     Bench {
-        /// Sections to run: streams, agents, build, counting, load, edge, shards
+        /// Sections to run: streams, agents, build, answers, counting, load, edge, shards
         /// (agents, counting and shards are not in the default set: they run for
         /// minutes).
-        #[arg(long, value_delimiter = ',', default_value = "streams,build,load,edge")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "streams,build,answers,load,edge"
+        )]
         sections: Vec<String>,
         /// Concurrent streams per level (streams section).
         #[arg(
