@@ -717,6 +717,12 @@ mod tests {
     }
 
     #[test]
+    fn a_merged_line_is_held_in_48_bytes() {
+        // docs/performance.md counts on it: a merge's memory per line, whatever the record.
+        assert_eq!(std::mem::size_of::<Placed>(), 48);
+    }
+
+    #[test]
     fn shards_of_another_run_or_given_twice_are_refused() {
         let root = tempfile::tempdir().unwrap();
         let a = shard(root.path(), 0, 0, 0);
