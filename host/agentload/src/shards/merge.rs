@@ -49,9 +49,9 @@ struct Placed {
     segment: u32,
     /// Issued, on the merged time line (`u64::MAX`: never issued).
     issued_ns: u64,
-    shard: u32,
     turn: u32,
-    /// Which of [`MergedPhase::logs`], its line there and its bytes.
+    /// Which of [`MergedPhase::logs`] (in shard order: it also orders by shard), its line
+    /// there and its bytes.
     log: u32,
     line: u64,
     span: Span,
@@ -399,6 +399,7 @@ fn last_anchor<'a>(h: &'a ShardHeader, phase: &str) -> Option<&'a PhaseAnchor> {
 /// shard's (and process's) origin on the coordinator's clock, less the
 /// earliest such origin, so the merged time line starts at 0. The logs are read
 /// one line at a time; what the `distributed` block needs is tallied on the way.
+/// `shards` are in index order (a line's log then orders it by shard).
 fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, Tally)>> {
     let log = phase_log(phase);
     let present: Vec<&ShardDir> = shards
@@ -459,7 +460,6 @@ fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, 
             merged.lines.push(Placed {
                 segment: r.segment,
                 issued_ns: r.issued_ns.unwrap_or(u64::MAX),
-                shard: index,
                 turn: r.turn,
                 log: source,
                 line: t.line,
@@ -484,7 +484,7 @@ fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, 
     }
     merged
         .lines
-        .sort_by_key(|l| (l.segment, l.issued_ns, l.shard, l.turn));
+        .sort_by_key(|l| (l.segment, l.issued_ns, l.log, l.turn));
     Ok(Some((merged, tally)))
 }
 
