@@ -897,7 +897,7 @@ async fn execute(
     };
     let outcomes = ran.with_context(|| {
         format!(
-            "the run stopped: a result could not be written (everything measured before is in {})",
+            "the run stopped (everything measured before is in {})",
             cx.out.display()
         )
     })?;

@@ -322,14 +322,13 @@ fn add_counts(counts: &HashMap<u64, TokenLine>, line: u64, record: &mut TurnReco
 }
 
 /// A turn log read again one chosen line at a time, in any order (a merge writes the
-/// shards' lines in time order, not in the order it read them): only its local counts
-/// are held.
+/// shards' lines in time order, not in the order it read them; resumed sessions read
+/// theirs as they replay them, side by side): only its local counts are held.
 #[derive(Debug)]
 pub struct TurnLog {
     path: PathBuf,
     file: File,
     counts: HashMap<u64, TokenLine>,
-    bytes: Vec<u8>,
 }
 
 impl TurnLog {
@@ -339,20 +338,19 @@ impl TurnLog {
             file: File::open(turns).map_err(|e| format!("cannot read {}: {e}", turns.display()))?,
             counts: token_counts(turns)?,
             path: turns.to_path_buf(),
-            bytes: Vec::new(),
         })
     }
 
     /// The record at `line` (as [`each_turn_at`] numbered it), whose bytes are `span`,
     /// with its local counts.
-    pub fn turn(&mut self, line: u64, span: Span) -> Result<TurnRecord, String> {
+    pub fn turn(&self, line: u64, span: Span) -> Result<TurnRecord, String> {
         use std::os::unix::fs::FileExt;
         let len = usize::try_from(span.len).map_err(|e| e.to_string())?;
-        self.bytes.resize(len, 0);
+        let mut bytes = vec![0; len];
         self.file
-            .read_exact_at(&mut self.bytes, span.offset)
+            .read_exact_at(&mut bytes, span.offset)
             .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
-        let mut record: TurnRecord = serde_json::from_slice(&self.bytes).map_err(|e| {
+        let mut record: TurnRecord = serde_json::from_slice(&bytes).map_err(|e| {
             format!(
                 "{}: line {line} changed since it was read: {e}",
                 self.path.display()

@@ -49,8 +49,8 @@ pub use counting::RecordedTurn;
 pub use instances::Instances;
 pub use journal::{each_record, read_records, Durability, WriteError};
 pub use missing::missing_turns;
-pub use pool::{drive_or_restart, run_pool};
-pub use prior::{Prior, PriorTurns};
+pub use pool::{drive_or_restart, run_pool, PhaseError};
+pub use prior::{History, Prior, PriorTurns};
 pub use recorder::{Keeping, LogFiles, Recorder};
 pub use session::{
     drive, DriveError, Engine, Next, SessionEnd, SessionOutcome, SessionTask, TurnHooks,

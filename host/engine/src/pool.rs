@@ -2,19 +2,32 @@
 //! each worker taking the next planned session when its session ends.
 
 use super::journal::WriteError;
+use super::prior::History;
 use super::session::{drive, drive_on, DriveError, Engine, SessionOutcome, SessionTask};
 use super::stop::StopReason;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Mutex as AsyncMutex;
 
+/// Why a phase stopped every session: the run stops on it.
+#[derive(Debug, thiserror::Error)]
+pub enum PhaseError {
+    /// A record could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A resumed session's record could not be read again from the log.
+    #[error("{0}")]
+    Reread(String),
+}
+
 /// Drives every task; returns the outcomes in the order sessions ended.
-/// A record that cannot be written stops every session and is returned.
+/// A record that cannot be written (or, resuming, read again) stops every session and
+/// is returned.
 pub async fn run_pool(
     engine: Arc<Engine>,
     tasks: Vec<SessionTask>,
     concurrency: usize,
-) -> Result<Vec<SessionOutcome>, WriteError> {
+) -> Result<Vec<SessionOutcome>, PhaseError> {
     let queue = Arc::new(Mutex::new(VecDeque::from(tasks)));
     let workers: Vec<_> = (0..concurrency.max(1))
         .map(|_| {
@@ -55,19 +68,20 @@ pub async fn run_pool(
 pub async fn drive_or_restart(
     engine: &Engine,
     task: SessionTask,
-) -> Result<SessionOutcome, WriteError> {
-    let lines: Vec<u64> = task.history.iter().map(|t| t.line).collect();
+) -> Result<SessionOutcome, PhaseError> {
+    let lines: Vec<u64> = task.history.lines().collect();
     let (plan, agent) = (task.plan.clone(), task.agent);
     match drive(engine, task).await {
         Ok(outcome) => Ok(outcome),
-        Err(DriveError::Write(e)) => Err(e),
+        Err(DriveError::Write(e)) => Err(e.into()),
+        Err(e @ DriveError::Reread { .. }) => Err(PhaseError::Reread(e.to_string())),
         Err(e @ DriveError::Diverged { .. }) => {
             agentload_console::line(&format!("resume: {e}; restarting it whole"));
             engine.recorder.supersede(&lines)?;
             let fresh = SessionTask {
                 plan,
                 agent,
-                history: Vec::new(),
+                history: History::default(),
             };
             let forked = engine.workload.fork().await;
             let restarted = match forked {
@@ -80,8 +94,10 @@ pub async fn drive_or_restart(
             };
             match restarted {
                 Ok(outcome) => Ok(outcome),
-                Err(DriveError::Write(e)) => Err(e),
-                Err(DriveError::Diverged { .. }) => unreachable!("a fresh session has no history"),
+                Err(DriveError::Write(e)) => Err(e.into()),
+                Err(DriveError::Diverged { .. } | DriveError::Reread { .. }) => {
+                    unreachable!("a fresh session has no history")
+                }
             }
         }
     }

@@ -32,6 +32,45 @@ pub struct Prior {
     log: PathBuf,
 }
 
+/// A resumed session's records from an earlier process, in log order (interrupted ones left
+/// out): their lines and where they lie in the log, each read whole only when the session
+/// replays it ([`History::records`]), so a resume holds no session's records at once.
+#[derive(Debug, Default)]
+pub struct History {
+    /// The log, shared by every session a resume drives on; `None` when there is no record.
+    log: Option<Arc<TurnLog>>,
+    lines: Vec<(u64, Span)>,
+}
+
+impl History {
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether there is none (a session driven from its start).
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The records' lines in the log, in order.
+    pub fn lines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.lines.iter().map(|&(line, _)| line)
+    }
+
+    /// The records, in order, each read from the log when it is reached; an error says
+    /// the log changed since the resume read it.
+    pub fn records(&self) -> impl Iterator<Item = Result<LoggedTurn, String>> + '_ {
+        self.lines.iter().map(|&(line, span)| {
+            let log = self.log.as_ref().expect("a history with lines has its log");
+            Ok(LoggedTurn {
+                line,
+                record: log.turn(line, span)?,
+            })
+        })
+    }
+}
+
 /// A session's records in the log: their counts, and their lines and bytes.
 #[derive(Debug, Default)]
 struct Logged {
@@ -102,7 +141,8 @@ impl Prior {
 
     /// Splits the planned sessions into those already over (their outcomes)
     /// and the tasks to drive, in plan order: a session cut short carries
-    /// its recorded turns (interrupted ones left out) to replay, read again from the log.
+    /// its recorded turns (interrupted ones left out) to replay, as a [`History`] that
+    /// reads each of them again from the log when the session replays it.
     /// A session's recorded end is trusted only where the turn log bears it out (its
     /// completed, failed and aborted counts); otherwise the turn log wins and
     /// the session is driven on from its records. With `count_locally`, an
@@ -114,7 +154,7 @@ impl Prior {
         plans: Vec<SessionPlan>,
         count_locally: bool,
     ) -> Result<(Vec<SessionOutcome>, Vec<SessionTask>), String> {
-        let mut log: Option<TurnLog> = None;
+        let mut log: Option<Arc<TurnLog>> = None;
         let none = Logged::default();
         let mut over = Vec::new();
         let mut tasks = Vec::new();
@@ -129,17 +169,18 @@ impl Prior {
                     over.push(o.clone())
                 }
                 _ => {
-                    let mut history = Vec::with_capacity(logged.lines.len());
-                    for &(line, span) in &logged.lines {
-                        let log = match &mut log {
-                            Some(log) => log,
-                            None => log.insert(TurnLog::open(&self.log)?),
-                        };
-                        let record = log.turn(line, span)?;
-                        history.push(LoggedTurn { line, record });
-                    }
+                    let log = match (&log, logged.lines.is_empty()) {
+                        (_, true) => None,
+                        (Some(log), false) => Some(log.clone()),
+                        (None, false) => {
+                            Some(log.insert(Arc::new(TurnLog::open(&self.log)?)).clone())
+                        }
+                    };
                     tasks.push(SessionTask {
-                        history,
+                        history: History {
+                            log,
+                            lines: logged.lines.clone(),
+                        },
                         plan,
                         agent: None,
                     })
@@ -309,8 +350,11 @@ mod tests {
         let driven: Vec<(&str, Vec<(u64, u32)>)> = tasks
             .iter()
             .map(|t| {
-                let history = t.history.iter().map(|h| (h.line, h.record.turn));
-                (t.plan.id.as_str(), history.collect())
+                let history = t.history.records().map(|h| h.unwrap());
+                (
+                    t.plan.id.as_str(),
+                    history.map(|h| (h.line, h.record.turn)).collect(),
+                )
             })
             .collect();
         assert_eq!(
@@ -324,8 +368,32 @@ mod tests {
         );
         // The records read again are the records written.
         assert_eq!(
-            serde_json::to_value(&tasks[1].history[0].record).unwrap(),
+            serde_json::to_value(tasks[1].history.records().next().unwrap().unwrap().record)
+                .unwrap(),
             serde_json::to_value(record("cut", 1, TurnStatus::Completed)).unwrap()
+        );
+    }
+
+    /// A session reads its records when it replays them: a log changed since the resume
+    /// read it fails the replay, naming the file and the line.
+    #[test]
+    fn a_log_changed_under_the_resume_fails_the_replay_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let turns = log(dir.path());
+        let plans = ["done", "lies", "cut"].map(plan);
+        let prior = Prior::read(&turns, &plans, &[None]).unwrap();
+        let (_, tasks) = prior.split(plans.to_vec(), false).unwrap();
+        let cut = &tasks[1].history;
+        assert_eq!(cut.lines().collect::<Vec<_>>(), [2, 5]);
+        // The second line's bytes are overwritten in place, its length kept.
+        let mut text = std::fs::read(&turns).unwrap();
+        let second = text.iter().position(|&b| b == b'\n').unwrap() + 1;
+        text[second] = b'[';
+        std::fs::write(&turns, &text).unwrap();
+        let err = cut.records().next().unwrap().unwrap_err();
+        assert!(
+            err.contains("turns.jsonl: line 2 changed since it was read"),
+            "{err}"
         );
     }
 

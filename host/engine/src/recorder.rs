@@ -411,7 +411,14 @@ mod tests {
         let prior = crate::Prior::read(&log, &plans, &[None]).unwrap();
         let (_, tasks) = prior.split(plans.to_vec(), false).unwrap();
         assert_eq!(
-            tasks[0].history[0].record.expected_json,
+            tasks[0]
+                .history
+                .records()
+                .next()
+                .unwrap()
+                .unwrap()
+                .record
+                .expected_json,
             r#"{"want": "ls"}"#
         );
         let resumed =

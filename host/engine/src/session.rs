@@ -12,7 +12,8 @@
 use super::body::{request_body, SessionBodies};
 use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
-use super::journal::{LoggedTurn, WriteError};
+use super::journal::WriteError;
+use super::prior::History;
 use super::recorder::Recorder;
 use super::stop::{Stop, StopReason};
 use super::turn::{completion_for_plugin, Sent, TurnSender};
@@ -154,7 +155,7 @@ pub struct SessionTask {
     pub agent: Option<u32>,
     /// Its records from an earlier process (resume), in log order;
     /// interrupted ones left out.
-    pub history: Vec<LoggedTurn>,
+    pub history: History,
 }
 
 /// Why a session could not be driven to an outcome.
@@ -163,6 +164,10 @@ pub enum DriveError {
     /// A record could not be written: the run must stop.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A record of the earlier process could not be read again while the session was
+    /// replayed (the log changed under the resume): the run must stop.
+    #[error("session {session}: {why}")]
+    Reread { session: String, why: String },
     /// The workload asked for another turn than the recorded one while a
     /// resumed session was replayed: it must restart whole.
     #[error("session {session}: the workload's turn {turn} differs from the recorded one ({why})")]
@@ -233,7 +238,11 @@ pub async fn drive_on(
         Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
     };
     let mut aborting = false;
-    for logged in &history {
+    for logged in history.records() {
+        let logged = logged.map_err(|why| DriveError::Reread {
+            session: plan.id.clone(),
+            why,
+        })?;
         let r = &logged.record;
         if let Some(why) = differs(&req, r) {
             return Err(DriveError::Diverged {

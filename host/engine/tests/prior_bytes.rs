@@ -1,6 +1,7 @@
 //! What a resume holds of an earlier process's log, measured with a counting allocator:
-//! each record's facts and place, not the record; only the sessions it drives on are read
-//! whole. A log of 2,000 records with 16 KiB answers each (32 MB of records) is the test.
+//! each record's facts and place, not the record; a session it drives on reads its records
+//! whole one at a time, as it replays them. A log of 2,000 records with 16 KiB answers each
+//! (32 MB of records) is the test.
 
 use agentload_engine::journal::{sessions_file, Durability, Journal};
 use agentload_engine::{Prior, SessionEnd, SessionOutcome, TurnRecord, TurnStatus};
@@ -39,7 +40,7 @@ fn live() -> isize {
 }
 
 #[test]
-fn a_resume_holds_facts_of_the_log_and_reads_whole_only_the_session_it_drives_on() {
+fn a_resume_holds_facts_of_the_log_and_replays_a_session_one_record_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let turns = dir.path().join("turns.jsonl");
     let mut log = Journal::create(&turns, Durability::Write).unwrap();
@@ -93,10 +94,27 @@ fn a_resume_holds_facts_of_the_log_and_reads_whole_only_the_session_it_drives_on
     let driven = live() - before;
     println!("split: {driven} bytes for the one session driven on");
     assert_eq!((over.len(), tasks.len()), (SESSIONS as usize - 1, 1));
-    assert_eq!(tasks[0].history.len(), TURNS as usize);
-    let one_session = (TURNS as usize * ANSWER) as isize;
+    let history = &tasks[0].history;
+    assert_eq!(history.len(), TURNS as usize);
     assert!(
-        driven >= one_session && driven < 2 * one_session,
-        "{driven} bytes for a session of {one_session}"
+        driven < ANSWER as isize,
+        "{driven} bytes: the split holds where the session's records are, not the records"
+    );
+
+    // Replaying reads one record at a time: the most held at once is about one record.
+    let before = live();
+    let mut most = 0;
+    let mut turns = Vec::new();
+    for record in history.records() {
+        let record = record.unwrap();
+        most = most.max(live() - before);
+        turns.push(record.record.turn);
+    }
+    println!("replay: at most {most} bytes held at once");
+    assert_eq!(turns, (1..=TURNS).collect::<Vec<_>>());
+    let one = ANSWER as isize;
+    assert!(
+        most >= one && most < 2 * one + 4096,
+        "{most} bytes held at once for records of {one}"
     );
 }

@@ -6,8 +6,8 @@
 
 use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use agentload_engine::{
-    drive, BodyOptions, Console, DriveError, Engine, Instances, Next, Recorder, SessionEnd, Stop,
-    StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
+    drive, BodyOptions, Console, DriveError, Engine, History, Instances, Next, Recorder,
+    SessionEnd, Stop, StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
 };
 use agentload_plugin_host::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall};
 use agentload_plugin_host::{
@@ -361,7 +361,7 @@ async fn drive_budget(
         let task = agentload_engine::SessionTask {
             plan: plan.clone(),
             agent: None,
-            history: Vec::new(),
+            history: History::default(),
         };
         let outcome = drive(&engine, task)
             .await

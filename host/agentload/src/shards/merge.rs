@@ -95,7 +95,7 @@ impl MergedPhase {
         };
         let side = side_file(turns, "tokens");
         let (mut text, mut tokens) = (create(turns)?, create(&side)?);
-        let mut logs = self
+        let logs = self
             .logs
             .iter()
             .map(|l| TurnLog::open(&l.path).map_err(anyhow::Error::msg))

@@ -7,8 +7,8 @@
 use super::{delays, salt};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
-    drive_or_restart, ContextWindow, Engine, Instances, Recorder, SessionEnd, SessionOutcome,
-    SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender, WriteError,
+    drive_or_restart, ContextWindow, Engine, History, Instances, PhaseError, Recorder, SessionEnd,
+    SessionOutcome, SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender,
 };
 use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
@@ -120,11 +120,11 @@ struct Shared {
     cut: AtomicU32,
     failed: AtomicU32,
     sessions: Mutex<Vec<SessionOutcome>>,
-    error: Mutex<Option<WriteError>>,
+    error: Mutex<Option<PhaseError>>,
 }
 
 /// Runs one phase to its end rules (see [`SweepConfig`]).
-pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, WriteError> {
+pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, PhaseError> {
     let started = input.sender.origin;
     let hooks = Arc::new(SweepHooks {
         config: config.clone(),
@@ -280,7 +280,7 @@ async fn agent(shared: &Shared, hooks: &SweepHooks, i: usize) {
         let task = SessionTask {
             plan: plan.clone(),
             agent: Some(i as u32),
-            history: Vec::new(),
+            history: History::default(),
         };
         let outcome = match drive_or_restart(engine, task).await {
             Ok(outcome) => outcome,
