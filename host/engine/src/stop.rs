@@ -5,8 +5,11 @@
 //! as interrupted). A phase's stop is a child of the run's: a signal stops
 //! every phase, a phase's own end rules stop only that phase.
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
@@ -126,6 +129,15 @@ impl Stop {
         self.until(Self::hard).await;
     }
 
+    /// Runs `work` to its end (`Some` of its output), unless in-flight turns are cut
+    /// first (`None`). The cut is polled only when its own wake-up came, not on each of
+    /// `work`'s, as `tokio::select!` would: a waiting `Notified` takes its `Notify`'s lock
+    /// on every poll, and every session of a phase shares that lock (one per read of every
+    /// stream, at thousands of streams).
+    pub async fn unless_hardened<F: Future>(&self, work: F) -> Option<F::Output> {
+        unless(work, self.hardened()).await
+    }
+
     /// Resolves once `done` holds, re-checked on every notification of
     /// this stop or its parent (registered before each check, so none is
     /// missed).
@@ -207,6 +219,60 @@ impl Stop {
     }
 }
 
+/// `work`'s output, or `None` once `cut` resolves first; `cut` is polled once, then only
+/// after its own waker fired (or the task's waker changed).
+async fn unless<F: Future>(work: F, cut: impl Future<Output = ()>) -> Option<F::Output> {
+    let (mut work, mut cut) = (pin!(work), pin!(cut));
+    let mut watch: Option<(Arc<CutWake>, Waker)> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        let due = match &watch {
+            Some((flag, _)) if flag.task.will_wake(cx.waker()) => {
+                flag.fired.swap(false, Ordering::AcqRel)
+            }
+            _ => {
+                let flag = Arc::new(CutWake {
+                    fired: AtomicBool::new(false),
+                    task: cx.waker().clone(),
+                });
+                watch = Some((flag.clone(), Waker::from(flag)));
+                true
+            }
+        };
+        if due {
+            let (_, waker) = watch.as_ref().expect("set above");
+            if cut
+                .as_mut()
+                .poll(&mut Context::from_waker(waker))
+                .is_ready()
+            {
+                return Poll::Ready(None);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// The cut's waker in [`unless`]: notes that the cut is to be polled, and wakes the task.
+struct CutWake {
+    fired: AtomicBool,
+    task: Waker,
+}
+
+impl Wake for CutWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.fired.store(true, Ordering::Release);
+        self.task.wake_by_ref();
+    }
+}
+
 impl std::fmt::Debug for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stop")
@@ -219,7 +285,6 @@ impl std::fmt::Debug for Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::future::Future as _;
 
     #[tokio::test]
     async fn a_turn_already_due_does_not_wait_for_a_timer_tick() {
@@ -261,6 +326,51 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), other.hardened())
             .await
             .expect("hardened resolves");
+    }
+
+    /// Work woken many times polls the cut once; the cut's own wake-up is not missed, even
+    /// after a soft stop's notification woke it first.
+    #[tokio::test]
+    async fn the_cut_is_polled_on_its_own_wake_ups_only() {
+        use std::sync::atomic::AtomicU32;
+        let polls = AtomicU32::new(0);
+        let stop = Stop::new();
+        let counted = async {
+            let mut hardened = pin!(stop.hardened());
+            std::future::poll_fn(|cx| {
+                polls.fetch_add(1, Ordering::SeqCst);
+                hardened.as_mut().poll(cx)
+            })
+            .await
+        };
+        let mut wakes = 0;
+        let work = std::future::poll_fn(|cx| {
+            wakes += 1;
+            if wakes == 100 {
+                return Poll::Ready("done");
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        });
+        assert_eq!(unless(work, counted).await, Some("done"));
+        assert_eq!(polls.load(Ordering::SeqCst), 1, "polled once in 100 wakes");
+
+        // A soft stop wakes the cut (it does not resolve), then a hard one cuts.
+        let never = std::future::pending::<()>();
+        let cut = tokio::spawn({
+            let stop = stop.clone();
+            async move { stop.unless_hardened(never).await }
+        });
+        tokio::task::yield_now().await;
+        stop.stop(StopReason::Done("end rules".into()));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!cut.is_finished(), "a soft stop does not cut");
+        stop.harden();
+        let out = tokio::time::timeout(Duration::from_secs(5), cut)
+            .await
+            .expect("the hard stop cuts the work")
+            .unwrap();
+        assert_eq!(out, None);
     }
 
     #[tokio::test]

@@ -58,18 +58,19 @@ impl TurnSender {
         let exchange =
             self.client
                 .send_json_then(body, self.body.stream, &req.session_id, meanwhile);
-        let exchange = tokio::select! {
-            exchange = exchange => exchange,
-            () = stop.hardened() => {
-                record.status = TurnStatus::Interrupted;
-                record.issued_ns = Some(self.ns(issued));
-                record.complete_ns = Some(self.ns(Instant::now()));
-                record.error = Some(format!(
-                    "interrupted before the answer ended ({})",
-                    stop.reason().map_or_else(|| "stopped".into(), |(r, _)| r.to_string())
-                ));
-                return Sent { record, answered: None };
-            }
+        let Some(exchange) = stop.unless_hardened(exchange).await else {
+            record.status = TurnStatus::Interrupted;
+            record.issued_ns = Some(self.ns(issued));
+            record.complete_ns = Some(self.ns(Instant::now()));
+            record.error = Some(format!(
+                "interrupted before the answer ended ({})",
+                stop.reason()
+                    .map_or_else(|| "stopped".into(), |(r, _)| r.to_string())
+            ));
+            return Sent {
+                record,
+                answered: None,
+            };
         };
         let Exchange {
             timeline: t,
