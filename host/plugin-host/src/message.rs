@@ -62,6 +62,27 @@ impl Message {
         self.calls.iter().map(|(id, name)| (&**id, &**name))
     }
 
+    /// This message with `prefix` before its text content (a sweep's salt before a system
+    /// prompt), as [`Message::new`] would write it; `None` when it has no text content.
+    /// Its JSON is spliced, not parsed and written again: `content` is the key after
+    /// `role`, as [`Message::new`] writes them.
+    pub fn with_content_prefix(&self, prefix: &str) -> Option<Self> {
+        let head = format!(r#"{{"role":"{}","content":""#, role_name(self.role));
+        let rest = self.json.strip_prefix(head.as_bytes())?;
+        let quoted = serde_json::to_string(prefix).expect("a string serialises");
+        let escaped = &quoted[1..quoted.len() - 1];
+        let mut json = Vec::with_capacity(head.len() + escaped.len() + rest.len());
+        json.extend_from_slice(head.as_bytes());
+        json.extend_from_slice(escaped.as_bytes());
+        json.extend_from_slice(rest);
+        Some(Self {
+            role: self.role,
+            json: json.into(),
+            tool_call_id: self.tool_call_id.clone(),
+            calls: self.calls.clone(),
+        })
+    }
+
     /// The message as the workload made it, parsed back from its JSON.
     pub fn to_chat(&self) -> ChatMessage {
         let wire: Wire = serde_json::from_slice(&self.json).expect("the host wrote this JSON");
@@ -106,20 +127,24 @@ impl PartialEq for Message {
 
 impl Eq for Message {}
 
+/// A role as OpenAI names it.
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
 /// A message in OpenAI form: absent fields are left out.
 struct OpenAi<'a>(&'a ChatMessage);
 
 impl Serialize for OpenAi<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let m = self.0;
-        let role = match m.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("role", role)?;
+        map.serialize_entry("role", role_name(m.role))?;
         if let Some(c) = &m.content {
             map.serialize_entry("content", c)?;
         }
@@ -203,6 +228,36 @@ mod tests {
             tool_call_id: None,
             name: None,
         }
+    }
+
+    /// The splice writes what a whole new message would, escapes included.
+    #[test]
+    fn a_content_prefix_is_spliced_as_a_new_message_would_write_it() {
+        for role in [Role::System, Role::User, Role::Tool] {
+            let mut m = chat(role);
+            m.content = Some("be \"brief\"\n\u{1}é".into());
+            m.tool_call_id = (role == Role::Tool).then(|| "call_1".into());
+            let prefix = "[run 7 \"x\"]\n";
+            let spliced = Message::new(&m).with_content_prefix(prefix).unwrap();
+            m.content = Some(format!("{prefix}{}", m.content.as_deref().unwrap()));
+            let whole = Message::new(&m);
+            assert_eq!(spliced.json(), whole.json(), "{role:?}");
+            assert_eq!(spliced.tool_call_id(), whole.tool_call_id());
+            assert_eq!(spliced.to_chat(), m);
+        }
+        // No text content: nothing to put a prefix before.
+        let calls = Message::new(&ChatMessage {
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                name: "ls".into(),
+                arguments: "{}".into(),
+            }],
+            ..chat(Role::Assistant)
+        });
+        assert!(calls.with_content_prefix("[run]").is_none());
+        assert!(Message::new(&chat(Role::System))
+            .with_content_prefix("[run]")
+            .is_none());
     }
 
     #[test]
