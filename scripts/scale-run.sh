@@ -68,7 +68,16 @@ nice -n "${SIM_NICE:-0}" "$bin" sim --port "$port" --responder fill --tokenizer 
 sim=$!
 trap 'kill $sim 2>/dev/null || true' EXIT
 sleep 1
-/usr/bin/time -v "$bin" run "$out/scale.toml" --out "$out/run" > "$out/run.log" 2> "$out/time.log"
+if ! kill -0 "$sim" 2>/dev/null; then
+  echo "the simulator did not start ($out/sim.log):" >&2
+  cat "$out/sim.log" >&2
+  exit 1
+fi
+if ! /usr/bin/time -v "$bin" run "$out/scale.toml" --out "$out/run" > "$out/run.log" 2> "$out/time.log"; then
+  echo "agentload run failed ($out/time.log):" >&2
+  sed -n '/Command being timed/q;p' "$out/time.log" >&2
+  exit 1
+fi
 echo "simulator CPU: $(awk '{print ($14+$15)/100}' /proc/$sim/stat) s"
 grep -E "Maximum resident|User time|System time|Elapsed" "$out/time.log"
 python3 - "$out/run/sweep/summary.json" <<'PY'
