@@ -341,6 +341,12 @@ impl TurnLog {
         })
     }
 
+    /// Keeps the local counts of the lines `keep` names only (those it will be asked for).
+    pub fn keep_counts(&mut self, keep: impl Fn(u64) -> bool) {
+        self.counts.retain(|&line, _| keep(line));
+        self.counts.shrink_to_fit();
+    }
+
     /// The record at `line` (as [`each_turn_at`] numbered it), whose bytes are `span`,
     /// with its local counts.
     pub fn turn(&self, line: u64, span: Span) -> Result<TurnRecord, String> {

@@ -154,10 +154,10 @@ impl Prior {
         plans: Vec<SessionPlan>,
         count_locally: bool,
     ) -> Result<(Vec<SessionOutcome>, Vec<SessionTask>), String> {
-        let mut log: Option<Arc<TurnLog>> = None;
         let none = Logged::default();
         let mut over = Vec::new();
         let mut tasks = Vec::new();
+        let mut replayed = HashSet::new();
         for plan in plans {
             let logged = self.sessions.get(plan.id.as_str()).unwrap_or(&none);
             match self.ended.get(&plan.id) {
@@ -169,22 +169,25 @@ impl Prior {
                     over.push(o.clone())
                 }
                 _ => {
-                    let log = match (&log, logged.lines.is_empty()) {
-                        (_, true) => None,
-                        (Some(log), false) => Some(log.clone()),
-                        (None, false) => {
-                            Some(log.insert(Arc::new(TurnLog::open(&self.log)?)).clone())
-                        }
-                    };
+                    replayed.extend(logged.lines.iter().map(|&(line, _)| line));
                     tasks.push(SessionTask {
                         history: History {
-                            log,
+                            log: None,
                             lines: logged.lines.clone(),
                         },
                         plan,
                         agent: None,
                     })
                 }
+            }
+        }
+        if !replayed.is_empty() {
+            // Held while the replays last: only the counts they will read.
+            let mut log = TurnLog::open(&self.log)?;
+            log.keep_counts(|line| replayed.contains(&line));
+            let log = Arc::new(log);
+            for task in tasks.iter_mut().filter(|t| !t.history.is_empty()) {
+                task.history.log = Some(log.clone());
             }
         }
         Ok((over, tasks))
