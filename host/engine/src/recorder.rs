@@ -316,17 +316,22 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn with_a_log_memory_keeps_what_the_metrics_need_and_not_the_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("turns.jsonl");
-        let recorder = Recorder::open(
-            log_files(&log, false),
+    /// A recorder of a new log at `log`, silent, counting nothing.
+    fn fresh(log: &Path) -> Recorder {
+        Recorder::open(
+            log_files(log, false),
             PriorTurns::default(),
             None,
             Console::silent(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn with_a_log_memory_keeps_what_the_metrics_need_and_not_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("turns.jsonl");
+        let recorder = fresh(&log);
         let mut answered = TurnRecord::aborted("s", 1, "s:1", "{}");
         answered.status = TurnStatus::Completed;
         answered.error = None;
@@ -394,13 +399,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("turns.jsonl");
-        let first = Recorder::open(
-            log_files(&log, false),
-            PriorTurns::default(),
-            None,
-            Console::silent(),
-        )
-        .unwrap();
+        let first = fresh(&log);
         first.keep(answered(1), None).await.unwrap();
         first.finish().unwrap();
         // A resume appends a turn; the first comes back from the log as the prior.
