@@ -51,6 +51,11 @@ pub(crate) enum Span {
     CallArguments(usize, usize, usize),
 }
 
+/// A word that is one token for the [`ApproxTokenCounter`](crate::ApproxTokenCounter)
+/// (four letters after a space) and one for the Qwen vocabulary: the filler of answers made
+/// to a length.
+pub(crate) const FILLER_WORD: &str = " data";
+
 /// `(start, end)` byte ranges of `counter`'s pieces of `text`.
 fn ranges(counter: &dyn TokenCounter, text: &str) -> Vec<(usize, usize)> {
     let mut start = 0;
@@ -86,6 +91,19 @@ impl Answer {
             );
         }
         spans
+    }
+
+    /// Generation past the answer's end, as a model asked to `ignore_eos` goes on: filler
+    /// content pieces ([`FILLER_WORD`], one token each) appended to `spans`, after everything
+    /// else the answer streams, until there are `tokens` of them.
+    pub(crate) fn extend_to(&mut self, spans: &mut Vec<Span>, tokens: usize) {
+        let missing = tokens.saturating_sub(spans.len());
+        self.content.reserve(missing * FILLER_WORD.len());
+        for _ in 0..missing {
+            let start = self.content.len();
+            self.content.push_str(FILLER_WORD);
+            spans.push(Span::Content(start, self.content.len()));
+        }
     }
 
     /// The piece a span of this answer stands for.
@@ -280,6 +298,21 @@ mod tests {
             .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
             .collect();
         assert_eq!(merged, expected);
+    }
+
+    #[test]
+    fn an_answer_extended_goes_on_after_its_tool_calls() {
+        let mut a = sample();
+        let mut spans = a.spans(&ApproxTokenCounter);
+        let natural = spans.len();
+        a.extend_to(&mut spans, natural + 3);
+        assert_eq!(spans.len(), natural + 3);
+        let tail: Vec<_> = spans[natural..].iter().map(|&s| a.piece(s)).collect();
+        assert_eq!(tail, vec![Piece::Content(FILLER_WORD); 3]);
+        assert_eq!(a.content, format!("Running it.{}", FILLER_WORD.repeat(3)));
+        // Already long enough: nothing added.
+        a.extend_to(&mut spans, 1);
+        assert_eq!(spans.len(), natural + 3);
     }
 
     #[test]

@@ -48,8 +48,9 @@ pub struct SimConfig {
     /// [`crate::FAULT_HELP`]); at most one per request.
     pub faults: Vec<Fault>,
     /// Appends every chat-completions request to this JSONL file (default
-    /// none): its number, `X-Session-ID` and body, for comparing what two
-    /// clients sent. Each line is written and flushed as the request
+    /// none): its number, `X-Session-ID`, body, and the body's length and
+    /// sha256 as it came (`bytes`, `sha256`), for comparing what two clients
+    /// sent, byte for byte. Each line is written and flushed as the request
     /// arrives.
     pub request_log: Option<std::path::PathBuf>,
 }

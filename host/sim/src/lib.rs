@@ -1,7 +1,8 @@
 //! Embedded simulated OpenAI-compatible endpoint for agentload.
 //!
 //! The simulator serves `POST /v1/chat/completions` (streaming with `"stream": true`, else one
-//! JSON answer), `GET /v1/models` and `GET /health`, shaped like llama.cpp's `llama-server`
+//! JSON answer), `GET /v1/models` (with llama-server's `meta.n_ctx`, the configured
+//! `ctx_size`) and `GET /health`, shaped like llama.cpp's `llama-server`
 //! (chunk layout, error bodies, `usage`, `timings`). Answers come from a responder: `echo`, an
 //! `oracle` replaying a trajectory dataset, or a `script` of canned completions
 //! ([`ResponderConfig`]).
@@ -58,6 +59,9 @@
 //!   `finish_reason: "length"` after `max_tokens` (`max_completion_tokens`, `n_predict`)
 //!   tokens or when the slot's context is full (`ctx_size - prompt_tokens` generated tokens).
 //!   KV memory of running sequences is not modelled beyond the cache capacity (no preemption).
+//!   With `"ignore_eos": true` the model does not stop at its answer's end: filler tokens follow
+//!   it until the budget is spent (exactly `max_tokens` streamed tokens, `length`,
+//!   `completion_tokens == max_tokens`), as llama.cpp and vLLM generate past end-of-sequence.
 //! - **`timings`.** `prompt_ms` spans from when the sequence could start its prompt (slot taken
 //!   plus stall) to its first token, so it includes the overhead and, in a busy batch, the wait
 //!   for the next iteration; `predicted_ms` spans the first to the last decoded token.

@@ -32,6 +32,9 @@ pub(crate) struct ChatRequest {
     pub(crate) max_tokens: Option<u32>,
     /// `cache_prompt` (llama.cpp extension, default true): reuse the slot's cached prefix.
     pub(crate) cache_prompt: bool,
+    /// `ignore_eos` (llama.cpp and vLLM extension, default false): generation goes on past
+    /// the model's end of answer, to the token budget.
+    pub(crate) ignore_eos: bool,
     pub(crate) model: Option<String>,
 }
 
@@ -84,6 +87,7 @@ impl ChatRequest {
             false,
         )?;
         let cache_prompt = flag(obj.get("cache_prompt"), "cache_prompt", true)?;
+        let ignore_eos = flag(obj.get("ignore_eos"), "ignore_eos", false)?;
         let max_tokens = ["n_predict", "max_completion_tokens", "max_tokens"]
             .iter()
             .find_map(|key| obj.get(*key).filter(|v| !v.is_null()).map(|v| (key, v)))
@@ -102,6 +106,7 @@ impl ChatRequest {
             include_usage,
             max_tokens,
             cache_prompt,
+            ignore_eos,
             model,
         })
     }
@@ -226,17 +231,18 @@ mod tests {
             "stream_options": {"include_usage": true},
             "max_tokens": 10,
             "max_completion_tokens": 20,
-            "cache_prompt": false
+            "cache_prompt": false,
+            "ignore_eos": true
         }))
         .unwrap();
-        assert!(r.stream && r.include_usage && !r.cache_prompt);
+        assert!(r.stream && r.include_usage && !r.cache_prompt && r.ignore_eos);
         assert_eq!(r.max_tokens, Some(20));
         assert_eq!(r.model.as_deref(), Some("m"));
 
         let r =
             ChatRequest::parse(&json!({"messages": [{"role": "user"}], "max_tokens": -1})).unwrap();
         assert_eq!(r.max_tokens, None);
-        assert!(!r.stream && r.cache_prompt);
+        assert!(!r.stream && r.cache_prompt && !r.ignore_eos);
     }
 
     #[test]
@@ -247,6 +253,7 @@ mod tests {
             json!({"messages": [{"content": "x"}]}),
             json!({"messages": [{"role": "user"}], "max_tokens": "ten"}),
             json!({"messages": [{"role": "user"}], "stream": "yes"}),
+            json!({"messages": [{"role": "user"}], "ignore_eos": 1}),
         ] {
             let e = ChatRequest::parse(&body).unwrap_err();
             assert_eq!(e.status, 400, "{body}");

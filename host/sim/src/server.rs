@@ -308,6 +308,9 @@ async fn route(
                     "object": "model",
                     "created": unix_now(),
                     "owned_by": "llamacpp",
+                    // llama-server's model facts; `n_ctx` is what clients read as the
+                    // served context (AA's preflight does).
+                    "meta": {"n_ctx": state.ctx_size, "n_ctx_train": state.ctx_size},
                 }],
             }),
         ),
@@ -333,11 +336,23 @@ async fn route(
     }
 }
 
-/// One line of the request log: `{"n", "session", "body"}`. A failed write
-/// is reported once per request on stderr; the request is still answered.
-fn log_request(log: &std::sync::Mutex<std::fs::File>, n: u64, session: Option<&str>, body: &Value) {
+/// One line of the request log: `{"n", "session", "body", "bytes", "sha256"}`,
+/// `bytes` and `sha256` of the body exactly as it came (so two clients' bodies
+/// compare byte for byte). A failed write is reported once per request on
+/// stderr; the request is still answered.
+fn log_request(
+    log: &std::sync::Mutex<std::fs::File>,
+    n: u64,
+    session: Option<&str>,
+    raw: &[u8],
+    body: &Value,
+) {
+    use sha2::Digest;
     use std::io::Write;
-    let mut line = json!({"n": n, "session": session, "body": body}).to_string();
+    let sha256 = hex::encode(sha2::Sha256::digest(raw));
+    let line =
+        json!({"n": n, "session": session, "body": body, "bytes": raw.len(), "sha256": sha256});
+    let mut line = line.to_string();
     line.push('\n');
     let mut file = log
         .lock()
@@ -368,15 +383,16 @@ async fn chat(
         .await
         .map_err(|e| ApiError::invalid_request(format!("cannot read body: {e}")))?
         .to_bytes();
-    let body: Value = serde_json::from_slice(&body)
+    let raw = body;
+    let body: Value = serde_json::from_slice(&raw)
         .map_err(|e| ApiError::invalid_request(format!("invalid JSON body: {e}")))?;
     let n = state.requests.fetch_add(1, Ordering::Relaxed);
     if let Some(log) = &state.request_log {
-        log_request(log, n, session.as_deref(), &body);
+        log_request(log, n, session.as_deref(), &raw, &body);
     }
     let chat = ChatRequest::parse(&body)?;
     let mut ids = SplitMix64::new(state.id_seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let answer = match state.responder.answer(&chat, session.as_deref(), &mut ids) {
+    let mut answer = match state.responder.answer(&chat, session.as_deref(), &mut ids) {
         Ok(answer) => answer,
         Err(rejection) => {
             tokio::time::sleep(rejection.stall).await;
@@ -389,12 +405,17 @@ async fn chat(
         _ => state.counter.ends(&prompt, 0),
     };
     let n_prompt = u32::try_from(prompt_ends.len()).unwrap_or(u32::MAX);
-    let spans = answer.spans(&*state.counter);
+    let mut spans = answer.spans(&*state.counter);
     let max_tokens = if answer.uncapped {
         None
     } else {
         chat.max_tokens
     };
+    if chat.ignore_eos {
+        // The model does not stop at its end of answer: it generates the whole budget.
+        let budget = Generation::budget(max_tokens, n_prompt, state.ctx_size);
+        answer.extend_to(&mut spans, budget as usize);
+    }
     let gen = Generation::plan(
         u32::try_from(spans.len()).unwrap_or(u32::MAX),
         max_tokens,

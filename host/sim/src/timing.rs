@@ -81,12 +81,18 @@ pub(crate) struct Generation {
 }
 
 impl Generation {
+    /// The most tokens a request may generate: `max_tokens` (`None`: unlimited) within the
+    /// context's room after a prompt of `n_prompt` tokens; llama.cpp samples the first token
+    /// before checking the budget, so at least one.
+    pub(crate) fn budget(max_tokens: Option<u32>, n_prompt: u32, n_ctx: u32) -> u32 {
+        let room = n_ctx.saturating_sub(n_prompt);
+        max_tokens.map_or(room, |m| m.min(room)).max(1)
+    }
+
     /// `pieces` answer tokens, `max_tokens` from the request (`None`: unlimited), prompt of
     /// `n_prompt` tokens in a context of `n_ctx` (`n_prompt < n_ctx`).
     pub(crate) fn plan(pieces: u32, max_tokens: Option<u32>, n_prompt: u32, n_ctx: u32) -> Self {
-        let room = n_ctx.saturating_sub(n_prompt);
-        // llama.cpp samples the first token before checking the budget: at least one token.
-        let budget = max_tokens.map_or(room, |m| m.min(room)).max(1);
+        let budget = Self::budget(max_tokens, n_prompt, n_ctx);
         if pieces < budget {
             Self {
                 visible: pieces,

@@ -639,19 +639,38 @@ async fn the_request_log_keeps_every_body() {
         .text()
         .await
         .unwrap();
-    let second = json!({"messages": [user("é")], "max_tokens": 1});
-    post(&s, None, second.clone()).await.text().await.unwrap();
+    // Sent as written (spaces, an escape serde_json would not write, a float's
+    // spelling): the digest is of these bytes, not of the parsed body.
+    let second_text = r#"{"messages": [{"role": "user", "content": "\u00e9"}], "max_tokens": 1, "temperature": 1E0}"#;
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", s.url()))
+        .header("content-type", "application/json")
+        .body(second_text)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     s.shutdown().await;
     let lines: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let digest = |bytes: &[u8]| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(bytes))
+    };
+    let first_bytes = serde_json::to_vec(&first).unwrap();
     assert_eq!(
         lines,
         [
-            json!({"n": 0, "session": "conv1__repeat_2", "body": first}),
-            json!({"n": 1, "session": null, "body": second}),
+            json!({"n": 0, "session": "conv1__repeat_2", "body": first,
+                   "bytes": first_bytes.len(), "sha256": digest(&first_bytes)}),
+            json!({"n": 1, "session": null,
+                   "body": serde_json::from_str::<Value>(second_text).unwrap(),
+                   "bytes": second_text.len(), "sha256": digest(second_text.as_bytes())}),
         ]
     );
     let bad = start(
@@ -665,4 +684,85 @@ async fn the_request_log_keeps_every_body() {
     .await
     .unwrap_err();
     assert!(bad.to_string().contains("request log"), "{bad}");
+}
+
+/// `ignore_eos: true` generates exactly the budget, past the answer's end
+/// (`length`, `completion_tokens == max_tokens`); without it the same answer
+/// stops early (`stop`), as AA's ignore_eos probe and its control expect.
+#[tokio::test]
+async fn ignore_eos_generates_the_whole_budget() {
+    let sim = sim(fast()).await;
+    let probe = |ignore_eos: Option<bool>| {
+        let mut body = json!({"messages": [user("Reply with exactly the word: hi")],
+            "max_tokens": 40, "stream": true, "stream_options": {"include_usage": true}});
+        if let Some(flag) = ignore_eos {
+            body["ignore_eos"] = json!(flag);
+        }
+        body
+    };
+    for (ignore_eos, finish, tokens) in [
+        (Some(true), "length", 40),
+        (Some(false), "stop", 8),
+        (None, "stop", 8),
+    ] {
+        let text = post(&sim, None, probe(ignore_eos))
+            .await
+            .text()
+            .await
+            .unwrap();
+        let chunks: Vec<Value> = events(&text)
+            .iter()
+            .filter(|e| *e != "[DONE]")
+            .map(|e| serde_json::from_str(e).unwrap())
+            .collect();
+        let visible = chunks
+            .iter()
+            .filter(|c| {
+                c["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .is_some_and(|s| !s.is_empty())
+            })
+            .count();
+        let what = format!("ignore_eos {ignore_eos:?}");
+        assert_eq!(visible, tokens, "{what}");
+        let finished: Vec<&str> = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["finish_reason"].as_str())
+            .collect();
+        assert_eq!(finished, [finish], "{what}");
+        let usage = &chunks.last().unwrap()["usage"];
+        // A natural stop also decodes the end-of-generation token.
+        let decoded = if finish == "stop" { tokens + 1 } else { tokens };
+        assert_eq!(usage["completion_tokens"], decoded, "{what}");
+    }
+    // Not a boolean: refused like llama.cpp refuses a malformed field.
+    let mut bad = probe(None);
+    bad["ignore_eos"] = json!("yes");
+    assert_eq!(post(&sim, None, bad).await.status(), 400);
+    sim.shutdown().await;
+}
+
+/// `/v1/models` reports the served context as llama-server does (`meta.n_ctx`),
+/// and `/api/version` is not answered: the simulator is not Ollama.
+#[tokio::test]
+async fn models_report_the_context_and_ollama_routes_are_absent() {
+    let sim = sim(SimConfig {
+        ctx_size: 65_536,
+        model: "m".into(),
+        ..fast()
+    })
+    .await;
+    let models: Value = reqwest::get(format!("{}/v1/models", sim.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "m");
+    assert_eq!(models["data"][0]["meta"]["n_ctx"], 65_536);
+    for route in ["/api/version", "/api/tags"] {
+        let answer = reqwest::get(format!("{}{route}", sim.url())).await.unwrap();
+        assert_eq!(answer.status(), 404, "{route}");
+    }
+    sim.shutdown().await;
 }

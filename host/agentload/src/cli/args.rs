@@ -563,8 +563,9 @@ pub(super) struct SimArgs {
     /// `--help` lists the kinds).
     #[arg(long = "fault", value_name = "KIND@N", long_help = agentload_sim::FAULT_HELP)]
     pub(super) faults: Vec<agentload_sim::Fault>,
-    /// Append every chat request (number, X-Session-ID, body) to this JSONL
-    /// file, to compare what two clients sent.
+    /// Append every chat request (number, X-Session-ID, body, and the body's
+    /// bytes and sha256 as sent) to this JSONL file, to compare what two
+    /// clients sent byte for byte.
     #[arg(long, value_name = "FILE")]
     pub(super) log_requests: Option<PathBuf>,
 }

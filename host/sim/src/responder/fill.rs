@@ -1,14 +1,10 @@
 //! `fill`: answers with exactly the requested number of tokens.
 
-use crate::answer::Answer;
+use crate::answer::{Answer, FILLER_WORD as WORD};
 use crate::prompt::ChatRequest;
 use crate::rng::SplitMix64;
 
 use super::{Rejection, Responder};
-
-/// A word that is one token for the [`ApproxTokenCounter`](crate::ApproxTokenCounter)
-/// (four letters after a space) and one for the Qwen vocabulary.
-const WORD: &str = " data";
 
 /// Answers with `max_tokens` tokens of filler text (the request's cap;
 /// `default_tokens` when it sets none), so the answer ends with
