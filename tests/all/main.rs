@@ -11,6 +11,7 @@
 
 mod common;
 
+mod aa_files;
 mod accuracy_gate;
 mod audit_flow;
 mod authoring;

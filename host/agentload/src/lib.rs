@@ -25,6 +25,7 @@
 //! [`bench`] and [`authoring`] (`plugin new` / `plugin check`). The threat
 //! model is `SECURITY.md`.
 
+pub mod aa;
 pub mod authoring;
 pub mod bench;
 pub mod cli;

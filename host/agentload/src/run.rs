@@ -1170,6 +1170,8 @@ async fn run_performance(
     text.push_str(&format!(
         "performance: {missing} of {expected} expected turns missing\n"
     ));
+    // An AA replay also gets AA's own files and headline, from the same records.
+    crate::aa::after_performance(&cx.out, text)?;
     if let Some(t) = summary.agentload.tracking.as_ref().filter(|t| t.tail > 0) {
         text.push_str(&format!(
             "performance window: {} issued turns counted, {} in the tail (issued after the \

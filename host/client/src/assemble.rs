@@ -50,6 +50,9 @@ pub struct Assembled {
     pub first_chunk: Option<FirstChunk>,
     /// An `error` object sent inside the stream.
     pub stream_error: Option<String>,
+    /// A stream's `data:` events that were JSON (not `[DONE]`): AA's
+    /// `response_chunks`.
+    pub data_events: u32,
 }
 
 /// An object kept from a chunk: its raw text (scanned) or its value.

@@ -21,6 +21,8 @@ struct Taker {
     assembler: CompletionAssembler,
     /// `data:` events seen (for messages).
     seen: u32,
+    /// Of them, JSON chunks taken.
+    chunks: u32,
     /// `[DONE]` came.
     done: bool,
 }
@@ -64,10 +66,14 @@ impl StreamReader {
     /// The answer, once the stream is over.
     pub(super) fn end(self) -> Result<Assembled, TurnError> {
         let Taker {
-            assembler, done, ..
+            assembler,
+            done,
+            chunks: data_events,
+            ..
         } = self.taker;
         let chunks = assembler.chunks();
-        let out = assembler.finish();
+        let mut out = assembler.finish();
+        out.data_events = data_events;
         let reason = out.finish_reason.clone();
         match (chunks, reason, done) {
             (0, _, true) => Err(TurnError::stream(
@@ -132,7 +138,9 @@ impl Taker {
             self.done = true;
             return Ok(());
         }
-        match self.assembler.push_chunk(event.data) {
+        let taken = self.assembler.push_chunk(event.data);
+        self.chunks += u32::from(taken.is_ok());
+        match taken {
             Ok(true) => {
                 t.first_token.get_or_insert(now);
                 t.last_token = Some(now);

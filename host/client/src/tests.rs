@@ -155,6 +155,8 @@ async fn a_valid_stream_completes_on_one_connection() {
         assert!(!ex.timeline.new_connection, "warmed up");
         assert!(ex.timeline.first_token.is_some());
         assert_eq!(ex.timeline.token_chunks_ns.len(), 1);
+        // Role, token and finish chunks: every JSON event, [DONE] not (AA's response_chunks).
+        assert_eq!(a.data_events, 3);
     }
     assert_eq!(c.connections_opened(), 1);
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);

@@ -61,6 +61,9 @@ pub fn headlines(run: &RunDir) -> Vec<Headline> {
     if let Some(s) = &run.summary {
         performance(&mut out, s);
     }
+    if let Some(aa) = &run.aa_summary {
+        aa_headlines(&mut out, aa);
+    }
     if let Some(score) = run.scores.as_ref().and_then(|s| s["score"].as_f64()) {
         push(
             &mut out,
@@ -418,6 +421,47 @@ fn group(s: &str) -> String {
     match frac {
         Some(f) => format!("{sign}{out}.{f}"),
         None => format!("{sign}{out}"),
+    }
+}
+
+/// AA's (agentperf-local's) headline, from `aa/summary.json`.
+fn aa_headlines(out: &mut Vec<Headline>, s: &Value) {
+    for (key, label, value) in [
+        (
+            "aa.output_tps",
+            "AA output tok/s",
+            &s["output_tokens_per_second"],
+        ),
+        (
+            "aa.e2e_tps",
+            "AA end-to-end tok/s",
+            &s["end_to_end_output_tokens_per_second"],
+        ),
+    ] {
+        push(
+            out,
+            key.into(),
+            label.into(),
+            "tok/s",
+            value.as_f64(),
+            Better::Higher,
+        );
+    }
+    let d = &s["latency_distributions_ms"];
+    for (key, label, series) in [
+        ("ttft", "TTFT", "time_to_first_token"),
+        ("e2e", "e2e", "e2e"),
+    ] {
+        for p in ["p50", "p95"] {
+            push(
+                out,
+                format!("aa.{key}_ms.{p}"),
+                format!("AA {label} {p}"),
+                "ms",
+                d[series][p].as_f64(),
+                Better::Lower,
+            );
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! result directories.
 #![forbid(unsafe_code)]
 
+mod aa;
 pub mod charts;
 mod compare;
 pub mod diff;
@@ -68,6 +69,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         // A live run says it is not official before any number.
         sections.extend(live::section(r));
         sections.extend(run_page::performance(r));
+        sections.extend(aa::section(r));
         sections.extend(sessions::section(r));
         sections.extend(shards::section(r));
         sections.extend(sweep::section(r));

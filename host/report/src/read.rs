@@ -455,6 +455,8 @@ pub struct RunDir {
     pub telemetry: Vec<PhaseTelemetry>,
     /// The performance phase's `session_metrics.jsonl`: where each session's time went.
     pub session_metrics: Vec<SessionTime>,
+    /// AA's (agentperf-local's) `aa/summary.json`, for an AA replay or an export.
+    pub aa_summary: Option<Value>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
@@ -591,6 +593,7 @@ impl RunDir {
             sweep,
             telemetry,
             session_metrics: jsonl(&dir.join("session_metrics.jsonl"))?.unwrap_or_default(),
+            aa_summary: json_file(&dir.join("aa/summary.json"))?,
             config,
             config_text,
         };

@@ -11,6 +11,7 @@
 //! config for what a run was asked: no plugin host, no engine.
 #![forbid(unsafe_code)]
 
+pub mod aa;
 mod accuracy;
 pub mod distributed;
 pub mod exit;

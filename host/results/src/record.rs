@@ -55,6 +55,10 @@ pub struct TurnRecord {
     pub first_token_read_lag_ns: Option<u64>,
     /// Token-bearing chunks received.
     pub token_chunks: u32,
+    /// The stream's JSON `data:` events, token-bearing or not (AA's `response_chunks`;
+    /// absent in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_events: Option<u32>,
     pub completion: Option<CompletionRecord>,
     /// What the first token-bearing chunk carried.
     pub first_chunk: Option<FirstChunk>,
@@ -251,6 +255,7 @@ impl TurnRecord {
             last_token_ns: None,
             complete_ns: None,
             token_chunks: 0,
+            data_events: None,
             completion: None,
             first_chunk: None,
             usage: None,
@@ -287,6 +292,7 @@ impl TurnRecord {
             finish_reason: a.finish_reason,
         });
         self.first_chunk = a.first_chunk;
+        self.data_events = Some(a.data_events);
         self.usage = a.usage;
         self.timings = a.timings;
         self.server_timestamps = a.server_timestamps;
@@ -304,6 +310,7 @@ impl TurnRecord {
             timings: self.timings.clone(),
             server_timestamps: self.server_timestamps.clone(),
             first_chunk: self.first_chunk.clone(),
+            data_events: self.data_events.unwrap_or_default(),
             ..Assembled::default()
         }
     }

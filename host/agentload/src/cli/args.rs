@@ -224,14 +224,20 @@ pub(super) enum Command {
         #[arg(long)]
         endpoint: Option<String>,
     },
-    /// Export a result directory's turns, sessions and phases as tables.
+    /// Export a result directory's turns, sessions and phases as tables, or
+    /// its run as Artificial Analysis's agentperf-local files.
     Export {
         /// The result directory.
         dir: PathBuf,
-        /// CSV (the one format so far): turns.csv, sessions.csv, phases.csv.
-        #[arg(long, required = true)]
+        /// CSV tables: turns.csv, sessions.csv, phases.csv (default DIR/export).
+        #[arg(long, required_unless_present = "aa", conflicts_with = "aa")]
         csv: bool,
-        /// Output directory (default DIR/export).
+        /// AA's result files from the run's records: turns.jsonl, tasks.json,
+        /// tools.json, failures.json, summary.json (default DIR/aa; never
+        /// replaced: an existing set is refused).
+        #[arg(long)]
+        aa: bool,
+        /// Output directory.
         #[arg(long)]
         out: Option<PathBuf>,
     },

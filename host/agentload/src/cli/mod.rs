@@ -295,7 +295,15 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             ));
             Ok(exit::SUCCESS)
         }
-        Command::Export { dir, out, csv: _ } => {
+        Command::Export {
+            dir, out, aa: true, ..
+        } => {
+            let _lock = lock_runs(std::iter::once(&dir), "export")?;
+            let written = crate::aa::export(&dir, out.as_deref())?;
+            agentload_console::out(&crate::aa::lines(&written));
+            Ok(exit::SUCCESS)
+        }
+        Command::Export { dir, out, .. } => {
             let _lock = lock_runs(std::iter::once(&dir), "export")?;
             let mut text = String::new();
             for path in agentload_report::export::csv(&dir, out.as_deref())? {
