@@ -3,7 +3,8 @@
 //! The faulted turn is `failed` with its cause in `turns.jsonl`, the rest of
 //! its conversation `aborted`, the other conversations complete and on disk,
 //! and the run INVALID; `repeat-tool-ids` (a valid answer) completes with the
-//! right call. One connection serves a whole clean run.
+//! right call. One connection serves a whole clean run. A proxy that replays
+//! an answer on a kept connection fails that turn, not the ones after it.
 
 use crate::common::*;
 use agentload_sim::{Fault, FaultKind, SimConfig};
@@ -76,6 +77,13 @@ impl Run {
 /// `endpoint` goes into the config's `[endpoint]` table (more tables may
 /// follow it).
 async fn replay(faults: &[&str], endpoint: &str) -> Run {
+    replay_through(faults, endpoint, None).await
+}
+
+/// [`replay`], the client reaching the simulator through a proxy that
+/// replays an answer before the `n`-th chat request, when `replay_at` is
+/// `Some(n)` ([`replaying_proxy`]).
+async fn replay_through(faults: &[&str], endpoint: &str, replay_at: Option<usize>) -> Run {
     let dir = scratch("faults");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -88,7 +96,11 @@ async fn replay(faults: &[&str], endpoint: &str) -> Run {
         ..Default::default()
     })
     .await;
-    let config = edge_config(dir.path(), &sim.url(), "", endpoint);
+    let url = match replay_at {
+        Some(n) => replaying_proxy(&sim.url(), n).await,
+        None => sim.url(),
+    };
+    let config = edge_config(dir.path(), &url, "", endpoint);
     let config_text = std::fs::read_to_string(&config)
         .unwrap()
         .replace("agentic_coding_2.5h.jsonl", "three.jsonl")
@@ -321,6 +333,97 @@ async fn a_clean_run_uses_one_connection() {
         run.connections, 1,
         "one keep-alive connection for the phase"
     );
+}
+
+/// A proxy in front of `upstream` (`http://host:port`) that forwards each
+/// connection's bytes both ways, except that before it forwards the `n`-th
+/// chat request (counted over all connections) it sends the client, on that
+/// connection, the answer to the request before it again: a proxy that
+/// replays an answer nobody asked for. Returns its base URL.
+async fn replaying_proxy(upstream: &str, n: usize) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const CHAT: &[u8] = b"POST /v1/chat/completions HTTP/1.1\r\n";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let requests = std::sync::Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (upstream, requests) = (upstream.clone(), requests.clone());
+            tokio::spawn(async move {
+                let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                // The answer to the latest request, as forwarded so far.
+                let mut answer: Vec<u8> = Vec::new();
+                let (mut up, mut down) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+                loop {
+                    tokio::select! {
+                        read = client.read(&mut up) => {
+                            let Ok(got @ 1..) = read else { return };
+                            let request = &up[..got];
+                            if request.starts_with(CHAT) {
+                                let i = requests.fetch_add(1, Ordering::SeqCst) + 1;
+                                if i == n && !answer.is_empty() {
+                                    let _ = client.write_all(&answer).await;
+                                }
+                                answer.clear();
+                            }
+                            if server.write_all(request).await.is_err() {
+                                return;
+                            }
+                        }
+                        read = server.read(&mut down) => {
+                            let Ok(got @ 1..) = read else { return };
+                            answer.extend_from_slice(&down[..got]);
+                            if client.write_all(&down[..got]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// A proxy replays request 4's answer to request 5 on the same keep-alive
+/// connection (the answer out of step: taken as request 5's, every
+/// later answer would shift by one). Its completion id repeats request 4's,
+/// so turn 5 fails with that cause, its connection is closed, the rest of
+/// the run gets its own answers on a new one, and the run is INVALID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_answer_on_a_kept_connection_fails_the_turn_not_the_run_after_it() {
+    let run = replay_through(&[], "", Some(5)).await;
+    let cause = assert_failed_at(
+        &run,
+        5,
+        "answer out of step with its request: its completion id `chatcmpl-",
+    );
+    assert!(
+        cause.contains(
+            "is that of the answer 1 before it on this connection; the connection was closed"
+        ),
+        "{cause}"
+    );
+    assert_eq!(
+        run.connections, 2,
+        "the out-of-step connection was replaced"
+    );
+    assert!(run.output.contains("answer out of step"), "{}", run.output);
+}
+
+/// `endpoint.reuse_connections = false`: each request goes out on a
+/// connection of its own, where the same proxy has no earlier answer to
+/// replay, and the run is VALID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_reused_connections_a_replaying_proxy_changes_nothing() {
+    let run = replay_through(&[], "reuse_connections = false", Some(5)).await;
+    assert!(run.success, "{}", run.output);
+    assert!(run.report.contains("run VALID"), "{}", run.report);
+    assert!(run.records.iter().all(|r| r["status"] == "completed"));
+    assert_eq!(run.chat_requests, 9);
+    assert!(run.connections >= 9, "{} connections", run.connections);
 }
 
 /// Every fault kind has its test above (a new kind must get one).

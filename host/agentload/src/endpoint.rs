@@ -23,6 +23,7 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
             TtftTrigger::Reference => FirstToken::Reference,
             TtftTrigger::Rules => FirstToken::Rules,
         },
+        reuse_connections: config.endpoint.reuse_connections,
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),

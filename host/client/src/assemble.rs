@@ -37,6 +37,10 @@ pub struct FirstChunk {
 /// The assembled answer.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Assembled {
+    /// The completion's `id` (the first non-empty one its chunks carried): a reused
+    /// connection's answer whose id repeats an earlier one there is not this request's.
+    #[serde(skip)]
+    pub id: Option<String>,
     pub content: String,
     pub reasoning_content: String,
     pub tool_calls: Vec<ToolCallRecord>,
@@ -74,10 +78,19 @@ impl Extra {
     }
 }
 
-/// A `data:` payload that is not JSON (the parser's message).
+/// Why a `data:` payload (or a whole answer) cannot be taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct NotJson(pub String);
+pub enum BadChunk {
+    /// Not JSON (the parser's message).
+    #[error("{0}")]
+    NotJson(String),
+    /// A tool call's `index` is there but not a call's index (an unsigned integer): taken as
+    /// 0 it would merge the call into another one.
+    #[error(
+        "`tool_calls[{position}].index` is `{value}`, not a call's index (an unsigned integer)"
+    )]
+    BadIndex { position: usize, value: String },
+}
 
 /// Which chunk stops the TTFT clock.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,8 +134,9 @@ impl CompletionAssembler {
     /// it). Role-only and usage-only chunks do not.
     ///
     /// # Errors
-    /// When the payload is not JSON (nothing of it is kept).
-    pub fn push_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
+    /// When the payload is not JSON, or a tool call's `index` is not an unsigned integer
+    /// (nothing of it is kept).
+    pub fn push_chunk(&mut self, data: &str) -> Result<bool, BadChunk> {
         // The scanner reads the usual shapes in one pass, building nothing for
         // the fields nobody reads. A chunk it does not read (another shape,
         // or not JSON at all) takes the general path, which reads any shape
@@ -141,9 +155,14 @@ impl CompletionAssembler {
     }
 
     /// [`push_chunk`](Self::push_chunk) through a JSON value: any shape.
-    fn push_value_chunk(&mut self, data: &str) -> Result<bool, NotJson> {
-        let chunk = serde_json::from_str::<Value>(data).map_err(|e| NotJson(e.to_string()))?;
+    fn push_value_chunk(&mut self, data: &str) -> Result<bool, BadChunk> {
+        let chunk =
+            serde_json::from_str::<Value>(data).map_err(|e| BadChunk::NotJson(e.to_string()))?;
         let view = ChunkView::of(&chunk);
+        let delta = view.first_choice.as_ref().and_then(|c| c.delta.as_ref());
+        if let Some(Calls::Values(calls)) = delta.and_then(|d| d.tool_calls.as_ref()) {
+            check_indexes(calls.iter())?;
+        }
         self.keep_extras(&view);
         Ok(self.take(view))
     }
@@ -151,6 +170,9 @@ impl CompletionAssembler {
     fn take(&mut self, chunk: ChunkView<'_>) -> bool {
         if chunk.has_choices {
             self.chunks += 1;
+        }
+        if self.out.id.is_none() {
+            self.out.id = chunk.id.filter(|id| !id.is_empty()).map(str::to_owned);
         }
         let Some(choice) = chunk.first_choice else {
             return false;
@@ -195,10 +217,21 @@ impl CompletionAssembler {
     }
 
     /// Takes a whole non-streamed `chat.completion` response.
-    pub fn push_response(&mut self, body: &Value) {
-        self.keep_extras(&ChunkView::of(body));
-        let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
-            return;
+    ///
+    /// # Errors
+    /// When a tool call's `index` is there but not an unsigned integer (nothing is kept).
+    pub fn push_response(&mut self, body: &Value) -> Result<(), BadChunk> {
+        let choice = body.get("choices").and_then(|c| c.get(0));
+        let calls = choice
+            .and_then(|c| c.get("message"))
+            .and_then(|m| m.get("tool_calls"))
+            .and_then(Value::as_array);
+        check_indexes(calls.into_iter().flatten())?;
+        let view = ChunkView::of(body);
+        self.out.id = view.id.filter(|id| !id.is_empty()).map(str::to_owned);
+        self.keep_extras(&view);
+        let Some(choice) = choice else {
+            return Ok(());
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.out.finish_reason = Some(reason.to_string());
@@ -218,6 +251,7 @@ impl CompletionAssembler {
                 self.merge_call(view);
             }
         }
+        Ok(())
     }
 
     /// The assembled answer.
@@ -293,9 +327,39 @@ impl<'a> Calls<'a> {
     }
 }
 
+/// A tool call's `index`, when it is a call's index: an unsigned integer (`1.0` too: the
+/// reference's Python reads it as 1); `None` for anything else.
+fn call_index(index: &Value) -> Option<u64> {
+    index.as_u64().or_else(|| {
+        let f = index.as_f64()?;
+        // Integers an f64 holds exactly.
+        (f >= 0.0 && f.fract() == 0.0 && f < 9_007_199_254_740_992.0).then_some(f as u64)
+    })
+}
+
+/// Refuses the first of `calls` whose `index` is there (not null) and not a call's index.
+fn check_indexes<'a>(calls: impl Iterator<Item = &'a Value>) -> Result<(), BadChunk> {
+    for (position, call) in calls.enumerate() {
+        match call.get("index") {
+            None | Some(Value::Null) => {}
+            Some(index) if call_index(index).is_some() => {}
+            Some(index) => {
+                let mut value = index.to_string();
+                if value.len() > 64 {
+                    value.truncate(value.floor_char_boundary(64));
+                    value.push('…');
+                }
+                return Err(BadChunk::BadIndex { position, value });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One tool-call delta as the assembler reads it.
 struct CallView<'a> {
-    /// `index` (0 when absent or not an unsigned integer).
+    /// `index` (0 when absent or null; anything else that is not a call's index was refused
+    /// before, see [`check_indexes`]).
     index: u64,
     /// `id` and `function.name` ("" when absent, empty or not strings).
     id: &'a str,
@@ -321,7 +385,7 @@ impl<'a> CallView<'a> {
         let name = f.and_then(|f| f.get("name"));
         let arguments = f.and_then(|f| f.get("arguments"));
         Self {
-            index: call.get("index").and_then(Value::as_u64).unwrap_or(0),
+            index: call.get("index").and_then(call_index).unwrap_or(0),
             id: str_of(call.get("id")),
             name: str_of(name),
             arguments: match arguments {
@@ -336,6 +400,8 @@ impl<'a> CallView<'a> {
 
 /// What a chunk says, whichever way it was parsed.
 struct ChunkView<'a> {
+    /// The completion's `id`, when a string.
+    id: Option<&'a str>,
     /// `choices` is an array.
     has_choices: bool,
     first_choice: Option<ChoiceView<'a>>,
@@ -375,6 +441,7 @@ impl<'a> ChunkView<'a> {
             }),
         });
         Self {
+            id: chunk.get("id").and_then(Value::as_str),
             has_choices: choices.is_some_and(Value::is_array),
             first_choice,
             usage: chunk.get("usage"),
@@ -404,6 +471,7 @@ fn scanned<'a>(chunk: &'a scan::Chunk<'a>) -> ChunkView<'a> {
             }),
         });
     ChunkView {
+        id: chunk.id.as_deref(),
         has_choices: chunk.choices.is_some(),
         first_choice,
         usage: None,
@@ -580,6 +648,7 @@ mod tests {
         assert_eq!(a.chunks(), 5);
         let out = a.finish();
         assert_eq!(out.content, "ok");
+        assert_eq!(out.id.as_deref(), Some("x"), "the first non-empty id");
         assert_eq!(out.reasoning_content, "hm");
         let usage: Value = serde_json::from_str(out.usage.unwrap().get()).unwrap();
         assert_eq!(usage["completion_tokens"], 2);
@@ -660,7 +729,7 @@ mod tests {
     fn non_json_is_an_error_and_error_objects_are_kept() {
         let mut a = CompletionAssembler::default();
         let err = a.push_chunk("{not json").unwrap_err();
-        assert!(err.0.contains("key must be a string"), "{err}");
+        assert!(err.to_string().contains("key must be a string"), "{err}");
         assert!(a.push_chunk("hello").is_err());
         assert_eq!(a.chunks(), 0);
         a.push_chunk(r#"{"error":{"message":"boom","code":500}}"#)
@@ -676,7 +745,8 @@ mod tests {
         let mut a = CompletionAssembler::default();
         a.push_response(&serde_json::json!({
             "choices": [{"message": {"tool_calls": [[], 3, {"function": {"name": "f"}}]}}]
-        }));
+        }))
+        .unwrap();
         let out = a.finish();
         assert_eq!(out.tool_calls.len(), 1);
         assert_eq!(out.tool_calls[0].name, "f");
@@ -686,11 +756,14 @@ mod tests {
     fn non_streamed_response() {
         let mut a = CompletionAssembler::default();
         a.push_response(&serde_json::json!({
+            "id": "chatcmpl-9",
             "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1}
-        }));
+        }))
+        .unwrap();
         let out = a.finish();
+        assert_eq!(out.id.as_deref(), Some("chatcmpl-9"));
         assert_eq!(out.tool_calls[0].name, "f");
         assert_eq!(out.content, "");
         assert_eq!(out.finish_reason.as_deref(), Some("tool_calls"));

@@ -38,6 +38,12 @@ const SPARE_MAX_BYTES: usize = 4 * READ_ROOM;
 /// The most slices one `writev(2)` takes (Linux's `IOV_MAX`).
 const MAX_SLICES: usize = 1024;
 
+/// Completion ids of the latest answers a connection keeps (as hashes) to know an answer
+/// that repeats one of them.
+const RECENT_IDS: usize = 4;
+/// Interim (1xx) heads taken before an answer's final head, at most.
+const MAX_INTERIM_HEADS: u32 = 32;
+
 /// One keep-alive connection: its socket, the bytes read and not consumed yet, and its read
 /// stamps.
 #[derive(Debug)]
@@ -48,6 +54,23 @@ pub(super) struct Connection {
     pub(super) reads: ReadStamp,
     /// The latest answer allows another request on the connection.
     keep_alive: bool,
+    /// Right before the latest request's first byte was handed to the kernel (`None`: no
+    /// request went out on it yet).
+    written_at: Option<Instant>,
+    /// Hashes of the completion ids of its latest answers (0: none), newest at
+    /// `ids[answers % RECENT_IDS]`.
+    ids: [u64; RECENT_IDS],
+    /// Answers whose completion id it keeps.
+    answers: usize,
+}
+
+/// How far an answer's head came (for the cause of a turn that timed out waiting for it).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct HeadProgress {
+    /// Bytes read while the head was awaited (interim heads included).
+    pub(super) bytes: u64,
+    /// Interim (1xx) heads taken.
+    pub(super) interim: u32,
 }
 
 /// Why a request could not be written, or its answer read.
@@ -64,6 +87,11 @@ pub(super) enum WireError {
     Io(#[from] io::Error),
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
+    /// What arrived cannot be the answer to the request just written.
+    #[error("{0}")]
+    OutOfStep(String),
+    #[error("more than {MAX_INTERIM_HEADS} interim (1xx) heads came, and no answer")]
+    EndlessInterim,
 }
 
 impl WireError {
@@ -73,7 +101,7 @@ impl WireError {
         match self {
             Self::Unanswered(_) => true,
             Self::ClosedBeforeHead { received } => *received == 0,
-            Self::Io(_) | Self::Protocol(_) => false,
+            Self::Io(_) | Self::Protocol(_) | Self::OutOfStep(_) | Self::EndlessInterim => false,
         }
     }
 }
@@ -85,6 +113,9 @@ impl Connection {
             buf: BytesMut::new(),
             reads,
             keep_alive: true,
+            written_at: None,
+            ids: [0; RECENT_IDS],
+            answers: 0,
         }
     }
 
@@ -109,8 +140,10 @@ impl Connection {
             .filter(|s| !s.is_empty())
             .map(IoSlice::new)
             .collect();
+        let now = Instant::now();
+        self.written_at = Some(now);
         if let Some(issued) = issued {
-            *issued = Instant::now();
+            *issued = now;
         }
         let mut left = &mut slices[..];
         while !left.is_empty() {
@@ -136,25 +169,88 @@ impl Connection {
         self.io.read_buf(&mut self.buf).await
     }
 
-    /// Reads the answer's head (1xx heads skipped), and a decoder for its body.
-    pub(super) async fn read_head(&mut self) -> Result<(ResponseHead, BodyDecoder), WireError> {
+    /// Reads the answer's head (up to [`MAX_INTERIM_HEADS`] 1xx heads skipped), and a decoder
+    /// for its body; `progress` counts what came meanwhile. The first bytes must have arrived
+    /// after the request was written (where the kernel stamps arrivals): bytes that were on
+    /// their way before are no answer to it.
+    pub(super) async fn read_head(
+        &mut self,
+        progress: &mut HeadProgress,
+    ) -> Result<(ResponseHead, BodyDecoder), WireError> {
         loop {
-            if let Some(head) = parse_head(&mut self.buf)? {
+            if let Some(head) = parse_head(&mut self.buf, &mut progress.interim)? {
                 self.keep_alive = head.keep_alive;
                 let body = BodyDecoder::new(head.framing);
                 return Ok((head, body));
             }
+            if progress.interim > MAX_INTERIM_HEADS {
+                return Err(WireError::EndlessInterim);
+            }
+            let first = progress.bytes == 0;
             match self.fill().await {
                 Ok(0) => {
                     return Err(WireError::ClosedBeforeHead {
                         received: self.buf.len(),
                     })
                 }
-                Ok(_) => {}
+                Ok(n) => {
+                    progress.bytes += n as u64;
+                    if first {
+                        self.arrived_after_the_request(n)?;
+                    }
+                }
                 Err(e) if self.buf.is_empty() => return Err(WireError::Unanswered(e)),
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Refuses the `n` bytes just read when the kernel stamped their arrival before the request
+    /// was written: they were sent before the server had it (a stray answer on a reused
+    /// connection, or a server's greeting on a new one).
+    fn arrived_after_the_request(&self, n: usize) -> Result<(), WireError> {
+        let arrived = self.reads.latest().and_then(|at| at.arrived);
+        match (arrived, self.written_at) {
+            (Some(arrived), Some(written)) if arrived < written => {
+                Err(WireError::OutOfStep(format!(
+                    "{n} bytes arrived {} µs before the request was written: they start {}",
+                    written.duration_since(arrived).as_micros(),
+                    super::stream::quote(&self.buf[self.buf.len() - n..])
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends an exchange whose answer (`id`: its completion id) was read (`ended`: to the end
+    /// of its body): refused when bytes followed its end (anything but line ends), or when
+    /// its id is one an earlier answer on this connection carried. Otherwise the id is kept.
+    pub(super) fn settle(&mut self, ended: bool, id: Option<&str>) -> Result<(), String> {
+        if ended && self.buf.iter().any(|b| !matches!(b, b'\r' | b'\n')) {
+            return Err(format!(
+                "{} bytes followed the answer's end on its connection: they start {}",
+                self.buf.len(),
+                super::stream::quote(&self.buf)
+            ));
+        }
+        let Some(id) = id else { return Ok(()) };
+        let hash = {
+            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+            BuildHasherDefault::<DefaultHasher>::default()
+                .hash_one(id)
+                .max(1)
+        };
+        if let Some(back) = (1..=self.answers.min(RECENT_IDS))
+            .find(|back| self.ids[(self.answers - back) % RECENT_IDS] == hash)
+        {
+            return Err(format!(
+                "its completion id {} is that of the answer {back} before it on this connection",
+                super::stream::quote(id.as_bytes())
+            ));
+        }
+        self.ids[self.answers % RECENT_IDS] = hash;
+        self.answers += 1;
+        Ok(())
     }
 
     /// The next piece of the body (in the order it came, as read: no copy), `None` at its end.
@@ -281,6 +377,8 @@ pub(super) struct Pool {
     opened: AtomicU64,
     /// Which moment of a read stamps its bytes.
     timestamps: Timestamps,
+    /// A connection carries more than one request (`endpoint.reuse_connections`).
+    reuse: bool,
 }
 
 impl Pool {
@@ -289,13 +387,22 @@ impl Pool {
         self.timestamps
     }
 
-    pub(super) fn new(endpoint: Endpoint, max_idle: usize, timestamps: Timestamps) -> Self {
+    /// A pool of up to `max_idle` idle connections to `endpoint`; `reuse`: a connection
+    /// carries more than one request (else each request has one of its own, opened for it or
+    /// by a warm-up).
+    pub(super) fn new(
+        endpoint: Endpoint,
+        max_idle: usize,
+        timestamps: Timestamps,
+        reuse: bool,
+    ) -> Self {
         Self {
             endpoint,
             idle: Mutex::new(Idle::default()),
             max_idle: max_idle.max(1),
             opened: AtomicU64::new(0),
             timestamps,
+            reuse,
         }
     }
 
@@ -352,7 +459,7 @@ impl Pool {
     /// an idle connection holds no buffer (thousands of agents keep thousands idle between
     /// turns).
     pub(super) fn checkin(&self, mut conn: Connection) {
-        if !conn.reusable() {
+        if !conn.reusable() || (!self.reuse && conn.written_at.is_some()) {
             return;
         }
         let mut buf = std::mem::take(&mut conn.buf);
@@ -458,7 +565,7 @@ mod tests {
                 held.push(tcp);
             }
         });
-        Pool::new(endpoint.unwrap(), 4, Timestamps::Read)
+        Pool::new(endpoint.unwrap(), 4, Timestamps::Read, true)
     }
 
     #[tokio::test]
@@ -502,7 +609,7 @@ mod tests {
     async fn a_closed_idle_connection_is_dropped_and_its_buffer_kept() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = Endpoint::parse(&format!("http://{}", listener.local_addr().unwrap()));
-        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Read);
+        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Read, true);
         let (mut conn, _) = pool.checkout(None).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         conn.buf.reserve(READ_ROOM);
@@ -523,6 +630,54 @@ mod tests {
         let buffers = &pool.idle.lock().unwrap().buffers;
         assert_eq!(buffers.len(), 1);
         assert_eq!(buffers[0].as_ptr(), allocation);
+    }
+
+    /// An answer nobody asked for reaches an idle connection after the pool's check and before
+    /// the request is written (a proxy's late copy of the previous answer): the kernel's
+    /// arrival stamp puts its bytes before the write, so it is refused as out of step, not
+    /// taken as the request's answer.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_answer_sent_before_the_request_is_refused_as_out_of_step() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = Endpoint::parse(&format!("http://{}", listener.local_addr().unwrap()));
+        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Arrival, true);
+        let (mut conn, _) = pool.checkout(None).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        // Nagle's algorithm would hold the stray answer back until the request's packet
+        // acknowledged the previous one.
+        server.set_nodelay(true).unwrap();
+        const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n";
+        // Exchanges in step, until the kernel stamps arrivals (the first socket of the machine
+        // to ask turns stamping on through deferred work).
+        for _ in 0..1000 {
+            conn.write_request(REQUEST, &[], None).await.unwrap();
+            server.read_exact(&mut [0u8; REQUEST.len()]).await.unwrap();
+            server.write_all(ANSWER).await.unwrap();
+            let (_, mut body) = conn.read_head(&mut HeadProgress::default()).await.unwrap();
+            while conn.body_data(&mut body).await.unwrap().is_some() {}
+            if conn.reads.latest().unwrap().arrived.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        pool.checkin(conn);
+        let mut conn = pool
+            .take_idle()
+            .expect("nothing arrived yet: the check passes");
+        server.write_all(ANSWER).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        conn.write_request(REQUEST, &[], None).await.unwrap();
+        let Err(WireError::OutOfStep(why)) = conn.read_head(&mut HeadProgress::default()).await
+        else {
+            panic!("an answer sent before the request was taken as its answer");
+        };
+        assert!(
+            why.starts_with(&format!("{} bytes arrived ", ANSWER.len()))
+                && why.contains(" µs before the request was written: they start `HTTP/1.1 200 OK"),
+            "{why}"
+        );
     }
 
     /// `n` connections checked out at once.

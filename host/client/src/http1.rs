@@ -157,8 +157,11 @@ impl ResponseHead {
 
 /// Parses the response head at the start of `buf`, removing its bytes from `buf`. `Ok(None)`:
 /// the head is not complete yet (read more). Informational heads (100 Continue, 103 Early
-/// Hints; not 101) are skipped, and parsing goes on with the next head.
-pub(super) fn parse_head(buf: &mut BytesMut) -> Result<Option<ResponseHead>, ProtocolError> {
+/// Hints; not 101) are skipped, counted in `interim`, and parsing goes on with the next head.
+pub(super) fn parse_head(
+    buf: &mut BytesMut,
+    interim: &mut u32,
+) -> Result<Option<ResponseHead>, ProtocolError> {
     loop {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
@@ -187,6 +190,7 @@ pub(super) fn parse_head(buf: &mut BytesMut) -> Result<Option<ResponseHead>, Pro
                 .collect(),
         });
         buf.advance(len);
+        *interim += u32::from(informational);
         if let Some(mut head) = head {
             if status == 101 {
                 return Err(ProtocolError::SwitchingProtocols);
@@ -432,7 +436,7 @@ mod tests {
         for piece in pieces {
             buf.extend_from_slice(piece);
             if head.is_none() {
-                head = parse_head(&mut buf)?;
+                head = parse_head(&mut buf, &mut 0)?;
                 decoder = head.as_ref().map(|h| BodyDecoder::new(h.framing));
             }
             while let (Some(d), 0) = (decoder.as_mut(), ends) {
@@ -550,7 +554,7 @@ mod tests {
         assert_eq!(r.head.header("X-ID"), Some(&b"7"[..]));
         // A 100 alone is consumed, and waits for the final head.
         let mut buf = BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\n"[..]);
-        assert!(parse_head(&mut buf).unwrap().is_none());
+        assert!(parse_head(&mut buf, &mut 0).unwrap().is_none());
         assert!(buf.is_empty());
     }
 
@@ -570,7 +574,7 @@ mod tests {
 
     fn head(text: &str) -> Result<ResponseHead, ProtocolError> {
         let mut buf = BytesMut::from(format!("{text}\r\n\r\n").as_bytes());
-        let head = parse_head(&mut buf).map(|h| h.expect("a complete head"));
+        let head = parse_head(&mut buf, &mut 0).map(|h| h.expect("a complete head"));
         assert!(head.is_err() || buf.is_empty());
         head
     }
@@ -679,11 +683,11 @@ mod tests {
         // Too big before its end came.
         let mut buf = BytesMut::from(big.as_bytes());
         assert_eq!(
-            parse_head(&mut buf).unwrap_err(),
+            parse_head(&mut buf, &mut 0).unwrap_err(),
             ProtocolError::HeadTooLarge
         );
         buf.truncate(MAX_HEAD_BYTES);
-        assert!(parse_head(&mut buf).unwrap().is_none());
+        assert!(parse_head(&mut buf, &mut 0).unwrap().is_none());
     }
 
     /// Decodes `body` as `framing` until it needs more, then closes: the error.
@@ -801,7 +805,7 @@ mod tests {
             ]
             .concat();
             let mut buf = BytesMut::from(&input[..]);
-            let mut d = BodyDecoder::new(parse_head(&mut buf).unwrap().unwrap().framing);
+            let mut d = BodyDecoder::new(parse_head(&mut buf, &mut 0).unwrap().unwrap().framing);
             let start = buf.as_ptr() as usize + size_line.len();
             let Ok(Decoded::Data(got)) = d.decode(&mut buf) else {
                 panic!("no data")

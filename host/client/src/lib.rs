@@ -14,7 +14,7 @@ mod stream;
 mod wire;
 
 pub use assemble::{
-    Assembled, CompletionAssembler, FirstChunk, FirstToken, NotJson, ToolCallRecord,
+    Assembled, BadChunk, CompletionAssembler, FirstChunk, FirstToken, ToolCallRecord,
 };
 pub use body::RequestBody;
 pub use connection::EndpointError;

@@ -1,7 +1,7 @@
 //! The stream rules: SSE events in, an assembled completion (or the reason it is not one)
 //! out. Token-bearing chunks are timestamped with their read's arrival time.
 
-use super::assemble::{Assembled, CompletionAssembler, FirstToken, NotJson};
+use super::assemble::{Assembled, BadChunk, CompletionAssembler, FirstToken};
 use super::sse::{SseEvent, SseParser};
 use super::stream::{quote, Timeline, TurnError};
 use std::time::Instant;
@@ -148,9 +148,16 @@ impl Taker {
                     .push(now.duration_since(t.issued).as_nanos() as u64);
             }
             Ok(false) => {}
-            Err(NotJson(e)) => {
+            Err(BadChunk::NotJson(e)) => {
                 return Err(TurnError::stream(format!(
                     "SSE data #{} is neither JSON nor [DONE] ({e}): {}",
+                    self.seen,
+                    quote(event.data.as_bytes())
+                )))
+            }
+            Err(e @ BadChunk::BadIndex { .. }) => {
+                return Err(TurnError::stream(format!(
+                    "SSE data #{}: {e}: {}",
                     self.seen,
                     quote(event.data.as_bytes())
                 )))

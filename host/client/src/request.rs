@@ -17,7 +17,8 @@ pub(super) struct Heads {
 }
 
 impl Heads {
-    /// The heads for `endpoint`, with `api_key` as a bearer token when set.
+    /// The heads for `endpoint`, with `api_key` as a bearer token when set; `close`: every
+    /// request asks the server to close its connection after the answer (`connection: close`).
     ///
     /// # Errors
     /// When the API key or the chat route cannot go in a head (control characters).
@@ -25,6 +26,7 @@ impl Heads {
         endpoint: &Endpoint,
         url: &str,
         api_key: Option<&str>,
+        close: bool,
     ) -> Result<Self, EndpointError> {
         let invalid = |reason: &str| EndpointError {
             url: url.to_owned(),
@@ -39,6 +41,9 @@ impl Heads {
                 return Err(invalid("the API key is not a valid header value"));
             }
             common.push_str(&format!("authorization: Bearer {key}\r\n"));
+        }
+        if close {
+            common.push_str("connection: close\r\n");
         }
         let route = endpoint.path("/v1/chat/completions");
         if !request_target(&route) {
@@ -95,7 +100,7 @@ mod tests {
     #[test]
     fn heads_carry_the_fixed_headers_once_made_and_the_requests_own() {
         let endpoint = Endpoint::parse("http://127.0.0.1:8080/v1").unwrap();
-        let heads = Heads::new(&endpoint, "u", Some("sk-1")).unwrap();
+        let heads = Heads::new(&endpoint, "u", Some("sk-1"), false).unwrap();
         let chat = String::from_utf8(heads.chat(true, "conv-7", 1234)).unwrap();
         assert_eq!(
             chat,
@@ -120,20 +125,27 @@ mod tests {
                  authorization: Bearer sk-1\r\n\r\n"
             )
         );
-        let anonymous = Heads::new(&endpoint, "u", None).unwrap();
-        assert!(!String::from_utf8(anonymous.get("/x"))
+        // Without a key, and with each request on a connection of its own.
+        let anonymous = Heads::new(&endpoint, "u", None, true).unwrap();
+        let get = String::from_utf8(anonymous.get("/x")).unwrap();
+        assert!(!get.contains("authorization"), "{get}");
+        let chat = String::from_utf8(anonymous.chat(true, "s", 1)).unwrap();
+        for head in [get, chat] {
+            assert_eq!(head.matches("connection: close\r\n").count(), 1, "{head}");
+        }
+        assert!(!String::from_utf8(heads.chat(true, "s", 1))
             .unwrap()
-            .contains("authorization"));
+            .contains("connection:"));
     }
 
     #[test]
     fn what_cannot_go_in_a_head_is_refused() {
         let endpoint = Endpoint::parse("http://h:1").unwrap();
-        let Err(err) = Heads::new(&endpoint, "http://h:1", Some("k\nx")) else {
+        let Err(err) = Heads::new(&endpoint, "http://h:1", Some("k\nx"), false) else {
             panic!("a key with a line end was taken");
         };
         assert!(err.to_string().contains("API key"), "{err}");
-        assert!(Heads::new(&endpoint, "u", Some("k é\t")).is_ok());
+        assert!(Heads::new(&endpoint, "u", Some("k é\t"), false).is_ok());
         assert!(request_target("/v1/models"));
         for bad in ["v1/models", "/v1 models", "/v1\r\n", ""] {
             assert!(!request_target(bad), "{bad:?}");

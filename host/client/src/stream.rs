@@ -16,7 +16,7 @@
 
 use super::assemble::{Assembled, CompletionAssembler, FirstToken};
 use super::body::RequestBody;
-use super::connection::{Connection, Endpoint, EndpointError, Pool, WireError};
+use super::connection::{Connection, Endpoint, EndpointError, HeadProgress, Pool, WireError};
 use super::http1::{BodyDecoder, ResponseHead};
 use super::reader::StreamReader;
 use super::request::{request_target, Heads};
@@ -54,6 +54,9 @@ pub struct ClientOptions {
     pub timestamps: Timestamps,
     /// Which chunk stops the TTFT clock (`endpoint.ttft_trigger`).
     pub first_token: FirstToken,
+    /// A connection carries more than one request (`endpoint.reuse_connections`); when off,
+    /// each request goes out on a connection of its own, with `connection: close`.
+    pub reuse_connections: bool,
 }
 
 /// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
@@ -61,12 +64,18 @@ pub struct ClientOptions {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TurnError {
     /// The server answered with a non-2xx status.
-    #[error("HTTP {status}{}: {body}", retry_after.as_ref().map(|r| format!(" (Retry-After: {r})")).unwrap_or_default())]
+    #[error("HTTP {status}{}{}: {}",
+        retry_after.as_ref().map(|r| format!(" (Retry-After: {r})")).unwrap_or_default(),
+        location.as_ref().map(|l| format!(" (Location: {l}; agentload follows no redirect: point endpoint.url at the server)")).unwrap_or_default(),
+        if body.is_empty() { "(no body)" } else { body })]
     Http {
         status: u16,
         body: String,
         /// The `Retry-After` header, verbatim.
         retry_after: Option<String>,
+        /// The `Location` header of a 3xx answer, quoted.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        location: Option<String>,
     },
     /// The request could not be sent or the connection broke.
     #[error("transport error: {message}")]
@@ -82,9 +91,16 @@ pub enum TurnError {
         "answer exceeded endpoint.max_response_bytes = {cap} bytes (cut after {received} bytes)"
     )]
     TooLarge { cap: u64, received: u64 },
+    /// The answer is compressed (no `accept-encoding` was sent; agentload reads none).
+    #[error("the answer is encoded (Content-Encoding: {encoding}), though no encoding was asked for: agentload reads answers as sent, uncompressed; turn the server's or proxy's compression off")]
+    Encoded { encoding: String },
     /// The stream ended badly or carried an error.
     #[error("stream error: {message}")]
     Stream { message: String },
+    /// What came cannot be the answer to this request (see [`super::connection`]): the
+    /// connection is closed.
+    #[error("answer out of step with its request: {message}; the connection was closed (a server or proxy that sends answers nobody asked for needs endpoint.reuse_connections = false)")]
+    OutOfStep { message: String },
 }
 
 impl TurnError {
@@ -123,6 +139,8 @@ pub struct Timeline {
     pub last_byte: Option<Instant>,
     /// The request had to open a connection (none was idle, or the idle one was closed).
     pub new_connection: bool,
+    /// What came of the answer's head (for the cause of a timeout before it was whole).
+    pub(super) head: HeadProgress,
 }
 
 impl Timeline {
@@ -139,6 +157,7 @@ impl Timeline {
             bytes_received: 0,
             last_byte: None,
             new_connection: false,
+            head: HeadProgress::default(),
         }
     }
 
@@ -163,7 +182,15 @@ impl Timeline {
     fn stall_detail(&self, now: Instant, limit: Duration) -> String {
         match self.last_byte {
             None if self.first_byte.is_some() => "no body byte after the response head".into(),
-            None => "no response".into(),
+            None => match self.head {
+                HeadProgress { bytes: 0, .. } => "no response".into(),
+                HeadProgress { bytes, interim: 0 } => {
+                    format!("no complete response head: {bytes} bytes of one received")
+                }
+                HeadProgress { bytes, interim } => format!(
+                    "no final response head: {interim} interim (1xx) heads, {bytes} bytes in all"
+                ),
+            },
             Some(last) => {
                 let quiet = now.duration_since(last);
                 if quiet >= Duration::from_secs(1).min(limit / 2) {
@@ -267,11 +294,21 @@ impl ChatClient {
     /// header value.
     pub fn new(opts: &ClientOptions) -> Result<Self, ClientError> {
         let endpoint = Endpoint::parse(&opts.endpoint)?;
-        let heads = Heads::new(&endpoint, &opts.endpoint, opts.api_key.as_deref())?;
+        let heads = Heads::new(
+            &endpoint,
+            &opts.endpoint,
+            opts.api_key.as_deref(),
+            !opts.reuse_connections,
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 heads,
-                pool: Pool::new(endpoint, opts.max_connections, opts.timestamps),
+                pool: Pool::new(
+                    endpoint,
+                    opts.max_connections,
+                    opts.timestamps,
+                    opts.reuse_connections,
+                ),
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
                 first_token: opts.first_token,
@@ -351,6 +388,7 @@ impl ChatClient {
                     &mut None::<fn()>,
                 )
                 .await?;
+            encoding(&resp)?;
             let content_type = header(&resp, "content-type").unwrap_or_default();
             let cap = inner.cap();
             let (body, ended) = read_some(&mut conn, &mut body, cap, &mut t).await?;
@@ -464,21 +502,43 @@ impl ChatClient {
         let pool = &self.inner.pool;
         let (mut conn, reused) = pool.checkout(idle).await?;
         t.new_connection = !reused;
-        let broken = |e: &WireError| TurnError::Transport {
-            message: format!("request to {} failed: {e}", pool.endpoint.address()),
+        let broken = |e: &WireError| match e {
+            WireError::OutOfStep(message) => TurnError::OutOfStep {
+                message: message.clone(),
+            },
+            e => TurnError::Transport {
+                message: format!("request to {} failed: {e}", pool.endpoint.address()),
+            },
         };
         // On an idle connection the turn is issued when its request is written; a connect is
         // inside the turn (`issued` stays where the exchange began).
         let issued = reused.then_some(&mut t.issued);
-        match answer_head(&mut conn, head, body, first_token_due, once_sent, issued).await {
+        let sent = answer_head(
+            &mut conn,
+            head,
+            body,
+            first_token_due,
+            once_sent,
+            issued,
+            &mut t.head,
+        );
+        match sent.await {
             Ok((resp, decoder)) => Ok((conn, resp, decoder)),
             Err(e) if reused && e.unanswered() => {
                 let mut conn = pool.open().await?;
                 t.new_connection = true;
-                let (resp, decoder) =
-                    answer_head(&mut conn, head, body, first_token_due, once_sent, None)
-                        .await
-                        .map_err(|e| broken(&e))?;
+                t.head = HeadProgress::default();
+                let (resp, decoder) = answer_head(
+                    &mut conn,
+                    head,
+                    body,
+                    first_token_due,
+                    once_sent,
+                    None,
+                    &mut t.head,
+                )
+                .await
+                .map_err(|e| broken(&e))?;
                 Ok((conn, resp, decoder))
             }
             Err(e) => Err(broken(&e)),
@@ -505,6 +565,10 @@ impl ChatClient {
         if !(200..300).contains(&status) {
             t.first_byte = Some(arrival(&conn, t));
             let retry_after = header(&resp, "retry-after");
+            let location = (300..400)
+                .contains(&status)
+                .then(|| resp.header("location").map(quote))
+                .flatten();
             let (bytes, ended) =
                 read_some(&mut conn, &mut decoder, ERROR_BODY_BYTES as u64, t).await?;
             t.complete = Instant::now();
@@ -515,8 +579,10 @@ impl ChatClient {
                 status,
                 body: String::from_utf8_lossy(&bytes).chars().take(2000).collect(),
                 retry_after,
+                location,
             });
         }
+        encoding(&resp).inspect_err(|_| t.complete = Instant::now())?;
         let content_type = header(&resp, "content-type");
         if stream
             && !content_type
@@ -544,17 +610,22 @@ impl ChatClient {
                     received: t.bytes_received,
                 });
             }
-            inner.pool.checkin(conn);
-            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                TurnError::stream(format!(
-                    "response is not JSON ({e}; content type {}); it starts {}",
-                    content_type.as_deref().unwrap_or("absent"),
-                    quote(&bytes)
-                ))
-            })?;
-            let mut assembler = CompletionAssembler::default();
-            assembler.push_response(&value);
-            return stream_error(assembler.finish());
+            let answer = serde_json::from_slice::<Value>(&bytes)
+                .map_err(|e| {
+                    TurnError::stream(format!(
+                        "response is not JSON ({e}; content type {}); it starts {}",
+                        content_type.as_deref().unwrap_or("absent"),
+                        quote(&bytes)
+                    ))
+                })
+                .and_then(|value| {
+                    let mut assembler = CompletionAssembler::default();
+                    assembler
+                        .push_response(&value)
+                        .map_err(|e| TurnError::stream(format!("the answer's {e}")))?;
+                    stream_error(assembler.finish())
+                });
+            return self.settle(conn, true, answer);
         }
         let mut reader = StreamReader::new(inner.first_token);
         let mut first_token_due = true;
@@ -596,10 +667,27 @@ impl ChatClient {
                 break drain(&mut conn, &mut decoder).await;
             }
         };
-        if ended {
-            inner.pool.checkin(conn);
+        self.settle(conn, ended, reader.end())
+    }
+
+    /// Ends an exchange whose answer was read (`ended`: its body to its end): a complete
+    /// answer that cannot be this request's (bytes after its end, or its completion id an
+    /// earlier answer's on the connection) fails with the connection closed; otherwise the
+    /// connection goes back to the pool when its body ended.
+    fn settle(
+        &self,
+        mut conn: Connection,
+        ended: bool,
+        answer: Result<Assembled, TurnError>,
+    ) -> Result<Assembled, TurnError> {
+        let id = answer.as_ref().ok().and_then(|a| a.id.as_deref());
+        if let Err(message) = conn.settle(ended, id) {
+            return Err(TurnError::OutOfStep { message });
         }
-        reader.end()
+        if ended {
+            self.inner.pool.checkin(conn);
+        }
+        answer
     }
 }
 
@@ -638,13 +726,24 @@ async fn answer_head(
     first_token_due: bool,
     once_sent: &mut Option<impl FnOnce()>,
     issued: Option<&mut Instant>,
+    progress: &mut HeadProgress,
 ) -> Result<(ResponseHead, BodyDecoder), WireError> {
     conn.reads.first_token_due(first_token_due);
     conn.write_request(head, body.parts(), issued).await?;
     if let Some(work) = once_sent.take() {
         work();
     }
-    conn.read_head().await
+    conn.read_head(progress).await
+}
+
+/// Refuses an answer whose body is encoded (`content-encoding` other than `identity`).
+fn encoding(resp: &ResponseHead) -> Result<(), TurnError> {
+    match resp.header("content-encoding") {
+        Some(e) if !e.trim_ascii().eq_ignore_ascii_case(b"identity") => {
+            Err(TurnError::Encoded { encoding: quote(e) })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Reads `body` until its end or until more than `limit` bytes came; returns the bytes (at most

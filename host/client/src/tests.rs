@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+mod hostile;
+
 /// A server answering the i-th request (over all connections) with `responses[i]`, verbatim;
 /// after the last one it repeats it. A response ending in `CLOSE` closes its connection.
 struct Canned {
@@ -19,6 +21,8 @@ struct Canned {
 }
 
 const CLOSE: &[u8] = b"<close>";
+/// In a canned response: the server waits 200 ms before it writes the rest.
+const PAUSE: &[u8] = b"<pause>";
 
 async fn canned(responses: Vec<Vec<u8>>) -> Canned {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -73,7 +77,20 @@ async fn canned(responses: Vec<Vec<u8>>) -> Canned {
                         Some(b) => (b, true),
                         None => (&response[..], false),
                     };
-                    if socket.write_all(bytes).await.is_err() || close {
+                    let (now, later) = match bytes.windows(PAUSE.len()).position(|w| w == PAUSE) {
+                        Some(at) => (&bytes[..at], &bytes[at + PAUSE.len()..]),
+                        None => (bytes, &[][..]),
+                    };
+                    if socket.write_all(now).await.is_err() {
+                        return;
+                    }
+                    if !later.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        if socket.write_all(later).await.is_err() {
+                            return;
+                        }
+                    }
+                    if close {
                         return;
                     }
                 }
@@ -122,6 +139,7 @@ fn client(url: &str, cap: u64, timeout: Duration) -> ChatClient {
         max_response_bytes: cap,
         timestamps: Timestamps::default(),
         first_token: Default::default(),
+        reuse_connections: true,
     })
     .unwrap()
 }
@@ -635,6 +653,7 @@ async fn concurrent_sessions_keep_one_connection_each() {
         max_response_bytes: 0,
         timestamps: Timestamps::default(),
         first_token: Default::default(),
+        reuse_connections: true,
     })
     .unwrap();
     c.warm_up(4).await.unwrap();
@@ -765,6 +784,7 @@ async fn with_read_stamps_the_work_runs_before_the_request() {
         max_response_bytes: 0,
         timestamps: Timestamps::Read,
         first_token: Default::default(),
+        reuse_connections: true,
     })
     .unwrap();
     c.warm_up(1).await.unwrap();

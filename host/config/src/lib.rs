@@ -214,6 +214,12 @@ pub struct EndpointConfig {
     /// category: a tool-call delta counts only with a name or arguments).
     #[serde(default)]
     pub ttft_trigger: TtftTrigger,
+    /// Send more than one request on a connection (HTTP/1.1 keep-alive, the
+    /// default). `false`: each request goes out on a connection of its own,
+    /// with `connection: close`, for a server or proxy that sends answers
+    /// nobody asked for (an answer out of step fails its turn either way).
+    #[serde(default = "yes")]
+    pub reuse_connections: bool,
 }
 
 /// `endpoint.ttft_trigger`.

@@ -256,6 +256,7 @@ async fn run_workload(
             max_response_bytes: 0,
             timestamps: Timestamps::default(),
             first_token: Default::default(),
+            reuse_connections: true,
         })?,
         body: BodyOptions {
             model: "agentload-sim".into(),

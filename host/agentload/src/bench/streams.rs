@@ -427,6 +427,7 @@ async fn level(
         max_response_bytes: 0,
         timestamps: Timestamps::default(),
         first_token: Default::default(),
+        reuse_connections: true,
     })?);
     // The level's peak resident set, without a sampler on the runtime being
     // measured: the kernel's high-water mark, reset before the level.

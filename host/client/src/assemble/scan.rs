@@ -37,6 +37,8 @@ fn has_special(w: u64) -> bool {
 /// A chunk's fields the assembler reads.
 #[derive(Debug, Default)]
 pub(super) struct Chunk<'a> {
+    /// The completion's `id`, when a string.
+    pub id: Option<Cow<'a, str>>,
     /// `choices`, when an array: its first element, if any.
     pub choices: Option<Option<Choice<'a>>>,
     /// The raw text of `usage`, `timings` and `agentload_sim` (the simulator's stamps), when
@@ -403,12 +405,20 @@ impl<'a> Scan<'a> {
 
     fn chunk(&mut self) -> Option<Chunk<'a>> {
         let mut chunk = Chunk::default();
-        let known = ["choices", "usage", "timings", "agentload_sim", "error"];
+        let known = [
+            "choices",
+            "usage",
+            "timings",
+            "agentload_sim",
+            "error",
+            "id",
+        ];
         self.fields(known, |s, slot| {
             match slot {
                 0 => chunk.choices = s.unless_null(Self::choices)?,
                 // Only a null error is read here.
                 4 => s.literal("null")?,
+                5 => chunk.id = s.text_or_null()?,
                 n => chunk.extras[n - 1] = s.raw()?,
             }
             Some(())

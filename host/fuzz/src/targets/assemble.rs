@@ -1,7 +1,8 @@
 //! The stream assembler (`client/assemble.rs`): for streamed chunks of the
 //! shapes servers send, the answer is the deltas concatenated and tool
 //! calls merged by index; chunks of any other shape (any JSON, broken
-//! JSON) are counted or ignored, never a panic. A whole non-streamed
+//! JSON) are counted or ignored, never a panic, and a tool call whose
+//! `index` is none (-1, a string, 2.5) is refused. A whole non-streamed
 //! response of any shape never panics either.
 
 use crate::{drive, json, Budget, Failure, Report, Target};
@@ -37,6 +38,8 @@ enum Chunk {
         calls: Vec<CallDelta>,
         finish: Option<String>,
     },
+    /// A delta whose tool call's `index` is no call's index (refused).
+    BadIndex(Value),
     /// Any JSON value.
     Other(Value),
     /// Text that may not be JSON.
@@ -49,6 +52,8 @@ fn chunk() -> impl Strategy<Value = Chunk> {
     prop_oneof![
         6 => (opt(), opt(), proptest::collection::vec(call, 0..3), proptest::option::of("stop|length|tool_calls"))
             .prop_map(|(content, reasoning, calls, finish)| Chunk::Delta { content, reasoning, calls, finish }),
+        1 => prop_oneof![Just(json!(-1)), Just(json!("1")), Just(json!(2.5)), Just(json!(true)), Just(json!([0]))]
+            .prop_map(Chunk::BadIndex),
         2 => json::value().prop_map(Chunk::Other),
         1 => json::text().prop_map(Chunk::Text),
     ]
@@ -93,6 +98,11 @@ fn delta_json(chunk: &Chunk) -> String {
             }
             json!({"choices": [{"delta": delta, "finish_reason": finish}]}).to_string()
         }
+        Chunk::BadIndex(index) => json!({"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": "a"}},
+            {"index": index, "function": {"arguments": "b"}}
+        ]}}]})
+        .to_string(),
         Chunk::Other(v) => v.to_string(),
         Chunk::Text(t) => t.clone(),
     }
@@ -157,15 +167,35 @@ fn run(budget: Budget, seed: u64) -> Result<Report, Failure> {
             }
             let malformed = chunks
                 .iter()
-                .filter(|c| serde_json::from_str::<Value>(&delta_json(c)).is_err())
+                .filter(|c| match serde_json::from_str::<Value>(&delta_json(c)) {
+                    Ok(v) => bad_index(&v["choices"][0]["delta"]["tool_calls"]),
+                    Err(_) => true,
+                })
                 .count();
-            // A chunk that is not JSON is refused (the turn fails on it).
+            // A chunk that is not JSON, or whose tool call has an index that is none, is
+            // refused (the turn fails on it).
             prop_assert_eq!(refused, malformed);
             Ok(())
         },
         budget,
         seed,
     )
+}
+
+/// Whether an array of tool calls holds one whose `index` is there (not null) and not a call's
+/// index: an unsigned integer, written as one or as an integral float (as Python reads it).
+fn bad_index(calls: &Value) -> bool {
+    let index = |i: &Value| {
+        i.is_u64()
+            || i.as_f64()
+                .is_some_and(|f| f >= 0.0 && f.fract() == 0.0 && f < 2f64.powi(53))
+    };
+    calls.as_array().is_some_and(|calls| {
+        calls
+            .iter()
+            .filter_map(|c| c.get("index"))
+            .any(|i| !i.is_null() && !index(i))
+    })
 }
 
 /// Responses shaped like `chat.completion`, with any value at any place.
@@ -204,9 +234,11 @@ fn run_response(budget: Budget, seed: u64) -> Result<Report, Failure> {
         response(),
         |body| {
             let mut a = CompletionAssembler::default();
-            a.push_response(&body);
+            let calls = &body["choices"][0]["message"]["tool_calls"];
+            let taken = a.push_response(&body);
+            prop_assert_eq!(taken.is_err(), bad_index(calls));
             let out = a.finish();
-            if let Some(calls) = body["choices"][0]["message"]["tool_calls"].as_array() {
+            if let (Ok(()), Some(calls)) = (taken, calls.as_array()) {
                 prop_assert!(out.tool_calls.len() <= calls.len());
             }
             Ok(())
