@@ -131,6 +131,34 @@ fn ms(from: Option<u64>, to: Option<u64>) -> Option<f64> {
     Some(to?.saturating_sub(from?) as f64 / 1e6)
 }
 
+/// Bytes of an error answer's body AA quotes.
+const ERROR_BODY_BYTES: usize = 512;
+
+/// A failed turn's error as AA words it: an HTTP error status as AA's client
+/// reports it (`CompletionError: endpoint returned HTTP <code>: <the body's first
+/// 512 bytes>`); any other cause (AA's own verification messages among them)
+/// verbatim.
+fn aa_error(error: &str) -> String {
+    let http = error.strip_prefix("HTTP ").and_then(|rest| {
+        let code = rest
+            .get(..3)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))?;
+        // `HTTP 429 (Retry-After: 5): body`: the header is agentload's addition.
+        let (_, body) = rest[3..].split_once(": ")?;
+        Some((code, body))
+    });
+    match http {
+        Some((code, body)) => {
+            let cut = &body.as_bytes()[..body.len().min(ERROR_BODY_BYTES)];
+            format!(
+                "CompletionError: endpoint returned HTTP {code}: {}",
+                String::from_utf8_lossy(cut)
+            )
+        }
+        None => error.to_owned(),
+    }
+}
+
 /// A usage count: a non-negative integer, or a float that is one.
 fn count(v: Option<&Value>) -> Option<u64> {
     let v = v?;
@@ -219,7 +247,11 @@ impl TurnReport {
         };
         Self {
             success,
-            error: if success { None } else { record.error.clone() },
+            error: if success {
+                None
+            } else {
+                record.error.as_deref().map(aa_error)
+            },
             measured,
             e2e_ms,
             ttfb_ms,
@@ -418,5 +450,34 @@ impl Normalization {
             "normalized_e2e_latency_ms": self.normalized_e2e_latency_ms,
             "warning": self.warning.as_ref().map(Warning::to_json),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::aa_error;
+
+    #[test]
+    fn http_errors_read_as_aas_client_words_them() {
+        assert_eq!(
+            aa_error("HTTP 500: {\"error\": 1}"),
+            "CompletionError: endpoint returned HTTP 500: {\"error\": 1}"
+        );
+        assert_eq!(
+            aa_error("HTTP 429 (Retry-After: 5): slow down"),
+            "CompletionError: endpoint returned HTTP 429: slow down"
+        );
+        let long = format!("HTTP 400: {}é", "x".repeat(511));
+        // 512 bytes: the cut splits the é, which reads as U+FFFD as in Python.
+        assert_eq!(
+            aa_error(&long),
+            format!(
+                "CompletionError: endpoint returned HTTP 400: {}\u{fffd}",
+                "x".repeat(511)
+            )
+        );
+        let exact = "exact output policy: server finished with 'stop' instead of generating the full length";
+        assert_eq!(aa_error(exact), exact);
+        assert_eq!(aa_error("transport error: reset"), "transport error: reset");
     }
 }
