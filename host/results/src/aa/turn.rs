@@ -143,9 +143,12 @@ fn aa_error(error: &str) -> String {
         let code = rest
             .get(..3)
             .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))?;
+        let mut after = &rest[3..];
         // `HTTP 429 (Retry-After: 5): body`: the header is agentload's addition.
-        let (_, body) = rest[3..].split_once(": ")?;
-        Some((code, body))
+        if after.starts_with(" (Retry-After:") {
+            after = &after[after.find(')')? + 1..];
+        }
+        Some((code, after.strip_prefix(": ")?))
     });
     match http {
         Some((code, body)) => {
