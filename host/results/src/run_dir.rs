@@ -124,6 +124,16 @@ pub fn owned(rel: &Path) -> bool {
             journal(name) || matches!(*name, "summary.json" | "telemetry.jsonl")
         }
         ["export", name] => name.ends_with(".csv"),
+        // AA's agentperf-local files (an AA replay, `export --aa`).
+        ["aa", name] => matches!(
+            *name,
+            "turns.jsonl"
+                | "tasks.json"
+                | "tools.json"
+                | "failures.json"
+                | "summary.json"
+                | "measurement.json"
+        ),
         // `rescore` writes RUN_DIR/rescore/<scorer>@<version>/ (its own result files).
         ["rescore", _out, rest @ ..] => !rest.is_empty() && rescore(rest),
         _ => false,
@@ -135,7 +145,7 @@ fn owned_folder(rel: &Path) -> bool {
     let parts: Vec<_> = rel.components().collect();
     let first = parts.first().and_then(|c| c.as_os_str().to_str());
     match (first, parts.len()) {
-        (Some("performance" | "accuracy" | "sweep" | "export" | "rescore"), 1) => true,
+        (Some("performance" | "accuracy" | "sweep" | "export" | "rescore" | "aa"), 1) => true,
         (Some("sweep" | "rescore"), 2) => true,
         (Some("rescore"), 3) => parts[2].as_os_str() == "accuracy",
         _ => false,
@@ -318,6 +328,9 @@ mod tests {
             "sweep/c8/turns.jsonl",
             "sweep/c8/telemetry.jsonl",
             "export/turns.csv",
+            "aa/turns.jsonl",
+            "aa/summary.json",
+            "aa/measurement.json",
             "rescore/bfcl-ast@0.2.0/scores.json",
         ] {
             write(d, rel, "x");
@@ -325,6 +338,7 @@ mod tests {
         for mine in [
             "NOTES.md",
             "mine/file",
+            "aa/notes.md",
             "performance/extra.txt",
             "sweep/c8/notes.md",
         ] {
@@ -339,6 +353,7 @@ mod tests {
             left,
             [
                 "NOTES.md",
+                "aa/notes.md",
                 "mine/file",
                 "performance/extra.txt",
                 "sweep/c8/notes.md"
