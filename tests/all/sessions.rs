@@ -52,6 +52,7 @@ async fn session_metrics_and_interactivity_match_the_turns() {
             .push(t);
     }
     let ns = |t: &Value, k: &str| u(&t[k]) as f64;
+    let mut slo_ok = 0;
     for m in &metrics {
         let id = m["session_id"].as_str().unwrap();
         let mut ts = by_session[id].clone();
@@ -100,17 +101,25 @@ async fn session_metrics_and_interactivity_match_the_turns() {
             ),
             "{id}"
         );
-        assert_eq!(m["slo_ok"], true, "{id}: {m}");
-        assert_eq!(u(&m["turns_meeting_slo"]) as usize, ts.len());
+        // The SLO is judged from the turns' own stamps: 1 s TTFT (1 s per
+        // token is never missed by the echo responder, but a machine busy
+        // enough can miss the TTFT, and then the session says so).
+        let meeting = ts
+            .iter()
+            .filter(|t| (ns(t, "first_token_ns") - ns(t, "issued_ns")) / 1e6 <= 1000.0)
+            .count();
+        assert_eq!(u(&m["turns_meeting_slo"]) as usize, meeting, "{id}: {m}");
+        assert_eq!(m["slo_ok"], meeting == ts.len(), "{id}: {m}");
+        slo_ok += usize::from(meeting == ts.len());
     }
     let s = &summary["agentload"]["sessions"];
     assert_eq!(s["sessions"], 4);
-    assert_eq!(s["slo_ok"], 4);
-    assert_eq!(s["slo_attainment_pct"], 100.0);
+    assert_eq!(u(&s["slo_ok"]) as usize, slo_ok, "{s}");
+    assert_eq!(s["slo_attainment_pct"], slo_ok as f64 * 25.0, "{s}");
     let seconds = u(&summary["duration_ns"]) as f64 / 1e9;
     assert!(close(
         s["session_goodput_per_hour"].as_f64().unwrap(),
-        4.0 * 3600.0 / seconds
+        slo_ok as f64 * 3600.0 / seconds
     ));
     let first_turns = s["ttft_by_turn"][0]["n"].as_u64().unwrap();
     assert_eq!(first_turns, 4, "{s}");
