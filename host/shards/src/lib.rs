@@ -8,12 +8,14 @@
 //! heartbeat; the others reach it through [`worker::Link`]. The merge
 //! (in the `agentload` crate) rebuilds the run's result files from the
 //! shards' raw records, so every percentile is an order statistic over the
-//! union. [`k8s`] writes the plain Kubernetes objects that run it.
+//! union. [`k8s`] writes the plain Kubernetes objects that run it, and
+//! [`fetch`] brings the merged run back from the coordinator.
 
 #![forbid(unsafe_code)]
 
 pub mod clock;
 pub mod coordinator;
+pub mod fetch;
 pub mod header;
 pub mod k8s;
 pub mod protocol;
@@ -22,10 +24,11 @@ pub mod worker;
 
 pub use clock::{Offset, Sample};
 pub use coordinator::{Coordinator, Setup, Uploads};
+pub use fetch::{fetch_results, FetchOptions};
 pub use header::{LatencyHistograms, ShardHeader};
 pub use protocol::{Live, LiveTotal};
 pub use slice::{Slice, SliceError};
-pub use worker::{fetch_results, Heartbeats, Identity, Link, LiveSource, PhaseAnchor};
+pub use worker::{Heartbeats, Identity, Link, LiveSource, PhaseAnchor};
 
 /// What goes wrong between shards.
 #[derive(Debug, thiserror::Error)]

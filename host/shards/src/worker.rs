@@ -415,7 +415,7 @@ async fn answer<R: serde::de::DeserializeOwned>(
 }
 
 /// An error with its causes (reqwest's own message names only the top).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -424,46 +424,4 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// Fetches the merged run's files from a coordinator into `out`.
-pub async fn fetch_results(base: &str, out: &Path) -> Result<Vec<Stored>, ShardError> {
-    let client = reqwest::Client::new();
-    let base = base.trim_end_matches('/');
-    let files: Vec<Stored> = answer(client.get(format!("{base}/v1/results")).send().await).await?;
-    for f in &files {
-        let path = crate::coordinator::safe_path(&f.path)
-            .ok_or_else(|| ShardError::Refused(format!("result path {:?} is refused", f.path)))?;
-        let response = client
-            .get(format!("{base}/v1/results/{path}"))
-            .send()
-            .await
-            .map_err(|e| ShardError::Coordinator(chain(&e)))?;
-        if !response.status().is_success() {
-            return Err(ShardError::Refused(format!(
-                "{path}: {}",
-                response.status()
-            )));
-        }
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| ShardError::Coordinator(chain(&e)))?;
-        let sha = hex::encode(Sha256::digest(&bytes));
-        if bytes.len() as u64 != f.bytes || sha != f.sha256 {
-            return Err(ShardError::Coordinator(format!(
-                "{path} arrived as {} bytes (sha256 {sha}), listed as {} (sha256 {})",
-                bytes.len(),
-                f.bytes,
-                f.sha256
-            )));
-        }
-        let target = out.join(path);
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| ShardError::Io(e.to_string()))?;
-        }
-        std::fs::write(&target, &bytes)
-            .map_err(|e| ShardError::Io(format!("{}: {e}", target.display())))?;
-    }
-    Ok(files)
 }

@@ -454,12 +454,19 @@ pub(super) enum K8sCommand {
     Manifest(crate::shards::k8s::ManifestOpts),
     /// Download the merged run from shard 0's coordinator (e.g. through
     /// `kubectl port-forward pod/NAME-0 7070`), each file checked against
-    /// its size and sha256.
+    /// its size and sha256; OUT gets the files only once all are verified.
     Fetch {
         /// The coordinator, e.g. http://127.0.0.1:7070.
         url: String,
-        /// Where the files go.
+        /// Where the files go (a new or empty folder, unless --force).
         out: PathBuf,
+        /// No byte for this many seconds fails the fetch; each file must
+        /// also come whole within it plus its size at 1 MiB/s.
+        #[arg(long, default_value_t = 30.0)]
+        timeout_s: f64,
+        /// Write into an OUT that already holds files (same names replaced).
+        #[arg(long)]
+        force: bool,
     },
 }
 

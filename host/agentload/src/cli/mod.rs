@@ -482,8 +482,13 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 agentload_console::out(&yaml);
                 Ok(exit::SUCCESS)
             }
-            K8sCommand::Fetch { url, out } => {
-                let n = crate::shards::k8s::fetch(&url, &out).await?;
+            K8sCommand::Fetch {
+                url,
+                out,
+                timeout_s,
+                force,
+            } => {
+                let n = crate::shards::k8s::fetch(&url, &out, timeout_s, force).await?;
                 agentload_console::out(&format!("{n} files in {}\n", out.display()));
                 Ok(exit::SUCCESS)
             }

@@ -3,6 +3,7 @@
 use agentload_shards::k8s::{check_name, Manifest};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `agentload k8s manifest`'s options.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,9 +77,13 @@ pub fn manifest(o: &ManifestOpts) -> Result<String> {
 }
 
 /// `agentload k8s fetch URL OUT`: the merged run's files, each checked
-/// against its listed size and digest.
-pub async fn fetch(url: &str, out: &Path) -> Result<usize> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let files = agentload_shards::fetch_results(url, out).await?;
+/// against its listed size and digest before any goes into `out`.
+pub async fn fetch(url: &str, out: &Path, timeout_s: f64, force: bool) -> Result<usize> {
+    let timeout = Duration::try_from_secs_f64(timeout_s)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .context("--timeout-s must be a positive number of seconds")?;
+    let options = agentload_shards::FetchOptions { timeout, force };
+    let files = agentload_shards::fetch_results(url, out, options).await?;
     Ok(files.len())
 }
