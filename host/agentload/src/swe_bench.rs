@@ -182,6 +182,7 @@ impl Phase {
             report_dir: out,
             poll_interval: self.poll_interval,
             timeout: self.timeout,
+            max_artifact_bytes: agentload_swebench::MAX_ARTIFACT_BYTES,
         };
         let ran = self
             .service

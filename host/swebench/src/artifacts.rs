@@ -1,12 +1,15 @@
 //! The run's artifacts: only the whitelisted names, only from the run's
 //! own artifact path on the service, each streamed into
-//! `swe_bench_runs/<run_id>/`. A download that fails (a redirect among
-//! them) is a warning, as in the reference: that file is not written.
+//! `swe_bench_runs/<run_id>/` up to its cap and before the run's deadline.
+//! A download that fails (a redirect, a file past its cap, the deadline
+//! among them) is a warning, as in the reference: that file is not
+//! written.
 
 use crate::http::Http;
-use crate::ServiceUrl;
+use crate::{Error, ServiceUrl};
 use serde_json::{Map, Value};
 use std::path::Path;
+use tokio::time::Instant;
 
 /// The names downloaded (the service's `SAFE_ARTIFACT_NAMES`).
 pub const SAFE_ARTIFACT_NAMES: [&str; 5] = [
@@ -45,13 +48,23 @@ fn listed(status: &Map<String, Value>) -> Vec<(String, String)> {
     }
 }
 
-/// Downloads the whitelisted artifacts `status` lists into `dir`.
+/// Where the downloads stop: each artifact's bytes, and the run's deadline
+/// (`after_s` after it was submitted).
+pub(crate) struct Bounds {
+    pub(crate) cap: u64,
+    pub(crate) deadline: Instant,
+    pub(crate) after_s: f64,
+}
+
+/// Downloads the whitelisted artifacts `status` lists into `dir`, within
+/// `bounds`.
 pub(crate) async fn download(
     http: &Http,
     service: &ServiceUrl,
     status: &Map<String, Value>,
     run_id: &str,
     dir: &Path,
+    bounds: &Bounds,
 ) -> Downloads {
     let mut done = Downloads::default();
     for (name, href) in listed(status) {
@@ -68,10 +81,14 @@ pub(crate) async fn download(
             continue;
         }
         let target = dir.join(&name);
-        match http
-            .download(service.join(href.trim_start_matches('/')), &target)
-            .await
-        {
+        let url = service.join(href.trim_start_matches('/'));
+        let fetched =
+            tokio::time::timeout_at(bounds.deadline, http.download(url, &target, bounds.cap))
+                .await
+                .unwrap_or(Err(Error::DownloadDeadline {
+                    after_s: bounds.after_s,
+                }));
+        match fetched {
             Ok(bytes) => done.written.push((name, bytes)),
             Err(e) => done
                 .warnings

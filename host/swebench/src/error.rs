@@ -34,6 +34,18 @@ pub enum Error {
     /// A body that is not a JSON object.
     #[error("SWE-bench service returned invalid JSON from {url}: {why}")]
     Json { url: String, why: String },
+    /// A body longer than its cap (read no further).
+    #[error(
+        "SWE-bench service sent more than {cap} bytes from {url} ({what}); the rest was not read"
+    )]
+    TooLarge {
+        url: String,
+        what: &'static str,
+        cap: u64,
+    },
+    /// The artifacts' downloads were still going at the run's deadline.
+    #[error("not downloaded: service_timeout_s ran out ({after_s} s after the run was submitted)")]
+    DownloadDeadline { after_s: f64 },
     /// `/health` names another API version.
     #[error("SWE-bench service API version mismatch: expected \"v1\", got {got}")]
     ApiVersion { got: String },

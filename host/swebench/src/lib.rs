@@ -9,8 +9,9 @@
 //!   an interrupt, `POST /v1/runs/{id}/cancel`. No redirect is followed and
 //!   a run id outside `^[A-Za-z0-9_-]+$` is refused.
 //! - The files the reference writes ([`files`]), the whitelisted artifacts
-//!   ([`SAFE_ARTIFACT_NAMES`]), and the score with its counter checks
-//!   ([`score`]).
+//!   ([`SAFE_ARTIFACT_NAMES`], each up to [`MAX_ARTIFACT_BYTES`] and within
+//!   `service_timeout_s`), and the score with its counter checks
+//!   ([`score`]). A JSON answer is read up to 32 MiB.
 //!
 //! The service itself (mini-swe-agent and the swebench harness in Docker)
 //! runs unchanged, outside agentload. This crate knows nothing of configs,
@@ -35,5 +36,7 @@ pub use error::{Cancel, Error};
 pub use progress::Progress;
 pub use request::{RunRequest, Template, GENERATION_KEYS};
 pub use score::{Counters, Scored};
-pub use service::{Outcome, RunOptions, Service, API_VERSION, REQUIRED_CAPABILITIES};
+pub use service::{
+    Outcome, RunOptions, Service, API_VERSION, MAX_ARTIFACT_BYTES, REQUIRED_CAPABILITIES,
+};
 pub use service_url::ServiceUrl;

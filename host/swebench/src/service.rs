@@ -25,9 +25,18 @@ pub struct RunOptions<'a> {
     pub report_dir: &'a Path,
     /// Between status polls (`poll_interval_s`).
     pub poll_interval: Duration,
-    /// The longest the run may take (`service_timeout_s`).
+    /// The longest the run may take, its artifacts' downloads included
+    /// (`service_timeout_s`).
     pub timeout: Duration,
+    /// An artifact's bytes, at most (past it, that download is a warning
+    /// and nothing of it is kept): [`MAX_ARTIFACT_BYTES`] unless a test
+    /// says otherwise.
+    pub max_artifact_bytes: u64,
 }
+
+/// An artifact's bytes, at most: far above a 500-instance run's
+/// predictions and logs.
+pub const MAX_ARTIFACT_BYTES: u64 = 1 << 30;
 
 /// A run that ended (succeeded, failed or cancelled on the service).
 #[derive(Debug)]
@@ -117,7 +126,10 @@ impl Service {
     /// Submits `request`, follows the run to its end (calling `progress` on
     /// every status), writes its files and scores it. When `interrupt`
     /// resolves first, or polling fails or times out, the run is cancelled
-    /// on the service and [`Error::Abandoned`] says how that went.
+    /// on the service and [`Error::Abandoned`] says how that went. The
+    /// artifacts' downloads stop at the same deadline (each one still going
+    /// is a warning), and at `interrupt` ([`Error::Interrupted`]; the run has
+    /// ended on the service, there is nothing to cancel).
     ///
     /// # Errors
     /// The submission's errors (the run id unknown, nothing to cancel),
@@ -145,8 +157,8 @@ impl Service {
         };
         let run_id = run_id::checked(submitted.get("run_id"))?;
         progress(&Progress::of(&submitted));
+        let deadline = Instant::now() + options.timeout;
         let follow = async {
-            let deadline = Instant::now() + options.timeout;
             let mut status = submitted;
             let url = self.url.join(&format!("v1/runs/{run_id}"));
             while !terminal(&status) {
@@ -178,7 +190,10 @@ impl Service {
             () = &mut interrupt => Err(Error::Interrupted),
         };
         match followed {
-            Ok(status) => self.finish(request, options, run_id, status).await,
+            Ok(status) => tokio::select! {
+                outcome = self.finish(request, options, run_id, status, deadline) => outcome,
+                () = &mut interrupt => Err(Error::Interrupted),
+            },
             Err(cause) => {
                 let cancel = self.cancel(&run_id).await;
                 Err(Error::Abandoned {
@@ -212,11 +227,18 @@ impl Service {
         options: &RunOptions<'_>,
         run_id: String,
         status: Map<String, Value>,
+        deadline: Instant,
     ) -> Result<Outcome, Error> {
         let dir = files::run_dir(options.report_dir, &run_id);
         files::create_dir(&dir)?;
         files::write(&dir.join(STATUS_FILE), &files::compact(&status))?;
-        let downloads = artifacts::download(&self.http, &self.url, &status, &run_id, &dir).await;
+        let bounds = artifacts::Bounds {
+            cap: options.max_artifact_bytes,
+            deadline: deadline.into(),
+            after_s: options.timeout.as_secs_f64(),
+        };
+        let downloads =
+            artifacts::download(&self.http, &self.url, &status, &run_id, &dir, &bounds).await;
         let evaluated = request.evaluated_instance_ids.len();
         let state = text(&status, "status").unwrap_or_default().to_owned();
         let scored = if state == "succeeded" {

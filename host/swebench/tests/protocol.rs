@@ -52,6 +52,7 @@ fn options(dir: &Path) -> RunOptions<'_> {
         report_dir: dir,
         poll_interval: Duration::from_millis(5),
         timeout: Duration::from_secs(30),
+        max_artifact_bytes: agentload_swebench::MAX_ARTIFACT_BYTES,
     }
 }
 
