@@ -301,6 +301,233 @@ async fn a_killed_shard_fails_the_run_closed_and_names_it() {
     sim.shutdown().await;
 }
 
+/// A forger posts `done` for shard 1 mid-run (it was taken: the real shard
+/// was then refused, and shard 0 failed reading `shards/1/shard.json`, exit
+/// 1 with no merged report), and a heartbeat for it with absurd values: the
+/// coordinator refuses both (they do not carry shard 1's registration
+/// token), and the run merges both shards, VALID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_done_or_heartbeat_changes_nothing_in_a_sharded_run() {
+    let mut slow = replay_sim(trajectories());
+    slow.time_scale = 0.01;
+    let sim = start_sim(slow).await;
+    let dir = scratch("shard-forged");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 4",
+        "[load]\nconcurrency = 2",
+    );
+    let out = dir.path().join("out");
+    let mut run = spawn_sharded(&config, &out, &["--shards", "2", "--require-valid"]);
+    wait_for_lines(&out.join("work/1/turns.jsonl"), 1, &mut run).await;
+    let addr = std::fs::read_to_string(out.join("coordinator.addr")).unwrap();
+    let client = reqwest::Client::new();
+    let forged = client
+        .post(format!("http://{addr}/v1/done"))
+        .json(&serde_json::json!({"index": 1, "files": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403, "{}", forged.text().await.unwrap());
+    let beat = serde_json::json!({"index": 1, "phase": "performance",
+        "offset": {"offset_ns": 0, "uncertainty_ns": u64::MAX, "samples": 1},
+        "live": {"completed": u64::MAX, "failed": 0, "output_tokens": 0, "ttft_us": []}});
+    let beat = client
+        .post(format!("http://{addr}/v1/heartbeat"))
+        .json(&beat)
+        .send()
+        .await
+        .unwrap();
+    assert!(beat.status().is_client_error());
+    let done = run.wait_with_output().await.unwrap();
+    let output = text(&done);
+    assert!(done.status.success(), "{output}");
+    assert!(output.contains("shards: 2 of 2 merged"), "{output}");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+    sim.shutdown().await;
+}
+
+/// Every upload refused (shard 0's budget of 0 MiB): shard 0's own failure
+/// and shard 1's both end the run closed, exit 5, naming the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_whose_uploads_are_refused_fail_the_run_closed() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("shard-budget");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 2",
+        "[load]\nconcurrency = 2",
+    );
+    let out = dir.path().join("out");
+    let addr_file = dir.path().join("addr");
+    let args = |index: &str| {
+        vec![
+            "shard".to_owned(),
+            config.to_str().unwrap().into(),
+            "--shards".into(),
+            "2".into(),
+            "--index".into(),
+            index.into(),
+            "--run-id".into(),
+            "budget".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--silence-timeout-s".into(),
+            "2".into(),
+        ]
+    };
+    let mut zero = args("0");
+    zero.extend([
+        "--addr-file".to_owned(),
+        addr_file.to_str().unwrap().into(),
+        "--out".into(),
+        out.to_str().unwrap().into(),
+        "--upload-budget-mib".into(),
+        "0".into(),
+    ]);
+    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
+    let coordinator = spawn(&zero, dir.path());
+    let addr = coordinator_addr(&addr_file).await;
+    let mut one = args("1");
+    one.extend([
+        "--coordinator".to_owned(),
+        format!("http://{addr}"),
+        "--out".into(),
+        dir.path().join("one").to_str().unwrap().into(),
+    ]);
+    let one: Vec<&str> = one.iter().map(String::as_str).collect();
+    let worker = agentload(&one, dir.path()).await;
+    assert!(!worker.status.success());
+    assert!(
+        text(&worker).contains("would pass their budget of 0 bytes"),
+        "{}",
+        text(&worker)
+    );
+    let done = coordinator.wait_with_output().await.unwrap();
+    let output = text(&done);
+    assert_eq!(done.status.code(), Some(5), "{output}");
+    assert!(output.contains("shard 0: the upload failed"), "{output}");
+    let left: Vec<_> = std::fs::read_dir(out.join("shards"))
+        .map(|d| {
+            d.flatten()
+                .flat_map(|e| std::fs::read_dir(e.path()).unwrap().flatten())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "nothing stored: {left:?}");
+    sim.shutdown().await;
+}
+
+/// The coordinator's accept loop out of descriptors (`ulimit -n 128`, 200
+/// connections that send nothing): it waits between failed accepts instead
+/// of spinning (it took a core), and serves again once the silent
+/// connections time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coordinator_out_of_descriptors_does_not_spin() {
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("shard-emfile");
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 2",
+        "[load]\nconcurrency = 2",
+    );
+    let addr_file = dir.path().join("addr");
+    let command = format!(
+        "ulimit -n 128 && exec {} shard {} --shards 2 --index 0 --run-id emfile \
+         --listen 127.0.0.1:0 --addr-file {} --out {} --barrier-timeout-s 120",
+        env!("CARGO_BIN_EXE_agentload"),
+        config.display(),
+        addr_file.display(),
+        dir.path().join("out").display()
+    );
+    let mut shard = tokio::process::Command::new("sh")
+        .args(["-c", &command])
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let addr = coordinator_addr(&addr_file).await;
+    let pid = shard.id().unwrap();
+    // Shard 0 at the start barrier: its files are open, its load waits for shard 1.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let status: Value = reqwest::get(format!("http://{addr}/v1/status"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if status["shards"][0]["phase"] == "performance" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut held = Vec::new();
+    for _ in 0..200 {
+        if let Ok(Ok(s)) = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            tokio::net::TcpStream::connect(&addr),
+        )
+        .await
+        {
+            held.push(s);
+        }
+    }
+    // The coordinator's thread, by name (its CPU apart from the shard's own load).
+    let thread = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("agentload-coord"))
+        })
+        .expect("the coordinator's thread")
+        .path();
+    let ticks = || {
+        let stat = std::fs::read_to_string(thread.join("stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    assert!(
+        open >= 120,
+        "{open} descriptors open: the limit was not reached"
+    );
+    let before = ticks();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let spent = ticks() - before;
+    // SAFETY: sysconf has no preconditions.
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    assert!(
+        spent * 10 < 3 * per_s,
+        "the coordinator's thread took {spent} ticks in 3 s ({per_s}/s)"
+    );
+    eprintln!("coordinator thread out of descriptors: {spent} ticks in 3 s ({per_s} ticks/s)");
+    // Once they close, it serves again.
+    drop(held);
+    let status = reqwest::get(format!("http://{addr}/v1/status"))
+        .await
+        .unwrap();
+    assert!(status.status().is_success());
+    shard.kill().await.unwrap();
+    sim.shutdown().await;
+}
+
 /// A network namespace joined to this one by a veth pair, removed on drop.
 struct Netns {
     name: String,

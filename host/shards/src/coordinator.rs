@@ -4,6 +4,13 @@
 //! digest), notices a shard that falls silent, and then serves the merged
 //! results. A shard missing at a barrier's deadline, or silent before its
 //! upload completed, fails the run closed: the cause names the shard.
+//!
+//! It serves whoever connects, so it holds against them: a shard's calls
+//! carry its registration's token; JSON bodies, connections, request heads'
+//! time and the run's uploads are bounded; only the files a shard uploads
+//! are stored, under names of its own; a shard is done only with the files
+//! it uploaded, its header among them and of this run; and a heartbeat's
+//! values are bounded, their sums saturating.
 
 use crate::clock::Offset;
 use crate::protocol::*;
@@ -13,8 +20,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -23,7 +30,28 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
+
+/// The run's upload budget unless told otherwise: 64 GiB.
+pub const DEFAULT_UPLOAD_BUDGET: u64 = 64 << 30;
+/// Connections served at once; past it, a new one is closed as it comes.
+const MAX_CONNECTIONS: usize = 512;
+/// A connection that has not sent a whole request head this long after it
+/// began to wait for one is closed.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first and the longest wait after an accept fails (no descriptor
+/// free: EMFILE), doubling between them.
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
+/// An offset's uncertainty, at most: the start barrier's lead is eight
+/// times the largest, so this bounds it to 40 s.
+const MAX_UNCERTAINTY_NS: u64 = 5_000_000_000;
+/// A phase name's bytes, at most.
+const MAX_PHASE_BYTES: usize = 64;
+/// Buckets of a heartbeat's TTFT histogram, at most (the layout has about
+/// 23,000).
+const MAX_LIVE_BUCKETS: usize = 32_768;
+/// A `shard.json` read at `done`, at most.
+const MAX_HEADER_BYTES: u64 = 16 << 20;
 
 /// What the coordinator admits and how long it waits.
 #[derive(Debug, Clone)]
@@ -38,11 +66,18 @@ pub struct Setup {
     pub barrier_timeout: Duration,
     /// How long a shard may stay silent before it counts as lost.
     pub silence_timeout: Duration,
+    /// Bytes the run's uploads may take together (a file uploaded again
+    /// gives its earlier bytes back).
+    pub upload_budget: u64,
 }
 
 #[derive(Debug)]
 struct Shard {
     host: String,
+    /// What its calls carry ([`TOKEN_HEADER`]).
+    token: String,
+    /// The files it uploaded, by path.
+    stored: BTreeMap<String, Stored>,
     offset: Offset,
     seen: Instant,
     phase: Option<String>,
@@ -66,6 +101,10 @@ struct Inner {
     barriers: BTreeMap<String, Barrier>,
     failed: Option<String>,
     results: Option<Vec<Stored>>,
+    /// Bytes the uploads take (stored, or being written).
+    upload_bytes: u64,
+    /// Uploads begun (each one's temporary file has its number).
+    uploads_begun: u64,
 }
 
 struct State {
@@ -186,6 +225,16 @@ impl Coordinator {
         }
     }
 
+    /// Counts shard `index` as lost (its own upload failed, say): the run
+    /// fails with `why`, and [`Coordinator::uploads`] no longer waits for it.
+    pub fn give_up(&self, index: u32, why: String) {
+        let mut inner = self.state.inner.lock().expect("coordinator lock");
+        if let Some(shard) = inner.shards.get_mut(&index) {
+            shard.lost = true;
+        }
+        self.state.fail(&mut inner, why);
+    }
+
     /// Serves the merged run's `files` (paths relative to the directory) at `/v1/results`.
     pub fn publish(&self, files: Vec<Stored>) {
         self.state.inner.lock().expect("coordinator lock").results = Some(files);
@@ -254,9 +303,9 @@ fn live_total(inner: &Inner) -> Option<LiveTotal> {
     {
         let Some(live) = &s.live else { continue };
         total.shards_reporting += 1;
-        total.completed += live.completed;
-        total.failed += live.failed;
-        total.output_tokens += live.output_tokens;
+        total.completed = total.completed.saturating_add(live.completed);
+        total.failed = total.failed.saturating_add(live.failed);
+        total.output_tokens = total.output_tokens.saturating_add(live.output_tokens);
         crate::header::add(&mut ttft, &live.ttft_us);
     }
     if !ttft.is_empty() {
@@ -327,10 +376,25 @@ async fn watch_silence(state: std::sync::Weak<State>) {
     }
 }
 
+/// Accepts and serves connections: at most [`MAX_CONNECTIONS`] at once (one
+/// past it is closed as it comes), each closed when a request head takes
+/// longer than [`HEAD_TIMEOUT`]; a failed accept (EMFILE) waits before the
+/// next, doubling up to a second, rather than spinning.
 async fn serve(listener: TcpListener, state: Arc<State>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut backoff = ACCEPT_BACKOFF.0;
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
+                continue;
+            }
+        };
+        backoff = ACCEPT_BACKOFF.0;
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue; // dropped: closed
         };
         let _ = stream.set_nodelay(true);
         let state = state.clone();
@@ -340,8 +404,11 @@ async fn serve(listener: TcpListener, state: Arc<State>) {
                 async move { Ok::<_, std::convert::Infallible>(route(&state, req).await) }
             });
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            drop(slot);
         });
     }
 }
@@ -367,14 +434,28 @@ fn error(status: StatusCode, why: impl Into<String>) -> Refusal {
     Refusal(status, why.into())
 }
 
-async fn read_json<T: serde::de::DeserializeOwned>(req: Request<Incoming>) -> Result<T, Refusal> {
-    let body = req
-        .into_body()
+/// A JSON body of at most [`MAX_JSON_BYTES`].
+async fn read_json<T: serde::de::DeserializeOwned>(body: Incoming) -> Result<T, Refusal> {
+    let body = http_body_util::Limited::new(body, MAX_JSON_BYTES)
         .collect()
         .await
-        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?
+        .map_err(|e| match e.is::<http_body_util::LengthLimitError>() {
+            true => error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("a call's JSON body is at most {MAX_JSON_BYTES} bytes"),
+            ),
+            false => error(StatusCode::BAD_REQUEST, e.to_string()),
+        })?
         .to_bytes();
     serde_json::from_slice(&body).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
+}
+
+/// The registration token a call carries ("" when none).
+fn token(headers: &HeaderMap) -> &str {
+    headers
+        .get(TOKEN_HEADER)
+        .and_then(|t| t.to_str().ok())
+        .unwrap_or("")
 }
 
 async fn route(state: &Arc<State>, req: Request<Incoming>) -> Answer {
@@ -386,7 +467,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Answer {
                 mono_ns: agentload_wire::clock::clock_monotonic_ns(),
             },
         )),
-        (Method::POST, "/v1/register") => register(state, req).await,
+        (Method::POST, "/v1/register") => register(state, req.into_body()).await,
         (Method::POST, "/v1/barrier") => barrier(state, req).await,
         (Method::POST, "/v1/heartbeat") => heartbeat(state, req).await,
         (Method::POST, "/v1/done") => done(state, req).await,
@@ -406,20 +487,63 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Answer {
     answer.unwrap_or_else(|Refusal(status, error)| json(status, &ErrorBody { error }))
 }
 
-/// Marks shard `index` alive; an unknown shard is refused.
-fn seen(inner: &mut Inner, index: u32) -> Result<&mut Shard, Refusal> {
+/// Marks shard `index` alive; an unknown shard, or a call without its
+/// registration's token, is refused.
+fn seen<'a>(inner: &'a mut Inner, index: u32, token: &str) -> Result<&'a mut Shard, Refusal> {
     let shard = inner.shards.get_mut(&index).ok_or_else(|| {
         error(
             StatusCode::CONFLICT,
             format!("shard {index} has not registered"),
         )
     })?;
+    if token != shard.token {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            format!("the call does not carry shard {index}'s registration token"),
+        ));
+    }
     shard.seen = Instant::now();
     Ok(shard)
 }
 
-async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
-    let r: Register = read_json(req).await?;
+/// Refuses an offset whose uncertainty would put a barrier's start minutes
+/// away, and a phase name longer than any.
+fn bounded(offset: &Offset, phase: &str) -> Result<(), Refusal> {
+    if offset.uncertainty_ns > MAX_UNCERTAINTY_NS {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "an offset uncertainty of {} ns is over the {MAX_UNCERTAINTY_NS} ns a shard can have",
+                offset.uncertainty_ns
+            ),
+        ));
+    }
+    if phase.len() > MAX_PHASE_BYTES {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("a phase name is at most {MAX_PHASE_BYTES} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// A new registration's token: 128 bits from the kernel's random source.
+fn new_token() -> Result<String, Refusal> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| {
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("/dev/urandom: {e}"),
+            )
+        })?;
+    Ok(hex::encode(bytes))
+}
+
+async fn register(state: &Arc<State>, body: Incoming) -> Result<Answer, Refusal> {
+    let r: Register = read_json(body).await?;
     let setup = &state.setup;
     let refuse = |why: String| Err(error(StatusCode::CONFLICT, why));
     let Some(offset) = Offset::estimate(&r.samples) else {
@@ -452,10 +576,13 @@ async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, 
             ));
         }
     }
+    let token = new_token()?;
     inner.shards.insert(
         r.index,
         Shard {
             host: r.host,
+            token: token.clone(),
+            stored: BTreeMap::new(),
             offset,
             seen: Instant::now(),
             phase: None,
@@ -465,7 +592,7 @@ async fn register(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, 
         },
     );
     state.bump();
-    Ok(json(StatusCode::OK, &Ack::default()))
+    Ok(json(StatusCode::OK, &Registered { token }))
 }
 
 /// Lead time between the last arrival and the start: enough for every
@@ -481,11 +608,13 @@ fn lead(inner: &Inner) -> Duration {
 }
 
 async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
-    let a: Arrive = read_json(req).await?;
+    let (head, body) = req.into_parts();
+    let a: Arrive = read_json(body).await?;
+    bounded(&a.offset, &a.phase)?;
     let mut changed = state.changed.subscribe();
     {
         let mut inner = state.inner.lock().expect("coordinator lock");
-        let shard = seen(&mut inner, a.index)?;
+        let shard = seen(&mut inner, a.index, token(&head.headers))?;
         shard.offset = a.offset;
         shard.phase = Some(a.phase.clone());
         let lead = lead(&inner);
@@ -517,9 +646,20 @@ async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, R
 }
 
 async fn heartbeat(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
-    let h: Heartbeat = read_json(req).await?;
+    let (head, body) = req.into_parts();
+    let h: Heartbeat = read_json(body).await?;
+    bounded(&h.offset, &h.phase)?;
+    if h.live
+        .as_ref()
+        .is_some_and(|l| l.ttft_us.len() > MAX_LIVE_BUCKETS)
+    {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("a heartbeat's TTFT histogram has at most {MAX_LIVE_BUCKETS} buckets"),
+        ));
+    }
     let mut inner = state.inner.lock().expect("coordinator lock");
-    let shard = seen(&mut inner, h.index)?;
+    let shard = seen(&mut inner, h.index, token(&head.headers))?;
     shard.offset = h.offset;
     shard.phase = Some(h.phase);
     shard.live = h.live;
@@ -546,8 +686,10 @@ pub fn safe_path(path: &str) -> Option<&str> {
     (parts.len() <= 4 && parts.iter().all(plain)).then_some(path)
 }
 
-/// `/v1/upload/{i}/{path}`: the body streams to `shards/<i>/<path>.part`,
-/// is synced, then renamed; the answer carries what was written.
+/// `/v1/upload/{i}/{path}`: a name the shard uploads ([`UPLOADED`]), from
+/// the shard that registered; the body streams to a temporary file of its
+/// own within the run's upload budget, is synced, then renamed; the answer
+/// carries what was written.
 async fn upload(state: &Arc<State>, rest: &str, req: Request<Incoming>) -> Result<Answer, Refusal> {
     let bad = |why: String| error(StatusCode::BAD_REQUEST, why);
     let (index, path) = rest
@@ -556,100 +698,188 @@ async fn upload(state: &Arc<State>, rest: &str, req: Request<Incoming>) -> Resul
     let index: u32 = index
         .parse()
         .map_err(|_| bad(format!("shard index {index:?} is not a number")))?;
-    let path = safe_path(path).ok_or_else(|| bad(format!("upload path {path:?} is refused")))?;
-    {
+    let path = safe_path(path)
+        .filter(|p| UPLOADED.contains(p))
+        .ok_or_else(|| bad(format!("{path:?} is not a file a shard uploads")))?;
+    let (head, body) = req.into_parts();
+    let begun = {
         let mut inner = state.inner.lock().expect("coordinator lock");
-        let shard = seen(&mut inner, index)?;
+        let shard = seen(&mut inner, index, token(&head.headers))?;
         if shard.uploaded.is_some() {
             return Err(error(
                 StatusCode::CONFLICT,
                 format!("shard {index} has already completed its upload"),
             ));
         }
-    }
+        inner.uploads_begun += 1;
+        inner.uploads_begun
+    };
     let target = state
         .setup
         .dir
         .join("shards")
         .join(index.to_string())
         .join(path);
-    let stored = store(&target, req.into_body())
-        .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let stored = store(state, &target, begun, body).await?;
+    let stored = Stored {
+        path: path.to_owned(),
+        ..stored
+    };
     let mut inner = state.inner.lock().expect("coordinator lock");
-    seen(&mut inner, index)?;
-    Ok(json(
-        StatusCode::OK,
-        &Stored {
-            path: path.to_owned(),
-            ..stored
-        },
-    ))
+    let replaced = match seen(&mut inner, index, token(&head.headers)) {
+        Ok(shard) => shard.stored.insert(path.to_owned(), stored.clone()),
+        Err(refusal) => {
+            // Registered again meanwhile: this upload is not the new registration's.
+            inner.upload_bytes -= stored.bytes;
+            let _ = std::fs::remove_file(&target);
+            return Err(refusal);
+        }
+    };
+    // The earlier file of that name is gone: its bytes are the budget's again.
+    inner.upload_bytes -= replaced.map_or(0, |r| r.bytes);
+    Ok(json(StatusCode::OK, &stored))
 }
 
-async fn store(target: &Path, mut body: Incoming) -> Result<Stored, String> {
-    let fail = |e: std::io::Error| format!("cannot store {}: {e}", target.display());
-    if let Some(dir) = target.parent() {
-        tokio::fs::create_dir_all(dir).await.map_err(fail)?;
-    }
-    let part = target.with_extension("part");
-    let mut file = tokio::fs::File::create(&part).await.map_err(fail)?;
-    let mut hash = Sha256::new();
+/// Streams `body` to `target` through a temporary file named for upload
+/// number `begun` (`.{name}.{begun}.part`: no two uploads share one), each
+/// frame counted against the run's budget; on any failure the temporary
+/// file is removed and its bytes given back.
+async fn store(
+    state: &State,
+    target: &Path,
+    begun: u64,
+    mut body: Incoming,
+) -> Result<Stored, Refusal> {
+    let failed = |e: std::io::Error| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot store {}: {e}", target.display()),
+        )
+    };
+    let dir = target.parent().expect("an upload's target is in a folder");
+    let name = target.file_name().expect("an upload's target has a name");
+    let mut part_name = std::ffi::OsString::from(".");
+    part_name.push(name);
+    part_name.push(format!(".{begun}.part"));
+    let part = dir.join(part_name);
     let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("upload cut: {e}"))?;
-        if let Ok(data) = frame.into_data() {
-            hash.update(&data);
+    let written = async {
+        tokio::fs::create_dir_all(dir).await.map_err(failed)?;
+        let mut file = tokio::fs::File::create(&part).await.map_err(failed)?;
+        let mut hash = Sha256::new();
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| error(StatusCode::BAD_REQUEST, format!("upload cut: {e}")))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            state.spend(data.len() as u64)?;
             bytes += data.len() as u64;
-            file.write_all(&data).await.map_err(fail)?;
+            hash.update(&data);
+            file.write_all(&data).await.map_err(failed)?;
+        }
+        file.sync_all().await.map_err(failed)?;
+        drop(file);
+        tokio::fs::rename(&part, target).await.map_err(failed)?;
+        Ok(hex::encode(hash.finalize()))
+    }
+    .await;
+    match written {
+        Ok(sha256) => Ok(Stored {
+            path: String::new(),
+            bytes,
+            sha256,
+        }),
+        Err(refusal) => {
+            let _ = tokio::fs::remove_file(&part).await;
+            state.inner.lock().expect("coordinator lock").upload_bytes -= bytes;
+            Err(refusal)
         }
     }
-    file.sync_all().await.map_err(fail)?;
-    drop(file);
-    tokio::fs::rename(&part, target).await.map_err(fail)?;
-    Ok(Stored {
-        path: String::new(),
-        bytes,
-        sha256: hex::encode(hash.finalize()),
-    })
 }
 
-async fn done(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
-    let d: Done = read_json(req).await?;
-    let dir = state.setup.dir.join("shards").join(d.index.to_string());
-    for f in &d.files {
-        let path = safe_path(&f.path).ok_or_else(|| {
-            error(
-                StatusCode::BAD_REQUEST,
-                format!("path {:?} is refused", f.path),
-            )
-        })?;
-        let have = std::fs::read(dir.join(path)).map_err(|e| {
-            error(
-                StatusCode::CONFLICT,
-                format!("shard {}: {path} is not stored: {e}", d.index),
-            )
-        })?;
-        let sha = hex::encode(Sha256::digest(&have));
-        if have.len() as u64 != f.bytes || sha != f.sha256 {
+impl State {
+    /// Takes `n` bytes of the run's upload budget, or refuses.
+    fn spend(&self, n: u64) -> Result<(), Refusal> {
+        let mut inner = self.inner.lock().expect("coordinator lock");
+        let budget = self.setup.upload_budget;
+        if inner.upload_bytes.saturating_add(n) > budget {
             return Err(error(
-                StatusCode::CONFLICT,
+                StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
-                    "shard {}: {path} is stored as {} bytes (sha256 {sha}), the shard sent {} (sha256 {})",
-                    d.index,
-                    have.len(),
-                    f.bytes,
-                    f.sha256
+                    "the run's uploads would pass their budget of {budget} bytes \
+                     (--upload-budget-mib on shard 0)"
                 ),
             ));
         }
+        inner.upload_bytes += n;
+        Ok(())
     }
+}
+
+/// `/v1/done`: the shard lists exactly the files it uploaded, with the sizes
+/// and digests they were stored with, `shard.json` among them and a header
+/// of this run and this shard.
+async fn done(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let (head, body) = req.into_parts();
+    let d: Done = read_json(body).await?;
+    let conflict = |why: String| error(StatusCode::CONFLICT, format!("shard {}: {why}", d.index));
+    let stored = {
+        let mut inner = state.inner.lock().expect("coordinator lock");
+        seen(&mut inner, d.index, token(&head.headers))?
+            .stored
+            .clone()
+    };
+    let listed: BTreeMap<&str, &Stored> = d.files.iter().map(|f| (f.path.as_str(), f)).collect();
+    if listed.len() != d.files.len() {
+        return Err(conflict("a file is listed twice".into()));
+    }
+    for (path, file) in &stored {
+        match listed.get(path.as_str()) {
+            Some(f) if *f == file => {}
+            Some(f) => {
+                return Err(conflict(format!(
+                    "{path} is stored as {} bytes (sha256 {}), the shard lists {} (sha256 {})",
+                    file.bytes, file.sha256, f.bytes, f.sha256
+                )))
+            }
+            None => return Err(conflict(format!("{path} was uploaded but is not listed"))),
+        }
+    }
+    if let Some(path) = listed.keys().find(|p| !stored.contains_key(**p)) {
+        return Err(conflict(format!("{path} is listed but was not uploaded")));
+    }
+    let dir = state.setup.dir.join("shards").join(d.index.to_string());
+    check_header(&state.setup, d.index, &dir).map_err(conflict)?;
     let mut inner = state.inner.lock().expect("coordinator lock");
-    let shard = seen(&mut inner, d.index)?;
+    let shard = seen(&mut inner, d.index, token(&head.headers))?;
     shard.uploaded = Some(d.files);
     let failed = inner.failed.clone();
     state.bump();
     Ok(json(StatusCode::OK, &Ack { failed }))
+}
+
+/// The uploaded `shard.json` in `dir` is shard `index`'s header of this run.
+fn check_header(setup: &Setup, index: u32, dir: &Path) -> Result<(), String> {
+    use std::io::Read as _;
+    let path = dir.join("shard.json");
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_HEADER_BYTES).read_to_end(&mut bytes))
+        .map_err(|e| format!("shard.json was not uploaded ({e})"))?;
+    let h: crate::ShardHeader = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("shard.json is not a shard header: {e}"))?;
+    if h.run_id != setup.run_id
+        || h.config_digest != setup.config_digest
+        || h.index != index
+        || h.count != setup.count
+    {
+        return Err(format!(
+            "shard.json is shard {} of {} of run {} (config {}), not shard {index} of this run",
+            h.index, h.count, h.run_id, h.config_digest
+        ));
+    }
+    Ok(())
 }
 
 fn results(state: &Arc<State>) -> Result<Answer, Refusal> {

@@ -3,16 +3,54 @@
 //! | call | body | answer |
 //! | --- | --- | --- |
 //! | `GET /v1/clock` | – | [`ClockReading`]: a ping sample's middle |
-//! | `POST /v1/register` | [`Register`] | [`Ack`]; 409 when the run, config or index does not fit |
+//! | `POST /v1/register` | [`Register`] | [`Registered`]: the token of this registration; 409 when the run, config or index does not fit |
 //! | `POST /v1/barrier` | [`Arrive`] | [`Start`] once every shard arrived; 409 naming the missing shards at the deadline |
 //! | `POST /v1/heartbeat` | [`Heartbeat`] | [`Ack`] (`failed` says the run has failed) |
 //! | `PUT /v1/upload/{i}/{path}` | the file | [`Stored`]: its size and sha256 as written and synced |
 //! | `POST /v1/done` | [`Done`] | [`Ack`] once every listed file is there with its size and digest |
 //! | `GET /v1/status` | – | [`Status`] |
 //! | `GET /v1/results`, `GET /v1/results/{path}` | – | the merged run's file list, then each file |
+//!
+//! A shard's calls after `register` carry its registration's token in
+//! [`TOKEN_HEADER`]: a call with another token is refused, so no one but
+//! the shard that registered can beat, arrive, upload or be done for it.
+//! A JSON body over [`MAX_JSON_BYTES`] is refused, and so is an upload of a
+//! name not in [`UPLOADED`].
 
 use crate::clock::Offset;
 use serde::{Deserialize, Serialize};
+
+/// The header that carries a shard's registration token.
+pub const TOKEN_HEADER: &str = "x-agentload-shard-token";
+
+/// A JSON call's body, at most: a heartbeat's TTFT histogram is the largest
+/// (tens of KiB for a real run).
+pub const MAX_JSON_BYTES: usize = 1 << 20;
+
+/// The files a shard hands to the coordinator (those it has), relative to
+/// its directory: its journals, its header, and what its run wrote about
+/// itself. The coordinator stores no other name.
+pub const UPLOADED: [&str; 18] = [
+    "shard.json",
+    "config.toml",
+    "run_manifest.json",
+    "run_state.json",
+    "report.txt",
+    "turns.jsonl",
+    "turns.tokens.jsonl",
+    // A resume's restarted sessions: their old lines must not count.
+    "turns.superseded.jsonl",
+    "sessions.jsonl",
+    "sessions.json",
+    "telemetry.jsonl",
+    "performance/result_summary.json",
+    "accuracy/turns.jsonl",
+    "accuracy/turns.tokens.jsonl",
+    "accuracy/turns.superseded.jsonl",
+    "accuracy/sessions.jsonl",
+    "accuracy/sessions.json",
+    "accuracy/telemetry.jsonl",
+];
 
 /// The coordinator's monotonic clock, ns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,6 +70,13 @@ pub struct Register {
     /// The pings it took: the coordinator estimates the offset from them
     /// itself.
     pub samples: Vec<crate::clock::Sample>,
+}
+
+/// A registration accepted: the token the shard's later calls carry
+/// ([`TOKEN_HEADER`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Registered {
+    pub token: String,
 }
 
 /// A shard at a phase's start barrier.

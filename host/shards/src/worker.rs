@@ -62,6 +62,8 @@ pub struct Link {
     /// stay mappable, and a resume adds to them).
     anchors_file: Mutex<Option<std::path::PathBuf>>,
     phase: Mutex<String>,
+    /// The registration's token, sent with every later call.
+    token: Mutex<String>,
 }
 
 impl Link {
@@ -87,6 +89,7 @@ impl Link {
             anchors_file: Mutex::new(None),
             live: Mutex::new(None),
             phase: Mutex::new(String::from("joining")),
+            token: Mutex::new(String::new()),
         });
         let until = Instant::now() + deadline;
         loop {
@@ -105,18 +108,20 @@ impl Link {
         link.pings().await?;
         let samples = link.samples.lock().expect("samples lock").clone();
         let me = &link.me;
-        link.post::<_, Ack>(
-            "register",
-            &Register {
-                index: me.slice.index,
-                count: me.slice.count,
-                run_id: me.run_id.clone(),
-                config_digest: me.config_digest.clone(),
-                host: me.host.clone(),
-                samples,
-            },
-        )
-        .await?;
+        let registered: Registered = link
+            .post(
+                "register",
+                &Register {
+                    index: me.slice.index,
+                    count: me.slice.count,
+                    run_id: me.run_id.clone(),
+                    config_digest: me.config_digest.clone(),
+                    host: me.host.clone(),
+                    samples,
+                },
+            )
+            .await?;
+        *link.token.lock().expect("token lock") = registered.token;
         Ok(link)
     }
 
@@ -294,6 +299,7 @@ impl Link {
                         };
                         let sent = client
                             .post(format!("{}/v1/heartbeat", link.base))
+                            .header(TOKEN_HEADER, link.token())
                             .json(&beat)
                             .send()
                             .await;
@@ -328,7 +334,8 @@ impl Link {
                 sha256: hex::encode(Sha256::digest(&bytes)),
             };
             let url = format!("{}/v1/upload/{}/{path}", self.base, self.me.slice.index);
-            let got: Stored = answer(self.client.put(&url).body(bytes).send().await).await?;
+            let put = self.client.put(&url).header(TOKEN_HEADER, self.token());
+            let got: Stored = answer(put.body(bytes).send().await).await?;
             if got != want {
                 return Err(ShardError::Coordinator(format!(
                     "the coordinator stored {path} as {} bytes (sha256 {}), this shard sent {} (sha256 {})",
@@ -356,11 +363,17 @@ impl Link {
         answer(
             self.client
                 .post(format!("{}/v1/{call}", self.base))
+                .header(TOKEN_HEADER, self.token())
                 .json(body)
                 .send()
                 .await,
         )
         .await
+    }
+
+    /// The registration's token ("" before it registered).
+    fn token(&self) -> String {
+        self.token.lock().expect("token lock").clone()
     }
 }
 

@@ -1,13 +1,26 @@
 //! The coordinator and its links over real HTTP on loopback: barriers,
 //! uploads acknowledged with size and digest, and the two ways a run fails
 //! closed (a shard that never joins, a shard that falls silent), with the
-//! live shards' uploads kept.
+//! live shards' uploads kept. Hostile callers: `hostile.rs`.
 
-use agentload_shards::{Coordinator, Identity, Link, Setup, Slice};
+#[path = "coordinator/hostile.rs"]
+mod hostile;
+
+use agentload_shards::{Coordinator, Identity, Link, Setup, ShardHeader, Slice};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn coordinator(dir: &std::path::Path, count: u32, barrier: Duration) -> Coordinator {
+fn coordinator(dir: &Path, count: u32, barrier: Duration) -> Coordinator {
+    coordinator_with(
+        dir,
+        count,
+        barrier,
+        agentload_shards::coordinator::DEFAULT_UPLOAD_BUDGET,
+    )
+}
+
+fn coordinator_with(dir: &Path, count: u32, barrier: Duration, budget: u64) -> Coordinator {
     Coordinator::start(
         "127.0.0.1:0".parse().unwrap(),
         Setup {
@@ -17,9 +30,38 @@ fn coordinator(dir: &std::path::Path, count: u32, barrier: Duration) -> Coordina
             dir: dir.to_path_buf(),
             barrier_timeout: barrier,
             silence_timeout: Duration::from_millis(600),
+            upload_budget: budget,
         },
     )
     .unwrap()
+}
+
+/// A work directory for shard `index` of `count`: its `shard.json` of the
+/// test run, and `files` (path, content).
+fn work(index: u32, count: u32, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let header = ShardHeader {
+        run_id: "run".into(),
+        config_digest: "sha256:c".into(),
+        index,
+        count,
+        host: format!("host-{index}"),
+        concurrency: 1,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        anchors: Vec::new(),
+        histograms: Default::default(),
+    };
+    std::fs::write(
+        dir.path().join("shard.json"),
+        serde_json::to_vec(&header).unwrap(),
+    )
+    .unwrap();
+    for (path, content) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    dir
 }
 
 async fn join(c: &Coordinator, index: u32, count: u32) -> Arc<Link> {
@@ -76,18 +118,24 @@ async fn a_barrier_starts_every_shard_together_and_uploads_are_acknowledged() {
     drop(beats);
     let anchor = &a.anchors()[0];
     assert!(anchor.offset.offset_ns.unsigned_abs() <= anchor.offset.uncertainty_ns);
-    let work = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(work.path().join("accuracy")).unwrap();
-    std::fs::write(work.path().join("turns.jsonl"), "{}\n").unwrap();
-    std::fs::write(work.path().join("accuracy/turns.jsonl"), "[]\n").unwrap();
     let files = [
-        "turns.jsonl".to_owned(),
+        "shard.json".to_owned(),
+        "turns.jsonl".into(),
         "accuracy/turns.jsonl".into(),
-        "absent.json".into(),
+        "sessions.json".into(),
     ];
-    for link in [&a, &b] {
+    let works: Vec<_> = (0..2)
+        .map(|i| {
+            work(
+                i,
+                2,
+                &[("turns.jsonl", "{}\n"), ("accuracy/turns.jsonl", "[]\n")],
+            )
+        })
+        .collect();
+    for (link, work) in [&a, &b].into_iter().zip(&works) {
         let sent = link.upload(work.path(), &files).await.unwrap();
-        assert_eq!(sent.len(), 2, "the absent file is skipped");
+        assert_eq!(sent.len(), 3, "the absent file is skipped");
     }
     let uploads = c.uploads().await;
     assert!(uploads.failed.is_none());
@@ -97,7 +145,7 @@ async fn a_barrier_starts_every_shard_together_and_uploads_are_acknowledged() {
         b"[]\n"
     );
     // A shard that already completed its upload cannot send more.
-    let again = a.upload(work.path(), &files).await.unwrap_err();
+    let again = a.upload(works[0].path(), &files).await.unwrap_err();
     assert!(again.to_string().contains("already completed"), "{again}");
 }
 
@@ -169,12 +217,10 @@ async fn a_silent_shard_fails_the_run_and_the_live_shards_uploads_are_kept() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("shard 2 (host-2)"), "{refused}");
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("turns.jsonl"), "{}\n").unwrap();
-    for l in &links[..2] {
-        l.upload(work.path(), &["turns.jsonl".to_owned()])
-            .await
-            .unwrap();
+    for (i, l) in links[..2].iter().enumerate() {
+        let work = work(i as u32, 3, &[("turns.jsonl", "{}\n")]);
+        let files = ["shard.json".to_owned(), "turns.jsonl".to_owned()];
+        l.upload(work.path(), &files).await.unwrap();
     }
     drop(beats);
     let uploads = c.uploads().await;

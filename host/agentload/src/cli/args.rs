@@ -416,6 +416,10 @@ pub(super) struct ShardArgs {
     /// Seconds shard 0 serves the merged results after writing them.
     #[arg(long, default_value_t = 0.0)]
     pub(super) linger_s: f64,
+    /// MiB the shards' uploads may take together on shard 0 (past it an
+    /// upload is refused, and its shard fails the run closed).
+    #[arg(long, default_value_t = agentload_shards::coordinator::DEFAULT_UPLOAD_BUDGET >> 20)]
+    pub(super) upload_budget_mib: u64,
     /// Exit 3 unless the merged run is VALID (shard 0).
     #[arg(long)]
     pub(super) require_valid: bool,

@@ -401,6 +401,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 barrier_timeout: seconds(a.barrier_timeout_s, "--barrier-timeout-s")?,
                 silence_timeout: seconds(a.silence_timeout_s, "--silence-timeout-s")?,
                 linger: seconds(a.linger_s, "--linger-s")?,
+                upload_budget: a.upload_budget_mib.saturating_mul(1 << 20),
                 require_valid: a.require_valid,
             })
             .await

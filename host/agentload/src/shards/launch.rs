@@ -162,6 +162,7 @@ async fn start(
         barrier_timeout: Duration::from_secs(60),
         silence_timeout: silence,
         linger: Duration::ZERO,
+        upload_budget: agentload_shards::coordinator::DEFAULT_UPLOAD_BUDGET,
         require_valid,
     };
     let mut children: Vec<(u32, Child)> = vec![(0, spawn(&exe, &opts(0, None))?)];

@@ -32,31 +32,6 @@ impl std::fmt::Debug for ShardRun {
     }
 }
 
-/// The files a shard hands to the coordinator (those it has), relative to
-/// its directory: its journals, its header, and what its run wrote about
-/// itself.
-const UPLOADED: [&str; 18] = [
-    "shard.json",
-    "config.toml",
-    "run_manifest.json",
-    "run_state.json",
-    "report.txt",
-    "turns.jsonl",
-    "turns.tokens.jsonl",
-    // A resume's restarted sessions: their old lines must not count.
-    "turns.superseded.jsonl",
-    "sessions.jsonl",
-    "sessions.json",
-    "telemetry.jsonl",
-    "performance/result_summary.json",
-    "accuracy/turns.jsonl",
-    "accuracy/turns.tokens.jsonl",
-    "accuracy/turns.superseded.jsonl",
-    "accuracy/sessions.jsonl",
-    "accuracy/sessions.json",
-    "accuracy/telemetry.jsonl",
-];
-
 /// `agentload shard`'s options.
 #[derive(Debug, Clone)]
 pub struct ShardOpts {
@@ -84,6 +59,8 @@ pub struct ShardOpts {
     pub silence_timeout: Duration,
     /// How long shard 0 serves the merged results after writing them.
     pub linger: Duration,
+    /// Bytes the shards' uploads may take together (shard 0).
+    pub upload_budget: u64,
     pub require_valid: bool,
 }
 
@@ -147,6 +124,7 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
                 dir: opts.out.clone(),
                 barrier_timeout: opts.barrier_timeout,
                 silence_timeout: opts.silence_timeout,
+                upload_budget: opts.upload_budget,
             },
         )?;
         if let Some(file) = &opts.addr_file {
@@ -183,7 +161,10 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
     // measured are kept in the merge.
     let uploaded = match write_header(&link, &config, slice, &work, started_at) {
         Ok(()) => {
-            let files: Vec<String> = UPLOADED.iter().map(|f| f.to_string()).collect();
+            let files: Vec<String> = agentload_shards::protocol::UPLOADED
+                .iter()
+                .map(|f| f.to_string())
+                .collect();
             link.upload(&work, &files)
                 .await
                 .map(|_| ())
@@ -202,10 +183,17 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
             exit::FAILURE
         }
     };
-    uploaded.with_context(|| format!("shard {index}: the upload failed"))?;
+    let uploaded = uploaded.with_context(|| format!("shard {index}: the upload failed"));
     match coordinator {
-        Some(c) => merge_and_serve(&opts, config, c).await,
-        None => Ok(own),
+        // Shard 0's own upload failing is one shard lost: the others are
+        // still merged, and the run fails closed (exit 5).
+        Some(c) => {
+            if let Err(e) = uploaded {
+                c.give_up(index, format!("{e:#}"));
+            }
+            merge_and_serve(&opts, config, c).await
+        }
+        None => uploaded.map(|()| own),
     }
 }
 
@@ -309,10 +297,12 @@ async fn merge_and_serve(opts: &ShardOpts, config: RunConfig, c: Arc<Coordinator
         agentload_console::line(&format!("error: the sharded run failed: {why}"));
     }
     if uploads.complete.is_empty() {
-        anyhow::bail!(
-            "no shard completed its upload: nothing to merge ({})",
+        // Every shard lost: failed closed, with nothing to merge.
+        agentload_console::line(&format!(
+            "error: run INVALID: no shard completed its upload, nothing to merge ({})",
             uploads.failed.as_deref().unwrap_or("no cause recorded")
-        );
+        ));
+        return Ok(exit::SHARD_LOST);
     }
     let dirs: Vec<PathBuf> = uploads
         .complete
@@ -412,8 +402,8 @@ pub async fn merge_dirs(out: &Path, dirs: &[PathBuf]) -> Result<RunResult> {
 
 #[cfg(test)]
 mod tests {
-    use super::UPLOADED;
     use agentload_engine::journal::{sessions_file, side_file};
+    use agentload_shards::protocol::UPLOADED;
     use std::path::Path;
 
     #[test]
