@@ -52,8 +52,77 @@ impl Headline {
     }
 }
 
+/// Python's `statistics.fmean`: `math.fsum` / n.
 fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    (!values.is_empty()).then(|| fsum(values.iter().copied()) / values.len() as f64)
+}
+
+/// Python 3.12's `sum()` of floats: Neumaier's compensated summation, the
+/// compensation added at the end (what AA's totals are summed with; a plain
+/// sum differs in the last bits over the default replay's 168 turns).
+pub(crate) fn py_sum(values: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut sum, mut c) = (0.0f64, 0.0f64);
+    for x in values {
+        let t = sum + x;
+        if sum.abs() >= x.abs() {
+            c += (sum - t) + x;
+        } else {
+            c += (x - t) + sum;
+        }
+        sum = t;
+    }
+    if c != 0.0 && c.is_finite() {
+        sum += c;
+    }
+    sum
+}
+
+/// Python's `math.fsum`: the correctly rounded sum (Shewchuk's partials, with
+/// CPython's half-even correction), for finite values.
+fn fsum(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut partials: Vec<f64> = Vec::new();
+    for mut x in values {
+        let mut i = 0;
+        for j in 0..partials.len() {
+            let mut y = partials[j];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let hi = x + y;
+            let lo = y - (hi - x);
+            if lo != 0.0 {
+                partials[i] = lo;
+                i += 1;
+            }
+            x = hi;
+        }
+        partials.truncate(i);
+        if x != 0.0 {
+            partials.push(x);
+        }
+    }
+    let Some(mut hi) = partials.pop() else {
+        return 0.0;
+    };
+    let mut lo = 0.0;
+    while let Some(y) = partials.pop() {
+        let x = hi;
+        hi = x + y;
+        lo = y - (hi - x);
+        if lo != 0.0 {
+            break;
+        }
+    }
+    if let Some(&next) = partials.last() {
+        if (lo < 0.0 && next < 0.0) || (lo > 0.0 && next > 0.0) {
+            let y = lo * 2.0;
+            let x = hi + y;
+            if y == x - hi {
+                hi = x;
+            }
+        }
+    }
+    hi
 }
 
 fn distribution(values: &[f64]) -> Value {
@@ -84,8 +153,8 @@ fn complete_total(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 /// AA's `totals` of some turns.
 fn totals(turns: &[&TurnReport]) -> Value {
     let ok: Vec<&&TurnReport> = turns.iter().filter(|t| t.success).collect();
-    let inference: f64 = ok.iter().map(|t| t.e2e_ms.unwrap_or(0.0)).sum();
-    let replayed_ok: f64 = ok.iter().map(|t| t.replayed_tool_delay_ms).sum();
+    let inference = py_sum(ok.iter().map(|t| t.e2e_ms.unwrap_or(0.0)));
+    let replayed_ok = py_sum(ok.iter().map(|t| t.replayed_tool_delay_ms));
     json!({
         "turns": turns.len(),
         "successful_turns": ok.len(),
@@ -93,17 +162,16 @@ fn totals(turns: &[&TurnReport]) -> Value {
         "short_output_warnings": turns.iter().filter(|t| t.normalization.warning.is_some()).count(),
         "tool_calls": turns.iter().map(|t| t.tool_calls.len()).sum::<usize>(),
         "total_inference_latency_ms": inference,
-        "total_recorded_tool_delay_ms": turns.iter().map(|t| t.info.recorded_tool_delay_ms).sum::<f64>(),
-        "total_replayed_tool_delay_ms": turns.iter().map(|t| t.replayed_tool_delay_ms).sum::<f64>(),
+        "total_recorded_tool_delay_ms": py_sum(turns.iter().map(|t| t.info.recorded_tool_delay_ms)),
+        "total_replayed_tool_delay_ms": py_sum(turns.iter().map(|t| t.replayed_tool_delay_ms)),
         "total_agentic_replay_ms": inference + replayed_ok,
         "total_normalized_generation_ms":
-            ok.iter().map(|t| t.normalization.normalized_generation_ms.unwrap_or(0.0)).sum::<f64>(),
+            py_sum(ok.iter().map(|t| t.normalization.normalized_generation_ms.unwrap_or(0.0))),
         "total_normalized_inference_latency_ms":
-            ok.iter().map(|t| t.normalization.normalized_e2e_latency_ms.unwrap_or(0.0)).sum::<f64>(),
-        "total_normalized_agentic_replay_ms": ok
+            py_sum(ok.iter().map(|t| t.normalization.normalized_e2e_latency_ms.unwrap_or(0.0))),
+        "total_normalized_agentic_replay_ms": py_sum(ok
             .iter()
-            .filter_map(|t| Some(t.normalization.normalized_e2e_latency_ms? + t.replayed_tool_delay_ms))
-            .sum::<f64>(),
+            .filter_map(|t| Some(t.normalization.normalized_e2e_latency_ms? + t.replayed_tool_delay_ms))),
         "total_server_prompt_tokens": total(ok.iter().map(|t| t.server_prompt_tokens)),
         "total_server_output_tokens": total(ok.iter().map(|t| t.server_output_tokens)),
         "total_local_output_tokens": total(ok.iter().map(|t| t.local_output_tokens)),
@@ -331,5 +399,26 @@ impl Report {
                 "failures": "failures.json",
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fsum, py_sum};
+
+    /// Python 3.12: `sum([0.1] * 10)`, `sum([1e16, 1.0, -1e16])`, `math.fsum([0.1] * 10)`,
+    /// `math.fsum([1e100, 1.0, -1e100, 1e-100, 1e50, -1.0, -1e50])`.
+    #[test]
+    fn sums_as_python_sums() {
+        assert_eq!(py_sum([0.1; 10]), 1.0);
+        assert_eq!([0.1f64; 10].iter().sum::<f64>(), 0.9999999999999999);
+        assert_eq!(py_sum([1e16, 1.0, -1e16]), 1.0);
+        assert_eq!(fsum([0.1; 10]), 1.0);
+        assert_eq!(
+            fsum([1e100, 1.0, -1e100, 1e-100, 1e50, -1.0, -1e50]),
+            1e-100
+        );
+        assert_eq!(fsum([]), 0.0);
+        assert_eq!(py_sum([]), 0.0);
     }
 }

@@ -265,7 +265,9 @@ impl TurnReport {
             server_cached_prompt_tokens,
             local_output_tokens,
             normalization,
-            replayed_tool_delay_ms: tool_calls.iter().map(|t| t.replayed_duration_ms).sum(),
+            replayed_tool_delay_ms: super::summary::py_sum(
+                tool_calls.iter().map(|t| t.replayed_duration_ms),
+            ),
             tool_calls,
             response_chunks: if measured {
                 record.data_events.map(u64::from)
