@@ -23,6 +23,7 @@ mod edge_run;
 mod fail_fast;
 mod faults;
 mod fetch_scripts;
+mod https;
 mod k8s_fetch;
 mod layers;
 mod live_replies;

@@ -1,8 +1,10 @@
 //! The endpoint as a run talks to it: the client and the request-body
 //! options, from the config (shared by `run` and the sweep).
 
-use agentload_client::{ChatClient, ClientOptions, FirstToken};
-use agentload_config::{base_url, RunConfig, TtftTrigger};
+use agentload_client::{
+    ChatClient, ClientOptions, FirstToken, ProxyOptions, Roots, TlsOptions, Transport,
+};
+use agentload_config::{base_url, EndpointConfig, ProxySetting, RunConfig, TlsRoots, TtftTrigger};
 use agentload_engine::BodyOptions;
 use anyhow::Result;
 use std::time::Duration;
@@ -24,6 +26,13 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
             TtftTrigger::Rules => FirstToken::Rules,
         },
         reuse_connections: config.endpoint.reuse_connections,
+        transport: transport_for(&config.endpoint)?,
+        headers: config
+            .endpoint
+            .headers
+            .resolve(|k| std::env::var(k).ok())
+            .map_err(anyhow::Error::msg)?,
+        session_header: config.endpoint.session_header.clone(),
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),
@@ -35,6 +44,55 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
             .unwrap_or_default(),
     };
     Ok((client, body))
+}
+
+/// The endpoint's transport: its TLS settings and proxy, built once per call (every HTTP
+/// client of a run takes it from here). The first call of a process says on the console what
+/// a user must not miss: certificates that go unverified, and proxy variables set but ignored.
+///
+/// # Errors
+/// A TLS file that cannot be used, a proxy that cannot be parsed (each naming its key).
+pub fn transport_for(endpoint: &EndpointConfig) -> Result<Transport> {
+    let tls = &endpoint.tls;
+    let transport = Transport::new(
+        &TlsOptions {
+            roots: match tls.roots {
+                TlsRoots::Webpki => Roots::Webpki,
+                TlsRoots::System => Roots::System,
+            },
+            ca_file: tls.ca_file.clone(),
+            client_cert: tls.client_cert.clone(),
+            client_key: tls.client_key.clone(),
+            server_name: tls.server_name.clone(),
+            insecure: tls.insecure,
+            resumption: tls.resumption,
+            keylog: tls.keylog,
+        },
+        &match &endpoint.proxy {
+            ProxySetting::None => ProxyOptions::None,
+            ProxySetting::Env => ProxyOptions::Env,
+            ProxySetting::Url(url) => ProxyOptions::Url(url.clone()),
+        },
+    )?;
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        if tls.insecure && endpoint.url.trim_start().starts_with("https") {
+            agentload_console::line(
+                "WARNING: endpoint.tls.insecure: the server's certificate is NOT verified; \
+                 anyone on the path can read and change the traffic (recorded in the results; \
+                 refused in a submission run)",
+            );
+        }
+        let ignored = transport.proxy.ignored_env();
+        if !ignored.is_empty() {
+            agentload_console::line(&format!(
+                "note: {} set but not used: agentload connects directly (endpoint.proxy = \
+                 \"none\", as the reference); set endpoint.proxy = \"env\" to go through it",
+                ignored.join(", ")
+            ));
+        }
+    });
+    Ok(transport)
 }
 
 /// The API key, from the environment only (never from a file, never

@@ -244,6 +244,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         _ => {}
     }
     let submission = overrides.submission || config.mode == RunKind::Submission;
+    if submission && config.endpoint.tls.insecure {
+        anyhow::bail!(
+            "endpoint.tls.insecure (--insecure) is refused in a submission run: its server's \
+             certificate must be verified (trust a private CA with endpoint.tls.ca_file)"
+        );
+    }
     // The benchmark's rules, before anything is compiled, read or sent.
     let config_toml = toml::to_string(&config)?;
     let compliance = agentload_config::rules::check(
@@ -1001,6 +1007,7 @@ pub(crate) fn open_telemetry(config: &RunConfig) -> Result<Option<Telemetry>> {
         config.telemetry.as_ref(),
         &config.endpoint.url,
         power,
+        &crate::endpoint::transport_for(&config.endpoint)?,
     )?)
 }
 
@@ -1084,6 +1091,8 @@ async fn run_performance(
     summary.agentload.harness = ex.harness;
     summary.agentload.n_samples_interrupted = ex.interrupted;
     summary.agentload.endpoints = cx.state.lock().expect("state lock").endpoints();
+    summary.agentload.transport =
+        crate::endpoint::transport_for(&cx.config.endpoint)?.recorded(&cx.config.endpoint.url);
     summary.agentload.telemetry = ex.telemetry;
     summary.agentload.tracking = Some(tracking);
     if let Some(merged) = &cx.overrides.merge {

@@ -99,7 +99,11 @@ pub fn prepare(
                 })?,
         ),
     };
-    let service = Service::new(&settings.service_url, token)?;
+    let service = Service::over(
+        &settings.service_url,
+        token,
+        &crate::endpoint::transport_for(&config.endpoint)?,
+    )?;
     let (files, datasets) = grant_files(&phase.data, grants)?;
     let (file, dataset) = files
         .first()

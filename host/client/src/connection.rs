@@ -16,6 +16,9 @@
 
 use super::http1::{parse_head, BodyDecoder, Decoded, ProtocolError, ResponseHead};
 use super::stream::TurnError;
+use super::tls::TlsSession;
+use super::tls_layer::TlsLayer;
+use super::transport::Transport;
 use super::wire::{stamped, ReadStamp, Stamped, Timestamps};
 use bytes::{Bytes, BytesMut};
 use http::Uri;
@@ -44,11 +47,13 @@ const RECENT_IDS: usize = 4;
 /// Interim (1xx) heads taken before an answer's final head, at most.
 const MAX_INTERIM_HEADS: u32 = 32;
 
-/// One keep-alive connection: its socket, the bytes read and not consumed yet, and its read
-/// stamps.
+/// One keep-alive connection: its socket (and TLS session, for https), the bytes read (and
+/// decrypted) and not consumed yet, and its read stamps.
 #[derive(Debug)]
 pub(super) struct Connection {
     io: Stamped,
+    /// The TLS session (https).
+    tls: Option<Box<TlsLayer>>,
     buf: BytesMut,
     /// When the latest socket read returned bytes.
     pub(super) reads: ReadStamp,
@@ -62,6 +67,8 @@ pub(super) struct Connection {
     ids: [u64; RECENT_IDS],
     /// Answers whose completion id it keeps.
     answers: usize,
+    /// How it was opened.
+    pub(super) opened: Opened,
 }
 
 /// How far an answer's head came (for the cause of a turn that timed out waiting for it).
@@ -71,6 +78,27 @@ pub(super) struct HeadProgress {
     pub(super) bytes: u64,
     /// Interim (1xx) heads taken.
     pub(super) interim: u32,
+}
+
+impl Drop for Connection {
+    /// A TLS session is closed with `close_notify` (a server then knows the answer it sent
+    /// was not cut).
+    fn drop(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            tls.close(&mut self.io);
+        }
+    }
+}
+
+/// How a connection was opened (recorded in the results: the set-up's, and a turn's that had
+/// to open one).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Opened {
+    /// TCP connect (through the proxy's tunnel, when there is one), µs.
+    pub connect_us: f64,
+    /// The TLS session (https).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSession>,
 }
 
 /// Why a request could not be written, or its answer read.
@@ -107,21 +135,27 @@ impl WireError {
 }
 
 impl Connection {
-    fn new(io: Stamped, reads: ReadStamp) -> Self {
+    fn new(io: Stamped, reads: ReadStamp, tls: Option<Box<TlsLayer>>, opened: Opened) -> Self {
         Self {
             io,
+            tls,
             buf: BytesMut::new(),
             reads,
             keep_alive: true,
             written_at: None,
             ids: [0; RECENT_IDS],
             answers: 0,
+            opened,
         }
     }
 
     /// Whether the server closed the connection (or sent bytes nobody asked for) while it was
-    /// idle: it cannot take a request.
-    fn closed_while_idle(&self) -> bool {
+    /// idle: it cannot take a request. Over TLS what came is handed to the session first: a
+    /// session ticket or a key update leaves the connection usable, `close_notify` does not.
+    fn closed_while_idle(&mut self) -> bool {
+        if let Some(tls) = &mut self.tls {
+            return tls.closed_while_idle(&mut self.io);
+        }
         let mut probe = [0u8; 1];
         !matches!(self.io.tcp().try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
@@ -140,6 +174,15 @@ impl Connection {
             .filter(|s| !s.is_empty())
             .map(IoSlice::new)
             .collect();
+        if let Some(tls) = &mut self.tls {
+            let mut at = Instant::now();
+            let sent = tls.write(&mut self.io, &slices, &mut at).await;
+            self.written_at = Some(at);
+            if let Some(issued) = issued {
+                *issued = at;
+            }
+            return sent.map_err(WireError::Unanswered);
+        }
         let now = Instant::now();
         self.written_at = Some(now);
         if let Some(issued) = issued {
@@ -166,7 +209,10 @@ impl Connection {
         if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
             self.buf.reserve(READ_ROOM);
         }
-        self.io.read_buf(&mut self.buf).await
+        match &mut self.tls {
+            Some(tls) => tls.fill(&mut self.io, &mut self.buf).await,
+            None => self.io.read_buf(&mut self.buf).await,
+        }
     }
 
     /// Reads the answer's head (up to [`MAX_INTERIM_HEADS`] 1xx heads skipped), and a decoder
@@ -288,11 +334,14 @@ pub struct EndpointError {
     pub reason: String,
 }
 
-/// Where requests go: the server's address, the `Host` header and the path prefix.
+/// Where requests go: the server's address, whether it speaks TLS, the `Host` header and the
+/// path prefix.
 #[derive(Debug, Clone)]
 pub(super) struct Endpoint {
-    host: String,
+    pub(super) host: String,
     port: u16,
+    /// `https`.
+    pub(super) tls: bool,
     /// The `Host` header (the URL's authority).
     pub(super) authority: String,
     /// The base URL's path without its trailing `/` (empty for `http://host:port`).
@@ -300,7 +349,7 @@ pub(super) struct Endpoint {
 }
 
 impl Endpoint {
-    /// Parses a base URL `http://host[:port][/prefix]`.
+    /// Parses a base URL `http(s)://host[:port][/prefix]`.
     pub(super) fn parse(url: &str) -> Result<Self, EndpointError> {
         let bad = |reason: &str| EndpointError {
             url: url.to_owned(),
@@ -309,17 +358,12 @@ impl Endpoint {
         let uri: Uri = url
             .parse()
             .map_err(|e: http::uri::InvalidUri| bad(&format!("not a URL ({e})")))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https is not supported (agentload speaks plain HTTP/1.1; \
-                     put a TLS-terminating proxy on loopback in front of the server)",
-                ))
-            }
-            Some(other) => return Err(bad(&format!("scheme `{other}` is not http"))),
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => return Err(bad(&format!("scheme `{other}` is not http or https"))),
             None => return Err(bad("no scheme (write http://host:port)")),
-        }
+        };
         let authority = uri
             .authority()
             .ok_or_else(|| bad("no host"))?
@@ -340,7 +384,8 @@ impl Endpoint {
             .to_owned();
         Ok(Self {
             host,
-            port: uri.port_u16().unwrap_or(80),
+            port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
+            tls,
             authority,
             prefix: uri.path().trim_end_matches('/').to_owned(),
         })
@@ -358,6 +403,24 @@ impl Endpoint {
     /// `host:port`, for messages.
     pub(super) fn address(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+
+    /// `host:port` as a request target (`CONNECT`): an IPv6 host in brackets.
+    fn connect_target(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            self.address()
+        }
+    }
+
+    /// The base URL's scheme.
+    pub(super) fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 }
 
@@ -379,6 +442,8 @@ pub(super) struct Pool {
     timestamps: Timestamps,
     /// A connection carries more than one request (`endpoint.reuse_connections`).
     reuse: bool,
+    /// TLS and the proxy.
+    transport: Transport,
 }
 
 impl Pool {
@@ -395,6 +460,7 @@ impl Pool {
         max_idle: usize,
         timestamps: Timestamps,
         reuse: bool,
+        transport: Transport,
     ) -> Self {
         Self {
             endpoint,
@@ -403,6 +469,7 @@ impl Pool {
             opened: AtomicU64::new(0),
             timestamps,
             reuse,
+            transport,
         }
     }
 
@@ -414,6 +481,15 @@ impl Pool {
     /// Connections idle now.
     pub(super) fn idle(&self) -> usize {
         self.idle.lock().expect("pool lock").conns.len()
+    }
+
+    /// The TLS sessions of the connections idle now.
+    pub(super) fn idle_sessions(&self) -> Vec<TlsSession> {
+        let idle = self.idle.lock().expect("pool lock");
+        idle.conns
+            .iter()
+            .filter_map(|c| c.opened.tls.clone())
+            .collect()
     }
 
     /// An idle connection the server has not closed (closed ones are dropped), with a spare
@@ -477,22 +553,92 @@ impl Pool {
         }
     }
 
-    /// Opens a connection (TCP with `TCP_NODELAY`) and counts it.
+    /// Opens a connection (TCP with `TCP_NODELAY`; through the proxy's `CONNECT` tunnel when
+    /// one is configured; then the TLS handshake, for https) and counts it.
     pub(super) async fn open(&self) -> Result<Connection, TurnError> {
-        let address = self.endpoint.address();
+        let endpoint = &self.endpoint;
+        let address = endpoint.address();
         let transport = |what: &str, e: &dyn std::error::Error| TurnError::Transport {
             message: format!("{what} {address}: {}", super::stream::error_chain(e)),
         };
-        let tcp = connect(&self.endpoint.host, self.endpoint.port)
-            .await
-            .map_err(|e| transport("cannot connect to", &e))?;
+        let started = Instant::now();
+        let route = self.transport.proxy.route(endpoint.tls, &endpoint.host);
+        let (host, port) = match route {
+            Some(proxy) => (proxy.host.as_str(), proxy.port),
+            None => (endpoint.host.as_str(), endpoint.port),
+        };
+        let tcp = connect(host, port).await.map_err(|e| match route {
+            Some(proxy) => transport(
+                &format!("cannot connect to the proxy {} for", proxy.shown),
+                &e,
+            ),
+            None => transport("cannot connect to", &e),
+        })?;
         self.opened.fetch_add(1, Ordering::SeqCst);
         tcp.set_nodelay(true)
             .map_err(|e| transport("cannot set TCP_NODELAY on the connection to", &e))?;
-        let (io, reads) = stamped(tcp, self.timestamps);
-        Ok(Connection::new(io, reads))
+        let (mut io, reads) = stamped(tcp, self.timestamps);
+        if let Some(proxy) = route {
+            super::proxy::tunnel(&mut io, proxy, &endpoint.connect_target())
+                .await
+                .map_err(|e| transport("cannot reach", &e))?;
+        }
+        let connect_us = started.elapsed().as_secs_f64() * 1e6;
+        let (tls, session) = if endpoint.tls {
+            let (layer, session) =
+                TlsLayer::handshake(&mut io, &self.transport.tls, &endpoint.host)
+                    .await
+                    .map_err(|e| transport("TLS handshake with", &e))?;
+            (Some(Box::new(layer)), Some(session))
+        } else {
+            (None, None)
+        };
+        Ok(Connection::new(
+            io,
+            reads,
+            tls,
+            Opened {
+                connect_us,
+                tls: session,
+            },
+        ))
     }
 }
+
+impl Pool {
+    /// Whether the endpoint's port answers a TLS ClientHello with a TLS record: asked when a
+    /// plain `http://` endpoint check failed, so that its message can say the port speaks
+    /// TLS. Sends no HTTP request; gives up after [`TLS_PROBE_TIMEOUT`].
+    pub(super) async fn speaks_tls(&self) -> bool {
+        use tokio::io::AsyncWriteExt as _;
+        let endpoint = &self.endpoint;
+        let probe = async {
+            let mut tcp = connect(&endpoint.host, endpoint.port).await.ok()?;
+            let name = self
+                .transport
+                .tls
+                .server_name(&endpoint.host)
+                .or_else(|_| self.transport.tls.server_name("localhost"))
+                .ok()?;
+            let mut conn =
+                rustls::ClientConnection::new(self.transport.tls.config().clone(), name).ok()?;
+            let mut hello = Vec::new();
+            conn.write_tls(&mut hello).ok()?;
+            tcp.write_all(&hello).await.ok()?;
+            let mut head = [0u8; 2];
+            tcp.read_exact(&mut head).await.ok()?;
+            Some(matches!(head, [21 | 22, 3]))
+        };
+        tokio::time::timeout(TLS_PROBE_TIMEOUT, probe)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    }
+}
+
+/// How long [`Pool::speaks_tls`] waits for an answer.
+const TLS_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Connects, trying again a connect the server reset: when thousands of
 /// agents connect at once the server's accept queue overflows and the
@@ -565,7 +711,13 @@ mod tests {
                 held.push(tcp);
             }
         });
-        Pool::new(endpoint.unwrap(), 4, Timestamps::Read, true)
+        Pool::new(
+            endpoint.unwrap(),
+            4,
+            Timestamps::Read,
+            true,
+            Transport::default(),
+        )
     }
 
     #[tokio::test]
@@ -609,7 +761,13 @@ mod tests {
     async fn a_closed_idle_connection_is_dropped_and_its_buffer_kept() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = Endpoint::parse(&format!("http://{}", listener.local_addr().unwrap()));
-        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Read, true);
+        let pool = Pool::new(
+            endpoint.unwrap(),
+            4,
+            Timestamps::Read,
+            true,
+            Transport::default(),
+        );
         let (mut conn, _) = pool.checkout(None).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         conn.buf.reserve(READ_ROOM);
@@ -641,7 +799,13 @@ mod tests {
     async fn an_answer_sent_before_the_request_is_refused_as_out_of_step() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = Endpoint::parse(&format!("http://{}", listener.local_addr().unwrap()));
-        let pool = Pool::new(endpoint.unwrap(), 4, Timestamps::Arrival, true);
+        let pool = Pool::new(
+            endpoint.unwrap(),
+            4,
+            Timestamps::Arrival,
+            true,
+            Transport::default(),
+        );
         let (mut conn, _) = pool.checkout(None).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         // Nagle's algorithm would hold the stray answer back until the request's packet
@@ -729,11 +893,19 @@ mod tests {
         assert_eq!(e.address(), "::1:80");
         assert_eq!(e.authority, "[::1]");
         assert_eq!(e.path("/v1/models"), "/proxy/llm/v1/models");
+        let e = Endpoint::parse("https://api.example.com/v1").unwrap();
+        assert!(e.tls);
+        assert_eq!(e.address(), "api.example.com:443");
+        assert_eq!(
+            Endpoint::parse("https://[::1]:8443")
+                .unwrap()
+                .connect_target(),
+            "[::1]:8443"
+        );
         for (url, why) in [
-            ("https://x:1", "https is not supported"),
             ("127.0.0.1:8080", "no scheme"),
             ("localhost", "no scheme"),
-            ("ftp://x", "scheme `ftp`"),
+            ("ftp://x", "scheme `ftp` is not http or https"),
             ("http://u:p@x:1", "credentials"),
             ("http://x:1/?a=b", "query string"),
             ("http://x:1 2", "not a URL"),

@@ -171,10 +171,17 @@ pub(super) fn parse_head(
             Ok(_) => return Err(ProtocolError::HeadTooLarge),
             Err(httparse::Error::TooManyHeaders) => return Err(ProtocolError::TooManyHeaders),
             Err(e) => {
+                // A TLS alert or handshake record (21 or 22, version 3.x): a TLS port.
+                let reason = match buf[..] {
+                    [21 | 22, 3, ..] => "it is a TLS record: this port speaks TLS (use an \
+                                         https:// URL)"
+                        .to_owned(),
+                    _ => e.to_string(),
+                };
                 return Err(ProtocolError::NotHttp {
-                    reason: e.to_string(),
+                    reason,
                     start: quote(buf),
-                })
+                });
             }
         };
         let (status, minor) = (response.code.unwrap_or(0), response.version.unwrap_or(1));
@@ -645,6 +652,13 @@ mod tests {
         }
         let h = head("HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nretry-after: 9").unwrap();
         assert_eq!((h.status, h.header("RETRY-AFTER")), (429, Some(&b"3"[..])));
+    }
+
+    #[test]
+    fn a_tls_record_for_an_answer_names_the_tls_port() {
+        let mut alert = BytesMut::from(&[21u8, 3, 3, 0, 2, 2, 50][..]);
+        let err = parse_head(&mut alert, &mut 0).unwrap_err().to_string();
+        assert!(err.contains("this port speaks TLS"), "{err}");
     }
 
     #[test]

@@ -7,24 +7,33 @@ mod body;
 mod connection;
 mod http1;
 mod preflight;
+mod proxy;
 mod reader;
 mod request;
 mod sse;
 mod stream;
+mod tls;
+mod tls_layer;
+mod transport;
 mod wire;
 
 pub use assemble::{
     Assembled, BadChunk, CompletionAssembler, FirstChunk, FirstToken, ToolCallRecord,
 };
 pub use body::RequestBody;
-pub use connection::EndpointError;
+pub use connection::{EndpointError, Opened};
 pub use preflight::{preflight, PreflightError};
+pub use proxy::{Proxy, ProxyError, ProxyOptions, ProxyRoute};
 pub use sse::{SseEvent, SseParser};
 pub use stream::{
-    exchanges_in_flight, ChatClient, ClientError, ClientOptions, Exchange, HttpAnswer, Setup,
-    Timeline, TurnError,
+    exchanges_in_flight, ChatClient, ClientError, ClientOptions, Exchange, HandshakeTimes,
+    HttpAnswer, Setup, Timeline, TlsSetup, TurnError, SESSION_HEADER,
 };
+pub use tls::{Roots, Tls, TlsDescription, TlsOptions, TlsSession, TlsSetupError};
+pub use transport::{Transport, TransportDescription, TransportError};
 pub use wire::Timestamps;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

@@ -1,9 +1,12 @@
 //! The endpoint check before the first measured request: a wrong URL, a
-//! refused connection, a DNS failure, a 404 or an HTML page stops the run
-//! with its cause instead of failing every turn. It runs on the first phase's
-//! client, so the connection it opens is the one the first turn uses.
+//! refused connection, a DNS failure, a certificate that is not trusted, has
+//! expired or does not name the host, a server that wants a client
+//! certificate, an `http://` URL on a TLS port (or the reverse), a 404 or an
+//! HTML page stops the run with its cause instead of failing every turn. It
+//! runs on the first phase's client, so the connection it opens is the one the
+//! first turn uses.
 
-use super::ChatClient;
+use super::{ChatClient, TurnError};
 use std::time::Duration;
 
 /// Why the endpoint is not a Chat Completions server.
@@ -18,10 +21,18 @@ pub async fn preflight(
     timeout: Duration,
 ) -> Result<Vec<String>, PreflightError> {
     let url = client.url("/v1/models");
-    let answer = client
-        .get("/v1/models", timeout)
-        .await
-        .map_err(|e| PreflightError(format!("GET {url}: {e}")))?;
+    let answer = match client.get("/v1/models", timeout).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            let hint = if matches!(e, TurnError::Transport { .. }) && client.port_speaks_tls().await
+            {
+                " (this port speaks TLS: use an https:// URL)"
+            } else {
+                ""
+            };
+            return Err(PreflightError(format!("GET {url}: {e}{hint}")));
+        }
+    };
     let body = &answer.body;
     let start = || {
         let text = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();

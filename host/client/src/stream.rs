@@ -16,10 +16,13 @@
 
 use super::assemble::{Assembled, CompletionAssembler, FirstToken};
 use super::body::RequestBody;
-use super::connection::{Connection, Endpoint, EndpointError, HeadProgress, Pool, WireError};
+use super::connection::{
+    Connection, Endpoint, EndpointError, HeadProgress, Opened, Pool, WireError,
+};
 use super::http1::{BodyDecoder, ResponseHead};
 use super::reader::StreamReader;
 use super::request::{request_target, Heads};
+use super::transport::Transport;
 use super::wire::Timestamps;
 use bytes::Bytes;
 use serde_json::Value;
@@ -57,6 +60,38 @@ pub struct ClientOptions {
     /// A connection carries more than one request (`endpoint.reuse_connections`); when off,
     /// each request goes out on a connection of its own, with `connection: close`.
     pub reuse_connections: bool,
+    /// TLS (for an `https` endpoint) and the proxy.
+    pub transport: Transport,
+    /// Headers every request carries (`endpoint.headers`, values already taken from the
+    /// environment where the config said `${VAR}`).
+    pub headers: Vec<(String, String)>,
+    /// The header that carries a request's session id (`endpoint.session_header`;
+    /// `X-Session-ID` by default; empty: none).
+    pub session_header: String,
+}
+
+/// The header that carries a session id unless the config names another.
+pub const SESSION_HEADER: &str = "X-Session-ID";
+
+impl Default for ClientOptions {
+    /// `http://127.0.0.1:8080`, no key, a 600 s turn timeout, one connection, the default
+    /// cap, kernel stamps, the reference's first token, no TLS settings of its own, no proxy,
+    /// no extra headers, `X-Session-ID`, connections reused.
+    fn default() -> Self {
+        Self {
+            endpoint: "http://127.0.0.1:8080".into(),
+            api_key: None,
+            turn_timeout: Duration::from_secs(600),
+            max_connections: 1,
+            max_response_bytes: 256 << 20,
+            timestamps: Timestamps::default(),
+            first_token: FirstToken::default(),
+            transport: Transport::default(),
+            headers: Vec::new(),
+            session_header: SESSION_HEADER.into(),
+            reuse_connections: true,
+        }
+    }
 }
 
 /// Why a turn failed. The `Display` text is the cause recorded in `turns.jsonl` `error`.
@@ -141,6 +176,9 @@ pub struct Timeline {
     pub new_connection: bool,
     /// What came of the answer's head (for the cause of a timeout before it was whole).
     pub(super) head: HeadProgress,
+    /// How that connection was opened (its connect and TLS handshake are inside this
+    /// exchange's time).
+    pub opened: Option<Opened>,
 }
 
 impl Timeline {
@@ -158,6 +196,7 @@ impl Timeline {
             last_byte: None,
             new_connection: false,
             head: HeadProgress::default(),
+            opened: None,
         }
     }
 
@@ -239,7 +278,7 @@ impl Drop for InFlight {
 
 /// The connections opened before a phase ([`ChatClient::warm_up`]), apart from the measured
 /// turns.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Setup {
     /// Connections idle and ready when the phase started.
     pub connections: u64,
@@ -248,6 +287,63 @@ pub struct Setup {
     pub opened: u64,
     /// Wall time to open them, ms.
     pub ms: f64,
+    /// The TLS sessions of the connections ready (https): the warm-up's, and any open
+    /// already (the endpoint check's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSetup>,
+}
+
+/// The TLS sessions of a warm-up's connections: how many of each version, cipher suite and
+/// application protocol, how many resumed, and the handshakes' times.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct TlsSetup {
+    pub versions: std::collections::BTreeMap<String, u64>,
+    pub cipher_suites: std::collections::BTreeMap<String, u64>,
+    pub alpn: std::collections::BTreeMap<String, u64>,
+    pub resumed: u64,
+    /// Handshake time per connection, µs: min, p50, p99 (`sorted[floor(p·(n−1))]`), max,
+    /// mean.
+    pub handshake_us: HandshakeTimes,
+}
+
+/// Handshake times, µs.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct HandshakeTimes {
+    pub min: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl TlsSetup {
+    /// The summary of `sessions` (`None` when there are none: plain HTTP).
+    fn of<'a>(sessions: impl Iterator<Item = &'a super::tls::TlsSession>) -> Option<Self> {
+        let mut out = Self::default();
+        let mut times = Vec::new();
+        for s in sessions {
+            *out.versions.entry(s.version.clone()).or_default() += 1;
+            *out.cipher_suites.entry(s.cipher_suite.clone()).or_default() += 1;
+            if let Some(alpn) = &s.alpn {
+                *out.alpn.entry(alpn.clone()).or_default() += 1;
+            }
+            out.resumed += u64::from(s.resumed);
+            times.push(s.handshake_us);
+        }
+        if times.is_empty() {
+            return None;
+        }
+        times.sort_by(f64::total_cmp);
+        let at = |p: f64| times[((times.len() - 1) as f64 * p).floor() as usize];
+        out.handshake_us = HandshakeTimes {
+            min: times[0],
+            p50: at(0.5),
+            p99: at(0.99),
+            max: times[times.len() - 1],
+            mean: times.iter().sum::<f64>() / times.len() as f64,
+        };
+        Some(out)
+    }
 }
 
 /// One request and what came back.
@@ -290,8 +386,8 @@ impl ChatClient {
     /// A client for `opts.endpoint`; connects lazily (or on [`ChatClient::warm_up`]).
     ///
     /// # Errors
-    /// When the base URL is not `http://host[:port][/prefix]` or the API key is not a valid
-    /// header value.
+    /// When the base URL is not `http(s)://host[:port][/prefix]`, or the API key, a header
+    /// or the session header's name cannot go in a request head.
     pub fn new(opts: &ClientOptions) -> Result<Self, ClientError> {
         let endpoint = Endpoint::parse(&opts.endpoint)?;
         let heads = Heads::new(
@@ -299,6 +395,8 @@ impl ChatClient {
             &opts.endpoint,
             opts.api_key.as_deref(),
             !opts.reuse_connections,
+            &opts.headers,
+            &opts.session_header,
         )?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -308,6 +406,7 @@ impl ChatClient {
                     opts.max_connections,
                     opts.timestamps,
                     opts.reuse_connections,
+                    opts.transport.clone(),
                 ),
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
@@ -331,11 +430,6 @@ impl ChatClient {
     pub async fn warm_up(&self, n: usize) -> Result<Setup, TurnError> {
         let pool = &self.inner.pool;
         let (started, opened) = (Instant::now(), pool.opened());
-        let setup = |pool: &Pool| Setup {
-            connections: pool.idle() as u64,
-            opened: pool.opened() - opened,
-            ms: started.elapsed().as_secs_f64() * 1e3,
-        };
         while pool.idle() < n {
             let conn = tokio::time::timeout(self.inner.turn_timeout, pool.open())
                 .await
@@ -345,20 +439,37 @@ impl ChatClient {
                 })??;
             pool.checkin(conn);
         }
-        let done = setup(pool);
-        *self.inner.setup.lock().expect("setup lock") = Some(done);
+        let done = Setup {
+            connections: pool.idle() as u64,
+            opened: pool.opened() - opened,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+            tls: TlsSetup::of(pool.idle_sessions().iter()),
+        };
+        *self.inner.setup.lock().expect("setup lock") = Some(done.clone());
         Ok(done)
+    }
+
+    /// Whether a plain `http://` endpoint's port speaks TLS (the endpoint check's hint when it
+    /// failed); `false` for an `https://` endpoint.
+    pub async fn port_speaks_tls(&self) -> bool {
+        let pool = &self.inner.pool;
+        !pool.endpoint.tls && pool.speaks_tls().await
     }
 
     /// The latest warm-up's connections and time ([`ChatClient::warm_up`]).
     pub fn setup(&self) -> Option<Setup> {
-        *self.inner.setup.lock().expect("setup lock")
+        self.inner.setup.lock().expect("setup lock").clone()
     }
 
     /// The full URL of `route` (e.g. `/v1/models`), for messages.
     pub fn url(&self, route: &str) -> String {
         let endpoint = &self.inner.pool.endpoint;
-        format!("http://{}{}", endpoint.authority, endpoint.path(route))
+        format!(
+            "{}://{}{}",
+            endpoint.scheme(),
+            endpoint.authority,
+            endpoint.path(route)
+        )
     }
 
     /// `GET route` (e.g. `/v1/models`) on the pooled connections (so an endpoint check opens
@@ -415,7 +526,7 @@ impl ChatClient {
             })
     }
 
-    /// Sends `body`, tagged with `session_id` in `X-Session-ID`.
+    /// Sends `body`, tagged with `session_id` in the session header.
     pub async fn send(&self, body: &Value, session_id: &str) -> Exchange {
         let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let bytes = serde_json::to_vec(body).expect("a JSON value serialises");
@@ -423,7 +534,7 @@ impl ChatClient {
     }
 
     /// Sends a body already written as JSON (`stream`: whether it asks for a
-    /// streamed answer), tagged with `session_id` in `X-Session-ID`.
+    /// streamed answer), tagged with `session_id` in the session header.
     pub async fn send_json(&self, bytes: RequestBody, stream: bool, session_id: &str) -> Exchange {
         self.send_json_then(bytes, stream, session_id, || {}).await
     }
@@ -502,6 +613,7 @@ impl ChatClient {
         let pool = &self.inner.pool;
         let (mut conn, reused) = pool.checkout(idle).await?;
         t.new_connection = !reused;
+        t.opened = (!reused).then(|| conn.opened.clone());
         let broken = |e: &WireError| match e {
             WireError::OutOfStep(message) => TurnError::OutOfStep {
                 message: message.clone(),
@@ -527,6 +639,7 @@ impl ChatClient {
             Err(e) if reused && e.unanswered() => {
                 let mut conn = pool.open().await?;
                 t.new_connection = true;
+                t.opened = Some(conn.opened.clone());
                 t.head = HeadProgress::default();
                 let (resp, decoder) = answer_head(
                     &mut conn,

@@ -140,6 +140,7 @@ fn client(url: &str, cap: u64, timeout: Duration) -> ChatClient {
         timestamps: Timestamps::default(),
         first_token: Default::default(),
         reuse_connections: true,
+        ..Default::default()
     })
     .unwrap()
 }
@@ -654,6 +655,7 @@ async fn concurrent_sessions_keep_one_connection_each() {
         timestamps: Timestamps::default(),
         first_token: Default::default(),
         reuse_connections: true,
+        ..Default::default()
     })
     .unwrap();
     c.warm_up(4).await.unwrap();
@@ -785,6 +787,7 @@ async fn with_read_stamps_the_work_runs_before_the_request() {
         timestamps: Timestamps::Read,
         first_token: Default::default(),
         reuse_connections: true,
+        ..Default::default()
     })
     .unwrap();
     c.warm_up(1).await.unwrap();

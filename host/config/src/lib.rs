@@ -18,6 +18,7 @@ pub mod seal;
 pub mod swe_bench;
 mod sweep;
 mod telemetry;
+mod transport;
 
 pub use limits::Limits;
 pub use paths::cache_dir;
@@ -26,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use sweep::{DelayDistribution, Normalize, SloTier, SweepConfig, ToolDelayMode};
 pub use telemetry::{NvmlConfig, ScrapeTarget, TelemetryConfig};
+pub use transport::{Headers, ProxySetting, TlsConfig, TlsRoots, REDACTED};
 
 /// A whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -220,6 +222,26 @@ pub struct EndpointConfig {
     /// nobody asked for (an answer out of step fails its turn either way).
     #[serde(default = "yes")]
     pub reuse_connections: bool,
+    /// TLS for an `https://` URL: roots, a CA file, a client certificate,
+    /// the server name, `insecure` (see [`TlsConfig`]).
+    #[serde(default, skip_serializing_if = "TlsConfig::is_default")]
+    pub tls: TlsConfig,
+    /// A proxy: `"none"` (default), `"env"` or `http://host:port` (see
+    /// [`ProxySetting`]).
+    #[serde(default, skip_serializing_if = "ProxySetting::is_none")]
+    pub proxy: ProxySetting,
+    /// Headers every request carries; `"${VAR}"` values come from the
+    /// environment (see [`Headers`]).
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub headers: Headers,
+    /// The header carrying each request's session id, for session affinity
+    /// (default `X-Session-ID`; SGLang's router reads `X-SMG-Routing-Key`);
+    /// `""` sends none.
+    #[serde(
+        default = "transport::default_session_header",
+        skip_serializing_if = "transport::is_default_session_header"
+    )]
+    pub session_header: String,
 }
 
 /// `endpoint.ttft_trigger`.
@@ -441,6 +463,24 @@ impl RunConfig {
         }
         if let Err(e) = base_url(&self.endpoint.url) {
             return Err(invalid("endpoint.url", &e));
+        }
+        self.endpoint.tls.check().map_err(keyed)?;
+        self.endpoint.proxy.check().map_err(keyed)?;
+        self.endpoint.headers.check().map_err(keyed)?;
+        let session = &self.endpoint.session_header;
+        if session.contains(|c: char| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)))
+        {
+            return Err(invalid(
+                "endpoint.session_header",
+                "must be a header name (or \"\" for none)",
+            ));
+        }
+        if self.mode == RunKind::Submission && self.endpoint.tls.insecure {
+            return Err(invalid(
+                "endpoint.tls.insecure",
+                "a submission run verifies the server's certificate; drop insecure (trust a \
+                 private CA with endpoint.tls.ca_file)",
+            ));
         }
         if let Some(phase) = self
             .accuracy

@@ -88,6 +88,7 @@ impl TurnSender {
         record.last_token_ns = t.last_token.map(|i| self.ns(i));
         record.complete_ns = Some(self.ns(t.complete));
         record.token_chunks = t.token_chunks_ns.len() as u32;
+        record.opened_connection = t.opened.map(Box::new);
         match result {
             Ok(answer) => {
                 record.status = TurnStatus::Completed;

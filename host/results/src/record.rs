@@ -102,6 +102,10 @@ pub struct TurnRecord {
     /// Live-reply replay: the workload's review of this reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<Box<crate::live::LiveReview>>,
+    /// The connection this turn opened, when it had to open one mid-run (none was idle, or
+    /// the idle one was closed): its connect and TLS handshake are inside the turn's times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opened_connection: Option<Box<agentload_client::Opened>>,
 }
 
 /// What the metrics read of a turn's server `usage`, llama.cpp `timings` and simulator
@@ -270,6 +274,7 @@ impl TurnRecord {
             segment: 0,
             shard: None,
             live: None,
+            opened_connection: None,
         }
     }
 

@@ -180,6 +180,36 @@ pub fn write_report(summary: &PerformanceSummary, score_line: Option<&str>) -> S
             "connection set-up (before the first turn, not in the timings): {} connections ready ({} opened) in {:.1} ms",
             setup.connections, setup.opened, setup.ms
         );
+        if let Some(tls) = &setup.tls {
+            let counts = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(k, n)| format!("{k} x{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let h = &tls.handshake_us;
+            let _ = writeln!(
+                out,
+                "TLS: {}; {}; {} resumed; handshake p50 {:.0} us, p99 {:.0} us, max {:.0} us",
+                counts(&tls.versions),
+                counts(&tls.cipher_suites),
+                tls.resumed,
+                h.p50,
+                h.p99,
+                h.max
+            );
+        }
+    }
+    if let Some(transport) = &summary.agentload.transport {
+        if transport.tls.as_ref().is_some_and(|t| t.insecure) {
+            let _ = writeln!(out, "TLS certificates NOT verified (endpoint.tls.insecure)");
+        }
+        if let Some(proxy) = &transport.proxy {
+            let _ = writeln!(
+                out,
+                "through the proxy {proxy}: the timestamps include its hop"
+            );
+        }
     }
     if let Some(ms) = harness.startup_ms {
         let _ = writeln!(out, "start-up (process start to first request): {ms:.1} ms");

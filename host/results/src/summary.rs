@@ -263,6 +263,10 @@ pub struct Extras {
     /// in order, when there were more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<String>,
+    /// How the endpoint was reached, where there is more than plain HTTP to say: TLS (its
+    /// settings, `insecure` among them) and a proxy (whose hop the stamps then include).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<agentload_client::TransportDescription>,
     /// Interactivity by each of its three definitions (MLPerf Endpoints,
     /// InferenceX AgentX, AA-AgentPerf), over the completed turns.
     pub interactivity: crate::metrics::Interactivity,
@@ -627,6 +631,7 @@ pub fn summarize(
             n_samples_aborted: aborted as u64,
             n_samples_interrupted: 0,
             endpoints: Vec::new(),
+            transport: None,
             interactivity,
             tracking: None,
             sessions: None,

@@ -38,7 +38,7 @@ pub struct FetchOptions {
 }
 
 /// Fetches the merged run's files from the coordinator at `base` into
-/// `out` (see the module's doc).
+/// `out` (see the module's doc), over `transport`.
 ///
 /// # Errors
 /// The coordinator's refusals, a listing or file that breaks its bounds,
@@ -47,9 +47,12 @@ pub async fn fetch_results(
     base: &str,
     out: &Path,
     options: FetchOptions,
+    transport: &agentload_client::Transport,
 ) -> Result<Vec<Stored>, ShardError> {
     refuse_unless_empty(out, options.force)?;
-    let client = reqwest::Client::builder()
+    // The TLS settings for an `https://` coordinator (behind a TLS ingress), no proxy.
+    let client = transport
+        .reqwest()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(options.timeout)
         .read_timeout(options.timeout)

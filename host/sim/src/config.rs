@@ -53,6 +53,23 @@ pub struct SimConfig {
     /// sent, byte for byte. Each line is written and flushed as the request
     /// arrives.
     pub request_log: Option<std::path::PathBuf>,
+    /// Serve HTTPS from a certificate and key (default: plain HTTP).
+    pub tls: Option<SimTls>,
+}
+
+/// The simulator's TLS: its certificate chain and key, and optionally the CA whose client
+/// certificates it requires (mTLS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimTls {
+    /// The certificate chain (PEM, leaf first).
+    pub cert: PathBuf,
+    /// The leaf's private key (PEM).
+    pub key: PathBuf,
+    /// Require a client certificate issued by a CA in this PEM file; a client without one
+    /// is refused during the handshake.
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -71,6 +88,7 @@ impl Default for SimConfig {
             responder: ResponderConfig::Echo,
             faults: Vec::new(),
             request_log: None,
+            tls: None,
         }
     }
 }

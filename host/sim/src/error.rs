@@ -42,6 +42,16 @@ pub enum SimError {
         /// What is wrong with the line.
         reason: String,
     },
+    /// The TLS certificate, key or client CA cannot be used.
+    #[error("TLS {what} {path}: {reason}")]
+    Tls {
+        /// `certificate`, `key` or `client CA`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

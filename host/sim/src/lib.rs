@@ -81,6 +81,14 @@
 //! another process, splits its timing error by direction: request path = arrival minus its
 //! send, response path = its first-token stamp minus `first_token_mono_ns`.
 //!
+//! # TLS
+//! With [`SimConfig::tls`] the simulator serves HTTPS (TLS 1.2 and 1.3, ring, ALPN
+//! `http/1.1`) from a certificate and key, optionally requiring client certificates (mTLS).
+//! Its stamps stay at the wire: a request arrives with the ciphertext read that completed its
+//! first TLS record (that read's kernel stamp), its first token is out when the write of its
+//! response's first record returns. A failed handshake is counted
+//! ([`SimHandle::tls_failures`]); it never reaches the request counters.
+//!
 //! # Fault injection
 //! [`SimConfig::faults`] (`agentload sim --fault KIND@N`) breaks the answer to the N-th
 //! chat-completions request the server receives (1-based, over all connections): error
@@ -109,6 +117,7 @@ mod config;
 mod error;
 mod fault;
 mod metrics;
+pub mod pki;
 
 mod prompt;
 mod responder;
@@ -118,10 +127,11 @@ mod server;
 mod session_prompts;
 mod stream;
 mod timing;
+mod tls;
 mod tokens;
 mod wire;
 
-pub use config::{ResponderConfig, SimConfig};
+pub use config::{ResponderConfig, SimConfig, SimTls};
 pub use error::SimError;
 pub use fault::{Fault, FaultKind, FaultParseError, FAULT_HELP, OVERSIZE_BYTES};
 pub use server::{start, SimHandle};

@@ -32,7 +32,7 @@ use crate::session_prompts::SessionPrompts;
 use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
-use crate::wire::{wire_io, WireStamps};
+use crate::wire::{cipher_io, wire_io, TlsWire, WireStamps};
 use crate::{SimConfig, SimError};
 
 /// Largest request body accepted.
@@ -65,6 +65,8 @@ struct State {
 #[derive(Debug, Default)]
 struct Counters {
     connections: AtomicU64,
+    /// TLS handshakes that failed (no request came through them).
+    tls_failures: AtomicU64,
     chat_requests: AtomicU64,
     /// Body bytes of the chat requests, by their `Content-Length`.
     chat_request_bytes: AtomicU64,
@@ -75,6 +77,8 @@ struct Counters {
 #[derive(Debug)]
 pub struct SimHandle {
     addr: SocketAddr,
+    /// HTTPS.
+    tls: bool,
     served: Arc<AtomicU64>,
     counters: Arc<Counters>,
     stop: watch::Sender<bool>,
@@ -87,9 +91,17 @@ impl SimHandle {
         self.addr
     }
 
-    /// Base URL, e.g. `http://127.0.0.1:43125` (append `/v1/chat/completions`).
+    /// Base URL, e.g. `http://127.0.0.1:43125` (`https://` with TLS; append
+    /// `/v1/chat/completions`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// TLS handshakes that failed so far (a client that did not trust the certificate, or
+    /// had no client certificate where one is required).
+    pub fn tls_failures(&self) -> u64 {
+        self.counters.tls_failures.load(Ordering::SeqCst)
     }
 
     /// Chat completion requests answered so far: completed answers and error answers (a stream
@@ -123,7 +135,7 @@ impl SimHandle {
 ///
 /// Endpoints: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models` (also
 /// `/models`), `GET /health`, `GET /metrics` (llama.cpp's Prometheus page), `GET
-/// /agentload/stats` (`{"connections_accepted", "chat_requests_received",
+/// /agentload/stats` (`{"connections_accepted", "tls_failures", "chat_requests_received",
 /// "chat_request_bytes", "requests_served"}`); anything else is a 404 with a JSON error.
 pub async fn start(
     config: SimConfig,
@@ -131,6 +143,11 @@ pub async fn start(
     addr: SocketAddr,
 ) -> Result<SimHandle, SimError> {
     config.validate()?;
+    let tls = config
+        .tls
+        .as_ref()
+        .map(crate::tls::server_config)
+        .transpose()?;
     let responder = responder::build(&config.responder).await?;
     let listener = listen(addr).map_err(|source| SimError::Bind { addr, source })?;
     let addr = listener
@@ -173,9 +190,10 @@ pub async fn start(
         prompts: counter.reuses_prefixes().then(SessionPrompts::new),
         counter,
     });
-    let server = tokio::spawn(accept_loop(listener, state, stopped));
+    let server = tokio::spawn(accept_loop(listener, state, stopped, tls.clone()));
     Ok(SimHandle {
         addr,
+        tls: tls.is_some(),
         served,
         counters,
         stop,
@@ -200,7 +218,12 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(BACKLOG)
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -215,7 +238,11 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watc
                         // The `reset` fault aborts its connection: closing it then sends RST.
                         let _ = stream.set_zero_linger();
                     }
-                    connections.spawn(serve_connection(stream, Arc::clone(&state), stopped.clone()));
+                    let (state, stopped) = (Arc::clone(&state), stopped.clone());
+                    match &tls {
+                        None => connections.spawn(serve_plain(stream, state, stopped)),
+                        Some(tls) => connections.spawn(serve_tls(stream, state, stopped, tls.clone())),
+                    };
                 }
             }
         }
@@ -224,14 +251,50 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: watc
     while connections.join_next().await.is_some() {}
 }
 
-async fn serve_connection(
-    stream: TcpStream,
-    state: Arc<State>,
-    mut stopped: watch::Receiver<bool>,
-) {
+async fn serve_plain(stream: TcpStream, state: Arc<State>, stopped: watch::Receiver<bool>) {
     // Token chunks are small writes that must leave at once.
     let _ = stream.set_nodelay(true);
     let (io, wire) = wire_io(stream);
+    serve_connection(io, wire, state, stopped).await;
+}
+
+/// A TLS connection: the handshake (bounded, so a client that never finishes it does not hold
+/// the task), then HTTP over the stamped TLS stream.
+async fn serve_tls(
+    stream: TcpStream,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+    tls: Arc<rustls::ServerConfig>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (io, cipher, wire) = cipher_io(stream);
+    let handshake = tokio::time::timeout(
+        TLS_HANDSHAKE_TIMEOUT,
+        tokio_rustls::TlsAcceptor::from(tls).accept(io),
+    );
+    let accepted = tokio::select! {
+        accepted = handshake => accepted,
+        _ = stopped.changed() => return,
+    };
+    match accepted {
+        Ok(Ok(io)) => serve_connection(TlsWire::new(io, cipher), wire, state, stopped).await,
+        _ => {
+            state.counters.tls_failures.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// How long a client may take over its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn serve_connection<I>(
+    io: I,
+    wire: Arc<WireStamps>,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
         let wire = Arc::clone(&wire);
@@ -327,6 +390,7 @@ async fn route(
             200,
             &json!({
                 "connections_accepted": state.counters.connections.load(Ordering::SeqCst),
+                "tls_failures": state.counters.tls_failures.load(Ordering::SeqCst),
                 "chat_requests_received": state.counters.chat_requests.load(Ordering::SeqCst),
                 "chat_request_bytes": state.counters.chat_request_bytes.load(Ordering::Relaxed),
                 "requests_served": state.served.load(Ordering::SeqCst),

@@ -8,11 +8,19 @@
 //!
 //! One request at a time per connection (HTTP/1.1 without pipelining): the first read that
 //! returns bytes after the previous response started writing begins the next request.
+//!
+//! Over TLS ([`TlsWire`]) the same moments are taken at the ciphertext: a request begins with
+//! the socket read that completed its first record (the read whose bytes rustls turned into
+//! its first plaintext), its answer with the return of the socket write that carried the
+//! first write's records. Handshake records and session tickets move no stamp.
 
+use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use agentload_wire::hooked::{Hooked, IoHooks, ReadAt};
@@ -45,11 +53,11 @@ impl WireStamps {
         }
     }
 
-    fn write_returned(&self) {
+    fn write_returned(&self, at: Instant) {
         let mut s = self.lock();
         if s.reading {
             s.reading = false;
-            s.first_write = Some(Instant::now());
+            s.first_write = Some(at);
             if let Some(w) = s.waiter.take() {
                 w.wake();
             }
@@ -89,13 +97,129 @@ impl IoHooks for WireStamps {
     }
 
     fn write_returned(&self, _bytes: usize) {
-        WireStamps::write_returned(self);
+        WireStamps::write_returned(self, Instant::now());
     }
 
     /// The first read of a request returns its first packet alone: stamped with its arrival,
     /// not a later packet's.
     fn split_at_arrivals(&self) -> bool {
         !self.lock().reading
+    }
+}
+
+/// A TLS connection's socket side: the stamps of its latest read and write, kept for the
+/// plaintext that read yields or that write carried ([`TlsWire`]).
+#[derive(Debug)]
+pub(crate) struct CipherStamps {
+    wire: Arc<WireStamps>,
+    read: Mutex<Option<Instant>>,
+    wrote: Mutex<Option<Instant>>,
+}
+
+impl IoHooks for CipherStamps {
+    fn read_returned(&self, at: ReadAt) {
+        *self.read.lock().expect("cipher stamps lock") = Some(at.stamp());
+    }
+
+    fn write_returned(&self, _bytes: usize) {
+        *self.wrote.lock().expect("cipher stamps lock") = Some(Instant::now());
+    }
+
+    /// Until a request's first record came, reads stop at packet arrivals, as without TLS.
+    fn split_at_arrivals(&self) -> bool {
+        !self.wire.lock().reading
+    }
+}
+
+/// A server-side TCP stream stamped for TLS: rustls reads and writes through it.
+pub(crate) type CipherIo = Hooked<Arc<CipherStamps>>;
+
+/// A connection's socket for TLS, and the stamps the plaintext side ([`TlsWire`]) takes.
+pub(crate) fn cipher_io(tcp: TcpStream) -> (CipherIo, Arc<CipherStamps>, Arc<WireStamps>) {
+    let wire = Arc::new(WireStamps::default());
+    let cipher = Arc::new(CipherStamps {
+        wire: wire.clone(),
+        read: Mutex::new(None),
+        wrote: Mutex::new(None),
+    });
+    (
+        Hooked::with_arrival_stamps(tcp, cipher.clone()),
+        cipher,
+        wire,
+    )
+}
+
+/// The plaintext side of a TLS stream (`S`, rustls over a [`CipherIo`]): a read that returns
+/// plaintext is stamped with the socket read that completed its record; a write with the
+/// socket write that carried it.
+pub(crate) struct TlsWire<S> {
+    inner: S,
+    cipher: Arc<CipherStamps>,
+}
+
+impl<S> TlsWire<S> {
+    pub(crate) fn new(inner: S, cipher: Arc<CipherStamps>) -> Self {
+        Self { inner, cipher }
+    }
+
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0) {
+            let at = *self.cipher.wrote.lock().expect("cipher stamps lock");
+            WireStamps::write_returned(&self.cipher.wire, at.unwrap_or_else(Instant::now));
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for TlsWire<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            let at = *this.cipher.read.lock().expect("cipher stamps lock");
+            WireStamps::read_returned(&this.cipher.wire, at.unwrap_or_else(Instant::now));
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for TlsWire<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.wrote(&polled);
+        polled
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.wrote(&polled);
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 

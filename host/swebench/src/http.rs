@@ -30,8 +30,12 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub(crate) fn new(token: Option<String>) -> Result<Self, Error> {
-        let client = reqwest::Client::builder()
+    pub(crate) fn new(
+        token: Option<String>,
+        transport: &agentload_client::Transport,
+    ) -> Result<Self, Error> {
+        let client = transport
+            .reqwest()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(HEALTH_TIMEOUT)
             .read_timeout(ARTIFACT_READ_TIMEOUT)

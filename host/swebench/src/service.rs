@@ -6,6 +6,7 @@ use crate::files::{self, RESULTS_FILE, STATUS_FILE};
 use crate::http::{Http, CALL_TIMEOUT, HEALTH_TIMEOUT};
 use crate::score::{self, Scored};
 use crate::{run_id, Cancel, Error, Progress, RunRequest, ServiceUrl};
+use agentload_client::Transport;
 use reqwest::Method;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -75,11 +76,20 @@ impl Service {
     /// when one is given.
     ///
     /// # Errors
-    /// [`Error::ServiceUrl`] when `url` is not a plain http service root.
+    /// [`Error::ServiceUrl`] when `url` is not an http(s) service root.
     pub fn new(url: &str, token: Option<String>) -> Result<Self, Error> {
+        Self::over(url, token, &Transport::default())
+    }
+
+    /// As [`Service::new`], reached over `transport` (the run's TLS settings, for an
+    /// `https://` service, and its proxy choice).
+    ///
+    /// # Errors
+    /// As [`Service::new`].
+    pub fn over(url: &str, token: Option<String>, transport: &Transport) -> Result<Self, Error> {
         Ok(Self {
             url: ServiceUrl::parse(url)?,
-            http: Http::new(token)?,
+            http: Http::new(token, transport)?,
         })
     }
 

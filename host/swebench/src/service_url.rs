@@ -13,8 +13,7 @@ impl ServiceUrl {
     ///
     /// # Errors
     /// [`Error::ServiceUrl`] when it is empty, not http(s), has a user or
-    /// password, a path other than `/`, a query or a fragment, or is https
-    /// (agentload speaks plain HTTP).
+    /// password, a path other than `/`, a query or a fragment.
     pub fn parse(raw: &str) -> Result<Self, Error> {
         let raw = raw.trim();
         // A URL with credentials is not echoed.
@@ -50,12 +49,6 @@ impl ServiceUrl {
         {
             return Err(bad("it has a query or fragment"));
         }
-        if url.scheme() == "https" {
-            return Err(bad(
-                "https is not supported (agentload speaks plain HTTP; the service binds \
-                 127.0.0.1 by default: reach it over http, or through a local tunnel)",
-            ));
-        }
         let mut root = url;
         root.set_query(None);
         root.set_fragment(None);
@@ -86,6 +79,7 @@ mod tests {
             "http://service-host:18080",
             " http://127.0.0.1:18080/ ",
             "http://h/?",
+            "https://service.example.com",
         ] {
             let url = ServiceUrl::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert!(url.to_string().ends_with('/'), "{url}");
@@ -103,7 +97,6 @@ mod tests {
             ("http://h:1/#x", "fragment"),
             ("ftp://h", "scheme"),
             ("service-host:18080", "scheme"),
-            ("https://h", "https is not supported"),
             ("http://h:99999", "not a URL"),
         ] {
             let err = ServiceUrl::parse(bad).unwrap_err().to_string();

@@ -14,6 +14,7 @@ use crate::power::PowerSource;
 use crate::sample::{GpuSample, Sample};
 use crate::summary::{self, SourceInfo, TelemetrySummary};
 use crate::TelemetryError;
+use agentload_client::Transport;
 use agentload_config::TelemetryConfig;
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -55,6 +56,7 @@ impl Telemetry {
         config: Option<&TelemetryConfig>,
         endpoint: &str,
         power: Option<(PowerSource, Duration)>,
+        transport: &Transport,
     ) -> Result<Option<Self>, TelemetryError> {
         let gpus = match config.and_then(|c| c.nvml.as_ref()) {
             Some(nvml) => {
@@ -62,15 +64,27 @@ impl Telemetry {
             }
             None => None,
         };
-        Self::with_sources(config, endpoint, gpus, power)
+        Self::over(config, endpoint, gpus, power, transport)
     }
 
-    /// As [`Telemetry::open`], with the GPUs given (a test double).
+    /// As [`Telemetry::open`], with the GPUs given (a test double), over the default
+    /// transport (Mozilla's roots, no proxy).
     pub fn with_sources(
         config: Option<&TelemetryConfig>,
         endpoint: &str,
         gpus: Option<Arc<dyn Gpus>>,
         power: Option<(PowerSource, Duration)>,
+    ) -> Result<Option<Self>, TelemetryError> {
+        Self::over(config, endpoint, gpus, power, &Transport::default())
+    }
+
+    /// The sources, scraped over `transport` (the run's TLS settings and proxy choice).
+    fn over(
+        config: Option<&TelemetryConfig>,
+        endpoint: &str,
+        gpus: Option<Arc<dyn Gpus>>,
+        power: Option<(PowerSource, Duration)>,
+        transport: &Transport,
     ) -> Result<Option<Self>, TelemetryError> {
         let defaults = TelemetryConfig::default();
         let config = config.unwrap_or(&defaults);
@@ -89,7 +103,8 @@ impl Telemetry {
         if sources.is_empty() {
             return Ok(None);
         }
-        let client = reqwest::Client::builder()
+        let client = transport
+            .reqwest()
             .user_agent(concat!("agentload-telemetry/", env!("CARGO_PKG_VERSION")))
             .pool_max_idle_per_host(1)
             .build()

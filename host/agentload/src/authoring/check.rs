@@ -257,6 +257,7 @@ async fn run_workload(
             timestamps: Timestamps::default(),
             first_token: Default::default(),
             reuse_connections: true,
+            ..Default::default()
         })?,
         body: BodyOptions {
             model: "agentload-sim".into(),

@@ -33,6 +33,7 @@ pub mod edge;
 pub mod floor;
 pub mod shards;
 pub mod streams;
+pub mod tls;
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -178,12 +179,14 @@ pub async fn sections(
     sections: &[String],
     streams_options: &streams::Options,
     agents_options: &agents::Options,
+    tls_options: &tls::Options,
     out: Option<PathBuf>,
 ) -> Result<()> {
     let data_dir = agentload_config::data::data_dir(None);
     let mut rows = Vec::new();
     let mut streams = None;
     let mut agents = None;
+    let mut tls = None;
     for section in sections {
         eprintln!("bench: {section}");
         match section.as_str() {
@@ -195,6 +198,15 @@ pub async fn sections(
             "agents" => {
                 let (measured, r) = agents::run(agents_options).await?;
                 agents = Some(measured);
+                rows.extend(r);
+            }
+            "tls" => {
+                let dir = std::env::temp_dir()
+                    .join(format!("agentload-bench-tls-{}", std::process::id()));
+                let r = tls::run(tls_options, &dir).await;
+                std::fs::remove_dir_all(&dir).ok();
+                let (measured, r) = r?;
+                tls = Some(measured);
                 rows.extend(r);
             }
             "build" => rows.extend(tokio::task::block_in_place(|| build::requests(&data_dir))?),
@@ -218,8 +230,8 @@ pub async fn sections(
                 rows.extend(r?);
             }
             other => anyhow::bail!(
-                "unknown bench section `{other}` (streams, agents, build, answers, counting, \
-                 load, edge, shards)"
+                "unknown bench section `{other}` (streams, tls, agents, build, answers, \
+                 counting, load, edge, shards)"
             ),
         }
     }
@@ -227,7 +239,7 @@ pub async fn sections(
     if let Some(path) = out {
         agentload_results::write_json(
             &path,
-            &serde_json::json!({"rows": rows, "streams": streams, "agents": agents}),
+            &serde_json::json!({"rows": rows, "streams": streams, "agents": agents, "tls": tls}),
         )?;
     }
     Ok(())

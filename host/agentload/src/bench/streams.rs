@@ -17,13 +17,13 @@
 use super::floor::{self, FloorClient, Sample, StreamFloor};
 use super::{percentile, rss_kib, Row};
 use crate::sweep::CpuTimes;
-use agentload_client::{ChatClient, ClientOptions, RequestBody, Timestamps};
+use agentload_client::{ChatClient, ClientOptions, RequestBody, Timestamps, Transport};
 use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Tokens per second the simulator decodes per stream.
-const SIM_DECODE_TPS: usize = 100;
+pub(super) const SIM_DECODE_TPS: usize = 100;
 
 /// What the streams section runs.
 #[derive(Debug, Clone)]
@@ -76,7 +76,7 @@ pub struct Errors {
 }
 
 impl Errors {
-    fn of(samples: &[Sample]) -> Self {
+    pub(super) fn of(samples: &[Sample]) -> Self {
         Self {
             requests: samples.len(),
             total: Spread::of(samples.iter().map(|s| s.total_ns)),
@@ -152,6 +152,53 @@ pub struct Streams {
     pub client_cpus: Option<Vec<usize>>,
 }
 
+/// An `agentload sim` child for the streams' requests (echo, `max` slots, no batch slowdown:
+/// an ideal server, so that the client is what is measured), on `sim_cpus` when given, over
+/// TLS with a throwaway CA in `tls` when given; the child and its URL.
+pub(super) async fn start_sim(
+    max: usize,
+    sim_cpus: Option<&[usize]>,
+    tls: Option<&std::path::Path>,
+) -> Result<(tokio::process::Child, String)> {
+    let exe = std::env::current_exe().context("cannot find the agentload binary")?;
+    let mut args: Vec<std::ffi::OsString> = [
+        "sim",
+        "--port",
+        "0",
+        "--responder",
+        "echo",
+        "--tokenizer",
+        "approx",
+        "--slots",
+        &max.to_string(),
+        "--prefill-tps",
+        "1000000",
+        "--decode-tps",
+        &SIM_DECODE_TPS.to_string(),
+        "--decode-batch-slowdown",
+        "0",
+    ]
+    .map(Into::into)
+    .into();
+    if let Some(cpus) = sim_cpus {
+        let list: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+        args.extend(["--cpus".into(), list.join(",").into()]);
+    }
+    if let Some(dir) = tls {
+        args.extend(["--tls-self-signed".into(), dir.as_os_str().to_owned()]);
+    }
+    let mut child = tokio::process::Command::new(exe)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start agentload sim")?;
+    let url = super::first_line(&mut child)
+        .await
+        .context("agentload sim did not print its URL")?;
+    Ok((child, url))
+}
+
 /// Runs every level, and the floor beside c=1 (or first, without a c=1 level), against one
 /// simulator child.
 pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
@@ -166,40 +213,7 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
         }
         None => None,
     };
-    let exe = std::env::current_exe().context("cannot find the agentload binary")?;
-    let mut args: Vec<String> = [
-        "sim",
-        "--port",
-        "0",
-        "--responder",
-        "echo",
-        "--tokenizer",
-        "approx",
-        "--slots",
-        &max.to_string(),
-        "--prefill-tps",
-        "1000000",
-        "--decode-tps",
-        &SIM_DECODE_TPS.to_string(),
-        // An ideal server: no batch slowdown, so the client is what is measured.
-        "--decode-batch-slowdown",
-        "0",
-    ]
-    .map(String::from)
-    .into();
-    if let Some(cpus) = &opts.sim_cpus {
-        let list: Vec<String> = cpus.iter().map(ToString::to_string).collect();
-        args.extend(["--cpus".into(), list.join(",")]);
-    }
-    let mut child = tokio::process::Command::new(exe)
-        .args(&args)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot start agentload sim")?;
-    let url = super::first_line(&mut child)
-        .await
-        .context("agentload sim did not print its URL")?;
+    let (mut child, url) = start_sim(max, opts.sim_cpus.as_deref(), None).await?;
     // About 4 bytes per token (the simulator's approximate tokenizer).
     let prompt = "word ".repeat(opts.answer_tokens.max(1));
     let body = serde_json::json!({
@@ -232,8 +246,16 @@ pub async fn run(opts: &Options) -> Result<(Streams, Vec<Row>)> {
     let mut levels = Vec::new();
     for &n in &opts.levels {
         let alongside = if n == 1 { floor_client.take() } else { None };
-        let (mut l, floor) =
-            level(&url, child.id(), n, opts.per_stream(n), &body, alongside).await?;
+        let (mut l, floor) = level(
+            &url,
+            &Transport::default(),
+            child.id(),
+            n,
+            opts.per_stream(n),
+            &body,
+            alongside,
+        )
+        .await?;
         if let Some(samples) = floor {
             floor_samples = samples;
         }
@@ -411,8 +433,9 @@ fn thread_cpu_seconds() -> f64 {
 
 /// One level of `n` streams; with `floor` (at c=1), a floor request after each of the
 /// stream's requests, whose samples come back beside the level.
-async fn level(
+pub(super) async fn level(
     url: &str,
+    transport: &Transport,
     sim: Option<u32>,
     n: usize,
     per_stream: usize,
@@ -428,6 +451,8 @@ async fn level(
         timestamps: Timestamps::default(),
         first_token: Default::default(),
         reuse_connections: true,
+        transport: transport.clone(),
+        ..Default::default()
     })?);
     // The level's peak resident set, without a sampler on the runtime being
     // measured: the kernel's high-water mark, reset before the level.

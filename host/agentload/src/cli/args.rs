@@ -84,6 +84,8 @@ pub(super) enum Command {
         /// fails (closed, naming the shard).
         #[arg(long, default_value_t = 10.0, requires = "shards")]
         silence_timeout_s: f64,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// One shard of a sharded run (a Kubernetes pod runs this; `run
     /// --shards N` starts N of them locally). Shard 0 also runs the
@@ -296,13 +298,13 @@ pub(super) enum Command {
     },
     /// Measure the harness's own costs and print a table.
     Bench {
-        /// Sections to run: streams, agents, build, answers, counting, load, edge, shards
-        /// (agents, counting and shards are not in the default set: they run for
+        /// Sections to run: streams, tls, agents, build, answers, counting, load, edge,
+        /// shards (agents, counting and shards are not in the default set: they run for
         /// minutes).
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "streams,build,answers,load,edge"
+            default_value = "streams,tls,build,answers,load,edge"
         )]
         sections: Vec<String>,
         /// Concurrent streams per level (streams section).
@@ -345,6 +347,12 @@ pub(super) enum Command {
         /// Workload instances the sessions are spread over (agents section).
         #[arg(long, default_value_t = 1)]
         agents_instances: usize,
+        /// Streams of the TLS section's CPU comparison (plain, then TLS).
+        #[arg(long, default_value_t = 1000)]
+        tls_streams: usize,
+        /// Connections the TLS section opens to time handshakes (full, then resumed).
+        #[arg(long, default_value_t = 200)]
+        tls_handshakes: usize,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -366,6 +374,48 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: crate::authoring::PluginCommand,
     },
+}
+
+/// TLS settings on the command line, over the config's `[endpoint.tls]`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct TlsArgs {
+    /// Trust the CA certificates in this PEM file besides the roots
+    /// (`endpoint.tls.ca_file`).
+    #[arg(long, value_name = "PEM")]
+    pub(crate) ca_file: Option<PathBuf>,
+    /// Do not verify the server's certificate (`endpoint.tls.insecure`):
+    /// said on the console, recorded in the results, refused with
+    /// --submission.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+}
+
+impl TlsArgs {
+    /// The transport these flags describe (Mozilla's roots, the CA file, no proxy), for a
+    /// command with no run config.
+    pub(crate) fn transport(&self) -> anyhow::Result<agentload_client::Transport> {
+        Ok(agentload_client::Transport::new(
+            &agentload_client::TlsOptions {
+                ca_file: self.ca_file.clone(),
+                insecure: self.insecure,
+                ..Default::default()
+            },
+            &agentload_client::ProxyOptions::None,
+        )?)
+    }
+
+    /// The config with these settings over its own.
+    pub(crate) fn apply(&self, config: &mut agentload_config::RunConfig) {
+        if let Some(ca) = &self.ca_file {
+            config.endpoint.tls.ca_file = Some(ca.clone());
+        }
+        config.endpoint.tls.insecure |= self.insecure;
+    }
+
+    /// Whether any flag was given.
+    pub(crate) fn given(&self) -> bool {
+        self.ca_file.is_some() || self.insecure
+    }
 }
 
 /// `agentload shard`'s arguments.
@@ -460,7 +510,8 @@ pub(super) enum K8sCommand {
     /// `kubectl port-forward pod/NAME-0 7070`), each file checked against
     /// its size and sha256; OUT gets the files only once all are verified.
     Fetch {
-        /// The coordinator, e.g. http://127.0.0.1:7070.
+        /// The coordinator, e.g. http://127.0.0.1:7070 (https:// behind a
+        /// TLS ingress).
         url: String,
         /// Where the files go (a new or empty folder, unless --force).
         out: PathBuf,
@@ -471,6 +522,8 @@ pub(super) enum K8sCommand {
         /// Write into an OUT that already holds files (same names replaced).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
 }
 
@@ -585,6 +638,25 @@ pub(super) struct SimArgs {
     /// clients sent byte for byte.
     #[arg(long, value_name = "FILE")]
     pub(super) log_requests: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM; needs --tls-key).
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    pub(super) tls_cert: Option<PathBuf>,
+    /// The --tls-cert's private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub(super) tls_key: Option<PathBuf>,
+    /// Require client certificates issued by a CA in this PEM file (mTLS).
+    #[arg(long, value_name = "PEM")]
+    pub(super) tls_client_ca: Option<PathBuf>,
+    /// Serve HTTPS with a throwaway CA made now: DIR/ca.pem (the file a client
+    /// trusts: --ca-file), DIR/server.pem and DIR/server.key (for localhost,
+    /// 127.0.0.1 and ::1), DIR/client.pem and DIR/client.key (for mTLS).
+    #[arg(long, value_name = "DIR")]
+    pub(super) tls_self_signed: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

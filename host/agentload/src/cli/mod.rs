@@ -144,12 +144,19 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             points,
             max_supported_concurrency,
             min_duration_scale,
+            tls,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) => RunMode::Accuracy,
                 (mode, false) => run_mode(mode),
             };
             if let Some(shards) = shards {
+                if tls.given() {
+                    anyhow::bail!(
+                        "--ca-file and --insecure are not passed on to shards: set \
+                         endpoint.tls in the config of a sharded run"
+                    );
+                }
                 return crate::shards::launch::launch(crate::shards::launch::Launch {
                     config,
                     shards,
@@ -163,7 +170,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 })
                 .await;
             }
-            let cfg = RunConfig::load(&config)?;
+            let mut cfg = RunConfig::load(&config)?;
+            tls.apply(&mut cfg);
             let overrides = Overrides {
                 endpoint,
                 out,
@@ -362,8 +370,17 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agents_scale,
             rack_stream_tps,
             agents_instances,
+            tls_streams,
+            tls_handshakes,
             out,
         } => {
+            let tls = crate::bench::tls::Options {
+                samples,
+                streams: tls_streams,
+                requests_per_stream: requests,
+                handshakes: tls_handshakes,
+                answer_tokens,
+            };
             let streams = crate::bench::streams::Options {
                 levels,
                 requests_per_stream: requests,
@@ -379,7 +396,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 rack_stream_tps,
                 instances: agents_instances,
             };
-            crate::bench::sections(&sections, &streams, &agents, out)
+            crate::bench::sections(&sections, &streams, &agents, &tls, out)
                 .await
                 .map(|()| exit::SUCCESS)
         }
@@ -488,8 +505,10 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 out,
                 timeout_s,
                 force,
+                tls,
             } => {
-                let n = crate::shards::k8s::fetch(&url, &out, timeout_s, force).await?;
+                let transport = tls.transport()?;
+                let n = crate::shards::k8s::fetch(&url, &out, timeout_s, force, &transport).await?;
                 agentload_console::out(&format!("{n} files in {}\n", out.display()));
                 Ok(exit::SUCCESS)
             }

@@ -37,7 +37,38 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         responder,
         faults: args.faults.clone(),
         request_log: args.log_requests.clone(),
+        tls: sim_tls(args)?,
         ..Default::default()
+    })
+}
+
+/// The simulator's TLS: the given certificate and key, or a throwaway CA's (whose files are
+/// written, and named on the console).
+fn sim_tls(args: &SimArgs) -> Result<Option<agentload_sim::SimTls>> {
+    if let Some(dir) = &args.tls_self_signed {
+        let pki = agentload_sim::pki::Pki::new(dir)?;
+        let server = pki.server()?;
+        let client = pki.client()?;
+        let mut tls = pki.sim_tls(&server, false);
+        tls.client_ca = args.tls_client_ca.clone();
+        eprintln!(
+            "TLS: trust {} (--ca-file); a client certificate for mTLS: {} with {}",
+            pki.ca_file().display(),
+            client.cert.display(),
+            client.key.display()
+        );
+        return Ok(Some(tls));
+    }
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(agentload_sim::SimTls {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.tls_client_ca.clone(),
+        }),
+        _ if args.tls_client_ca.is_some() => {
+            anyhow::bail!("--tls-client-ca needs --tls-cert and --tls-key, or --tls-self-signed")
+        }
+        _ => None,
     })
 }
 
@@ -57,8 +88,9 @@ pub(super) async fn serve_sim(args: SimArgs) -> Result<()> {
         .await
         .context("waiting for Ctrl-C")?;
     eprintln!(
-        "connections accepted: {}, chat requests received: {}",
+        "connections accepted: {}, TLS handshakes failed: {}, chat requests received: {}",
         sim.connections_accepted(),
+        sim.tls_failures(),
         sim.chat_requests_received()
     );
     sim.shutdown().await;

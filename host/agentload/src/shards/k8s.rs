@@ -52,6 +52,20 @@ pub fn manifest(o: &ManifestOpts) -> Result<String> {
     if config.sweep.is_some() {
         anyhow::bail!("a sweep cannot be sharded yet (run it from one host)");
     }
+    // The config's text goes into a ConfigMap as it is: a secret in it would be readable by
+    // anyone who can read the namespace's ConfigMaps.
+    if let Some((name, _)) = config
+        .endpoint
+        .headers
+        .redacted()
+        .into_iter()
+        .find(|(_, v)| v == agentload_config::REDACTED)
+    {
+        anyhow::bail!(
+            "endpoint.headers.{name} holds a secret literally, and the config goes into a \
+             ConfigMap: give it as \"${{VAR}}\" and set VAR in the pods from a Secret"
+        );
+    }
     let config_toml = std::fs::read_to_string(&o.config)
         .with_context(|| format!("cannot read {}", o.config.display()))?;
     let deadline_s = o.deadline_s.unwrap_or_else(|| {
@@ -78,12 +92,19 @@ pub fn manifest(o: &ManifestOpts) -> Result<String> {
 
 /// `agentload k8s fetch URL OUT`: the merged run's files, each checked
 /// against its listed size and digest before any goes into `out`.
-pub async fn fetch(url: &str, out: &Path, timeout_s: f64, force: bool) -> Result<usize> {
+/// `transport`: the TLS settings (`--ca-file`, `--insecure`) for an `https://` coordinator.
+pub async fn fetch(
+    url: &str,
+    out: &Path,
+    timeout_s: f64,
+    force: bool,
+    transport: &agentload_client::Transport,
+) -> Result<usize> {
     let timeout = Duration::try_from_secs_f64(timeout_s)
         .ok()
         .filter(|t| !t.is_zero())
         .context("--timeout-s must be a positive number of seconds")?;
     let options = agentload_shards::FetchOptions { timeout, force };
-    let files = agentload_shards::fetch_results(url, out, options).await?;
+    let files = agentload_shards::fetch_results(url, out, options, transport).await?;
     Ok(files.len())
 }

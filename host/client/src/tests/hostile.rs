@@ -75,6 +75,7 @@ async fn with_reuse_off_each_request_gets_its_own_connection_and_answer() {
         timestamps: Timestamps::default(),
         first_token: Default::default(),
         reuse_connections: false,
+        ..Default::default()
     })
     .unwrap();
     // A warmed-up connection carries the first request, and no other.
