@@ -53,6 +53,12 @@ pub struct SimConfig {
     /// sent, byte for byte. Each line is written and flushed as the request
     /// arrives.
     pub request_log: Option<std::path::PathBuf>,
+    /// Writes one JSON line per chat request to this file when it ends (default none): its
+    /// number and `X-Session-ID`, its arrival on the machine's monotonic clock
+    /// (`received_mono_ns`), how it ended, and its prompt, cached and completion tokens. What
+    /// a client delivered, on the server's clock: open-loop arrivals and prefix-cache hits are
+    /// checked against it.
+    pub request_stamps: Option<std::path::PathBuf>,
     /// Serve HTTPS from a certificate and key (default: plain HTTP).
     pub tls: Option<SimTls>,
 }
@@ -89,6 +95,7 @@ impl Default for SimConfig {
             faults: Vec::new(),
             request_log: None,
             tls: None,
+            request_stamps: None,
         }
     }
 }

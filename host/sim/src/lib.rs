@@ -125,6 +125,7 @@ mod rng;
 mod scheduler;
 mod server;
 mod session_prompts;
+mod stamp_log;
 mod stream;
 mod timing;
 mod tls;

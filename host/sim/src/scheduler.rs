@@ -23,6 +23,7 @@ use crate::answer::{Answer, Span, Transcript};
 use crate::api_error::ApiError;
 use crate::cache::{common_prefix_len, PrefixCache};
 use crate::metrics::ServerMetrics;
+use crate::stamp_log::{self, StampLog, Who};
 use crate::stream::{sse_event, ChunkMeta, Closing, Out, SimStamps, Usage};
 use crate::timing::{reusable_tokens, whole_pieces_within, Generation, TimingModel, Timings};
 use crate::tokens::TokenCounter;
@@ -76,6 +77,8 @@ pub(crate) struct Request {
     pub(crate) prompt_ends: Vec<u32>,
     pub(crate) cache_prompt: bool,
     pub(crate) reply: Reply,
+    /// Its number and session, for the stamp log.
+    pub(crate) who: Who,
 }
 
 impl Request {
@@ -160,9 +163,11 @@ pub(crate) fn spawn(
     counter: Arc<dyn TokenCounter>,
     served: Arc<AtomicU64>,
     metrics: Arc<ServerMetrics>,
+    stamps: Option<StampLog>,
 ) -> SchedulerHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    let scheduler = Scheduler::new(config, counter, served, metrics);
+    let mut scheduler = Scheduler::new(config, counter, served, metrics);
+    scheduler.stamps = stamps;
     tokio::spawn(scheduler.run(rx));
     SchedulerHandle { tx }
 }
@@ -189,6 +194,8 @@ struct Scheduler {
     /// Slots generating.
     decoding: Vec<usize>,
     iteration: Option<Iteration>,
+    /// [`SimConfig::request_stamps`], open.
+    stamps: Option<StampLog>,
 }
 
 impl Scheduler {
@@ -225,6 +232,7 @@ impl Scheduler {
             prefilling: VecDeque::new(),
             decoding: Vec::new(),
             iteration: None,
+            stamps: None,
         }
     }
 
@@ -322,12 +330,14 @@ impl Scheduler {
     /// Takes a free slot for `request` at time `t`; answers errors at once.
     fn admit(&mut self, request: Request, t: f64) {
         if request.abandoned() {
+            self.stamp(&request, stamp_log::Outcome::Abandoned, None);
             return;
         }
         let n_prompt = request.n_prompt();
         let (slot, shared_bytes) = self.take_slot(&request.prompt);
         if n_prompt >= self.ctx_size {
             self.free.push(slot);
+            self.stamp(&request, stamp_log::Outcome::Refused, None);
             let error = ApiError::exceed_context(n_prompt, self.ctx_size);
             match request.reply {
                 Reply::Stream { admitted, .. } => {
@@ -581,6 +591,7 @@ impl Scheduler {
             }
         }
         if !finished {
+            self.stamp(&seq.req, stamp_log::Outcome::Abandoned, None);
             return;
         }
         let gen = seq.req.gen;
@@ -616,6 +627,11 @@ impl Scheduler {
             usage.cached_tokens,
             usage.completion_tokens,
         );
+        self.stamp(
+            &seq.req,
+            stamp_log::Outcome::Finished,
+            Some((usage, seq.stamps)),
+        );
         self.served.fetch_add(1, Ordering::SeqCst);
         match seq.req.reply {
             Reply::Stream {
@@ -642,6 +658,30 @@ impl Scheduler {
                 }));
             }
         }
+    }
+}
+
+impl Scheduler {
+    /// The stamp log's line for `req` (with a finished one's usage and stamps).
+    fn stamp(
+        &mut self,
+        req: &Request,
+        outcome: stamp_log::Outcome,
+        finished: Option<(Usage, SimStamps)>,
+    ) {
+        let Some(log) = &mut self.stamps else { return };
+        let (usage, stamps) = finished.unwrap_or_default();
+        log.write(&stamp_log::Line {
+            n: req.who.n,
+            session: req.who.session.as_deref(),
+            received_mono_ns: agentload_wire::clock::mono_ns(req.received.into_std()),
+            outcome,
+            queued_ns: stamps.queued_ns,
+            first_token_ns: stamps.first_token_ns,
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens,
+            completion_tokens: usage.completion_tokens,
+        });
     }
 }
 

@@ -29,6 +29,7 @@ use crate::responder::{self, Responder};
 use crate::rng::SplitMix64;
 use crate::scheduler::{self, Reply, Request as Job, SchedulerHandle};
 use crate::session_prompts::SessionPrompts;
+use crate::stamp_log::{StampLog, Who};
 use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
@@ -169,6 +170,10 @@ pub async fn start(
         )?)),
         None => None,
     };
+    let stamps = match &config.request_stamps {
+        Some(path) => Some(StampLog::create(path)?),
+        None => None,
+    };
     let state = Arc::new(State {
         request_log,
         model: config.model.clone(),
@@ -178,6 +183,7 @@ pub async fn start(
             Arc::clone(&counter),
             Arc::clone(&served),
             Arc::clone(&metrics),
+            stamps,
         ),
         metrics,
         responder,
@@ -514,6 +520,10 @@ async fn chat(
         prompt_ends,
         cache_prompt: chat.cache_prompt,
         reply,
+        who: Who {
+            n,
+            session: session.clone(),
+        },
     };
 
     if !chat.stream {

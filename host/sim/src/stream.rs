@@ -26,7 +26,7 @@ pub(crate) const SYSTEM_FINGERPRINT: &str = concat!("b0-agentload-sim-", env!("C
 pub(crate) const DONE_EVENT: &str = "data: [DONE]\n\n";
 
 /// Token counts of one completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Usage {
     pub(crate) prompt_tokens: u32,
     pub(crate) cached_tokens: u32,

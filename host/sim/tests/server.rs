@@ -621,6 +621,51 @@ async fn stamps_are_taken_at_the_syscalls_on_the_shared_monotonic_clock() {
     sim.shutdown().await;
 }
 
+/// `request_stamps`: one line per request as it ends, with its arrival on the machine's
+/// monotonic clock (between the client's send and its answer) and its prefix-cache hit,
+/// equal to what its `usage` said.
+#[tokio::test]
+async fn the_stamp_log_has_each_arrival_and_cache_hit() {
+    let log = temp_file("");
+    let s = sim(SimConfig {
+        request_stamps: Some(log.to_path_buf()),
+        cache_tokens: 1_000_000,
+        slots: 2,
+        ..fast()
+    })
+    .await;
+    let shared = "word ".repeat(40);
+    let mut sent = Vec::new();
+    for (session, tail) in [("a", "alpha"), ("b", "beta"), ("c", "gamma")] {
+        let before = agentload_wire::clock::clock_monotonic_ns();
+        let body = json!({"messages": [user(&format!("{shared}{tail}"))], "max_tokens": 1});
+        let answer: Value = post(&s, Some(session), body).await.json().await.unwrap();
+        let after = agentload_wire::clock::clock_monotonic_ns();
+        let cached = answer["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap();
+        sent.push((session, before, after, cached));
+    }
+    s.shutdown().await;
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for (line, (session, before, after, cached)) in lines.iter().zip(&sent) {
+        assert_eq!(line["session"], *session);
+        assert_eq!(line["outcome"], "finished");
+        let at = line["received_mono_ns"].as_u64().unwrap();
+        assert!(*before <= at && at <= *after, "{before} <= {at} <= {after}");
+        assert_eq!(line["cached_tokens"].as_u64().unwrap(), *cached);
+        assert_eq!(line["completion_tokens"], 1);
+    }
+    // The shared 40 words are cached for the second and third requests.
+    assert!(sent[1].3 >= 40 && sent[2].3 >= 40, "{sent:?}");
+    assert_eq!(sent[0].3, 0);
+}
+
 /// `request_log`: one line per chat request, in arrival order, with its
 /// session header and its body exactly as sent (a malformed one is not
 /// logged: there is no body to keep); an unwritable path fails the start.

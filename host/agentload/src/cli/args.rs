@@ -638,6 +638,11 @@ pub(super) struct SimArgs {
     /// clients sent byte for byte.
     #[arg(long, value_name = "FILE")]
     pub(super) log_requests: Option<PathBuf>,
+    /// Write one JSON line per chat request to this file when it ends: its number,
+    /// X-Session-ID, arrival on CLOCK_MONOTONIC (`received_mono_ns`), outcome, and prompt,
+    /// cached and completion tokens (what a client delivered, on the server's own clock).
+    #[arg(long, value_name = "FILE")]
+    pub(super) request_stamps: Option<PathBuf>,
     /// Serve HTTPS with this certificate chain (PEM; needs --tls-key).
     #[arg(
         long,

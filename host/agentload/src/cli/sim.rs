@@ -37,6 +37,7 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         responder,
         faults: args.faults.clone(),
         request_log: args.log_requests.clone(),
+        request_stamps: args.request_stamps.clone(),
         tls: sim_tls(args)?,
         ..Default::default()
     })

@@ -1,0 +1,211 @@
+//! One rate level of an open-loop sweep (`sweep.rates`): sessions (or requests) arriving at
+//! the level's rate on its own seeded schedule, each running closed-loop with the sweep's
+//! salts, token cap and delays, until the phase's end rules hold: at least
+//! `min_trajectories` sessions finished and `steady_state_s` of steady state behind (after
+//! the ramp and `warmup_s`), or `max_phase_s` (reported as cut). A shard runs arrivals
+//! `k ≡ index (mod count)` of the one schedule and keeps them coming until every shard's
+//! end rules hold (the phase-end barrier).
+
+use super::agents::{self, PhaseRun};
+use super::PhaseEnd;
+use agentload_config::SweepConfig;
+use agentload_engine::arrivals::{run_arrivals, Dispatch, OpenLoop, Planned};
+use agentload_engine::schedule::{Endless, Spec};
+use agentload_engine::{
+    ContextWindow, Engine, Instances, PhaseError, Recorder, SessionEnd, Stop, StopReason,
+    TurnHooks, TurnSender,
+};
+use agentload_plugin_host::{SessionPlan, TurnRequest};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a rate phase needs.
+pub struct RateInput {
+    /// 0-based phase number (keys the salts, the delay draws and the schedule's seed).
+    pub index: usize,
+    /// The level's schedule (its rate, law, seed and ramp).
+    pub spec: Spec,
+    /// The in-flight cap (this process's share) and whether arrivals are single requests.
+    pub open: OpenLoop,
+    /// Arrival `k` starts `plan[k]`.
+    pub plan: Vec<SessionPlan>,
+    pub workload: Instances,
+    pub sender: TurnSender,
+    pub recorder: Recorder,
+    pub stop: Stop,
+    pub live: bool,
+    pub context: Option<ContextWindow>,
+    /// This shard's arrivals (`k mod count == index`), and its share of `min_trajectories`.
+    pub slice: Option<(u32, u32)>,
+    /// The shards' phase-end barrier.
+    pub end: Option<PhaseEnd>,
+}
+
+/// The sweep's additions to every turn of a rate phase.
+struct RateHooks {
+    config: SweepConfig,
+    index: usize,
+}
+
+impl TurnHooks for RateHooks {
+    fn shape(&self, req: &mut TurnRequest) -> Duration {
+        agents::shape(&self.config, self.index, req)
+    }
+}
+
+/// Runs one rate phase to its end rules; returns it with its dispatch.
+pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Dispatch), PhaseError> {
+    let started = input.sender.origin;
+    let stop = input.stop.clone();
+    let finished = Arc::new(AtomicU64::new(0));
+    let engine = Arc::new(Engine {
+        workload: input.workload,
+        sender: input.sender,
+        recorder: input.recorder,
+        stop: input.stop,
+        hooks: Box::new(RateHooks {
+            config: config.clone(),
+            index: input.index,
+        }),
+        live: input.live,
+        context: input.context,
+        twins: None,
+    });
+    let ramp_s = input.spec.ramp_end_s();
+    let steady_at = started
+        + Duration::from_secs_f64(ramp_s + config.warmup_s + config.steady_state_s);
+    let cap_at = started + Duration::from_secs_f64(config.max_phase_s);
+    let (shard, shards) = input.slice.unwrap_or((0, 1));
+    // This process's share of the sessions the end rules ask for.
+    let wanted = u64::from(config.min_trajectories).div_ceil(u64::from(shards));
+    let monitor = tokio::spawn(watch(
+        stop.clone(),
+        finished.clone(),
+        wanted,
+        steady_at,
+        cap_at,
+        config.max_phase_s,
+        input.end.clone().map(|end| (end, input.index)),
+    ));
+    let arrivals = Endless::new(&input.spec)
+        .zip(input.plan)
+        .enumerate()
+        .filter(move |(k, _)| *k as u64 % u64::from(shards) == u64::from(shard))
+        .map(|(k, (due_ns, plan))| Planned {
+            index: k as u64,
+            due_ns,
+            plan,
+        });
+    let open = OpenLoop {
+        finished: Some(finished),
+        ..input.open
+    };
+    let ran = run_arrivals(engine.clone(), arrivals, open).await;
+    let drained = Instant::now();
+    monitor.abort();
+    let run = ran?;
+    // Every shard comes to the barrier, however its phase ended (a second arrival is the
+    // first's): the others are waiting there.
+    if let Some(end) = &input.end {
+        let _ = end.arrive(input.index).await;
+    }
+    let (end_reason, stopped_at) = stop.reason().map_or_else(
+        || {
+            (
+                "the workload's planned sessions ran out before the end rules held (raise \
+                 sweep.max_trajectories_per_agent)"
+                    .to_owned(),
+                drained,
+            )
+        },
+        |(reason, at)| (reason.to_string(), at),
+    );
+    let engine = Arc::try_unwrap(engine).unwrap_or_else(|_| unreachable!("sessions joined"));
+    let (facts, _) = engine.recorder.finish()?;
+    let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
+    let cut = run
+        .outcomes
+        .iter()
+        .filter(|o| matches!(o.ended, SessionEnd::Stopped | SessionEnd::Interrupted))
+        .count() as u32;
+    let failed = run
+        .outcomes
+        .iter()
+        .filter(|o| {
+            matches!(
+                o.ended,
+                SessionEnd::Failed | SessionEnd::PluginError | SessionEnd::Diverged
+            )
+        })
+        .count() as u32;
+    let completed = run
+        .outcomes
+        .iter()
+        .filter(|o| o.ended == SessionEnd::Finished)
+        .count() as u32;
+    Ok((
+        PhaseRun {
+            facts,
+            sessions: run.outcomes,
+            workload: engine.workload.into_first(),
+            // Open loop has no agents to wait for: steady state starts when the ramp ends.
+            all_active_ns: Some((ramp_s * 1e9) as u64),
+            stopped_ns: ns(stopped_at),
+            drained_ns: ns(drained),
+            end_reason,
+            per_agent_completed: vec![completed],
+            trajectories_cut: cut,
+            trajectories_failed: failed,
+        },
+        run.dispatch,
+    ))
+}
+
+/// Stops the phase once `wanted` sessions finished and steady state lasted long enough
+/// (through the shards' barrier when there is one), or at the time cap.
+async fn watch(
+    stop: Stop,
+    finished: Arc<AtomicU64>,
+    wanted: u64,
+    steady_at: Instant,
+    cap_at: Instant,
+    max_phase_s: f64,
+    end: Option<(PhaseEnd, usize)>,
+) {
+    let cut = || {
+        stop.stop(StopReason::Done(format!(
+            "cut at max_phase_s = {max_phase_s} s before the end rules held"
+        )))
+    };
+    let check = Duration::from_millis(50);
+    loop {
+        let now = Instant::now();
+        if now >= cap_at {
+            return cut();
+        }
+        if now >= steady_at && finished.load(Ordering::SeqCst) >= wanted {
+            break;
+        }
+        let wake = if now < steady_at { steady_at } else { now + check };
+        tokio::select! {
+            () = tokio::time::sleep_until(wake.min(cap_at).into()) => {}
+            () = stop.halted() => return,
+        }
+    }
+    match end {
+        None => stop.stop(StopReason::Done("end rules met".to_owned())),
+        Some((end, index)) => {
+            tokio::select! {
+                at = end.arrive(index) => match at {
+                    Ok(at) => {
+                        tokio::time::sleep_until(at.into()).await;
+                        stop.stop(StopReason::Done("end rules met on every shard".to_owned()));
+                    }
+                    Err(why) => stop.stop(StopReason::Fatal(why)),
+                },
+                () = tokio::time::sleep_until(cap_at.into()) => cut(),
+            }
+        }
+    }
+}
