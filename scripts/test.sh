@@ -61,3 +61,5 @@ scripts/build-plugins.sh --check-lock
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
+# Open-loop schedules checked at the simulator: timing, so alone on the machine.
+cargo test --locked -p agentload --test all load_shapes -- --ignored --test-threads=1

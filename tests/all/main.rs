@@ -28,6 +28,7 @@ mod k8s_fetch;
 mod layers;
 mod live_replies;
 mod llama_server;
+mod load_shapes;
 mod plugin_crates;
 mod reference_files;
 mod report;

@@ -21,7 +21,8 @@
 //! Here: [`cli`] (the command line: `Opts` and `run`, as `main` calls them),
 //! [`run`] (one configured run, end to end), [`run_state`] and [`resume`], [`rescore`]
 //! and [`scoring`] (scoring recorded turns), [`swe_bench`] (the SWE-bench phase
-//! on the reference's service), [`sweep`] (concurrency sweeps),
+//! on the reference's service), [`sweep`] (concurrency and rate sweeps),
+//! [`open_loop`] (open-loop schedules from the config),
 //! [`bench`] and [`authoring`] (`plugin new` / `plugin check`). The threat
 //! model is `SECURITY.md`.
 
@@ -31,6 +32,7 @@ pub mod bench;
 pub mod cli;
 pub mod endpoint;
 pub mod grants;
+pub mod open_loop;
 pub mod point_yaml;
 pub mod points;
 pub mod rescore;

@@ -148,6 +148,8 @@ struct Prepared {
     sessions: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
     datasets: Vec<DatasetIdentity>,
+    /// A trace schedule's times (ms), read from the granted `trace` file.
+    trace: Option<Vec<f64>>,
 }
 
 /// Everything the phases share.
@@ -184,8 +186,11 @@ struct Executed {
     harness: agentload_results::Harness,
     /// The phase's telemetry (this process's part of it).
     telemetry: Option<TelemetrySummary>,
-    /// When this process started the phase's sessions, ns on its clock.
+    /// When this process started the phase's sessions, ns on its clock (after a ramp: when
+    /// the ramp ended, where the measured window starts).
     start_ns: u64,
+    /// Open-loop arrivals: configured against delivered.
+    arrivals: Option<agentload_results::arrivals::ArrivalsSummary>,
 }
 
 impl Context<'_> {
@@ -284,6 +289,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         _ if overrides.merge.is_some() => None,
         _ => open_telemetry(&config)?,
     };
+    if overrides.resume && perf_cfg.is_some() && config.load.arrivals.is_some() {
+        anyhow::bail!(
+            "an open-loop run cannot be resumed yet: its arrivals keep due times on the \
+             phase's clock (run it again with --force)"
+        );
+    }
     if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
         anyhow::bail!(
             "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
@@ -362,6 +373,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         (perf, acc)
     });
     let (mut perf, mut acc) = (perf?, acc?);
+    // A trace schedule's times, checked before anything is sent.
+    if let (Some(p), Some(a)) = (perf.as_mut(), &config.load.arrivals) {
+        if a.process == agentload_config::Process::Trace {
+            p.trace = Some(crate::open_loop::trace_times(&p.files)?);
+        }
+    }
     let acc_plugins = match &acc {
         Some(Accuracy::Plugins(p)) => Some(&**p),
         _ => None,
@@ -703,6 +720,7 @@ fn prepare(
         sessions,
         scorer,
         datasets,
+        trace: None,
     })
 }
 
@@ -749,7 +767,38 @@ async fn execute(
     }
     let mut plans = prepared.sessions.clone();
     let mut concurrency = concurrency;
-    if let Some(shard) = &cx.overrides.shard {
+    let shard = cx.overrides.shard.as_ref();
+    let schedule = match (name, &config.load.arrivals) {
+        ("performance", Some(a)) => Some(crate::open_loop::fixed(
+            config,
+            a,
+            plans.len(),
+            prepared.trace.as_deref(),
+        )?),
+        _ => None,
+    };
+    let mut planned = None;
+    let mut open = None;
+    if let Some(schedule) = &schedule {
+        // This process's arrivals of the one schedule (a shard's: every N-th); its share of
+        // the in-flight cap.
+        let mine = schedule.planned(&plans, |k| shard.is_none_or(|s| s.slice.owns(k)));
+        plans = mine.iter().map(|a| a.plan.clone()).collect();
+        let mut o = schedule.open.clone();
+        if let (Some(s), Some(cap)) = (shard, o.cap) {
+            o.cap = Some(s.slice.concurrency(cap).map_err(|_| {
+                anyhow::anyhow!(
+                    "load.arrivals.max_in_flight = {cap} cannot be split over {} shards: every \
+                     shard needs at least 1",
+                    s.slice.count
+                )
+            })?);
+        }
+        // Connections kept warm: the cap, or a guess at what is in flight.
+        concurrency = o.cap.unwrap_or(plans.len()).min(1024);
+        planned = Some(mine);
+        open = Some(o);
+    } else if let Some(shard) = shard {
         // This shard's sessions; its share of the slots (the accuracy
         // phase runs one at a time on every shard).
         plans = shard.slice.take(plans);
@@ -789,16 +838,30 @@ async fn execute(
         } else {
             String::new()
         };
+        let how = match &schedule {
+            Some(s) => format!(
+                "open-loop ({} {} of {}, {:.3}/s)",
+                plans.len(),
+                s.configured.process,
+                s.configured.of,
+                s.configured.rate
+            ),
+            None => format!("at concurrency {concurrency}"),
+        };
         agentload_console::line(&format!(
-            "running {} sessions ({expected} turns) of {} against {} at concurrency {concurrency}{resumed}",
+            "running {} sessions ({expected} turns) of {} against {} {how}{resumed}",
             plans.len(),
             prepared.workload.identity().name,
             config.endpoint.url,
         ));
     }
     let (mut client, body) = client_for(config, concurrency)?;
+    // The endpoint check's client (its connection carries the first turn), when it keeps
+    // as many idle connections as this phase warms up.
     if let Some(checked) = cx.checked.lock().expect("client lock").take() {
-        client = checked;
+        if schedule.is_none() {
+            client = checked;
+        }
     }
     // One keep-alive connection per concurrent session, opened before the
     // first turn; when this fails, the first turns fail with the cause.
@@ -881,7 +944,50 @@ async fn execute(
     // START_PERFORMANCE_TRACKING: the phase's duration runs from here (a
     // first turn's own delay included, as the reference counts it).
     let start_ns = origin.elapsed().as_nanos() as u64;
-    let ran = run_pool(engine.clone(), tasks, concurrency).await;
+    let ramp = config.load.ramp.filter(|_| name == "performance");
+    let mut dispatch = None;
+    let ran = match (planned, open) {
+        (Some(planned), Some(open)) => {
+            match agentload_engine::arrivals::run_arrivals(
+                engine.clone(),
+                planned.into_iter(),
+                open,
+            )
+            .await
+            {
+                Ok(run) => {
+                    dispatch = Some(run.dispatch);
+                    Ok(run.outcomes)
+                }
+                Err(e) => Err(e),
+            }
+        }
+        _ => match ramp.filter(|r| r.of == agentload_config::RampOf::Concurrency) {
+            Some(r) => {
+                // A shard's worker `j` is the run's slot `index + j·count`.
+                let total = config.load.concurrency;
+                let all =
+                    agentload_engine::schedule::ramp_starts(r.shape, r.from, total, r.duration_s);
+                let starts: Vec<Duration> = match shard {
+                    Some(s) => all
+                        .iter()
+                        .enumerate()
+                        .filter(|(g, _)| s.slice.owns(*g))
+                        .map(|(_, d)| *d)
+                        .take(concurrency)
+                        .collect(),
+                    None => all.into_iter().take(concurrency).collect(),
+                };
+                agentload_engine::run_pool_ramped(engine.clone(), tasks, &starts).await
+            }
+            None => run_pool(engine.clone(), tasks, concurrency).await,
+        },
+    };
+    // The measured window starts when a ramp ends.
+    let start_ns = match ramp {
+        Some(r) => start_ns.max((r.duration_s * 1e9) as u64),
+        None => start_ns,
+    };
     if let Some(shard) = &cx.overrides.shard {
         shard.link.end_phase()?;
     }
@@ -921,6 +1027,13 @@ async fn execute(
             .expect("state lock")
             .set_phase(name, PhaseState::Complete);
     }
+    let arrivals = schedule.map(|s| {
+        agentload_results::arrivals::ArrivalsSummary::of(
+            &turns,
+            s.configured,
+            dispatch.unwrap_or_default(),
+        )
+    });
     Ok(Executed {
         turns,
         log: log_path.to_path_buf(),
@@ -936,6 +1049,7 @@ async fn execute(
         },
         telemetry,
         start_ns,
+        arrivals,
     })
 }
 
@@ -975,6 +1089,23 @@ fn execute_merged(
         .collect();
     let mut sessions = phase.sessions.clone();
     sessions.sort_by_key(|o| order.get(o.id.as_str()).copied().unwrap_or(usize::MAX));
+    // The one schedule's arrivals, delivered by every shard together.
+    let arrivals = match (name, &cx.config.load.arrivals) {
+        ("performance", Some(a)) => {
+            let schedule = crate::open_loop::fixed(
+                cx.config,
+                a,
+                prepared.sessions.len(),
+                prepared.trace.as_deref(),
+            )?;
+            Some(agentload_results::arrivals::ArrivalsSummary::of(
+                &turns,
+                schedule.configured,
+                crate::shards::shards_dispatch(merged),
+            ))
+        }
+        _ => None,
+    };
     Ok(Executed {
         turns,
         log: log_path.to_path_buf(),
@@ -985,7 +1116,11 @@ fn execute_merged(
         phase: prepared.config,
         harness: agentload_results::Harness::default(),
         telemetry,
-        start_ns: 0,
+        start_ns: (name == "performance")
+            .then_some(cx.config.load.ramp)
+            .flatten()
+            .map_or(0, |r| (r.duration_s * 1e9) as u64),
+        arrivals,
     })
 }
 
@@ -1065,16 +1200,22 @@ async fn run_performance(
     )
     .await?;
     agentload_results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
-    // The metrics count the turns issued inside the performance window;
-    // the tail is journalled and scored all the same.
-    let tracking =
-        agentload_results::tracking::window(&ex.turns, ex.plans.len(), cx.config.load.concurrency);
-    let tracked: std::borrow::Cow<'_, [TurnFacts]> = if tracking.tail == 0 {
+    // The metrics count the turns issued inside the performance window (closed loop: the
+    // reference's; after a ramp: from its end); the tail is journalled and scored all the
+    // same. Open-loop arrivals have no slots to refill: every turn after the ramp counts.
+    let tracking = ex.arrivals.is_none().then(|| {
+        agentload_results::tracking::window(&ex.turns, ex.plans.len(), cx.config.load.concurrency)
+    });
+    let after_ramp = |r: &TurnFacts| {
+        cx.config.load.ramp.is_none() || r.issued_ns().is_some_and(|i| i >= ex.start_ns)
+    };
+    let all_count = tracking.as_ref().is_none_or(|t| t.tail == 0) && cx.config.load.ramp.is_none();
+    let tracked: std::borrow::Cow<'_, [TurnFacts]> = if all_count {
         std::borrow::Cow::Borrowed(&ex.turns)
     } else {
         ex.turns
             .iter()
-            .filter(|r| tracking.counts(r))
+            .filter(|r| tracking.as_ref().is_none_or(|t| t.counts(r)) && after_ramp(r))
             .cloned()
             .collect()
     };
@@ -1094,7 +1235,14 @@ async fn run_performance(
     summary.agentload.transport =
         crate::endpoint::transport_for(&cx.config.endpoint)?.recorded(&cx.config.endpoint.url);
     summary.agentload.telemetry = ex.telemetry;
-    summary.agentload.tracking = Some(tracking);
+    summary.agentload.tracking = tracking;
+    if let Some(arrivals) = &ex.arrivals {
+        text.push_str(&arrivals.lines());
+        for why in &arrivals.behind {
+            agentload_console::line(&format!("warning: behind schedule: {why}"));
+        }
+    }
+    summary.agentload.arrivals = ex.arrivals.clone();
     if let Some(merged) = &cx.overrides.merge {
         summary.agentload.distributed = merged.distributed.clone();
         if let Some(d) = &merged.distributed {

@@ -8,6 +8,7 @@
 //! read a config.
 #![forbid(unsafe_code)]
 
+mod arrivals;
 pub mod capped;
 pub mod data;
 mod limits;
@@ -20,6 +21,7 @@ mod sweep;
 mod telemetry;
 mod transport;
 
+pub use arrivals::{ArrivalUnit, Arrivals, Process, Ramp, RampOf, RampShape};
 pub use limits::Limits;
 pub use paths::cache_dir;
 use serde::{Deserialize, Serialize};
@@ -271,6 +273,16 @@ pub struct LoadConfig {
     /// before they are cut and recorded as interrupted (a second signal
     /// cuts them at once).
     pub interrupt_grace_s: f64,
+    /// Open-loop arrivals: the performance phase's sessions (or requests)
+    /// start on a seeded schedule of their own instead of `concurrency` at
+    /// a time (see `docs/load-shapes.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
+    /// A ramp of the rate or the concurrency at the start of the
+    /// performance phase (and of each sweep level); the measured window
+    /// starts when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
 }
 
 impl Default for LoadConfig {
@@ -280,6 +292,8 @@ impl Default for LoadConfig {
             turn_timeout_s: 600.0,
             max_duration_ms: 14_400_000,
             interrupt_grace_s: 30.0,
+            arrivals: None,
+            ramp: None,
         }
     }
 }
@@ -515,6 +529,38 @@ impl RunConfig {
             if self.performance.is_none() {
                 return Err(invalid("sweep", "needs a [performance] phase to sweep"));
             }
+        }
+        let rate_sweep = self.sweep.as_ref().is_some_and(|s| !s.rates.is_empty());
+        if let Some(arrivals) = &self.load.arrivals {
+            arrivals.check(rate_sweep).map_err(keyed)?;
+            if self.sweep.is_some() && !rate_sweep {
+                return Err(invalid(
+                    "load.arrivals",
+                    "a concurrency sweep (sweep.levels) is closed-loop: sweep open-loop \
+                     arrivals with sweep.rates",
+                ));
+            }
+            if rate_sweep && arrivals.process == Process::Trace {
+                return Err(invalid(
+                    "load.arrivals.process",
+                    "a trace brings its own times: it cannot be swept over rates",
+                ));
+            }
+            if rate_sweep && arrivals.count.is_some() {
+                return Err(invalid(
+                    "load.arrivals.count",
+                    "a rate sweep's levels end by the sweep's end rules, not a count",
+                ));
+            }
+        }
+        if let Some(ramp) = &self.load.ramp {
+            let open_loop = self.load.arrivals.is_some() || rate_sweep;
+            let trace = self
+                .load
+                .arrivals
+                .as_ref()
+                .is_some_and(|a| a.process == Process::Trace);
+            ramp.check(open_loop, trace).map_err(keyed)?;
         }
         if let Some(telemetry) = &self.telemetry {
             telemetry.check().map_err(keyed)?;

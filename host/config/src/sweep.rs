@@ -10,6 +10,11 @@ use std::collections::BTreeMap;
 pub struct SweepConfig {
     /// Concurrent agents, one phase per level, in this order.
     pub levels: Vec<usize>,
+    /// Arrival rates (per second), one phase per rate, in this order, instead of `levels`:
+    /// open-loop sessions (or requests) arriving as `[load.arrivals]` says (default: Poisson
+    /// arrivals of sessions). `[[sweep.slo]]` then gives each tier's highest rate.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rates: Vec<f64>,
     /// A phase ends when at least this many trajectories completed...
     pub min_trajectories: u32,
     /// ...every agent completed at least this many...
@@ -49,6 +54,7 @@ impl Default for SweepConfig {
     fn default() -> Self {
         Self {
             levels: vec![1, 2, 4, 8, 16, 32, 64],
+            rates: Vec::new(),
             min_trajectories: 30,
             min_per_agent: 3,
             steady_state_s: 600.0,
@@ -143,6 +149,18 @@ impl SweepConfig {
             return bad(
                 "levels",
                 "must be a non-empty list of positive agent counts",
+            );
+        }
+        if !self.rates.is_empty() && self.levels != Self::default().levels {
+            return bad(
+                "rates",
+                "a sweep is over levels (closed loop) or rates (open loop), not both",
+            );
+        }
+        if let Some(rate) = self.rates.iter().find(|r| !(**r > 0.0 && r.is_finite())) {
+            return bad(
+                "rates",
+                &format!("must be positive numbers of arrivals per second (got {rate})"),
             );
         }
         for (k, v) in [

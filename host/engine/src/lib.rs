@@ -1,7 +1,8 @@
 //! The one turn engine: every phase (the edge replay, the accuracy gate, a
 //! sweep's agents, `plugin check`) drives its sessions through
 //! [`session::drive`]. What differs between them is the *schedule*, not the
-//! turn: [`pool`] runs sessions at concurrency N; the sweep runs agents
+//! turn: [`pool`] runs sessions at concurrency N; [`arrivals`] starts them
+//! open-loop, at the due times of a [`schedule`]; the sweep runs agents
 //! through trajectory lists; `plugin check` runs a budget of turns. A
 //! schedule adds [`TurnHooks`] (salts, token caps, delays drawn from a
 //! distribution) and a [`Stop`] (its end rules).
@@ -19,6 +20,7 @@
 //!   (recorded as interrupted); and resuming (sessions replay their recorded
 //!   outcomes into the workload, then continue).
 
+pub mod arrivals;
 mod body;
 mod console;
 mod context;
@@ -28,9 +30,11 @@ pub mod journal;
 mod live;
 mod missing;
 mod pool;
+mod precise;
 mod prior;
 pub mod progress;
 mod recorder;
+pub mod schedule;
 mod session;
 mod stop;
 pub mod tokens;
@@ -49,7 +53,7 @@ pub use counting::RecordedTurn;
 pub use instances::Instances;
 pub use journal::{each_record, read_records, Durability, WriteError};
 pub use missing::missing_turns;
-pub use pool::{drive_or_restart, run_pool, PhaseError};
+pub use pool::{drive_or_restart, run_pool, run_pool_ramped, PhaseError};
 pub use prior::{History, Prior, PriorTurns};
 pub use recorder::{Keeping, LogFiles, Recorder};
 pub use session::{

@@ -2,11 +2,11 @@
 //! each worker taking the next planned session when its session ends.
 
 use super::journal::WriteError;
-use super::prior::History;
 use super::session::{drive, drive_on, DriveError, Engine, SessionOutcome, SessionTask};
 use super::stop::StopReason;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 /// Why a phase stopped every session: the run stops on it.
@@ -28,12 +28,27 @@ pub async fn run_pool(
     tasks: Vec<SessionTask>,
     concurrency: usize,
 ) -> Result<Vec<SessionOutcome>, PhaseError> {
+    run_pool_ramped(engine, tasks, &vec![Duration::ZERO; concurrency.max(1)]).await
+}
+
+/// As [`run_pool`], worker `w` starting `starts[w]` after the phase's origin (a concurrency
+/// ramp: [`crate::schedule::ramp_starts`]).
+pub async fn run_pool_ramped(
+    engine: Arc<Engine>,
+    tasks: Vec<SessionTask>,
+    starts: &[Duration],
+) -> Result<Vec<SessionOutcome>, PhaseError> {
     let queue = Arc::new(Mutex::new(VecDeque::from(tasks)));
-    let workers: Vec<_> = (0..concurrency.max(1))
-        .map(|_| {
+    let origin = engine.sender.origin;
+    let workers: Vec<_> = starts
+        .iter()
+        .map(|&start| {
             let (engine, queue) = (engine.clone(), queue.clone());
             tokio::spawn(async move {
                 let mut done = Vec::new();
+                if !start.is_zero() && !engine.stop.wait_until(origin + start).await {
+                    return Ok(done);
+                }
                 loop {
                     let next = queue.lock().expect("queue lock").pop_front();
                     let Some(task) = next else { break };
@@ -78,11 +93,7 @@ pub async fn drive_or_restart(
         Err(e @ DriveError::Diverged { .. }) => {
             agentload_console::line(&format!("resume: {e}; restarting it whole"));
             engine.recorder.supersede(&lines)?;
-            let fresh = SessionTask {
-                plan,
-                agent,
-                history: History::default(),
-            };
+            let fresh = SessionTask::fresh(plan, agent);
             let forked = engine.workload.fork().await;
             let restarted = match forked {
                 Ok(own) => drive_on(engine, &AsyncMutex::new(own), fresh).await,

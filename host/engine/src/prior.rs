@@ -177,6 +177,7 @@ impl Prior {
                         },
                         plan,
                         agent: None,
+                        arrival: None,
                     })
                 }
             }

@@ -9,6 +9,7 @@
 //! workloads are deterministic (no clock, no entropy), so this rebuilds the
 //! exact state the session had, and it continues with its next turn.
 
+use super::arrivals::Arrival;
 use super::body::{request_body, SessionBodies};
 use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
@@ -156,6 +157,21 @@ pub struct SessionTask {
     /// Its records from an earlier process (resume), in log order;
     /// interrupted ones left out.
     pub history: History,
+    /// An open-loop arrival ([`crate::arrivals`]): the session prepares its
+    /// first request, then waits for its due time and its place under the cap.
+    pub arrival: Option<Arrival>,
+}
+
+impl SessionTask {
+    /// A session of the plan, from its start (no history, no arrival).
+    pub fn fresh(plan: SessionPlan, agent: Option<u32>) -> Self {
+        Self {
+            plan,
+            agent,
+            history: History::default(),
+            arrival: None,
+        }
+    }
 }
 
 /// Why a session could not be driven to an outcome.
@@ -220,6 +236,7 @@ pub async fn drive_on(
         plan,
         agent,
         history,
+        arrival,
     } = task;
     let mut out = SessionOutcome {
         id: plan.id.clone(),
@@ -300,7 +317,13 @@ pub async fn drive_on(
     }
     let sender = &engine.sender;
     let mut bodies = SessionBodies::default();
-    let mut ready = Instant::now();
+    let (mut ready, one_turn) = match &arrival {
+        Some(a) => (a.due, a.one_turn),
+        None => (Instant::now(), false),
+    };
+    let mut arrival = arrival;
+    // The place under the in-flight cap, held until the session ends.
+    let mut _place = None;
     // The context pre-check's bound: the last answered request's size.
     let mut last: Option<LastPrompt> = None;
     let mut first = history.is_empty();
@@ -344,6 +367,16 @@ pub async fn drive_on(
         let mut shaped = req.clone();
         let due = ready + engine.hooks.shape(&mut shaped);
         let shaped = Arc::new(shaped);
+        if let Some(a) = arrival.take() {
+            match a.admit(&engine.stop).await {
+                Some(place) => _place = Some(place),
+                // The phase stopped before it was due: it never arrived.
+                None => {
+                    out.ended = SessionEnd::Stopped;
+                    return Ok(out);
+                }
+            }
+        }
         let unsent = match &engine.context {
             Some(window) => too_long(window, sender, &shaped, &mut bodies, due, last, first).await,
             None => None,
@@ -419,6 +452,11 @@ pub async fn drive_on(
             keeping.kept().await?;
             (next, None)
         };
+        if one_turn {
+            // An arrival of one request: the session ends with its first turn.
+            let ended = ending(aborting, review.as_ref());
+            return end(engine, out, ended, None).await;
+        }
         match next {
             Ok(Step { next: Some(n), .. }) => {
                 engine.hooks.then(Next::Turn);

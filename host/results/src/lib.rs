@@ -13,8 +13,10 @@
 
 pub mod aa;
 mod accuracy;
+pub mod arrivals;
 pub mod distributed;
 pub mod exit;
+pub mod fit;
 pub mod live;
 mod manifest;
 pub mod metrics;

@@ -284,6 +284,9 @@ pub struct Extras {
     /// A sharded run's merge: its shards, their clocks and loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<crate::distributed::Distributed>,
+    /// Open-loop arrivals (`[load.arrivals]`): the schedule configured against delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<crate::arrivals::ArrivalsSummary>,
     /// Live-reply replay's divergence funnel (live runs only: never official).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<crate::live::LiveSummary>,
@@ -637,6 +640,7 @@ pub fn summarize(
             sessions: None,
             telemetry: None,
             distributed: None,
+            arrivals: None,
             live: crate::live::LiveSummary::of(records),
             manifest,
         },

@@ -6,8 +6,8 @@
 
 use agentload_client::{ChatClient, ClientOptions, Timestamps};
 use agentload_engine::{
-    drive, BodyOptions, Console, DriveError, Engine, History, Instances, Next, Recorder,
-    SessionEnd, Stop, StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
+    drive, BodyOptions, Console, DriveError, Engine, Instances, Next, Recorder, SessionEnd, Stop,
+    StopReason, TurnHooks, TurnRecord, TurnSender, TurnStatus,
 };
 use agentload_plugin_host::types::{Completion, GrantedFile, PluginConfig, Role, ToolCall};
 use agentload_plugin_host::{
@@ -360,11 +360,7 @@ async fn drive_budget(
         if stop.stopped() || budget == 0 {
             break;
         }
-        let task = agentload_engine::SessionTask {
-            plan: plan.clone(),
-            agent: None,
-            history: History::default(),
-        };
+        let task = agentload_engine::SessionTask::fresh(plan.clone(), None);
         let outcome = drive(&engine, task)
             .await
             .map_err(|e: DriveError| anyhow::anyhow!(e))?;

@@ -106,7 +106,8 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
     };
     let slice = Slice::new(index, opts.shards)?;
     let (config, digest) = resolved(&opts)?;
-    if config.performance.is_some() && opts.mode != Mode::Accuracy {
+    if config.performance.is_some() && opts.mode != Mode::Accuracy && config.load.arrivals.is_none()
+    {
         slice.concurrency(config.load.concurrency)?;
     }
     let work = opts
@@ -388,6 +389,30 @@ pub(crate) fn shard_zero_telemetry(
     )
     .ok()?;
     serde_json::from_value(summary["agentload"]["telemetry"].clone()).ok()
+}
+
+/// The shards' open-loop dispatches added up (each released and held back its own slice of
+/// the one schedule).
+pub(crate) fn shards_dispatch(merged: &merge::Merged) -> agentload_results::arrivals::Dispatch {
+    let mut total = agentload_results::arrivals::Dispatch::default();
+    for shard in &merged.shards {
+        let Some(summary) = std::fs::read(shard.dir.join("performance/result_summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            continue;
+        };
+        let Ok(d) = serde_json::from_value::<agentload_results::arrivals::Dispatch>(
+            summary["agentload"]["arrivals"]["dispatch"].clone(),
+        ) else {
+            continue;
+        };
+        total.released += d.released;
+        total.held_back += d.held_back;
+        total.held_max_ns = total.held_max_ns.max(d.held_max_ns);
+        total.held_total_ns += d.held_total_ns;
+    }
+    total
 }
 
 /// `agentload merge OUT SHARD_DIR...`: the merged run from shard

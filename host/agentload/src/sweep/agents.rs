@@ -7,7 +7,7 @@
 use super::{delays, salt};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
-    drive_or_restart, ContextWindow, Engine, History, Instances, PhaseError, Recorder, SessionEnd,
+    drive_or_restart, ContextWindow, Engine, Instances, PhaseError, Recorder, SessionEnd,
     SessionOutcome, SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender,
 };
 use agentload_plugin_host::TurnRequest;
@@ -78,23 +78,29 @@ impl SweepHooks {
     }
 }
 
+/// The sweep's changes to a request of phase `index` (the tool delay, the salt, the token
+/// cap), and its delay.
+pub(super) fn shape(config: &SweepConfig, index: usize, req: &mut TurnRequest) -> Duration {
+    let delay_ms = match config.tool_delay {
+        ToolDelayMode::Recorded => req.delay_ms,
+        ToolDelayMode::Distribution => delays::draw(config, index, req),
+        ToolDelayMode::None => 0,
+    };
+    if config.salt {
+        let s = salt::salt(config.seed, index, &req.session_id);
+        salt::apply(req, &s);
+    }
+    let cap = config.max_tokens;
+    req.sampling.max_completion_tokens = Some(match req.sampling.max_completion_tokens {
+        Some(own) if config.keep_workload_max_tokens => own.min(cap),
+        _ => cap,
+    });
+    Duration::from_millis(delay_ms)
+}
+
 impl TurnHooks for SweepHooks {
     fn shape(&self, req: &mut TurnRequest) -> Duration {
-        let delay_ms = match self.config.tool_delay {
-            ToolDelayMode::Recorded => req.delay_ms,
-            ToolDelayMode::Distribution => delays::draw(&self.config, self.index, req),
-            ToolDelayMode::None => 0,
-        };
-        if self.config.salt {
-            let s = salt::salt(self.config.seed, self.index, &req.session_id);
-            salt::apply(req, &s);
-        }
-        let cap = self.config.max_tokens;
-        req.sampling.max_completion_tokens = Some(match req.sampling.max_completion_tokens {
-            Some(own) if self.config.keep_workload_max_tokens => own.min(cap),
-            _ => cap,
-        });
-        Duration::from_millis(delay_ms)
+        shape(&self.config, self.index, req)
     }
 
     fn answered(&self, _req: &TurnRequest, record: &TurnRecord) {
@@ -277,11 +283,7 @@ async fn agent(shared: &Shared, hooks: &SweepHooks, i: usize) {
         if engine.stop.stopped() {
             return;
         }
-        let task = SessionTask {
-            plan: plan.clone(),
-            agent: Some(i as u32),
-            history: History::default(),
-        };
+        let task = SessionTask::fresh(plan.clone(), Some(i as u32));
         let outcome = match drive_or_restart(engine, task).await {
             Ok(outcome) => outcome,
             Err(e) => {

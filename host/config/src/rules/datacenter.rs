@@ -36,6 +36,8 @@ macro_rules! datacenter_rules {
                 "false",
             ),
             absent("sweep", "one point per run, at its concurrency (points are separate runs)", Always),
+            absent("load.arrivals", "closed-loop slots (no open-loop arrivals)", P),
+            absent("load.ramp", "every slot from the start (no ramp)", P),
             set(
                 "performance.workload",
                 "the agentic trajectory replay",

@@ -122,6 +122,12 @@ const RULES: &[Rule] = &[
         Always,
     ),
     // The performance phase.
+    absent(
+        "load.arrivals",
+        "closed-loop sessions (no open-loop arrivals)",
+        P,
+    ),
+    absent("load.ramp", "all sessions from the start (no ramp)", P),
     set(
         "load.concurrency",
         "single stream: target_concurrency, num_workers and max_connections are 1 \

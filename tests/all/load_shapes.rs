@@ -1,0 +1,435 @@
+//! Open-loop load shapes end to end: the real binary against the embedded simulator, every
+//! check read from the simulator's own stamp log (`request_stamps`: each request's arrival
+//! on the kernel's clock, and its prefix-cache hit), not from agentload's records.
+//!
+//! The acceptance's figures (`docs/load-shapes.md`): 10,000 arrivals of one-token requests
+//! for Poisson, gamma CV 2 and gamma CV 0.5; the gaps between the simulator's arrival stamps
+//! pass a Kolmogorov-Smirnov test against the configured law at α = 0.01, the mean rate is
+//! within 1 % and the CV within 5 % of the configured ones, and each test also shows the
+//! same data failing against a wrong law.
+//!
+//! What these tests measure is timing, so they run alone, after the rest of the suite
+//! (`scripts/test.sh`: `cargo test -p agentload --test all load_shapes -- --ignored
+//! --test-threads=1`): a neighbour test's CPU would show as send lag, and the test would
+//! rightly fail.
+
+use crate::common::*;
+use agentload_results::fit::{ks_above, mean_cv, Ks, Law};
+use agentload_sim::{ResponderConfig, SimConfig};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One open-loop test at a time: their timing is what they measure.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Gaps shorter than this are compared as a whole (`fit::ks_above`): two requests cannot
+/// reach the wire closer together than the harness's send resolution, and a gamma law of
+/// CV 2 puts a fifth of its gaps below 10 µs at any rate.
+const RESOLUTION_S: f64 = 50e-6;
+
+/// A simulator answering at once (one token, time scale 10⁻⁶), logging its stamps.
+async fn stamped_sim(log: &Path, cache_tokens: u64) -> agentload_sim::SimHandle {
+    start_sim(SimConfig {
+        time_scale: 1e-6,
+        slots: 64,
+        cache_tokens,
+        responder: ResponderConfig::Fill { default_tokens: 1 },
+        request_stamps: Some(log.to_path_buf()),
+        ..SimConfig::default()
+    })
+    .await
+}
+
+/// A Mooncake-format trace of `lines` (timestamp ms, input length, output length, hash ids).
+fn write_trace(path: &Path, lines: &[(f64, u32, u32, Vec<u64>)]) {
+    let mut text = String::new();
+    for (t, input, output, ids) in lines {
+        text.push_str(
+            &serde_json::json!({
+                "timestamp": t, "input_length": input, "output_length": output, "hash_ids": ids,
+            })
+            .to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// A run config: the trace-replay workload over `dir/trace.jsonl`, `load` as given.
+fn config(dir: &Path, url: &str, load: &str) -> PathBuf {
+    let text = format!(
+        r#"name = "load-shapes"
+data_dir = "{data}"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+{load}
+[performance]
+workload = "trace-replay"
+[performance.data]
+trace = "trace.jsonl"
+"#,
+        data = dir.display()
+    );
+    let path = dir.join("run.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The stamp log's finished requests: arrival (ns, CLOCK_MONOTONIC) by session.
+fn stamps(log: &Path) -> Vec<Value> {
+    read_jsonl(log)
+        .into_iter()
+        .filter(|l| l["outcome"] == "finished")
+        .collect()
+}
+
+/// Gaps (s) between consecutive arrivals at the simulator.
+fn arrival_gaps(stamps: &[Value]) -> Vec<f64> {
+    let mut at: Vec<u64> = stamps
+        .iter()
+        .map(|l| l["received_mono_ns"].as_u64().unwrap())
+        .collect();
+    at.sort_unstable();
+    at.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e9).collect()
+}
+
+/// What the simulator saw of one run: rate, CV and the test against `law`.
+struct Seen {
+    rate: f64,
+    cv: f64,
+    fit: Ks,
+}
+
+fn seen(gaps: &[f64], law: &Law) -> Seen {
+    let (mean, cv) = mean_cv(gaps).unwrap();
+    Seen {
+        rate: 1.0 / mean,
+        cv,
+        fit: ks_above(gaps, |x| law.cdf(x), RESOLUTION_S).unwrap(),
+    }
+}
+
+/// 10,000 one-token requests arriving as `process` says at `rate`, checked at the
+/// simulator against `law`; `wrong` must fail the same test.
+async fn delivered_matches(name: &str, process: &str, rate: f64, law: Law, wrong: Law) {
+    let _serial = SERIAL.lock().await;
+    let dir = scratch(name);
+    let log = dir.path().join("stamps.jsonl");
+    let sim = stamped_sim(&log, 0).await;
+    let n = 10_000;
+    let lines: Vec<_> = (0..n).map(|k| (0.0, 4, 1, vec![k as u64])).collect();
+    write_trace(&dir.path().join("trace.jsonl"), &lines);
+    let load = format!(
+        "[load.arrivals]\nof = \"requests\"\nprocess = \"{process}\"\nrate = {rate:?}\nseed = 11\n{}",
+        match law {
+            Law::Gamma { shape, .. } => format!("cv = {:?}\n", 1.0 / shape.sqrt()),
+            _ => String::new(),
+        }
+    );
+    let config = config(dir.path(), &sim.url(), &load);
+    let out = dir.path().join("out");
+    let report = run_ok(&config, &out, &["--mode", "perf"], dir.path()).await;
+    let stamps = stamps(&log);
+    assert_eq!(stamps.len(), n, "every arrival reached the simulator once");
+    let gaps = arrival_gaps(&stamps);
+    let s = seen(&gaps, &law);
+    let summary = json(&out.join("performance/result_summary.json"));
+    let arrivals = &summary["agentload"]["arrivals"];
+    eprintln!(
+        "{name}: {process} at {rate}/s: simulator saw {:.3}/s, cv {:.4}, K-S D {:.5} p {:.4}; \
+         harness send lag {}",
+        s.rate, s.cv, s.fit.d, s.fit.p_value, arrivals["delivered"]["send_lag_ms"]
+    );
+    assert!(s.fit.passes(0.01), "{name}: {:?}\n{report}", s.fit);
+    assert!(
+        (s.rate / rate - 1.0).abs() < 0.01,
+        "{name}: rate {}",
+        s.rate
+    );
+    assert!((s.cv / law.cv() - 1.0).abs() < 0.05, "{name}: cv {}", s.cv);
+    let w = seen(&gaps, &wrong);
+    assert!(
+        !w.fit.passes(0.01),
+        "{name}: passed against {wrong:?}: {:?}",
+        w.fit
+    );
+    // The run's own summary says the same, and nothing was behind.
+    assert_eq!(arrivals["configured"]["rate"].as_f64(), Some(rate));
+    assert_eq!(arrivals["dispatch"]["released"], n);
+    assert!(
+        arrivals["behind"].as_array().unwrap().is_empty(),
+        "{arrivals}"
+    );
+    assert!(report.contains("delivered rate"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
+async fn poisson_arrivals_are_delivered_as_configured() {
+    let rate = 500.0;
+    delivered_matches(
+        "poisson",
+        "poisson",
+        rate,
+        Law::Exponential { mean: 1.0 / rate },
+        Law::gamma_with(1.0 / rate, 1.15),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
+async fn gamma_cv_2_arrivals_are_delivered_as_configured() {
+    let rate = 500.0;
+    delivered_matches(
+        "gamma2",
+        "gamma",
+        rate,
+        Law::gamma_with(1.0 / rate, 2.0),
+        Law::gamma_with(1.0 / rate, 1.8),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
+async fn gamma_cv_half_arrivals_are_delivered_as_configured() {
+    let rate = 500.0;
+    delivered_matches(
+        "gamma05",
+        "gamma",
+        rate,
+        Law::gamma_with(1.0 / rate, 0.5),
+        Law::Exponential { mean: 1.0 / rate },
+    )
+    .await;
+}
+
+/// Bad input is refused before any request, naming the key (and a trace's line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_load_shapes_are_refused_before_any_request() {
+    let dir = scratch("bad-shapes");
+    let log = dir.path().join("stamps.jsonl");
+    let sim = stamped_sim(&log, 0).await;
+    write_trace(
+        &dir.path().join("trace.jsonl"),
+        &[
+            (0.0, 4, 1, vec![1]),
+            (5.0, 4, 1, vec![2]),
+            (3.0, 4, 1, vec![3]),
+        ],
+    );
+    for (load, want) in [
+        (
+            "[load.arrivals]\nprocess = \"poisson\"\nrate = 0.0",
+            "load.arrivals.rate",
+        ),
+        (
+            "[load.arrivals]\nprocess = \"poisson\"\nrate = -5.0",
+            "load.arrivals.rate",
+        ),
+        (
+            "[load.arrivals]\nprocess = \"gamma\"\nrate = 5.0\ncv = 0.0",
+            "load.arrivals.cv",
+        ),
+        (
+            "[load.arrivals]\nprocess = \"gamma\"\nrate = 5.0\ncv = -1.0",
+            "load.arrivals.cv",
+        ),
+        (
+            "[load.arrivals]\nprocess = \"poisson\"\nrate = 5.0\nmax_in_flight = 0",
+            "load.arrivals.max_in_flight",
+        ),
+        ("[load.arrivals]\nprocess = \"trace\"", "trace.jsonl:3"),
+    ] {
+        let config = config(dir.path(), &sim.url(), load);
+        let out = agentload(
+            &[
+                "run",
+                config.to_str().unwrap(),
+                "--out",
+                dir.path().join("o").to_str().unwrap(),
+                "--force",
+            ],
+            dir.path(),
+        )
+        .await;
+        let text = text(&out);
+        assert!(!out.status.success(), "{load}: {text}");
+        assert!(text.contains(want), "{load}: {text}");
+    }
+    // A missing field, the line named too.
+    std::fs::write(
+        dir.path().join("trace.jsonl"),
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": []}\n\
+         {\"timestamp\": 1, \"input_length\": 4, \"hash_ids\": []}\n",
+    )
+    .unwrap();
+    let config = config(
+        dir.path(),
+        &sim.url(),
+        "[load.arrivals]\nprocess = \"trace\"",
+    );
+    let out = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+            "--force",
+        ],
+        dir.path(),
+    )
+    .await;
+    let text = text(&out);
+    assert!(
+        text.contains("output_length") && text.contains('2'),
+        "{text}"
+    );
+    assert_eq!(sim.chat_requests_received(), 0, "nothing was sent");
+}
+
+/// A Mooncake-format trace the test draws: requests sharing leading hash blocks of a few
+/// "documents", each ending in a partial block of its own. Every request is issued at its
+/// time (checked at the simulator), and the simulator's prefix-cache hits are exactly what
+/// the hash ids imply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
+async fn a_trace_is_replayed_at_its_times_and_its_hash_blocks_are_the_cache_hits() {
+    let _serial = SERIAL.lock().await;
+    let dir = scratch("trace");
+    let log = dir.path().join("stamps.jsonl");
+    let sim = stamped_sim(&log, 100_000_000).await;
+    const BLOCK: u32 = 16;
+    // 12 documents of 4 blocks (ids 0..48); each request takes 1-4 of a document's blocks,
+    // the last possibly cut short, then a partial block of its own (ids 100..); ids below
+    // 1024 and distinct, so distinct blocks differ from their first word.
+    let mut rng = 0x5EED_u64;
+    let mut next = |n: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % n
+    };
+    let mut lines = Vec::new();
+    let mut t = 0.0;
+    // No two prompts alike (a repeated prompt is cached whole but its last token).
+    let mut seen = std::collections::HashSet::new();
+    for k in 0..300u64 {
+        t += 4.0 + next(12) as f64;
+        let doc = next(12);
+        let blocks = 1 + next(4);
+        let mut ids: Vec<u64> = (0..blocks).map(|j| doc * 4 + j).collect();
+        let mut words = blocks as u32 * BLOCK;
+        let cut = words - 1 - next(u64::from(BLOCK) - 1) as u32;
+        if next(3) == 0 && seen.insert((doc, cut)) {
+            // The document's last block cut short: no own block after it.
+            words = cut;
+        } else {
+            ids.push(100 + k);
+            words += 1 + next(u64::from(BLOCK) - 1) as u32;
+        }
+        lines.push((t, words, 1, ids));
+    }
+    write_trace(&dir.path().join("trace.jsonl"), &lines);
+    let config = config(
+        dir.path(),
+        &sim.url(),
+        "[load.arrivals]\nprocess = \"trace\"",
+    );
+    std::fs::write(
+        &config,
+        std::fs::read_to_string(&config).unwrap() + "[performance.settings]\nblock_tokens = 16\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let report = run_ok(&config, &out, &["--mode", "perf"], dir.path()).await;
+    let stamps = stamps(&log);
+    assert_eq!(stamps.len(), lines.len());
+    let by_session: BTreeMap<u64, &Value> = stamps
+        .iter()
+        .map(|l| {
+            let id = l["session"].as_str().unwrap();
+            (id.strip_prefix("trace-").unwrap().parse().unwrap(), l)
+        })
+        .collect();
+    // Issued at its time: each arrival against the trace's own time, on the simulator's
+    // clock (aligned by the median: the phase's origin is agentload's).
+    let mut off: Vec<i64> = lines
+        .iter()
+        .enumerate()
+        .map(|(k, (t, ..))| {
+            let at = by_session[&(k as u64)]["received_mono_ns"]
+                .as_u64()
+                .unwrap() as i64;
+            at - ((t - lines[0].0) * 1e6) as i64
+        })
+        .collect();
+    off.sort_unstable();
+    let median = off[off.len() / 2];
+    let mut late: Vec<i64> = off.iter().map(|o| (o - median).abs()).collect();
+    late.sort_unstable();
+    let p99 = late[late.len() * 99 / 100];
+    // What the hash ids imply: the longest prefix shared with an earlier request, block by
+    // block (a shorter block shares its own length, then sharing stops), plus the role
+    // marker's two pieces every prompt shares (`<|use`, `r|>`).
+    let block_len = |words: u32, j: usize| (words - j as u32 * BLOCK).min(BLOCK);
+    let mut implied = Vec::new();
+    for (k, (_, words, _, ids)) in lines.iter().enumerate() {
+        let mut best = 0;
+        for (_, w2, _, ids2) in &lines[..k] {
+            let mut shared = 0;
+            for j in 0..ids.len().min(ids2.len()) {
+                if ids[j] != ids2[j] || j as u32 * BLOCK >= (*words).min(*w2) {
+                    break;
+                }
+                let (a, b) = (block_len(*words, j), block_len(*w2, j));
+                shared += a.min(b);
+                if a != b || a < BLOCK {
+                    break;
+                }
+            }
+            best = best.max(shared);
+        }
+        implied.push(if k == 0 { 0 } else { 2 + best });
+    }
+    let hits: Vec<u32> = (0..lines.len())
+        .map(|k| by_session[&(k as u64)]["cached_tokens"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(hits, implied, "cache hits against what hash_ids imply");
+    assert!(p99 < 2_000_000, "arrivals off their times: p99 {p99} ns");
+    assert!(implied.iter().filter(|&&h| h > 2 + BLOCK).count() > 50);
+    let summary = json(&out.join("performance/result_summary.json"));
+    let lag = &summary["agentload"]["arrivals"]["delivered"]["send_lag_ms"];
+    eprintln!("trace: arrival offset p99 {p99} ns; harness send lag {lag}");
+    assert!(lag["p99"].is_number(), "{summary}");
+    assert!(report.contains("send lag of arrivals"), "{report}");
+}
+
+/// trace-replay's words are one Qwen3.6 token each with their leading space (so a
+/// request's `input_length` words are about `input_length` tokens on a real server) and
+/// one piece of the simulator's approximate counter.
+#[test]
+fn the_trace_words_are_one_token_each() {
+    let words =
+        std::fs::read_to_string(manifest_dir().join("../../plugins/trace-replay/src/words.txt"))
+            .unwrap();
+    let words: Vec<&str> = words.split_whitespace().collect();
+    assert_eq!(words.len(), 1024);
+    let approx = agentload_sim::ApproxTokenCounter;
+    use agentload_sim::TokenCounter as _;
+    for w in &words {
+        assert_eq!(approx.count(&format!(" {w}")), 1, "{w}");
+    }
+    if !vocabulary() {
+        return;
+    }
+    let qwen = agentload_engine::tokens::load_qwen(&data_dir()).unwrap();
+    for w in &words {
+        assert_eq!(qwen.count(&format!(" {w}")), 1, "{w}");
+    }
+}
