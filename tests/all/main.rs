@@ -17,6 +17,7 @@ mod audit_flow;
 mod authoring;
 mod bfcl_multi_turn;
 mod cli_in_process;
+mod config_cli;
 mod data_grants;
 mod datacenter;
 mod edge_run;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Open-loop arrivals: the performance phase's sessions (or requests) start at the due times
 /// of one seeded schedule, not when a slot frees.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Arrivals {
     /// What arrives: `sessions` (default: each arrival starts the next planned session, which
@@ -53,7 +53,9 @@ fn one() -> f64 {
 }
 
 /// What an arrival is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalUnit {
     #[default]
@@ -62,7 +64,7 @@ pub enum ArrivalUnit {
 }
 
 /// An arrival process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Process {
     Constant,
@@ -85,7 +87,7 @@ impl Process {
 
 /// A ramp at the start of the performance phase (and of each sweep level); the measured
 /// window starts when it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ramp {
     /// `rate` (open-loop arrivals: the rate climbs to `load.arrivals.rate`, or to each rate
@@ -103,7 +105,7 @@ pub struct Ramp {
 }
 
 /// What a ramp raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RampOf {
     Rate,
@@ -111,7 +113,9 @@ pub enum RampOf {
 }
 
 /// A ramp's curve.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RampShape {
     #[default]

@@ -12,9 +12,12 @@ mod arrivals;
 pub mod capped;
 pub mod data;
 mod limits;
+pub mod located;
 mod paths;
 pub mod plugin_path;
+mod reference;
 pub mod rules;
+pub mod schema;
 pub mod seal;
 pub mod swe_bench;
 mod sweep;
@@ -23,6 +26,7 @@ mod transport;
 
 pub use arrivals::{ArrivalUnit, Arrivals, Process, Ramp, RampOf, RampShape};
 pub use limits::Limits;
+pub use located::Location;
 pub use paths::cache_dir;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,7 +36,7 @@ pub use telemetry::{NvmlConfig, ScrapeTarget, TelemetryConfig};
 pub use transport::{Headers, ProxySetting, TlsConfig, TlsRoots, REDACTED};
 
 /// A whole run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
     /// Run name, used in reports.
@@ -48,9 +52,10 @@ pub struct RunConfig {
     /// `plugins/official.lock`).
     #[serde(default)]
     pub mode: RunKind,
-    /// The benchmark rules the run is checked against (`mlperf-edge-v0.1`);
-    /// a submission run must name them (see [`crate::rules`]).
+    /// The benchmark rules the run is checked against; a submission run
+    /// must name them, a development run lists what breaks them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "rules::schema")]
     pub rules: Option<String>,
     /// Where results go unless `--out` says otherwise.
     #[serde(default = "default_report_dir")]
@@ -66,7 +71,7 @@ pub struct RunConfig {
     /// The performance phase.
     pub performance: Option<PhaseConfig>,
     /// The accuracy phase (run after the performance phase, at concurrency
-    /// 1), or the SWE-bench phase (`workload = "swe-bench"`, [`swe_bench`]).
+    /// 1), or the SWE-bench phase (`workload = "swe-bench"`).
     pub accuracy: Option<PhaseConfig>,
     /// Run the performance phase as a concurrency sweep instead of one pass.
     pub sweep: Option<SweepConfig>,
@@ -81,7 +86,7 @@ pub struct RunConfig {
 
 /// A session meets its SLO when it finished and at least `min_turn_share`
 /// of its completed turns met every target given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSlo {
     /// Time to first token, ms.
@@ -100,16 +105,22 @@ fn all_turns() -> f64 {
 }
 
 /// Development or submission run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RunKind {
+    /// Any plugin and config; a plugin that is not official marks the
+    /// results unsealed, a rule broken is listed as not compliant.
     #[default]
     Development,
+    /// Only the official plugins and data, and the rules checked before
+    /// anything runs.
     Submission,
 }
 
 /// The served model.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// Sent as `model`.
@@ -152,7 +163,9 @@ impl ModelConfig {
 }
 
 /// The source of token counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// agentload's own count: the tokenizer over the chat template's render.
@@ -181,7 +194,7 @@ impl TokenSource {
 }
 
 /// The server under test.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     /// Base URL (`http://host:port`; a trailing `/v1` is accepted);
@@ -190,11 +203,15 @@ pub struct EndpointConfig {
     /// Refused: a key in a config file would be copied into the results.
     /// The key comes from `AGENTLOAD_API_KEY` (or `OPENAI_API_KEY`).
     #[serde(default, skip_serializing)]
+    #[schemars(schema_with = "schema::refused")]
     pub api_key: Option<String>,
     /// Check the endpoint (`GET /v1/models`) before the first measured
     /// request, so a wrong URL stops the run at once.
     #[serde(default = "yes")]
     pub preflight: bool,
+    /// Ask for each answer as a stream of server-sent events (`stream:
+    /// true`). `false`: one JSON answer, whose first token counts at its
+    /// last byte (TTFT equals the latency).
     #[serde(default = "yes")]
     pub stream: bool,
     /// Ask for `usage` in the stream (`stream_options.include_usage`).
@@ -202,6 +219,7 @@ pub struct EndpointConfig {
     pub include_usage: bool,
     /// Extra top-level request fields, e.g. `cache_prompt = false`.
     #[serde(default)]
+    #[schemars(with = "schema::Table")]
     pub extra_body: toml::Table,
     /// A response body longer than this many bytes fails its turn, naming the
     /// cap (default 256 MiB, far above any real answer; 0: no cap).
@@ -247,11 +265,17 @@ pub struct EndpointConfig {
 }
 
 /// `endpoint.ttft_trigger`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TtftTrigger {
+    /// Non-empty content or reasoning, or any tool-call delta (the
+    /// reference client's trigger).
     #[default]
     Reference,
+    /// The Endpoints Rules' first fragment with text in any category: a
+    /// tool-call delta counts only once it carries a name or arguments.
     Rules,
 }
 
@@ -260,7 +284,7 @@ fn default_max_response_bytes() -> u64 {
 }
 
 /// How requests are scheduled.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadConfig {
     /// Sessions in flight at once.
@@ -299,17 +323,17 @@ impl Default for LoadConfig {
 }
 
 /// How result files are written.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
     /// `write` (each turn record reaches the kernel before the session's
     /// next request; survives a crash or `kill -9`) or `sync` (each record
-    /// is also `fdatasync`ed; survives a power cut). See the README.
+    /// is also `fdatasync`ed; survives a power cut).
     pub durability: Durability,
 }
 
 /// Where plugins are found and how they are limited.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
     /// Directory of `<name>.wasm` components (overrides the default search).
@@ -330,7 +354,7 @@ pub struct PluginsConfig {
 }
 
 /// One phase: a workload plugin, its data, and the scorer of its turns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseConfig {
     /// Workload plugin: a name (`coding-replay`) or a path to a `.wasm`.
@@ -345,9 +369,11 @@ pub struct PhaseConfig {
     pub data: BTreeMap<String, String>,
     /// The workload's own settings, passed to it as JSON.
     #[serde(default)]
+    #[schemars(with = "schema::Table")]
     pub settings: toml::Table,
     /// The scorer's settings.
     #[serde(default)]
+    #[schemars(with = "schema::Table")]
     pub scorer_settings: toml::Table,
     /// Files granted to the scorer: logical name -> file in the data dir
     /// (a scorer that re-executes recorded calls needs the dataset too).
@@ -389,14 +415,98 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("config {}: {message}", path.display())]
-    Parse { path: PathBuf, message: String },
-    #[error("config {}: `{key}`: {message}", path.display())]
+    /// Not TOML, or not a run config's shape (an unknown key, a value of
+    /// the wrong type): where, which key, what, and the line quoted.
+    #[error("config {}: {}{message}{snippet}", place(path, *at), quoted(key.as_deref()))]
+    Parse {
+        path: PathBuf,
+        at: Option<Location>,
+        key: Option<String>,
+        message: String,
+        snippet: String,
+    },
+    /// A value the config's checks refuse, by its key's path.
+    #[error("config {}: `{key}`: {message}", place(path, *at))]
     Invalid {
         path: PathBuf,
+        at: Option<Location>,
         key: String,
         message: String,
     },
+}
+
+/// `FILE:LINE:COLUMN`, or `FILE` alone.
+fn place(path: &Path, at: Option<Location>) -> String {
+    match at {
+        Some(at) => format!("{}:{at}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+fn quoted(key: Option<&str>) -> String {
+    key.map(|k| format!("`{k}`: ")).unwrap_or_default()
+}
+
+impl ConfigError {
+    /// The line and column of the key or value the error is about.
+    pub fn location(&self) -> Option<Location> {
+        match self {
+            Self::Read { .. } => None,
+            Self::Parse { at, .. } | Self::Invalid { at, .. } => *at,
+        }
+    }
+
+    /// The dotted path of the key the error is about (`load.concurrency`).
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Read { .. } => None,
+            Self::Parse { key, .. } => key.as_deref(),
+            Self::Invalid { key, .. } => Some(key),
+        }
+    }
+
+    /// The parser's error, placed in `text`.
+    fn parse(path: &Path, text: &str, e: &toml::de::Error) -> Self {
+        let span = e.span();
+        let at = span.as_ref().map(|s| located::position(text, s.start));
+        let snippet = match (&span, at) {
+            (Some(span), Some(at)) => {
+                let line = text.lines().nth(at.line - 1).unwrap_or("");
+                let width = text[span.clone()]
+                    .lines()
+                    .next()
+                    .map_or(1, |t| t.chars().count().max(1));
+                let gutter = " ".repeat(at.line.to_string().len());
+                shorten_lines(
+                    &format!(
+                        "\n{gutter} |\n{} | {line}\n{gutter} | {}{}",
+                        at.line,
+                        " ".repeat(at.column - 1),
+                        "^".repeat(
+                            width.min(line.chars().count().saturating_sub(at.column - 1).max(1))
+                        )
+                    ),
+                    240,
+                )
+            }
+            _ => String::new(),
+        };
+        Self::Parse {
+            path: path.to_path_buf(),
+            at,
+            key: span.and_then(|s| located::key_at(text, s.start)),
+            message: shorten_lines(e.message().trim_end(), 240),
+            snippet,
+        }
+    }
+
+    /// A check's error, placed at its key in `text` (or the table above it).
+    fn placed(mut self, text: &str) -> Self {
+        if let Self::Invalid { at, key, .. } = &mut self {
+            *at = located::find_key(text, key);
+        }
+        self
+    }
 }
 
 impl RunConfig {
@@ -409,19 +519,19 @@ impl RunConfig {
         Self::parse(path, &text)
     }
 
-    /// Parses config text; `path` is used in messages.
+    /// Parses config text; `path` is used in messages, which name the key
+    /// and its line.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let config: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: shorten_lines(&e.to_string(), 240),
-        })?;
-        config.check(path)?;
+        let config: RunConfig =
+            toml::from_str(text).map_err(|e| ConfigError::parse(path, text, &e))?;
+        config.check(path).map_err(|e| e.placed(text))?;
         Ok(config)
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
         let invalid = |key: &str, message: &str| ConfigError::Invalid {
             path: path.to_path_buf(),
+            at: None,
             key: key.to_string(),
             message: message.to_string(),
         };
@@ -663,7 +773,9 @@ fn report_file_refusal(file: &str) -> Option<String> {
 }
 
 /// How hard each result line is pushed towards the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
     /// Each line is handed to the kernel in one `write(2)` before the next
@@ -731,11 +843,53 @@ url = "http://127.0.0.1:1"
     #[test]
     fn unknown_key_is_named() {
         let text = format!("{MINIMAL}\n[load]\nconcurency = 2\n");
-        let err = RunConfig::parse(Path::new("t.toml"), &text)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("concurency"), "{err}");
-        assert!(err.contains("t.toml"), "{err}");
+        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err();
+        assert_eq!(err.key(), Some("load.concurency"));
+        assert_eq!(
+            err.location().map(|l| l.to_string()).as_deref(),
+            Some("9:1")
+        );
+        let err = err.to_string();
+        assert!(
+            err.starts_with("config t.toml:9:1: `load.concurency`: unknown field `concurency`"),
+            "{err}"
+        );
+        assert!(err.contains("9 | concurency = 2"), "{err}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_with_its_line() {
+        let text = format!("{MINIMAL}\n[[telemetry.scrape]]\nurl = \"/metrics\"\n[[telemetry.scrape]]\nurl = 8080\n");
+        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err();
+        assert_eq!(err.key(), Some("telemetry.scrape[1].url"));
+        assert_eq!(
+            err.location().map(|l| l.to_string()).as_deref(),
+            Some("11:7")
+        );
+        let text = MINIMAL.replace("[model]", "[model]\ntoken_counts = \"usage\"");
+        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err();
+        assert_eq!(err.key(), Some("model.token_counts"));
+        assert!(err.to_string().contains("t.toml:4:16:"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_value_is_placed_at_its_key_or_its_table() {
+        let text = format!("{MINIMAL}\n[load]\nconcurrency = 0\n");
+        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("config t.toml:9:1: `load.concurrency`: must be at least 1"),
+            "{err}"
+        );
+        // A sweep's default tool delays need a `default`: the key is not in the
+        // file, its table is.
+        let text = format!("{MINIMAL}\n[sweep]\nlevels = [1]\ntool_delays = {{ bash = {{ median_s = 1.0, p90_s = 2.0 }} }}\n[performance]\nworkload = \"w\"\n");
+        let err = RunConfig::parse(Path::new("t.toml"), &text).unwrap_err();
+        assert_eq!(err.key(), Some("sweep.tool_delays"));
+        assert_eq!(
+            err.location().map(|l| l.to_string()).as_deref(),
+            Some("10:1")
+        );
     }
 
     #[test]

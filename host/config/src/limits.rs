@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Resource limits of each plugin (`[plugins.limits]`). Memory and table
 /// limits count a store as a whole: every linear memory and table of every
 /// core instance of the component together.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// All linear memories of one instance together, in MiB.

@@ -38,21 +38,49 @@ pub struct SweBench {
     pub instances: String,
 }
 
-/// The settings as written (the reference's extras; any other key is an
-/// error naming it).
-#[derive(Debug, Deserialize)]
+/// `[accuracy.settings]` of a SWE-bench phase: the reference's
+/// `accuracy_config.extras`, by the same names and with the same defaults
+/// (any other key is an error naming it).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Written {
+pub struct Settings {
+    /// The SWE-bench service's base URL (required), e.g.
+    /// `http://localhost:18080`.
     swebench_service_url: Option<String>,
+    /// `"${NAME}"`: the service's token comes from environment variable
+    /// NAME (a literal token is refused: it would be copied into the
+    /// results).
     swebench_service_auth_token: Option<String>,
+    /// The SWE-bench subset: `verified` or `lite`.
+    #[schemars(extend("default" = "verified", "enum" = ["verified", "lite"]))]
     subset: Option<String>,
+    /// The data set's split.
+    #[schemars(extend("default" = "test"))]
     split: Option<String>,
+    /// Instances evaluated, at most: the first of the instance list (the
+    /// rules require 200).
+    #[schemars(extend("default" = 100), range(min = 1))]
     num_instances: Option<i64>,
+    /// Agent workers on the service (default: the run's `load.concurrency`,
+    /// as the reference forwards its target concurrency).
+    #[schemars(range(min = 1))]
     workers: Option<i64>,
+    /// Patches graded side by side.
+    #[schemars(extend("default" = 10), range(min = 1))]
     max_eval_workers: Option<i64>,
+    /// The agent's prompt template: `default` or `qwen_tools` (the Qwen
+    /// preset's).
+    #[schemars(extend("default" = "default", "enum" = ["default", "qwen_tools"]))]
     swebench_template: Option<String>,
+    /// Seconds the service's run may take before it is cancelled.
+    #[schemars(extend("default" = 86400), range(min = 1))]
     service_timeout_s: Option<i64>,
+    /// Seconds between two polls of the run's status.
+    #[schemars(extend("default" = 5.0))]
     poll_interval_s: Option<f64>,
+    /// Removed: use `swebench_template = "qwen_tools"`.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::schema::refused")]
     enable_swebench_toolcall_patch: Option<toml::Value>,
 }
 
@@ -118,7 +146,7 @@ impl SweBench {
                 ))
             }
         };
-        let w = Written::deserialize(toml::Value::Table(phase.settings.clone()))
+        let w = Settings::deserialize(toml::Value::Table(phase.settings.clone()))
             .map_err(|e| refused("settings", e.message().to_owned()))?;
         if w.enable_swebench_toolcall_patch.is_some() {
             return Err(refused(

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A concurrency sweep over the performance phase's workload.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A sweep over the performance phase's workload: one phase per concurrency
+/// level (closed loop) or per arrival rate (open loop).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SweepConfig {
     /// Concurrent agents, one phase per level, in this order.
@@ -74,23 +75,30 @@ impl Default for SweepConfig {
 }
 
 /// Where tool delays come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolDelayMode {
+    /// Each tool message's recorded `delay_seconds`.
     Recorded,
+    /// A seeded draw from `tool_delays`, per tool.
     Distribution,
+    /// No delay: the next request goes out when the answer ends.
     None,
 }
 
 /// A log-normal delay, clamped: `median_s` and `p90_s` fix its two
 /// parameters (AA-AgentPerf: under 0.1 s to 5 s, median about 1 s).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelayDistribution {
+    /// The median delay, seconds.
     pub median_s: f64,
+    /// The 90th percentile, seconds (at least `median_s`).
     pub p90_s: f64,
+    /// No draw is shorter (seconds).
     #[serde(default = "min_delay")]
     pub min_s: f64,
+    /// No draw is longer (seconds).
     #[serde(default = "max_delay")]
     pub max_s: f64,
 }
@@ -114,7 +122,7 @@ impl Default for DelayDistribution {
 }
 
 /// Inputs for throughput per accelerator, per MW and per rental dollar.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Normalize {
     /// Accelerators serving the endpoint.
@@ -133,11 +141,14 @@ pub struct Normalize {
 }
 
 /// A service level: TTFT p90 at most this, P25 output speed at least that.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SloTier {
+    /// The tier's name in the results.
     pub name: String,
+    /// TTFT p90 at most this, ms.
     pub ttft_p90_ms: f64,
+    /// P25 of the per-request output speed at least this, tokens/s.
     pub speed_p25_tps: f64,
 }
 

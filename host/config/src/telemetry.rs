@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Telemetry sampled during every phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     /// Seconds between two samples of a source.
@@ -32,7 +32,7 @@ impl Default for TelemetryConfig {
 }
 
 /// One Prometheus page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScrapeTarget {
     /// The page, e.g. `http://gpu-node:9400/metrics`; a path alone
@@ -47,7 +47,7 @@ pub struct ScrapeTarget {
 }
 
 /// NVML sampling.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NvmlConfig {
     /// GPU indices to read (default: every GPU NVML sees).

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// TLS for an `https://` endpoint (`[endpoint.tls]`); also used for every
 /// other HTTPS URL agentload reaches (telemetry pages, the SWE-bench
 /// service, a coordinator).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     /// Trusted roots: `webpki` (default: Mozilla's, compiled in, the same on
@@ -91,7 +91,9 @@ impl TlsConfig {
 }
 
 /// `endpoint.tls.roots`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsRoots {
     #[default]
@@ -104,7 +106,7 @@ pub enum TlsRoots {
 /// `NO_PROXY`), or a proxy's URL `http://host:port`. Requests go through an
 /// HTTP `CONNECT` tunnel; the timestamps then include the proxy's hop, which
 /// the results say.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(from = "String", into = "String")]
 pub enum ProxySetting {
     #[default]
@@ -183,7 +185,7 @@ pub const REDACTED: &str = "<redacted>";
 /// names with `key`, `token`, `secret`, `auth`, `password`, `signature` or
 /// `credential`) are written redacted wherever agentload writes the config,
 /// unless their secret comes from the environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct Headers(pub BTreeMap<String, String>);
 

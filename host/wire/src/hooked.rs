@@ -19,7 +19,9 @@ use tokio::net::TcpStream;
 mod arrival;
 
 /// Which moment of a read stamps the bytes it returned (`endpoint.timestamps`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Timestamps {
     /// When the bytes reached the machine: the kernel's receive stamp (`SO_TIMESTAMPNS`), where

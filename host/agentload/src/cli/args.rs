@@ -226,6 +226,12 @@ pub(super) enum Command {
         #[arg(long)]
         endpoint: Option<String>,
     },
+    /// Run config files: check one as a run reads it, print its JSON Schema
+    /// or the reference page of every key.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Export a result directory's turns, sessions and phases as tables, or
     /// its run as Artificial Analysis's agentperf-local files.
     Export {
@@ -498,6 +504,30 @@ pub(super) enum DatasetCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+}
+
+/// `agentload config`.
+#[derive(Subcommand)]
+pub(super) enum ConfigCommand {
+    /// Load and check config files as `run` does, sending nothing: an
+    /// unknown key, a value of the wrong type or one the checks refuse is
+    /// named with FILE:LINE:COLUMN and its key's path. A named ruleset's
+    /// deviations are listed the same way. Exits 1 when a file fails.
+    Check {
+        /// The run configs (TOML).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Also refuse what a submission run refuses: no ruleset, or a
+        /// deviation from it.
+        #[arg(long)]
+        submission: bool,
+    },
+    /// Print the run config's JSON Schema (draft 2020-12), generated from
+    /// the config types: for editors and validators.
+    Schema,
+    /// Print the configuration reference (Markdown) generated from the
+    /// schema: docs/reference/config.md is this output.
+    Reference,
 }
 
 /// `agentload k8s`.

@@ -4,6 +4,7 @@
 //! Exit codes are `agentload_results::exit`.
 
 mod args;
+mod config;
 pub(crate) mod demo;
 mod sim;
 mod telemetry;
@@ -14,7 +15,7 @@ use crate::run::{Mode as RunMode, Overrides, RunResult};
 use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
-use args::{Command, DatasetCommand, K8sCommand, Mode, SimArgs};
+use args::{Command, ConfigCommand, DatasetCommand, K8sCommand, Mode, SimArgs};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -233,6 +234,11 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agentload_console::out(&crate::rescore::summary(&result));
             Ok(exit::SUCCESS)
         }
+        Command::Config { command } => match command {
+            ConfigCommand::Check { files, submission } => config::check(&files, submission),
+            ConfigCommand::Schema => Ok(config::print_schema()),
+            ConfigCommand::Reference => Ok(config::print_reference()),
+        },
         Command::Diff { a, b, json, all } => {
             let diffs = agentload_report::diff::diff(&a, &b)?;
             if json {

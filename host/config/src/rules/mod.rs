@@ -191,6 +191,12 @@ pub fn find(name: &str) -> Option<&'static Ruleset> {
     RULESETS.iter().copied().find(|r| r.name == name)
 }
 
+/// The schema of `rules`: one of the known rulesets' names.
+pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = RULESETS.iter().map(|r| r.name).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
 /// The known ruleset names, for messages.
 pub fn known() -> String {
     RULESETS
