@@ -58,6 +58,8 @@ export BFCL_MULTI_PARITY_DIR="$cache/bfcl-multi-parity"
 # 2 cores, later runs reuse it (tests/all/llama_server.rs runs agentload against it).
 scripts/llama-server.sh prepare
 scripts/build-plugins.sh --check-lock
+# The user guide (docs/, an mdBook): built, and no broken internal link.
+scripts/book.sh
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
