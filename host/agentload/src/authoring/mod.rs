@@ -11,6 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Scaffold a workload or scorer plugin crate that uses agentload-sdk.
+    #[command(
+        after_help = "Examples:\n  agentload plugin new my-workload --dir plugins\n  agentload plugin new my-scorer --kind scorer --dir plugins"
+    )]
     New {
         /// Crate name, kebab-case (e.g. `my-workload`).
         name: String,
@@ -28,6 +31,9 @@ pub enum PluginCommand {
     /// Validate a plugin component: its world and WIT version, whether it
     /// loads in the sandbox, and what it does (a workload runs a few turns
     /// against the in-process simulator; a scorer scores synthetic items).
+    #[command(
+        after_help = "Examples:\n  agentload plugin check target/wasm32-wasip2/plugin/my_workload.wasm --data prompts=prompts.jsonl\n  agentload plugin check target/plugins/shell_iou.wasm --json"
+    )]
     Check {
         /// The component (`.wasm`).
         path: PathBuf,

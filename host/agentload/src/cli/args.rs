@@ -24,6 +24,9 @@ pub struct Opts {
 #[derive(Subcommand)]
 pub(super) enum Command {
     /// Run a benchmark config against an endpoint.
+    #[command(
+        after_help = "Examples:\n  agentload run configs/edge-full-run.toml --endpoint http://127.0.0.1:8080 --out results/edge\n  agentload run configs/agentperf-sweep-demo.toml --endpoint http://127.0.0.1:8090 --shards 4 --out results/sweep"
+    )]
     Run {
         /// The run config (TOML).
         config: PathBuf,
@@ -90,10 +93,16 @@ pub(super) enum Command {
     /// One shard of a sharded run (a Kubernetes pod runs this; `run
     /// --shards N` starts N of them locally). Shard 0 also runs the
     /// coordinator and writes the merged run into --out.
+    #[command(
+        after_help = "Examples:\n  agentload shard run.toml --shards 4 --index 0 --run-id r1 --listen 0.0.0.0:7070 --out results/run\n  agentload shard run.toml --shards 4 --index 1 --run-id r1 --coordinator http://shard-0:7070 --out results/run"
+    )]
     Shard(ShardArgs),
     /// Write a sharded run's result files from its shards' directories
     /// (their uploads in OUT/shards/<i>, or their own): percentiles are
     /// order statistics over the union of the raw records.
+    #[command(
+        after_help = "Examples:\n  agentload merge --out results/merged results/run/shards/0 results/run/shards/1"
+    )]
     Merge {
         /// Output directory for the merged run.
         #[arg(long)]
@@ -107,6 +116,9 @@ pub(super) enum Command {
     /// names, 7-32 points, every point in range, coverage of Ultra Low, Low,
     /// Medium and High, and each point's minimum duration. Exits 3 when a
     /// check fails.
+    #[command(
+        after_help = "Examples:\n  agentload check results/points --max-supported-concurrency 1024\n  agentload check results/points --max-supported-concurrency 1024 --osl-bands readme"
+    )]
     Check {
         /// The directory holding the r<C> points.
         dir: PathBuf,
@@ -131,6 +143,9 @@ pub(super) enum Command {
     /// the runs recorded, and the submitter's declarations from a TOML file
     /// (division, model_precision, link_to_model, dataset_type, dataset_link,
     /// shared_src, shared_docs, seed_set, target_cohort, checkpoint, ...).
+    #[command(
+        after_help = "Examples:\n  agentload point-yaml results/points --max-supported-concurrency 1024 --disclosure disclosure.toml\n  agentload point-yaml results/points --max-supported-concurrency 1024 --draft"
+    )]
     PointYaml {
         /// The directory holding the r<C> points (agentload run directories).
         dir: PathBuf,
@@ -145,11 +160,17 @@ pub(super) enum Command {
         draft: bool,
     },
     /// Build data sets for tests and comparisons.
+    #[command(
+        after_help = "Examples:\n  agentload dataset datacenter --edge data/agentic_coding_2.5h.jsonl --out data/agentic_combined.jsonl"
+    )]
     Dataset {
         #[command(subcommand)]
         command: DatasetCommand,
     },
     /// Kubernetes: the objects that run a sharded run, and its results.
+    #[command(
+        after_help = "Examples:\n  agentload k8s manifest run.toml --shards 16 --image registry.example/agentload:1.0 > objects.yaml\n  agentload k8s fetch http://127.0.0.1:7070 results/k8s"
+    )]
     K8s {
         #[command(subcommand)]
         command: K8sCommand,
@@ -157,6 +178,9 @@ pub(super) enum Command {
     /// Continue an interrupted or killed run from its own files: completed
     /// turns are kept, sessions cut short continue after their last
     /// recorded turn, then every summary and report is written anew.
+    #[command(
+        after_help = "Examples:\n  agentload resume results/edge\n  agentload resume results/edge --endpoint http://new-host:8080 --require-valid"
+    )]
     Resume {
         /// The run's output directory.
         dir: PathBuf,
@@ -172,6 +196,9 @@ pub(super) enum Command {
         grants: Vec<agentload_config::data::ExplicitGrant>,
     },
     /// Score a finished run's recorded completions again (no endpoint).
+    #[command(
+        after_help = "Examples:\n  agentload rescore results/edge                    # same scorers: reports reproduced byte for byte\n  agentload rescore results/edge --scorer target/plugins/bfcl_ast_v2.wasm --out results/edge-v2"
+    )]
     Rescore {
         /// The run's output directory.
         run_dir: PathBuf,
@@ -188,6 +215,9 @@ pub(super) enum Command {
     },
     /// Show the per-sample verdicts and aggregates that differ between two
     /// results (e.g. a run and its re-score with another scorer version).
+    #[command(
+        after_help = "Examples:\n  agentload diff results/edge results/edge-v2\n  agentload diff results/a results/b --all --json > diff.json"
+    )]
     Diff {
         /// The first result directory.
         a: PathBuf,
@@ -203,6 +233,9 @@ pub(super) enum Command {
     },
     /// Write one self-contained HTML page for a run, a sweep, or several
     /// result directories compared (the first is the baseline).
+    #[command(
+        after_help = "Examples:\n  agentload report results/demo                     # results/demo/report.html\n  agentload report results/a results/b --label before --label after --out compare.html"
+    )]
     Report {
         /// Result directories.
         #[arg(required = true)]
@@ -218,6 +251,9 @@ pub(super) enum Command {
     /// Read every telemetry source of a run config once (`[telemetry]`, the
     /// sweep's power command) and show what each maps to: a check before a
     /// long run. Exits 1 when a source fails.
+    #[command(
+        after_help = "Examples:\n  agentload telemetry configs/edge-full-run.toml --endpoint http://127.0.0.1:8080"
+    )]
     Telemetry {
         /// The run config (TOML).
         config: PathBuf,
@@ -228,12 +264,18 @@ pub(super) enum Command {
     },
     /// Run config files: check one as a run reads it, print its JSON Schema
     /// or the reference page of every key.
+    #[command(
+        after_help = "Examples:\n  agentload config check configs/edge-full-run.toml\n  agentload config schema > agentload.schema.json"
+    )]
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
     },
     /// Export a result directory's turns, sessions and phases as tables, or
     /// its run as Artificial Analysis's agentperf-local files.
+    #[command(
+        after_help = "Examples:\n  agentload export results/demo --csv              # results/demo/export/{turns,sessions,phases}.csv\n  agentload export results/demo --aa --out aa-files"
+    )]
     Export {
         /// The result directory.
         dir: PathBuf,
@@ -252,6 +294,9 @@ pub(super) enum Command {
     /// Lay out finished runs as an MLPerf endpoints submission tree, as the
     /// reference's publish_submission.py does, checking the fields the
     /// submission checker reads.
+    #[command(
+        after_help = "Examples:\n  agentload submission --run results/edge --submitter Org --system Box --benchmark qwen3.6-27b --output submission --scaffold"
+    )]
     Submission {
         /// A combined run (performance and accuracy in one directory).
         #[arg(long, conflicts_with_all = ["performance_run", "accuracy_run"])]
@@ -287,6 +332,9 @@ pub(super) enum Command {
     },
     /// The Pareto frontier (total throughput vs P25 output speed) across
     /// several sweeps: run directories or their `sweep/pareto.json` files.
+    #[command(
+        after_help = "Examples:\n  agentload pareto results/sweep results/tuned --label base --label tuned\n  agentload pareto results/sweep --x mlperf-tps-per-user --out pareto.json"
+    )]
     Pareto {
         /// Sweep results to combine.
         #[arg(required = true)]
@@ -303,6 +351,9 @@ pub(super) enum Command {
         x: Interactivity,
     },
     /// Measure the harness's own costs and print a table.
+    #[command(
+        after_help = "Examples:\n  agentload bench                                   # the default sections, a table\n  agentload bench --sections streams --levels 1,1000 --sim-cpus 1"
+    )]
     Bench {
         /// Sections to run: streams, tls, agents, build, answers, counting, load, edge,
         /// shards (agents, counting and shards are not in the default set: they run for
@@ -364,9 +415,15 @@ pub(super) enum Command {
         out: Option<PathBuf>,
     },
     /// Serve the simulated OpenAI-compatible endpoint until stopped.
+    #[command(
+        after_help = "Examples:\n  agentload sim --port 8090 --responder oracle --dataset data/agentic_coding_2.5h.jsonl --time-scale 0.02\n  agentload sim --port 8443 --responder fill --tls-self-signed certs"
+    )]
     Sim(SimArgs),
     /// Run the edge config (performance, then the BFCL accuracy gate when
     /// its data is there) against the in-process simulator.
+    #[command(
+        after_help = "Examples:\n  agentload demo                                    # results/demo: report.txt, report.html\n  agentload demo --out /tmp/demo --time-scale 0.0005"
+    )]
     Demo {
         /// Output directory.
         #[arg(long, default_value = "results/demo")]
@@ -376,6 +433,9 @@ pub(super) enum Command {
         time_scale: f64,
     },
     /// Plugin authoring: scaffold a plugin crate, check a built component.
+    #[command(
+        after_help = "Examples:\n  agentload plugin new my-workload --dir plugins\n  agentload plugin check target/wasm32-wasip2/plugin/my_workload.wasm --data prompts=prompts.jsonl"
+    )]
     Plugin {
         #[command(subcommand)]
         command: crate::authoring::PluginCommand,
@@ -487,6 +547,9 @@ pub(super) enum DatasetCommand {
     /// A datacenter-shaped stand-in for the unpublished
     /// `agentic_combined.jsonl`: the edge trajectories as `dc-<id>` and
     /// `sim_N` workflow conversations with intent codes and tool delays.
+    #[command(
+        after_help = "Examples:\n  agentload dataset datacenter --edge data/agentic_coding_2.5h.jsonl --out data/agentic_combined.jsonl --workflow 24"
+    )]
     Datacenter {
         /// The edge trajectories (agentic_coding_2.5h.jsonl).
         #[arg(long)]
@@ -513,6 +576,9 @@ pub(super) enum ConfigCommand {
     /// unknown key, a value of the wrong type or one the checks refuse is
     /// named with FILE:LINE:COLUMN and its key's path. A named ruleset's
     /// deviations are listed the same way. Exits 1 when a file fails.
+    #[command(
+        after_help = "Examples:\n  agentload config check configs/*.toml\n  agentload config check --submission configs/edge-full-run.toml"
+    )]
     Check {
         /// The run configs (TOML).
         #[arg(required = true)]
@@ -524,9 +590,11 @@ pub(super) enum ConfigCommand {
     },
     /// Print the run config's JSON Schema (draft 2020-12), generated from
     /// the config types: for editors and validators.
+    #[command(after_help = "Examples:\n  agentload config schema > agentload.schema.json")]
     Schema,
     /// Print the configuration reference (Markdown) generated from the
     /// schema: docs/reference/config.md is this output.
+    #[command(after_help = "Examples:\n  agentload config reference > config.md")]
     Reference,
 }
 
@@ -535,10 +603,16 @@ pub(super) enum ConfigCommand {
 pub(super) enum K8sCommand {
     /// Print the ConfigMap, headless Service and Indexed Job (YAML, for
     /// `kubectl apply -f -`).
+    #[command(
+        after_help = "Examples:\n  agentload k8s manifest run.toml --shards 16 --image registry.example/agentload:1.0 > objects.yaml\n  kubectl apply -f objects.yaml"
+    )]
     Manifest(crate::shards::k8s::ManifestOpts),
     /// Download the merged run from shard 0's coordinator (e.g. through
     /// `kubectl port-forward pod/NAME-0 7070`), each file checked against
     /// its size and sha256; OUT gets the files only once all are verified.
+    #[command(
+        after_help = "Examples:\n  kubectl port-forward pod/agentload-0 7070 &\n  agentload k8s fetch http://127.0.0.1:7070 results/k8s"
+    )]
     Fetch {
         /// The coordinator, e.g. http://127.0.0.1:7070 (https:// behind a
         /// TLS ingress).

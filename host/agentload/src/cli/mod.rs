@@ -6,6 +6,7 @@
 mod args;
 mod config;
 pub(crate) mod demo;
+mod help;
 mod sim;
 mod telemetry;
 
@@ -16,14 +17,15 @@ use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
 use args::{Command, ConfigCommand, DatasetCommand, K8sCommand, Mode, SimArgs};
-use clap::Parser;
+use clap::FromArgMatches;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Parses the process's arguments and runs the command (`main` is this).
 pub fn main() -> ExitCode {
     agentload_wire::clock::mark_process_start();
-    run(Opts::parse())
+    let opts = Opts::from_arg_matches(&help::command().get_matches());
+    run(opts.unwrap_or_else(|e| e.exit()))
 }
 
 /// Runs one parsed command line to its exit code (errors printed).
