@@ -20,6 +20,7 @@ mod cli_in_process;
 mod config_cli;
 mod data_grants;
 mod datacenter;
+mod doc_examples;
 mod edge_run;
 mod fail_fast;
 mod faults;
