@@ -238,3 +238,43 @@ fn text_of(out: &std::process::Output) -> String {
         tail(&out.stderr)
     )
 }
+
+/// The relative link targets of a Markdown text outside its code blocks
+/// (`[text](target)` and `![alt](target)`), without their #fragment.
+fn relative_links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = rest[..end].split('#').next().unwrap_or("");
+            if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
+                out.push(target.to_owned());
+            }
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_of_the_readme_names_a_file() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let links = relative_links(&text);
+    assert!(!links.is_empty());
+    let broken: Vec<&String> = links.iter().filter(|l| !root().join(l).exists()).collect();
+    assert!(broken.is_empty(), "README.md links to nothing: {broken:?}");
+    assert_eq!(
+        relative_links("[a](docs/x.md#h) ![p](i.png) [w](https://x.org)\n```\n[c](no.md)\n```\n"),
+        vec!["docs/x.md", "i.png"]
+    );
+}
