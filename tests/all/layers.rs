@@ -1,6 +1,7 @@
 //! The host's crates form one pipeline, and their dependencies point one
 //! way, down it. Read from `cargo metadata`, so a new `use` of a higher
-//! crate fails here and not in review.
+//! crate fails here and not in review. Inside the `agentload` crate, its
+//! top-level modules are held to one direction the same way (`MODULES`).
 
 use crate::common::{cargo_metadata, manifest_dir};
 use serde_json::Value;
@@ -198,4 +199,151 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
             "{name}: [lints] workspace = true"
         );
     }
+}
+
+/// The `agentload` crate's own top-level modules, bottom first: the CLI
+/// calls the commands, the commands call `run` and the pieces below it.
+/// A module may use (outside its tests) only modules before it.
+const MODULES: [&str; 18] = [
+    "aa",
+    "authoring",
+    "endpoint",
+    "grants",
+    "open_loop",
+    "run_state",
+    "scoring",
+    "standin_data",
+    "swe_bench",
+    "sweep",
+    "shards",
+    "run",
+    "resume",
+    "rescore",
+    "points",
+    "point_yaml",
+    "bench",
+    "cli",
+];
+
+/// Uses that still point up, each closing a cycle, to be removed (and then
+/// struck from this list, which the test requires): nothing may join them.
+const KNOWN_UPWARD: [(&str, &str); 5] = [
+    ("sweep", "run"),
+    ("shards", "run"),
+    ("shards", "cli"),
+    ("points", "cli"),
+    ("bench", "cli"),
+];
+
+/// The top-level modules a piece of source names as `crate::x` or
+/// `crate::{x, y::z}`, comments left out.
+fn crate_uses(source: &str) -> BTreeSet<String> {
+    let code: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        out.insert(ident(&group[i..]));
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out
+}
+
+/// Each top-level module of host/agentload/src and the modules it uses.
+fn module_uses() -> BTreeMap<String, BTreeSet<String>> {
+    fn sources(path: &std::path::Path, out: &mut String) {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).unwrap() {
+                sources(&entry.unwrap().path(), out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(path).unwrap();
+            // A file's unit tests (at its end) may use anything.
+            out.push_str(text.split("#[cfg(test)]").next().unwrap());
+        }
+    }
+    let src = manifest_dir().join("src");
+    let mut modules = BTreeMap::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut text = String::new();
+        sources(&path, &mut text);
+        let uses = crate_uses(&text)
+            .into_iter()
+            .filter(|u| *u != name)
+            .collect();
+        modules.insert(name, uses);
+    }
+    modules
+}
+
+#[test]
+fn the_command_modules_of_agentload_use_only_lower_ones() {
+    let modules = module_uses();
+    let level = |m: &str| MODULES.iter().position(|x| *x == m);
+    for name in modules.keys() {
+        assert!(
+            level(name).is_some(),
+            "host/agentload/src/{name}: place the module in MODULES (tests/all/layers.rs)"
+        );
+    }
+    let mut upward = BTreeSet::new();
+    for (name, uses) in &modules {
+        for used in uses.iter().filter(|u| modules.contains_key(*u)) {
+            if level(used) >= level(name) {
+                upward.insert((name.as_str(), used.as_str()));
+            }
+        }
+    }
+    let known: BTreeSet<(&str, &str)> = KNOWN_UPWARD.into_iter().collect();
+    let new: Vec<_> = upward.difference(&known).collect();
+    assert!(
+        new.is_empty(),
+        "these modules use modules above them in MODULES (a cycle in the making): {new:?}"
+    );
+    let gone: Vec<_> = known.difference(&upward).collect();
+    assert!(
+        gone.is_empty(),
+        "these upward uses are gone: strike them from KNOWN_UPWARD: {gone:?}"
+    );
+}
+
+#[test]
+fn crate_uses_reads_paths_and_groups() {
+    let uses = crate_uses(
+        "use crate::run::{Mode, X};\n// crate::cli in a comment\nuse crate::{sweep, shards::{a, b}, aa};\nlet t = crate::bench::x;",
+    );
+    let want: BTreeSet<String> = ["run", "sweep", "shards", "aa", "bench"]
+        .map(String::from)
+        .into();
+    assert_eq!(uses, want);
 }
