@@ -286,7 +286,7 @@ pub async fn run_points(
             Err(_) => serde_json::Value::Null,
         };
         results.push(point_of(&dir, c, &v, result.verdict()));
-        code = code.max(crate::cli::run_exit(&result, require_valid));
+        code = code.max(result.exit_code(require_valid));
         if result.interrupted.is_some() {
             break;
         }

@@ -81,6 +81,29 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// The exit code of a finished (or interrupted) run.
+    pub(crate) fn exit_code(&self, require_valid: bool) -> u8 {
+        agentload_console::out(&format!("results in {}\n", self.out.display()));
+        if self.interrupted.is_some() {
+            return agentload_results::exit::INTERRUPTED;
+        }
+        if !self.all_failed.is_empty() {
+            agentload_console::line(&format!(
+                "error: every issued turn failed in the {} phase (causes in report.txt and turns.jsonl)",
+                self.all_failed.join(" and ")
+            ));
+            return agentload_results::exit::ALL_FAILED;
+        }
+        if require_valid && !self.valid() {
+            agentload_console::line(&format!(
+                "error: run invalid (see report.txt in {})",
+                self.out.display()
+            ));
+            return agentload_results::exit::INVALID;
+        }
+        agentload_results::exit::SUCCESS
+    }
+
     /// Valid when the run is complete, no expected performance turn and no
     /// accuracy sample is missing (the reference requires every gate sample
     /// to complete), and the accuracy gate (when run, and when the scorer

@@ -1,7 +1,6 @@
 //! `agentload demo`: the shipped edge config against the simulator's
 //! oracle, end to end, with no server of the user's.
 
-use super::run_exit;
 use crate::run::{run, Mode as RunMode, Overrides};
 use agentload_config::RunConfig;
 use anyhow::{Context, Result};
@@ -75,5 +74,5 @@ pub(super) async fn demo(dir: PathBuf, time_scale: f64) -> Result<u8> {
     )
     .await;
     sim.shutdown().await;
-    Ok(run_exit(&result?, false))
+    Ok(result?.exit_code(false))
 }

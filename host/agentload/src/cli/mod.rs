@@ -12,7 +12,7 @@ mod telemetry;
 
 pub use args::Opts;
 
-use crate::run::{Mode as RunMode, Overrides, RunResult};
+use crate::run::{Mode as RunMode, Overrides};
 use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
@@ -104,29 +104,6 @@ fn seconds(s: f64, flag: &str) -> Result<std::time::Duration> {
         .map_err(|_| anyhow::anyhow!("{flag} {s}: not a number of seconds"))
 }
 
-/// The exit code of a finished (or interrupted) run.
-pub(crate) fn run_exit(result: &RunResult, require_valid: bool) -> u8 {
-    agentload_console::out(&format!("results in {}\n", result.out.display()));
-    if result.interrupted.is_some() {
-        return exit::INTERRUPTED;
-    }
-    if !result.all_failed.is_empty() {
-        agentload_console::line(&format!(
-            "error: every issued turn failed in the {} phase (causes in report.txt and turns.jsonl)",
-            result.all_failed.join(" and ")
-        ));
-        return exit::ALL_FAILED;
-    }
-    if require_valid && !result.valid() {
-        agentload_console::line(&format!(
-            "error: run invalid (see report.txt in {})",
-            result.out.display()
-        ));
-        return exit::INVALID;
-    }
-    exit::SUCCESS
-}
-
 /// Runs one parsed command line on the current runtime (a multi-threaded
 /// one) and returns its exit code; errors are returned, not printed. Tests
 /// drive commands in process through it.
@@ -197,7 +174,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 .await;
             }
             let result = crate::run::run(cfg, &overrides).await?;
-            Ok(run_exit(&result, require_valid))
+            Ok(result.exit_code(require_valid))
         }
         Command::Resume {
             dir, require_valid, ..
@@ -217,7 +194,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 quiet: false,
             })
             .await?;
-            Ok(run_exit(&result, require_valid))
+            Ok(result.exit_code(require_valid))
         }
         Command::Rescore {
             run_dir,
@@ -433,7 +410,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         }
         Command::Merge { out, dirs } => {
             let result = crate::shards::merge_dirs(&out, &dirs).await?;
-            Ok(run_exit(&result, false))
+            Ok(result.exit_code(false))
         }
         Command::Check {
             dir,

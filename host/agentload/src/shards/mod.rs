@@ -224,7 +224,7 @@ async fn run_shard(
         },
     )
     .await?;
-    Ok(crate::cli::run_exit(&result, false))
+    Ok(result.exit_code(false))
 }
 
 /// Every `AGENTLOAD_PROGRESS_INTERVAL_S` (10 s), one line with all the
@@ -326,7 +326,7 @@ async fn merge_and_serve(opts: &ShardOpts, config: RunConfig, c: Arc<Coordinator
         agentload_console::line(&format!("error: run INVALID: {why}"));
         return Ok(exit::SHARD_LOST);
     }
-    Ok(crate::cli::run_exit(&result, opts.require_valid))
+    Ok(result.exit_code(opts.require_valid))
 }
 
 /// Writes the merged run into `out`.
