@@ -204,7 +204,7 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
 /// The `agentload` crate's own top-level modules, bottom first: the CLI
 /// calls the commands, the commands call `run` and the pieces below it.
 /// A module may use (outside its tests) only modules before it.
-const MODULES: [&str; 18] = [
+const MODULES: [&str; 19] = [
     "aa",
     "authoring",
     "endpoint",
@@ -217,6 +217,7 @@ const MODULES: [&str; 18] = [
     "sweep",
     "shards",
     "run",
+    "demo",
     "resume",
     "rescore",
     "points",
@@ -227,7 +228,7 @@ const MODULES: [&str; 18] = [
 
 /// Uses that still point up, each closing a cycle, to be removed (and then
 /// struck from this list, which the test requires): nothing may join them.
-const KNOWN_UPWARD: [(&str, &str); 3] = [("sweep", "run"), ("shards", "run"), ("bench", "cli")];
+const KNOWN_UPWARD: [(&str, &str); 2] = [("sweep", "run"), ("shards", "run")];
 
 /// The top-level modules a piece of source names as `crate::x` or
 /// `crate::{x, y::z}`, comments left out.

@@ -23,13 +23,16 @@
 //! and [`scoring`] (scoring recorded turns), [`swe_bench`] (the SWE-bench phase
 //! on the reference's service), [`sweep`] (concurrency and rate sweeps),
 //! [`open_loop`] (open-loop schedules from the config),
-//! [`bench`] and [`authoring`] (`plugin new` / `plugin check`). The threat
+//! [`demo`] (the edge config against the in-process simulator), [`bench`] and
+//! [`authoring`] (`plugin new` / `plugin check`). The modules use each other one way
+//! (`tests/all/layers.rs`, `MODULES`). The threat
 //! model is `SECURITY.md`.
 
 pub mod aa;
 pub mod authoring;
 pub mod bench;
 pub mod cli;
+pub mod demo;
 pub mod endpoint;
 pub mod grants;
 pub mod open_loop;

@@ -126,7 +126,7 @@ fn replay_gaps(turns: &Path) -> Result<Vec<f64>> {
 async fn floor_gaps(turns: usize) -> Result<Vec<f64>> {
     let sim = agentload_sim::start(
         agentload_sim::SimConfig {
-            time_scale: crate::cli::demo::TIME_SCALE,
+            time_scale: crate::demo::TIME_SCALE,
             ..Default::default()
         },
         Arc::new(agentload_sim::ApproxTokenCounter),

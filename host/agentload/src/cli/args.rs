@@ -429,7 +429,7 @@ pub(super) enum Command {
         #[arg(long, default_value = "results/demo")]
         out: PathBuf,
         /// Simulated time scale (1.0 = real llama.cpp-like speeds).
-        #[arg(long, default_value_t = super::demo::TIME_SCALE)]
+        #[arg(long, default_value_t = crate::demo::TIME_SCALE)]
         time_scale: f64,
     },
     /// Plugin authoring: scaffold a plugin crate, check a built component.

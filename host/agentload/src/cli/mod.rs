@@ -5,7 +5,6 @@
 
 mod args;
 mod config;
-pub(crate) mod demo;
 mod help;
 mod sim;
 mod telemetry;
@@ -500,7 +499,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         },
         Command::Sim(args) => sim::serve_sim(args).await.map(|()| exit::SUCCESS),
         Command::Telemetry { config, endpoint } => telemetry::probe(&config, endpoint).await,
-        Command::Demo { out, time_scale } => demo::demo(out, time_scale).await,
+        Command::Demo { out, time_scale } => crate::demo::demo(out, time_scale).await,
         Command::Plugin { command } => crate::authoring::run(command).await.map(|()| exit::SUCCESS),
     }
 }

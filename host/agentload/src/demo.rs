@@ -11,9 +11,9 @@ use std::sync::Arc;
 pub const TIME_SCALE: f64 = 0.001;
 
 /// The demo runs the shipped edge config.
-const EDGE_CONFIG: &str = include_str!("../../../../configs/edge-full-run.toml");
+const EDGE_CONFIG: &str = include_str!("../../../configs/edge-full-run.toml");
 
-pub(super) async fn demo(dir: PathBuf, time_scale: f64) -> Result<u8> {
+pub(crate) async fn demo(dir: PathBuf, time_scale: f64) -> Result<u8> {
     let config = RunConfig::parse(
         std::path::Path::new("configs/edge-full-run.toml"),
         EDGE_CONFIG,
