@@ -204,9 +204,10 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
 /// The `agentload` crate's own top-level modules, bottom first: the CLI
 /// calls the commands, the commands call `run` and the pieces below it.
 /// A module may use (outside its tests) only modules before it.
-const MODULES: [&str; 19] = [
+const MODULES: [&str; 20] = [
     "aa",
     "authoring",
+    "context",
     "endpoint",
     "grants",
     "open_loop",
@@ -228,7 +229,7 @@ const MODULES: [&str; 19] = [
 
 /// Uses that still point up, each closing a cycle, to be removed (and then
 /// struck from this list, which the test requires): nothing may join them.
-const KNOWN_UPWARD: [(&str, &str); 2] = [("sweep", "run"), ("shards", "run")];
+const KNOWN_UPWARD: [(&str, &str); 1] = [("shards", "run")];
 
 /// The top-level modules a piece of source names as `crate::x` or
 /// `crate::{x, y::z}`, comments left out.

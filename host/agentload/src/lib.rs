@@ -32,6 +32,7 @@ pub mod aa;
 pub mod authoring;
 pub mod bench;
 pub mod cli;
+pub mod context;
 pub mod demo;
 pub mod endpoint;
 pub mod grants;

@@ -17,7 +17,6 @@ use agentload_config::seal::Seal;
 use agentload_config::swe_bench::SweBench;
 use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
-use agentload_engine::ContextWindow;
 use agentload_engine::{
     missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
     Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
@@ -945,7 +944,8 @@ async fn execute(
         None => None,
     };
     let context =
-        context_window(config, prepared.config.live_history(), cx.counter.as_ref()).await?;
+        crate::context::context_window(config, prepared.config.live_history(), cx.counter.as_ref())
+            .await?;
     let engine = Arc::new(Engine {
         workload,
         sender: TurnSender {
@@ -1529,28 +1529,6 @@ async fn run_swe_bench(
         gate_passed: None,
         failed: ended.failed,
     }))
-}
-
-/// Live-reply replay's context pre-check (`model.context_window`), its
-/// tokenizer loaded before the first request; none in recorded replay.
-pub(crate) async fn context_window(
-    config: &RunConfig,
-    live: bool,
-    counter: Option<&Arc<LocalCounter>>,
-) -> Result<Option<ContextWindow>> {
-    let Some(tokens) = config.model.context_window.filter(|_| live) else {
-        return Ok(None);
-    };
-    let Some(counter) = counter else {
-        anyhow::bail!(
-            "model.context_window: the pre-check counts with the model's tokenizer, and none is loaded (see the note above)"
-        );
-    };
-    let loading = counter.clone();
-    tokio::task::spawn_blocking(move || loading.load().map(|_| ()).map_err(str::to_owned))
-        .await?
-        .map_err(|e| anyhow::anyhow!("model.context_window: the pre-check's tokenizer: {e}"))?;
-    Ok(Some(ContextWindow::new(tokens, counter.clone())))
 }
 
 /// The local counter: the vocabulary with the model's chat template. A

@@ -228,7 +228,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 recorder,
                 stop: stop.child(),
                 live,
-                context: crate::run::context_window(config, live, counter.as_ref()).await?,
+                context: crate::context::context_window(config, live, counter.as_ref()).await?,
             },
         )
         .await?;
