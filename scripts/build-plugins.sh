@@ -23,7 +23,7 @@ target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score agentic-synth trace-replay)
 extras=(bfcl-ast-v2)
-fixtures=(misbehave old-workload old-scorer prev-workload)
+fixtures=(misbehave old-workload old-scorer prev-workload v030-workload)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 # The target folder too (last, so it wins inside a checkout): the SDK's export

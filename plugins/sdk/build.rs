@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The WIT package this SDK version is built against.
-const WIT_DIR: &str = "../../wit/agentload-plugin@0.3.0";
-const WIT_PACKAGE: &str = "agentload:plugin@0.3.0";
-const WIT_VERSION: &str = "0.3.0";
+const WIT_DIR: &str = "../../wit/agentload-plugin@0.4.0";
+const WIT_PACKAGE: &str = "agentload:plugin@0.4.0";
+const WIT_VERSION: &str = "0.4.0";
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));

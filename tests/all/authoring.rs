@@ -160,7 +160,7 @@ async fn scaffold_build_and_check_a_workload() {
     assert_eq!(report["world"], "workload-plugin", "{report:#}");
     assert_eq!(
         report["wit_versions"],
-        serde_json::json!(["agentload:plugin@0.3.0"])
+        serde_json::json!(["agentload:plugin@0.4.0"])
     );
     assert_eq!(report["plugin"]["name"], "demo-workload");
     assert_eq!(report["plugin"]["kind"], "workload");
@@ -217,7 +217,8 @@ async fn check_refuses_a_component_built_against_an_older_wit() {
     assert!(
         t.contains(
             "plugin old_wit was built against agentload:plugin@0.0.1, which this agentload \
-             does not support (supported: agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0)"
+             does not support (supported: agentload:plugin@0.1.0, agentload:plugin@0.2.0, \
+             agentload:plugin@0.3.0, agentload:plugin@0.4.0)"
         ),
         "{t}"
     );
@@ -245,7 +246,7 @@ workload = "{}"
     assert!(
         t.contains("plugin old_wit was built against agentload:plugin@0.0.1")
             && t.contains(
-                "supported: agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0"
+                "supported: agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0, agentload:plugin@0.4.0"
             ),
         "{t}"
     );
@@ -271,8 +272,8 @@ async fn check_reports_a_scorer() {
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("world      scorer-plugin"), "{t}");
-    assert!(t.contains("wit        agentload:plugin@0.3.0"), "{t}");
-    assert!(t.contains("agentload:plugin/scorer@0.3.0#score"), "{t}");
+    assert!(t.contains("wit        agentload:plugin@0.4.0"), "{t}");
+    assert!(t.contains("agentload:plugin/scorer@0.4.0#score"), "{t}");
     assert!(t.contains("plugin     shell-iou"), "{t}");
     // Made-up items do not follow coding-replay's expected-data contract:
     // a typed refusal is reported, not a failure of the check.

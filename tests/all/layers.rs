@@ -204,14 +204,15 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
 /// The `agentload` crate's own top-level modules, bottom first: the CLI
 /// calls the commands, the commands call `run` and the pieces below it.
 /// A module may use (outside its tests) only modules before it.
-const MODULES: [&str; 20] = [
+const MODULES: [&str; 21] = [
     "aa",
+    "agentperf",
+    "run_state",
     "authoring",
     "context",
     "endpoint",
     "grants",
     "open_loop",
-    "run_state",
     "scoring",
     "standin_data",
     "swe_bench",

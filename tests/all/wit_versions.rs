@@ -119,7 +119,8 @@ async fn check_reports_and_runs_a_workload_built_against_an_older_wit() {
     );
     assert_eq!(
         report["supported_versions"],
-        "agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0"
+        "agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0, \
+         agentload:plugin@0.4.0"
     );
     assert!(report["exports"]
         .as_array()
@@ -277,4 +278,59 @@ async fn a_run_loads_a_workload_built_against_the_previous_wit() {
     for turn in read_jsonl(&out.join("turns.jsonl")) {
         assert!(turn.get("live").is_none(), "{turn}");
     }
+}
+
+/// The version before the current one, `agentload:plugin@0.3.0`, frozen:
+/// typed messages only, no nonce, no facts, no pause after a turn. The
+/// fixture `tests/plugins/v030-workload` (the 0.2.0 fixture's sessions, on
+/// 0.3.0's records) runs whole: its answers and kept messages cross the
+/// boundary, its turns wait what they ask (`delay-ms`), and it reports no
+/// facts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_loads_a_workload_built_against_0_3_0() {
+    let dir = scratch("v030-workload-run");
+    let log = dir.path().join("requests.jsonl");
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0,
+        responder: ResponderConfig::Echo,
+        request_log: Some(log.clone()),
+        ..Default::default()
+    })
+    .await;
+    let (out, output) = run_fixture(dir.path(), &sim.url(), "v030_workload", 3).await;
+    assert_eq!(sim.requests_served(), 6, "{output}");
+    sim.shutdown().await;
+    for s in json(&out.join("sessions.json")).as_array().unwrap() {
+        assert_eq!(s["completed"], 3, "{s}");
+    }
+    let requests = read_jsonl(&log);
+    let third = requests
+        .iter()
+        .find(|r| r["session"] == "v030-2" && r["body"]["messages"].as_array().unwrap().len() == 5)
+        .unwrap_or_else(|| panic!("no third request of v030-2 in {requests:#?}"));
+    let texts: Vec<&str> = third["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "v030-2 says hello 1",
+            "v030-2 says hello 1",
+            "v030-2 says hello 2",
+            "v030-2 says hello 2",
+            "v030-2 says hello 3"
+        ]
+    );
+    assert_eq!(third["body"]["seed"], 9);
+    let manifest = json(&out.join("run_manifest.json"));
+    assert_eq!(manifest["plugins"][0]["name"], "v030-workload");
+    assert_eq!(manifest["plugins"][0]["version"], "0.3.0");
+    assert_eq!(
+        manifest["workload_facts"]["performance"],
+        serde_json::json!({}),
+        "{manifest:#}"
+    );
 }

@@ -2,10 +2,12 @@
 //! options, from the config (shared by `run` and the sweep).
 
 use agentload_client::{
-    ChatClient, ClientOptions, FirstToken, ProxyOptions, Roots, TlsOptions, Transport,
+    ChatClient, ClientOptions, ClientStyle, FirstToken, ProxyOptions, Roots, TlsOptions, Transport,
 };
-use agentload_config::{base_url, EndpointConfig, ProxySetting, RunConfig, TlsRoots, TtftTrigger};
-use agentload_engine::BodyOptions;
+use agentload_config::{
+    base_url, ClientKind, EndpointConfig, ProxySetting, RunConfig, TlsRoots, TtftTrigger,
+};
+use agentload_engine::{BodyOptions, Layout};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -33,6 +35,10 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
             .resolve(|k| std::env::var(k).ok())
             .map_err(anyhow::Error::msg)?,
         session_header: config.endpoint.session_header.clone(),
+        style: match config.endpoint.client {
+            ClientKind::Reference => ClientStyle::Reference,
+            ClientKind::AgentperfLocal => ClientStyle::AgentperfLocal,
+        },
     })?;
     let body = BodyOptions {
         model: config.model.name.clone(),
@@ -42,6 +48,10 @@ pub fn client_for(config: &RunConfig, concurrency: usize) -> Result<(ChatClient,
             .as_object()
             .cloned()
             .unwrap_or_default(),
+        layout: match config.endpoint.client {
+            ClientKind::Reference => Layout::Reference,
+            ClientKind::AgentperfLocal => Layout::AgentperfLocal,
+        },
     };
     Ok((client, body))
 }

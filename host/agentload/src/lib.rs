@@ -29,6 +29,7 @@
 //! model is `SECURITY.md`.
 
 pub mod aa;
+pub mod agentperf;
 pub mod authoring;
 pub mod bench;
 pub mod cli;

@@ -15,7 +15,7 @@ use crate::scoring;
 use agentload_client::ChatClient;
 use agentload_config::seal::Seal;
 use agentload_config::swe_bench::SweBench;
-use agentload_config::{base_url, table_json, PhaseConfig, RunConfig, RunKind};
+use agentload_config::{base_url, table_json, ClientKind, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
     missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
@@ -166,6 +166,8 @@ struct Prepared {
     files: Vec<GrantedFile>,
     /// The files granted to the scorer.
     scorer_files: Vec<GrantedFile>,
+    /// The nonce the workload was configured with.
+    nonce: String,
     workload: WorkloadPlugin,
     sessions: Vec<SessionPlan>,
     scorer: Option<ScorerPlugin>,
@@ -323,6 +325,9 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
              (run it again with --force)"
         );
     }
+    // Whether this run made its output directory (a refusal before any
+    // result removes what it made).
+    let existed = out.exists();
     // One writer per run directory, for this process's whole life.
     let _writer = if overrides.resume {
         run_dir::lock(&out, "resume")?
@@ -344,6 +349,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         RunState::new(overrides.mode, overrides.submission)
     };
     let segment = state.begin_segment(&config.endpoint.url);
+    let nonce = state.nonce.clone();
 
     let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
     let cache_dir = agentload_config::cache_dir();
@@ -357,6 +363,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         data_dir: &data_dir,
         explicit: &overrides.grants,
         submission,
+        nonce: &nonce,
     };
     // Both phases are prepared (and so checked) before the first request,
     // side by side: the accuracy phase's data loads while the performance
@@ -440,6 +447,66 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             ));
         }
     }
+    let mut aa_preflight = None;
+    if config.endpoint.client == ClientKind::AgentperfLocal && overrides.merge.is_none() {
+        let client = match checked.take() {
+            Some(client) => client,
+            None => client_for(&config, 1)?.0,
+        };
+        let (phase, prepared) = match (&mut perf, &mut acc) {
+            (Some(p), _) => ("performance", Some(p)),
+            (None, Some(Accuracy::Plugins(p))) => ("accuracy", Some(&mut **p)),
+            _ => ("performance", None),
+        };
+        let policy = prepared
+            .as_ref()
+            .and_then(|p| p.config.settings.get("policy"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned);
+        let found = crate::agentperf::preflight(
+            &client,
+            &config.model.name,
+            policy.as_deref(),
+            phase,
+            overrides.quiet,
+        )
+        .await;
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => {
+                // Refused before the first request: nothing is left behind.
+                if !overrides.resume {
+                    let _ = std::fs::remove_file(out.join(run_dir::LOCK_FILE));
+                    if !existed {
+                        let _ = std::fs::remove_dir(&out);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        if let (None, Some(p)) = (&policy, prepared) {
+            if found.policy != "exact" {
+                // Ollama: the workload runs the recorded policy.
+                p.config
+                    .settings
+                    .insert("policy".into(), toml::Value::String(found.policy.clone()));
+                p.sessions = p
+                    .workload
+                    .configure(PluginConfig {
+                        settings_json: table_json(&p.config.settings),
+                        files: p.files.clone(),
+                        nonce: p.nonce.clone(),
+                    })
+                    .await?;
+            }
+        }
+        aa_preflight = Some(serde_json::to_value(&found)?);
+        checked = Some(client);
+    }
+    let acc_plugins = match &acc {
+        Some(Accuracy::Plugins(p)) => Some(&**p),
+        _ => None,
+    };
     let manifest = RunManifest {
         agentload_version: env!("CARGO_PKG_VERSION"),
         plugins,
@@ -457,6 +524,18 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             plugins: seals,
         },
         compliance: compliance.clone(),
+        nonce: nonce.clone(),
+        workload_facts: perf
+            .iter()
+            .map(|p| ("performance", p))
+            .chain(acc_plugins.map(|p| ("accuracy", p)))
+            .map(|(phase, p)| {
+                let facts = serde_json::from_str(p.workload.facts_json())
+                    .unwrap_or_else(|_| serde_json::json!({}));
+                (phase.to_owned(), facts)
+            })
+            .collect(),
+        aa_preflight,
     };
     if overrides.resume {
         state.check_same_inputs(&out, &manifest)?;
@@ -464,6 +543,12 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         std::fs::write(out.join("config.toml"), &config_toml)
             .context("cannot write config.toml")?;
         agentload_results::write_json(&out.join("run_manifest.json"), &manifest)?;
+        if manifest.aa_preflight.is_some() {
+            // AA binds its run before the first replay request.
+            let facts = agentload_results::aa::RunFacts::from_run_dir(&out)?;
+            agentload_results::aa::write_measurement(&out.join("aa"), &facts)
+                .context("cannot write aa/measurement.json")?;
+        }
     }
     state.save(&out)?;
     let reference = agentload_results::reference_config(
@@ -614,6 +699,8 @@ struct Policy<'a> {
     explicit: &'a [agentload_config::data::ExplicitGrant],
     /// Only locked plugins (by name and digest) and locked data files.
     submission: bool,
+    /// The run's nonce, for the workloads.
+    nonce: &'a str,
 }
 
 impl<'a> Policy<'a> {
@@ -706,6 +793,8 @@ fn prepare(
         scorer.check(&PluginConfig {
             settings_json: table_json(&phase.scorer_settings),
             files: scorer_files.clone(),
+            // A scorer's verdicts depend on its items alone.
+            nonce: String::new(),
         })?;
         Ok((scorer, sealed))
     };
@@ -717,6 +806,7 @@ fn prepare(
         let sessions = block_on(workload.configure(PluginConfig {
             settings_json: table_json(&phase.settings),
             files: files.clone(),
+            nonce: policy.nonce.to_owned(),
         }));
         let scorer = scorer.map(|h| {
             h.join()
@@ -738,6 +828,7 @@ fn prepare(
         seals,
         files,
         scorer_files,
+        nonce: policy.nonce.to_owned(),
         workload,
         sessions,
         scorer,
@@ -758,6 +849,7 @@ async fn recorded_twins(prepared: &Prepared, n: usize) -> Result<Option<Instance
         .reconfigured(PluginConfig {
             settings_json: table_json(&settings),
             files: prepared.files.clone(),
+            nonce: prepared.nonce.clone(),
         })
         .await?;
     if plans
@@ -960,6 +1052,7 @@ async fn execute(
         live: prepared.config.live_history(),
         context,
         twins,
+        failed_turn: config.load.failed_turn,
     });
     engine
         .stop

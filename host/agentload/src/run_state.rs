@@ -53,9 +53,38 @@ pub struct RunState {
     pub segments: Vec<Segment>,
     /// Every selected phase is complete.
     pub complete: bool,
+    /// The run's nonce, handed to its workloads (`plugin-config.nonce`):
+    /// drawn when the run starts, the same on every resume.
+    #[serde(default)]
+    pub nonce: String,
 }
 
 const FILE: &str = "run_state.json";
+
+/// Digits in a nonce.
+const NONCE_DIGITS: usize = 32;
+
+/// A fresh nonce: [`NONCE_DIGITS`] decimal digits, each uniform (bytes of the
+/// OS's randomness below 250, taken modulo 10), separated by single spaces.
+pub fn draw_nonce() -> String {
+    let mut digits = Vec::with_capacity(NONCE_DIGITS);
+    while digits.len() < NONCE_DIGITS {
+        let mut bytes = [0u8; 64];
+        getrandom::fill(&mut bytes).expect("the OS has randomness to give");
+        digits.extend(
+            bytes
+                .iter()
+                .filter(|&&b| b < 250)
+                .map(|b| (b'0' + b % 10) as char),
+        );
+    }
+    digits.truncate(NONCE_DIGITS);
+    digits
+        .iter()
+        .map(char::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 impl RunState {
     /// The state of a new run.
@@ -72,6 +101,7 @@ impl RunState {
             phases: BTreeMap::new(),
             segments: Vec::new(),
             complete: false,
+            nonce: draw_nonce(),
         }
     }
 
@@ -84,7 +114,13 @@ impl RunState {
                 dir.display()
             )
         })?;
-        serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))
+        let mut state: Self = serde_json::from_str(&text)
+            .with_context(|| format!("{} is damaged", path.display()))?;
+        if state.nonce.is_empty() {
+            // A run started before nonces: its workloads never saw one.
+            state.nonce = draw_nonce();
+        }
+        Ok(state)
     }
 
     /// Writes it through a temporary file renamed over it (it is state,
@@ -229,5 +265,23 @@ impl RunState {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nonce_is_32_digits_apart_and_fresh_each_time() {
+        let a = draw_nonce();
+        assert_eq!(a.len(), 2 * NONCE_DIGITS - 1, "{a}");
+        assert!(
+            a.split(' ')
+                .all(|d| d.len() == 1 && d.as_bytes()[0].is_ascii_digit()),
+            "{a}"
+        );
+        assert_ne!(a, draw_nonce());
+        assert_eq!(RunState::new(Mode::Both, false).nonce.len(), a.len());
     }
 }

@@ -43,6 +43,8 @@ pub fn score(
         &PluginConfig {
             settings_json: table_json(&phase.scorer_settings),
             files: files.to_vec(),
+            // A scorer's verdicts depend on its items alone.
+            nonce: String::new(),
         },
         items,
     )?;

@@ -57,6 +57,14 @@ pub struct Assembled {
     /// A stream's `data:` events that were JSON (not `[DONE]`): AA's
     /// `response_chunks`.
     pub data_events: u32,
+    /// The `index` of each tool call, in the order of `tool_calls`.
+    #[serde(skip)]
+    pub tool_call_indices: Vec<u64>,
+    /// A tool-call delta had no plain unsigned integer `index` (absent, null,
+    /// or a whole float: its call was merged as the index says, 0 when
+    /// absent): agentperf-local's transport check fails such an answer.
+    #[serde(skip)]
+    pub tool_call_index_missing: bool,
 }
 
 /// An object kept from a chunk: its raw text (scanned) or its value.
@@ -246,7 +254,7 @@ impl CompletionAssembler {
             for (i, call) in calls.enumerate() {
                 let mut view = CallView::of(call);
                 if call.get("index").is_none() {
-                    view.index = i as u64;
+                    (view.index, view.plain_index) = (i as u64, true);
                 }
                 self.merge_call(view);
             }
@@ -256,6 +264,7 @@ impl CompletionAssembler {
 
     /// The assembled answer.
     pub fn finish(mut self) -> Assembled {
+        self.out.tool_call_indices = self.calls.keys().copied().collect();
         self.out.tool_calls = self.calls.into_values().collect();
         let [usage, timings, stamps] = self.extras.map(|e| e.and_then(Extra::into_raw));
         self.out.usage = usage;
@@ -288,6 +297,7 @@ impl CompletionAssembler {
     }
 
     fn merge_call(&mut self, delta: CallView<'_>) {
+        self.out.tool_call_index_missing |= !delta.plain_index;
         let call = self.calls.entry(delta.index).or_default();
         if !delta.id.is_empty() {
             delta.id.clone_into(&mut call.id);
@@ -361,6 +371,8 @@ struct CallView<'a> {
     /// `index` (0 when absent or null; anything else that is not a call's index was refused
     /// before, see [`check_indexes`]).
     index: u64,
+    /// The `index` was a plain unsigned integer (not absent, null or a whole float).
+    plain_index: bool,
     /// `id` and `function.name` ("" when absent, empty or not strings).
     id: &'a str,
     name: &'a str,
@@ -386,6 +398,7 @@ impl<'a> CallView<'a> {
         let arguments = f.and_then(|f| f.get("arguments"));
         Self {
             index: call.get("index").and_then(call_index).unwrap_or(0),
+            plain_index: call.get("index").is_some_and(|i| i.as_u64().is_some()),
             id: str_of(call.get("id")),
             name: str_of(name),
             arguments: match arguments {
@@ -490,6 +503,7 @@ impl<'a> CallView<'a> {
         let arguments = f.and_then(|f| f.arguments.as_deref()).map(Cow::Borrowed);
         Self {
             index: call.index.unwrap_or(0),
+            plain_index: call.index.is_some(),
             id: nonempty(call.id.as_ref()).unwrap_or(""),
             name,
             has_text: !name.is_empty() || arguments.as_ref().is_some_and(|a| !a.is_empty()),

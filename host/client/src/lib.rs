@@ -2,6 +2,7 @@
 //! knows nothing of plugins). **Every timestamp agentload reports is taken here**,
 //! on the monotonic clock, as bytes arrive and before they are parsed.
 
+pub mod agentperf;
 mod assemble;
 mod body;
 mod connection;
@@ -24,6 +25,7 @@ pub use body::RequestBody;
 pub use connection::{EndpointError, Opened};
 pub use preflight::{preflight, PreflightError};
 pub use proxy::{Proxy, ProxyError, ProxyOptions, ProxyRoute};
+pub use request::ClientStyle;
 pub use sse::{SseEvent, SseParser};
 pub use stream::{
     exchanges_in_flight, ChatClient, ClientError, ClientOptions, Exchange, HandshakeTimes,

@@ -2,6 +2,7 @@
 //! out. Token-bearing chunks are timestamped with their read's arrival time.
 
 use super::assemble::{Assembled, BadChunk, CompletionAssembler, FirstToken};
+use super::request::ClientStyle;
 use super::sse::{SseEvent, SseParser};
 use super::stream::{quote, Timeline, TurnError};
 use std::time::Instant;
@@ -25,15 +26,19 @@ struct Taker {
     chunks: u32,
     /// `[DONE]` came.
     done: bool,
+    /// agentperf-local's stream rules: an answer needs neither `[DONE]` nor a
+    /// `finish_reason` (its own check of the answer judges what came).
+    lenient: bool,
 }
 
 impl StreamReader {
     /// A reader whose assembler reads first tokens as `first_token` says.
-    pub(super) fn new(first_token: FirstToken) -> Self {
+    pub(super) fn new(first_token: FirstToken, style: ClientStyle) -> Self {
         Self {
             parser: SseParser::default(),
             taker: Taker {
                 assembler: CompletionAssembler::new(first_token),
+                lenient: style == ClientStyle::AgentperfLocal,
                 ..Taker::default()
             },
         }
@@ -69,11 +74,15 @@ impl StreamReader {
             assembler,
             done,
             chunks: data_events,
+            lenient,
             ..
         } = self.taker;
         let chunks = assembler.chunks();
         let mut out = assembler.finish();
         out.data_events = data_events;
+        if lenient {
+            return Ok(out);
+        }
         let reason = out.finish_reason.clone();
         match (chunks, reason, done) {
             (0, _, true) => Err(TurnError::stream(

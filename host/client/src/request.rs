@@ -3,6 +3,10 @@
 //! configured headers (`endpoint.headers`) never change, so a request adds only what is its
 //! own (`accept` for a stream, its session id, its length). agentload's own header names are
 //! lowercase, as hyper wrote them before; configured ones go as configured.
+//!
+//! [`ClientStyle::AgentperfLocal`] writes agentperf-local 0.3.4's chat headers instead:
+//! `accept: text/event-stream` and `accept-encoding: identity` on every request, no session
+//! id (its own `user-agent` aside: agentload names itself).
 
 use super::connection::{Endpoint, EndpointError};
 
@@ -25,6 +29,21 @@ const OWN_HEADERS: [&str; 11] = [
     "accept",
 ];
 
+/// Whose client a [`super::ChatClient`] behaves as.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClientStyle {
+    /// agentload's (the reference's): `accept: text/event-stream` for a stream, the
+    /// session id in the session header; a stream must end with a `finish_reason` and
+    /// `[DONE]`.
+    #[default]
+    Reference,
+    /// agentperf-local 0.3.4's: `accept: text/event-stream` and `accept-encoding:
+    /// identity` always, no session header; a stream that ends cleanly is an answer
+    /// without `[DONE]` or a `finish_reason` (agentperf-local's check of the answer
+    /// judges it: `agentload_engine`'s `agentperf` module).
+    AgentperfLocal,
+}
+
 /// The parts of every request head to one endpoint (no `Debug`: they hold the API key and
 /// the configured headers).
 pub(super) struct Heads {
@@ -35,13 +54,14 @@ pub(super) struct Heads {
     common: String,
     /// The session id's header line up to its value (`x-session-id: `), if one is sent.
     session: Option<String>,
+    style: ClientStyle,
 }
 
 impl Heads {
     /// The heads for `endpoint`, with `api_key` as a bearer token when set, `headers` on every
     /// request (a configured `User-Agent` replaces agentload's) and session ids in
-    /// `session_header` (none when empty); `close`: every request asks the server to close its
-    /// connection after the answer (`connection: close`).
+    /// `session_header` (none when empty, and none in `style` agentperf-local); `close`: every
+    /// request asks the server to close its connection after the answer (`connection: close`).
     ///
     /// # Errors
     /// When the API key, a header or the chat route cannot go in a head (control
@@ -54,6 +74,7 @@ impl Heads {
         close: bool,
         headers: &[(String, String)],
         session_header: &str,
+        style: ClientStyle,
     ) -> Result<Self, EndpointError> {
         let invalid = |reason: &str| EndpointError {
             url: url.to_owned(),
@@ -78,7 +99,10 @@ impl Heads {
                     "endpoint.headers.{name}: the value is not a valid header value"
                 )));
             }
-            if OWN_HEADERS.contains(&lower.as_str()) || lower.eq_ignore_ascii_case(session) {
+            if OWN_HEADERS.contains(&lower.as_str())
+                || lower.eq_ignore_ascii_case(session)
+                || (style == ClientStyle::AgentperfLocal && lower == "accept-encoding")
+            {
                 return Err(invalid(&format!(
                     "endpoint.headers.{name}: agentload writes this header itself"
                 )));
@@ -115,12 +139,24 @@ impl Heads {
         if !request_target(&route) {
             return Err(invalid("the chat route is not a valid request target"));
         }
-        let chat = format!("POST {route} HTTP/1.1\r\n{common}content-type: application/json\r\n");
-        let session = (!session.is_empty()).then(|| format!("{}: ", session.to_ascii_lowercase()));
+        let (chat, session) = match style {
+            ClientStyle::Reference => (
+                format!("POST {route} HTTP/1.1\r\n{common}content-type: application/json\r\n"),
+                (!session.is_empty()).then(|| format!("{}: ", session.to_ascii_lowercase())),
+            ),
+            ClientStyle::AgentperfLocal => (
+                format!(
+                    "POST {route} HTTP/1.1\r\n{common}accept: text/event-stream\r\n\
+                     accept-encoding: identity\r\ncontent-type: application/json\r\n"
+                ),
+                None,
+            ),
+        };
         Ok(Self {
             chat,
             common,
             session,
+            style,
         })
     }
 
@@ -130,7 +166,7 @@ impl Heads {
     pub(super) fn chat(&self, stream: bool, session_id: &str, len: usize) -> Vec<u8> {
         let mut head = String::with_capacity(self.chat.len() + session_id.len() + 80);
         head.push_str(&self.chat);
-        if stream {
+        if stream && self.style == ClientStyle::Reference {
             head.push_str("accept: text/event-stream\r\n");
         }
         if let Some(session) = &self.session {
@@ -181,7 +217,16 @@ mod tests {
     #[test]
     fn heads_carry_the_fixed_headers_once_made_and_the_requests_own() {
         let endpoint = Endpoint::parse("http://127.0.0.1:8080/v1").unwrap();
-        let heads = Heads::new(&endpoint, "u", Some("sk-1"), false, &[], "X-Session-ID").unwrap();
+        let heads = Heads::new(
+            &endpoint,
+            "u",
+            Some("sk-1"),
+            false,
+            &[],
+            "X-Session-ID",
+            ClientStyle::Reference,
+        )
+        .unwrap();
         let chat = String::from_utf8(heads.chat(true, "conv-7", 1234)).unwrap();
         assert_eq!(
             chat,
@@ -209,6 +254,7 @@ mod tests {
                 ("User-Agent".into(), "mine/1".into()),
             ],
             "X-SMG-Routing-Key",
+            ClientStyle::Reference,
         )
         .unwrap();
         let chat = String::from_utf8(routed.chat(false, "s-9", 2)).unwrap();
@@ -223,7 +269,8 @@ mod tests {
         assert!(String::from_utf8(routed.get("/v1/models"))
             .unwrap()
             .contains("X-Gateway-Key: g-1"));
-        let unrouted = Heads::new(&endpoint, "u", None, false, &[], "").unwrap();
+        let unrouted =
+            Heads::new(&endpoint, "u", None, false, &[], "", ClientStyle::Reference).unwrap();
         assert!(!String::from_utf8(unrouted.chat(true, "s", 1))
             .unwrap()
             .contains(": s\r\n"));
@@ -236,7 +283,16 @@ mod tests {
             )
         );
         // Without a key, and with each request on a connection of its own.
-        let anonymous = Heads::new(&endpoint, "u", None, true, &[], "X-Session-ID").unwrap();
+        let anonymous = Heads::new(
+            &endpoint,
+            "u",
+            None,
+            true,
+            &[],
+            "X-Session-ID",
+            ClientStyle::Reference,
+        )
+        .unwrap();
         let get = String::from_utf8(anonymous.get("/x")).unwrap();
         assert!(!get.contains("authorization"), "{get}");
         let chat = String::from_utf8(anonymous.chat(true, "s", 1)).unwrap();
@@ -249,13 +305,54 @@ mod tests {
     }
 
     #[test]
+    fn agentperf_local_heads_carry_its_headers_and_no_session() {
+        let endpoint = Endpoint::parse("http://127.0.0.1:8080/v1").unwrap();
+        let heads = Heads::new(
+            &endpoint,
+            "u",
+            None,
+            false,
+            &[],
+            "X-Session-ID",
+            ClientStyle::AgentperfLocal,
+        )
+        .unwrap();
+        let chat = String::from_utf8(heads.chat(true, "conv-7", 99)).unwrap();
+        assert_eq!(
+            chat,
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:8080\r\nuser-agent: \
+                 {USER_AGENT}\r\naccept: text/event-stream\r\naccept-encoding: identity\r\n\
+                 content-type: application/json\r\ncontent-length: 99\r\n\r\n"
+            )
+        );
+    }
+
+    #[test]
     fn what_cannot_go_in_a_head_is_refused() {
         let endpoint = Endpoint::parse("http://h:1").unwrap();
-        let Err(err) = Heads::new(&endpoint, "http://h:1", Some("k\nx"), false, &[], "x") else {
+        let Err(err) = Heads::new(
+            &endpoint,
+            "http://h:1",
+            Some("k\nx"),
+            false,
+            &[],
+            "x",
+            ClientStyle::Reference,
+        ) else {
             panic!("a key with a line end was taken");
         };
         assert!(err.to_string().contains("API key"), "{err}");
-        assert!(Heads::new(&endpoint, "u", Some("k é\t"), false, &[], "x").is_ok());
+        assert!(Heads::new(
+            &endpoint,
+            "u",
+            Some("k é\t"),
+            false,
+            &[],
+            "x",
+            ClientStyle::Reference
+        )
+        .is_ok());
         let header = |name: &str, value: &str| vec![(name.to_owned(), value.to_owned())];
         for (headers, key, session, why) in [
             (
@@ -296,7 +393,15 @@ mod tests {
             ),
             (vec![], None, "bad name", "endpoint.session_header"),
         ] {
-            let Err(err) = Heads::new(&endpoint, "u", key, false, &headers, session) else {
+            let Err(err) = Heads::new(
+                &endpoint,
+                "u",
+                key,
+                false,
+                &headers,
+                session,
+                ClientStyle::Reference,
+            ) else {
                 panic!("{headers:?} taken");
             };
             assert!(err.to_string().contains(why), "{headers:?}: {err}");

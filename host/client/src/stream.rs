@@ -21,7 +21,7 @@ use super::connection::{
 };
 use super::http1::{BodyDecoder, ResponseHead};
 use super::reader::StreamReader;
-use super::request::{request_target, Heads};
+use super::request::{request_target, ClientStyle, Heads};
 use super::transport::Transport;
 use super::wire::Timestamps;
 use bytes::Bytes;
@@ -68,6 +68,8 @@ pub struct ClientOptions {
     /// The header that carries a request's session id (`endpoint.session_header`;
     /// `X-Session-ID` by default; empty: none).
     pub session_header: String,
+    /// Whose client to behave as: its headers, its stream rules (`endpoint.client`).
+    pub style: ClientStyle,
 }
 
 /// The header that carries a session id unless the config names another.
@@ -76,7 +78,7 @@ pub const SESSION_HEADER: &str = "X-Session-ID";
 impl Default for ClientOptions {
     /// `http://127.0.0.1:8080`, no key, a 600 s turn timeout, one connection, the default
     /// cap, kernel stamps, the reference's first token, no TLS settings of its own, no proxy,
-    /// no extra headers, `X-Session-ID`, connections reused.
+    /// no extra headers, `X-Session-ID`, connections reused, agentload's own client style.
     fn default() -> Self {
         Self {
             endpoint: "http://127.0.0.1:8080".into(),
@@ -90,6 +92,7 @@ impl Default for ClientOptions {
             headers: Vec::new(),
             session_header: SESSION_HEADER.into(),
             reuse_connections: true,
+            style: ClientStyle::default(),
         }
     }
 }
@@ -378,6 +381,7 @@ struct Inner {
     turn_timeout: Duration,
     max_response_bytes: u64,
     first_token: FirstToken,
+    style: ClientStyle,
     /// The latest warm-up.
     setup: Mutex<Option<Setup>>,
 }
@@ -397,6 +401,7 @@ impl ChatClient {
             !opts.reuse_connections,
             &opts.headers,
             &opts.session_header,
+            opts.style,
         )?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -411,6 +416,7 @@ impl ChatClient {
                 turn_timeout: opts.turn_timeout,
                 max_response_bytes: opts.max_response_bytes,
                 first_token: opts.first_token,
+                style: opts.style,
                 setup: Mutex::new(None),
             }),
         })
@@ -740,7 +746,7 @@ impl ChatClient {
                 });
             return self.settle(conn, true, answer);
         }
-        let mut reader = StreamReader::new(inner.first_token);
+        let mut reader = StreamReader::new(inner.first_token, inner.style);
         let mut first_token_due = true;
         let ended = loop {
             let data = conn.body_data(&mut decoder).await;

@@ -262,6 +262,29 @@ pub struct EndpointConfig {
         skip_serializing_if = "transport::is_default_session_header"
     )]
     pub session_header: String,
+    /// Whose client the requests look like: `reference` (default: the
+    /// MLPerf reference's body key order, the session header) or
+    /// `agentperf-local` (Artificial Analysis's agentperf-local 0.3.4: its
+    /// body key order and headers, its preflight of the server (served
+    /// context, Ollama, the `ignore_eos` probe) and its check of every
+    /// answer; docs/aa-replays.md).
+    #[serde(default)]
+    pub client: ClientKind,
+}
+
+/// `endpoint.client`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum ClientKind {
+    /// The MLPerf reference's body key order and agentload's headers.
+    #[default]
+    #[serde(rename = "reference")]
+    Reference,
+    /// Artificial Analysis's agentperf-local 0.3.4: its body key order and
+    /// headers, its preflight and its check of every answer.
+    #[serde(rename = "agentperf-local")]
+    AgentperfLocal,
 }
 
 /// `endpoint.ttft_trigger`.
@@ -307,6 +330,26 @@ pub struct LoadConfig {
     /// starts when it ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// What follows a failed turn in its session: `abort_session` (default;
+    /// the MLPerf reference's rule: the session's remaining turns are
+    /// recorded as aborted, never sent) or `continue` (agentperf-local's
+    /// rule: the failure is recorded and the session's next turn is sent).
+    pub failed_turn: FailedTurn,
+}
+
+/// `load.failed_turn`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedTurn {
+    /// The session's remaining turns are recorded as aborted, never sent
+    /// (the MLPerf reference's rule).
+    #[default]
+    AbortSession,
+    /// The failure is recorded and the session's next turn is sent
+    /// (agentperf-local's rule).
+    Continue,
 }
 
 impl Default for LoadConfig {
@@ -318,6 +361,7 @@ impl Default for LoadConfig {
             interrupt_grace_s: 30.0,
             arrivals: None,
             ramp: None,
+            failed_turn: FailedTurn::AbortSession,
         }
     }
 }
@@ -365,6 +409,10 @@ pub struct PhaseConfig {
     #[serde(default = "default_report_file")]
     pub report_file: String,
     /// Files granted to the workload: logical name -> file in the data dir.
+    /// A path ending with `/` grants a folder: every file under it, named
+    /// `<name>/<path in the folder>`. `{arch}` in a path is the machine's
+    /// architecture as AA's replay manifests name it (`x86_64`, or `arm64`
+    /// on aarch64).
     #[serde(default)]
     pub data: BTreeMap<String, String>,
     /// The workload's own settings, passed to it as JSON.

@@ -26,16 +26,33 @@ pub struct BodyOptions {
     pub include_usage: bool,
     /// Extra top-level fields from the run config (e.g. `cache_prompt`).
     pub extra: Map<String, Value>,
+    /// The order of the top-level fields.
+    pub layout: Layout,
+}
+
+/// The order of a body's top-level fields (`endpoint.client`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// The MLPerf reference's: `model`, `messages`, `tools`, `tool_choice`,
+    /// `temperature`, `top_p`, `top_k`, `min_p`, `seed`,
+    /// `max_completion_tokens`, `max_tokens`, `ignore_eos`,
+    /// `reasoning_effort`, `stream`, `stream_options`.
+    #[default]
+    Reference,
+    /// agentperf-local 0.3.4's: `model`, `messages`, `stream`,
+    /// `stream_options`, `max_tokens`, `tools`, `reasoning_effort`,
+    /// `temperature`, `top_p`, `ignore_eos`, then its extra keys `top_k`,
+    /// `min_p`, `tool_choice`; then `seed` and `max_completion_tokens`, which
+    /// it never sends.
+    AgentperfLocal,
 }
 
 /// The JSON body for `req`, in one buffer (what local token counting and
 /// tools read).
 ///
-/// Top-level fields in order: `model`, `messages`, `tools`, `tool_choice`,
-/// `temperature`, `top_p`, `top_k`, `seed`, `max_completion_tokens`,
-/// `stream`, `stream_options`; then the run config's extra fields. An extra
-/// field with one of those names replaces its value in place (as inserting
-/// it into the object would).
+/// Top-level fields in the order of `opts.layout` ([`Layout`]); then the
+/// run config's extra fields. An extra field with one of those names
+/// replaces its value in place (as inserting it into the object would).
 ///
 /// # Errors
 /// When `tools-json` or `tool-choice-json` is not valid JSON.
@@ -79,23 +96,46 @@ impl SessionBodies {
             extra: &opts.extra,
             written: Vec::new(),
         };
+        let usage = serde_json::json!({"include_usage": true});
+        let usage = (opts.stream && opts.include_usage).then_some(&usage);
         map.entry("model", &opts.model);
         map.entry_parts("messages", |map| map.messages(&req.messages));
-        if let Some(tools) = tools {
-            map.entry_parts("tools", |map| map.part(tools));
+        match opts.layout {
+            Layout::Reference => {
+                if let Some(tools) = tools {
+                    map.entry_parts("tools", |map| map.part(tools));
+                }
+                map.entry_if("tool_choice", choice.as_ref());
+                map.entry_if("temperature", s.temperature.as_ref());
+                map.entry_if("top_p", s.top_p.as_ref());
+                map.entry_if("top_k", s.top_k.as_ref());
+                map.entry_if("min_p", s.min_p.as_ref());
+                map.entry_if("seed", s.seed.as_ref());
+                map.entry_if("max_completion_tokens", s.max_completion_tokens.as_ref());
+                map.entry_if("max_tokens", s.max_tokens.as_ref());
+                map.entry_if("ignore_eos", s.ignore_eos.as_ref());
+                map.entry_if("reasoning_effort", s.reasoning_effort.as_ref());
+                map.entry("stream", &opts.stream);
+                map.entry_if("stream_options", usage);
+            }
+            Layout::AgentperfLocal => {
+                map.entry("stream", &opts.stream);
+                map.entry_if("stream_options", usage);
+                map.entry_if("max_tokens", s.max_tokens.as_ref());
+                if let Some(tools) = tools {
+                    map.entry_parts("tools", |map| map.part(tools));
+                }
+                map.entry_if("reasoning_effort", s.reasoning_effort.as_ref());
+                map.entry_if("temperature", s.temperature.as_ref());
+                map.entry_if("top_p", s.top_p.as_ref());
+                map.entry_if("ignore_eos", s.ignore_eos.as_ref());
+                map.entry_if("top_k", s.top_k.as_ref());
+                map.entry_if("min_p", s.min_p.as_ref());
+                map.entry_if("tool_choice", choice.as_ref());
+                map.entry_if("seed", s.seed.as_ref());
+                map.entry_if("max_completion_tokens", s.max_completion_tokens.as_ref());
+            }
         }
-        map.entry_if("tool_choice", choice.as_ref());
-        map.entry_if("temperature", s.temperature.as_ref());
-        map.entry_if("top_p", s.top_p.as_ref());
-        map.entry_if("top_k", s.top_k.as_ref());
-        map.entry_if("seed", s.seed.as_ref());
-        map.entry_if("max_completion_tokens", s.max_completion_tokens.as_ref());
-        map.entry("stream", &opts.stream);
-        let usage = serde_json::json!({"include_usage": true});
-        map.entry_if(
-            "stream_options",
-            (opts.stream && opts.include_usage).then_some(&usage),
-        );
         Ok(map.end())
     }
 
@@ -228,6 +268,22 @@ mod tests {
         }
     }
 
+    /// Sampling with nothing set.
+    fn no_sampling() -> Sampling {
+        Sampling {
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            seed: None,
+            max_completion_tokens: None,
+            tool_choice_json: None,
+            max_tokens: None,
+            min_p: None,
+            ignore_eos: None,
+            reasoning_effort: None,
+        }
+    }
+
     fn msg(role: Role) -> ChatMessage {
         ChatMessage {
             role,
@@ -261,6 +317,7 @@ mod tests {
                 seed: Some(42),
                 max_completion_tokens: Some(1024),
                 tool_choice_json: None,
+                ..no_sampling()
             },
         );
         let opts = BodyOptions {
@@ -268,6 +325,7 @@ mod tests {
             stream: true,
             include_usage: false,
             extra: Map::new(),
+            layout: Layout::Reference,
         };
         let bytes = request_body(&req, &opts).unwrap();
         let body: Value = serde_json::from_slice(&bytes).unwrap();
@@ -315,6 +373,7 @@ mod tests {
                 seed: None,
                 max_completion_tokens: None,
                 tool_choice_json: Some(r#""auto""#.into()),
+                ..no_sampling()
             },
         );
         let mut extra = Map::new();
@@ -326,6 +385,7 @@ mod tests {
             stream: true,
             include_usage: true,
             extra,
+            layout: Layout::Reference,
         };
         let body = String::from_utf8(request_body(&req, &opts).unwrap()).unwrap();
         assert_eq!(
@@ -342,6 +402,54 @@ mod tests {
         };
         let e = request_body(&broken, &opts).unwrap_err();
         assert!(e.starts_with("tools-json is not JSON"), "{e}");
+    }
+
+    /// agentperf-local's key order, every field set: built by hand from its
+    /// `CompletionRequest.body()` order, not by this writer.
+    #[test]
+    fn agentperf_local_layout() {
+        let mut user = msg(Role::User);
+        user.content = Some("hi".into());
+        let req = request(
+            vec![user],
+            Some(r#"[{"type":"function","function":{"name":"bash"}}]"#.into()),
+            Sampling {
+                temperature: Some(0.7),
+                top_p: Some(0.8),
+                top_k: Some(20),
+                min_p: Some(0.0),
+                max_tokens: Some(733),
+                ignore_eos: Some(true),
+                reasoning_effort: Some("low".into()),
+                tool_choice_json: Some(r#""none""#.into()),
+                ..no_sampling()
+            },
+        );
+        let opts = BodyOptions {
+            model: "m".into(),
+            stream: true,
+            include_usage: true,
+            extra: Map::new(),
+            layout: Layout::AgentperfLocal,
+        };
+        let body = String::from_utf8(request_body(&req, &opts).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            concat!(
+                r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"#,
+                r#""stream_options":{"include_usage":true},"max_tokens":733,"tools":[{"type":"#,
+                r#""function","function":{"name":"bash"}}],"reasoning_effort":"low","#,
+                r#""temperature":0.7,"top_p":0.8,"ignore_eos":true,"top_k":20,"min_p":0.0,"#,
+                r#""tool_choice":"none"}"#
+            )
+        );
+        // Nothing optional set: the head alone.
+        let bare = request(vec![msg(Role::User)], None, no_sampling());
+        let body = String::from_utf8(request_body(&bare, &opts).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"model":"m","messages":[{"role":"user"}],"stream":true,"stream_options":{"include_usage":true}}"#
+        );
     }
 
     #[test]
@@ -374,6 +482,7 @@ mod tests {
             seed: Some(7),
             max_completion_tokens: Some(64),
             tool_choice_json: None,
+            ..no_sampling()
         };
         let at = |n: usize| request(history[..n].to_vec(), tools.clone(), sampling.clone());
         let steps = [
@@ -399,6 +508,7 @@ mod tests {
             stream: true,
             include_usage: true,
             extra,
+            layout: Layout::Reference,
         };
         let mut replaced = plain.clone();
         replaced

@@ -20,6 +20,7 @@
 //!   (recorded as interrupted); and resuming (sessions replay their recorded
 //!   outcomes into the workload, then continue).
 
+pub mod agentperf;
 pub mod arrivals;
 mod body;
 mod console;
@@ -46,7 +47,7 @@ pub use agentload_results::record::{
     CompletionRecord, CountingStats, Interner, LocalTokens, RecordedTokens, TurnFacts, TurnRecord,
     TurnStatus,
 };
-pub use body::{request_body, BodyOptions, SessionBodies};
+pub use body::{request_body, BodyOptions, Layout, SessionBodies};
 pub use console::Console;
 pub use context::{Checked, ContextWindow, LastPrompt};
 pub use counting::RecordedTurn;

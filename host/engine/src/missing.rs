@@ -39,6 +39,7 @@ mod tests {
         SessionPlan {
             id: id.into(),
             expected_turns: turns,
+            workspace: None,
         }
     }
 

@@ -287,6 +287,7 @@ mod tests {
         SessionPlan {
             id: id.into(),
             expected_turns: 3,
+            workspace: None,
         }
     }
 

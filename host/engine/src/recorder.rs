@@ -406,6 +406,7 @@ mod tests {
         let plans = [agentload_plugin_host::SessionPlan {
             id: "s".into(),
             expected_turns: 2,
+            workspace: None,
         }];
         let prior = crate::Prior::read(&log, &plans, &[None]).unwrap();
         let (_, tasks) = prior.split(plans.to_vec(), false).unwrap();

@@ -2,9 +2,13 @@
 //! turn, wait until it is due, send it, record it (on disk before anything
 //! else happens), tell the workload how it went, repeat.
 //!
-//! The failure rule is the reference's, everywhere: a failed turn is
-//! reported to the workload; whatever it returns after that is recorded as
-//! aborted and never sent. A session resumed from an earlier process first
+//! The failure rule is the run's (`load.failed_turn`): by default the
+//! reference's, a failed turn is reported to the workload and whatever it
+//! returns after that is recorded as aborted and never sent; with
+//! `continue` (agentperf-local's rule) the failed turn is reported and the
+//! workload's next turn is sent. A workload may ask for a pause after a
+//! turn (its tools' time): the next request is due that much later, and a
+//! session's last pause holds its slot. A session resumed from an earlier process first
 //! replays its recorded outcomes into the workload (no request is sent):
 //! workloads are deterministic (no clock, no entropy), so this rebuilds the
 //! exact state the session had, and it continues with its next turn.
@@ -20,6 +24,7 @@ use super::stop::{Stop, StopReason};
 use super::turn::{completion_for_plugin, Sent, TurnSender};
 use super::twin::Twin;
 use crate::{TurnRecord, TurnStatus};
+use agentload_config::FailedTurn;
 use agentload_plugin_host::types::TurnOutcome;
 use agentload_plugin_host::TurnRequest;
 use agentload_plugin_host::{PluginFailure, SessionPlan, Step, TurnReview, WorkloadPlugin};
@@ -89,6 +94,8 @@ pub struct Engine {
     /// Live-reply replay's recorded twins ([`super::twin`]): the workload in
     /// recorded mode, whose turns are counted beside the live ones.
     pub twins: Option<Instances>,
+    /// What follows a failed turn (`load.failed_turn`).
+    pub failed_turn: FailedTurn,
 }
 
 /// How a session ended.
@@ -97,7 +104,9 @@ pub struct Engine {
 pub enum SessionEnd {
     /// The workload ended it.
     Finished,
-    /// A turn failed; the rest was recorded as aborted.
+    /// A turn failed and the rest was recorded as aborted (the
+    /// `abort_session` rule; under `continue` a session goes on and ends
+    /// `finished`, its failed turns counted).
     Failed,
     /// The workload failed (a trap, an error, a broken promise).
     PluginError,
@@ -254,6 +263,7 @@ pub async fn drive_on(
         Ok(req) => req,
         Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
     };
+    let abort_rule = engine.failed_turn == FailedTurn::AbortSession;
     let mut aborting = false;
     for logged in history.records() {
         let logged = logged.map_err(|why| DriveError::Reread {
@@ -276,7 +286,7 @@ pub async fn drive_on(
             }
             TurnStatus::Failed => {
                 out.failed += 1;
-                aborting = true;
+                aborting = abort_rule;
                 TurnOutcome::Failed(r.error.clone().unwrap_or_default())
             }
             TurnStatus::Aborted | TurnStatus::Interrupted => {
@@ -415,7 +425,7 @@ pub async fn drive_on(
             }
             _ => {
                 out.failed += 1;
-                aborting = true;
+                aborting = abort_rule;
                 TurnOutcome::Failed(record.error.clone().unwrap_or_default())
             }
         };
@@ -425,9 +435,11 @@ pub async fn drive_on(
             // the recorded twin makes the recording's turn, to count beside it.
             let next = workload.lock().await.next_turn(&req, &outcome).await;
             let review = next.as_ref().ok().and_then(|s| s.review.as_ref());
+            let answered = record.status == TurnStatus::Completed;
             let review = review.map(|r| apply_review(&mut record, r));
-            if record.status == TurnStatus::Failed && !aborting {
-                (out.completed, out.failed, aborting) = (out.completed - 1, out.failed + 1, true);
+            if answered && record.status == TurnStatus::Failed {
+                (out.completed, out.failed) = (out.completed - 1, out.failed + 1);
+                aborting = abort_rule;
             }
             let recorded = match &mut twin {
                 Some(twin) => {
@@ -458,12 +470,28 @@ pub async fn drive_on(
             return end(engine, out, ended, None).await;
         }
         match next {
-            Ok(Step { next: Some(n), .. }) => {
+            Ok(Step {
+                next: Some(n),
+                pause_ms,
+                ..
+            }) => {
                 engine.hooks.then(Next::Turn);
+                ready += Duration::from_millis(pause_ms);
                 req = n;
             }
-            Ok(Step { next: None, .. }) => {
+            Ok(Step {
+                next: None,
+                pause_ms,
+                ..
+            }) => {
                 engine.hooks.then(Next::Over);
+                if pause_ms > 0 && !aborting {
+                    // The last tools' time holds the slot (a stop ends it early).
+                    engine
+                        .stop
+                        .wait_until(ready + Duration::from_millis(pause_ms))
+                        .await;
+                }
                 let ended = ending(aborting, review.as_ref());
                 return end(engine, out, ended, None).await;
             }

@@ -1,6 +1,6 @@
 //! One turn: the request body, the exchange, the record.
 
-use super::body::{BodyOptions, SessionBodies};
+use super::body::{BodyOptions, Layout, SessionBodies};
 use super::stop::Stop;
 use crate::{CompletionRecord, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, ChatClient, Exchange, RequestBody};
@@ -89,9 +89,19 @@ impl TurnSender {
         record.complete_ns = Some(self.ns(t.complete));
         record.token_chunks = t.token_chunks_ns.len() as u32;
         record.opened_connection = t.opened.map(Box::new);
+        let agentperf = self.body.layout == Layout::AgentperfLocal;
         match result {
             Ok(answer) => {
                 record.status = TurnStatus::Completed;
+                // agentperf-local's check of the answer: a turn it fails is failed, with
+                // its answer kept.
+                if let Some(why) = agentperf
+                    .then(|| crate::agentperf::judge(req, &answer, None))
+                    .flatten()
+                {
+                    record.status = TurnStatus::Failed;
+                    record.error = Some(why);
+                }
                 record.set_answer(answer.clone());
                 Sent {
                     record,

@@ -90,6 +90,7 @@ fn a_resume_holds_facts_of_the_log_and_replays_a_session_one_record_at_a_time() 
         .map(|s| SessionPlan {
             id: format!("s{s}"),
             expected_turns: TURNS,
+            workspace: None,
         })
         .collect();
     let records = (SESSIONS * TURNS) as isize;

@@ -21,7 +21,7 @@ pub const PACKAGE: &str = "agentload:plugin";
 
 /// The `agentload:plugin` versions this host has bindings for, oldest
 /// first: one directory `wit/agentload-plugin@<version>` each.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0"];
 
 /// The WIT versions this host dispatches to. Each has a bindings module
 /// (`bindings.rs` for the current one, `bindings_v<version>.rs` for older
@@ -36,8 +36,11 @@ pub enum WitVersion {
     /// `agentload:plugin@0.2.0`, frozen: `next-turn` returns the next
     /// request alone (no live-reply review).
     V0_2_0,
-    /// `agentload:plugin@0.3.0`: the current version.
+    /// `agentload:plugin@0.3.0`, frozen: typed messages only, no nonce, no
+    /// facts, no pause after a turn, no closed-loop sessions.
     V0_3_0,
+    /// `agentload:plugin@0.4.0`: the current version.
+    V0_4_0,
 }
 
 impl WitVersion {
@@ -48,6 +51,7 @@ impl WitVersion {
             "0.1.0" => Some(Self::V0_1_0),
             "0.2.0" => Some(Self::V0_2_0),
             "0.3.0" => Some(Self::V0_3_0),
+            "0.4.0" => Some(Self::V0_4_0),
             _ => None,
         }
     }
@@ -58,6 +62,7 @@ impl WitVersion {
             Self::V0_1_0 => "0.1.0",
             Self::V0_2_0 => "0.2.0",
             Self::V0_3_0 => "0.3.0",
+            Self::V0_4_0 => "0.4.0",
         }
     }
 
@@ -65,7 +70,7 @@ impl WitVersion {
     /// (every supported version serves both worlds).
     pub fn supports(self, world: World) -> bool {
         match self {
-            Self::V0_1_0 | Self::V0_2_0 | Self::V0_3_0 => {
+            Self::V0_1_0 | Self::V0_2_0 | Self::V0_3_0 | Self::V0_4_0 => {
                 matches!(world, World::Workload | World::Scorer)
             }
         }
@@ -298,12 +303,12 @@ mod tests {
 
     #[test]
     fn a_current_workload_is_accepted() {
-        let api = workload("0.3.0");
+        let api = workload("0.4.0");
         assert_eq!(api.world, Some(World::Workload));
-        assert_eq!(api.version(), Some("0.3.0"));
+        assert_eq!(api.version(), Some("0.4.0"));
         assert_eq!(
             api.require("demo", World::Workload).unwrap(),
-            WitVersion::V0_3_0
+            WitVersion::V0_4_0
         );
     }
 
@@ -341,11 +346,18 @@ mod tests {
         );
         assert_eq!(
             supported_list(World::Scorer),
-            "agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0"
+            "agentload:plugin@0.1.0, agentload:plugin@0.2.0, agentload:plugin@0.3.0, \
+             agentload:plugin@0.4.0"
         );
         assert_eq!(
             workload("0.2.0").require("older", World::Workload).unwrap(),
             WitVersion::V0_2_0
+        );
+        assert_eq!(
+            workload("0.3.0")
+                .require("previous", World::Workload)
+                .unwrap(),
+            WitVersion::V0_3_0
         );
     }
 

@@ -1,8 +1,9 @@
 //! Host-side bindings generated from the current WIT contract in `wit/`
-//! (`agentload:plugin@0.3.0`): the types the whole host works with (a turn
+//! (`agentload:plugin@0.4.0`): the types the whole host works with (a turn
 //! request as it crosses the boundary; the host's assembled one is
 //! [`crate::TurnRequest`]). Older supported versions have a module of their
-//! own (`bindings_v0_1_0.rs`, `bindings_v0_2_0.rs`) that converts to and from these.
+//! own (`bindings_v0_1_0.rs`, `bindings_v0_2_0.rs`, `bindings_v0_3_0.rs`)
+//! that converts to and from these.
 //!
 //! Both worlds share the `types` and `host` interfaces; the scorer bindings
 //! reuse the workload bindings' Rust types so records flow between them.
@@ -10,7 +11,7 @@
 /// Bindings for the `workload-plugin` world (and the shared interfaces).
 pub mod workload {
     wasmtime::component::bindgen!({
-        path: "../../wit/agentload-plugin@0.3.0",
+        path: "../../wit/agentload-plugin@0.4.0",
         world: "workload-plugin",
         // Messages are compared field for field (a session's next body
         // reuses what its previous one wrote for the same messages).
@@ -24,7 +25,7 @@ pub mod workload {
 /// Bindings for the `scorer-plugin` world.
 pub mod scorer {
     wasmtime::component::bindgen!({
-        path: "../../wit/agentload-plugin@0.3.0",
+        path: "../../wit/agentload-plugin@0.4.0",
         world: "scorer-plugin",
         with: {
             "agentload:plugin/types": super::workload::agentload::plugin::types,
@@ -38,7 +39,7 @@ pub use scorer::exports::agentload::plugin::scorer::{
 };
 pub use workload::agentload::plugin::types;
 pub use workload::exports::agentload::plugin::workload::{
-    Divergence, LiveAction, SessionPlan, TurnReview, TurnStep,
+    Divergence, LiveAction, SessionPlan, TurnReview, TurnStep, WorkloadPlan,
 };
 
 use super::sandbox::StoreState;

@@ -36,11 +36,20 @@ macro_rules! same_records {
             }
         }
 
-        /// `session-plan`, up.
+        /// `session-plan`, up (no closed-loop workspace before 0.4.0).
         pub fn session_plan_up(plan: SessionPlan) -> $crate::bindings::SessionPlan {
             $crate::bindings::SessionPlan {
                 id: plan.id,
                 expected_turns: plan.expected_turns,
+                workspace: None,
+            }
+        }
+
+        /// `configure`'s sessions, up: a plan without facts (none before 0.4.0).
+        pub fn workload_plan_up(plans: Vec<SessionPlan>) -> $crate::bindings::WorkloadPlan {
+            $crate::bindings::WorkloadPlan {
+                sessions: plans.into_iter().map(session_plan_up).collect(),
+                facts_json: "{}".into(),
             }
         }
 
@@ -58,6 +67,11 @@ macro_rules! same_records {
                 old::PluginError::InvalidInput(m) => current::PluginError::InvalidInput(m),
                 old::PluginError::Internal(m) => current::PluginError::Internal(m),
             }
+        }
+
+        /// A message, up: typed (every message was, before 0.4.0).
+        fn message_up(message: old::ChatMessage) -> current::Message {
+            current::Message::Chat(chat_message_up(message))
         }
 
         fn chat_message_up(message: old::ChatMessage) -> current::ChatMessage {
@@ -92,6 +106,11 @@ macro_rules! same_records {
                 seed: sampling.seed,
                 max_completion_tokens: sampling.max_completion_tokens,
                 tool_choice_json: sampling.tool_choice_json,
+                // Fields of 0.4.0: never sent by an older plugin.
+                max_tokens: None,
+                min_p: None,
+                ignore_eos: None,
+                reasoning_effort: None,
             }
         }
 
@@ -105,7 +124,7 @@ macro_rules! same_records {
             }
         }
 
-        /// `plugin-config`, down.
+        /// `plugin-config`, down (an older plugin sees no nonce).
         pub fn plugin_config_down(config: &current::PluginConfig) -> old::PluginConfig {
             old::PluginConfig {
                 settings_json: config.settings_json.clone(),

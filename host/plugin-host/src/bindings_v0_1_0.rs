@@ -58,7 +58,7 @@ pub fn turn_request_up(request: old::TurnRequest) -> current::TurnRequest {
         turn: request.turn,
         item_id: request.item_id,
         keep: 0,
-        messages: request.messages.into_iter().map(chat_message_up).collect(),
+        messages: request.messages.into_iter().map(message_up).collect(),
         tools_json: request.tools_json,
         sampling: sampling_up(request.sampling),
         delay_ms: request.delay_ms,
@@ -146,9 +146,12 @@ mod tests {
         assert_eq!((up.keep, up.delay_ms), (0, 250));
         assert_eq!((up.session_id.as_str(), up.turn), ("s", 3));
         assert_eq!(up.item_id, "s/3");
-        assert_eq!(up.messages[0].role, current::Role::Assistant);
-        assert_eq!(up.messages[0].reasoning_content.as_deref(), Some("r"));
-        assert_eq!(up.messages[0].tool_calls[0].name, "f");
+        let current::Message::Chat(m) = &up.messages[0] else {
+            panic!("an old message is a typed one");
+        };
+        assert_eq!(m.role, current::Role::Assistant);
+        assert_eq!(m.reasoning_content.as_deref(), Some("r"));
+        assert_eq!(m.tool_calls[0].name, "f");
         assert_eq!(up.tools_json.as_deref(), Some("[]"));
         assert_eq!(up.sampling.top_k, Some(4));
         assert_eq!(up.sampling.seed, Some(-1));

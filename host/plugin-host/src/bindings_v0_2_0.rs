@@ -54,7 +54,7 @@ pub fn turn_request_up(request: old::TurnRequest) -> current::TurnRequest {
         turn: request.turn,
         item_id: request.item_id,
         keep: request.keep,
-        messages: request.messages.into_iter().map(chat_message_up).collect(),
+        messages: request.messages.into_iter().map(message_up).collect(),
         tools_json: request.tools_json,
         sampling: sampling_up(request.sampling),
         delay_ms: request.delay_ms,
@@ -117,8 +117,11 @@ mod tests {
             expected_json: "{}".into(),
         });
         assert_eq!((up.keep, up.turn, up.delay_ms), (7, 4, 3));
-        assert_eq!(up.messages[0].role, current::Role::Tool);
-        assert_eq!(up.messages[0].tool_call_id.as_deref(), Some("c1"));
+        let current::Message::Chat(m) = &up.messages[0] else {
+            panic!("an old message is a typed one");
+        };
+        assert_eq!(m.role, current::Role::Tool);
+        assert_eq!(m.tool_call_id.as_deref(), Some("c1"));
         assert_eq!(up.sampling.top_p, Some(0.9));
         assert_eq!(up.sampling.tool_choice_json.as_deref(), Some("\"auto\""));
     }

@@ -248,6 +248,10 @@ fn link_host(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
         linker,
         |state| state,
     )?;
+    super::bindings_v0_3_0::workload::agentload::plugin::host::add_to_linker::<_, HasSelf<_>>(
+        linker,
+        |state| state,
+    )?;
     Ok(())
 }
 

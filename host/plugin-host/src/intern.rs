@@ -5,6 +5,7 @@
 //! only the system prompt, which the schedule replaces per session.
 
 use super::message::Message;
+#[cfg(test)]
 use super::types::ChatMessage;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -30,8 +31,24 @@ const MIN_SWEEP: usize = 1024;
 
 impl Interner {
     /// The live message written as `message` is, or a new one.
+    ///
+    /// # Errors
+    /// When a verbatim message is not a message ([`Message::verbatim`]).
+    pub(crate) fn intern_wire(
+        &self,
+        message: &super::types::Message,
+    ) -> Result<Arc<Message>, String> {
+        Message::from_wire(message).map(|m| self.intern_message(m))
+    }
+
+    /// The live message written as `message` is, or a new one.
+    #[cfg(test)]
     pub(crate) fn intern(&self, message: &ChatMessage) -> Arc<Message> {
-        let fresh = Message::new(message);
+        self.intern_message(Message::new(message))
+    }
+
+    /// The live message equal to `fresh`, or `fresh`, now live.
+    fn intern_message(&self, fresh: Message) -> Arc<Message> {
         let hash = sampled_hash(fresh.json());
         let mut table = self.inner.lock().expect("interner lock");
         let slot = table.by_hash.entry(hash).or_default();

@@ -10,6 +10,7 @@ mod bindings;
 mod bindings_older;
 mod bindings_v0_1_0;
 mod bindings_v0_2_0;
+mod bindings_v0_3_0;
 mod blocking;
 mod cache_key;
 mod compiler;

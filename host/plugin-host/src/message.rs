@@ -1,12 +1,13 @@
 //! A chat message as the host holds it: its OpenAI JSON object, written
-//! once when the workload hands the message over, and shared (`Arc`) by
-//! every request, and every session, that carries it. Request bodies are
-//! assembled from these bytes (`agentload-engine`'s body builder), never
-//! rebuilt. The few fields the host reads without sending (the role, tool
-//! call ids and names) are kept beside the JSON; anything else is parsed
-//! back from it ([`Message::to_chat`]).
+//! once when the workload hands the message over (or taken as the workload
+//! wrote it, for a verbatim message), and shared (`Arc`) by every request,
+//! and every session, that carries it. Request bodies are assembled from
+//! these bytes (`agentload-engine`'s body builder), never rebuilt. The few
+//! fields the host reads without sending (the role, tool call ids and
+//! names) are kept beside the JSON; anything else is parsed back from it
+//! ([`Message::to_chat`]).
 
-use super::types::{ChatMessage, Role, ToolCall};
+use super::types::{self, ChatMessage, Role, ToolCall};
 use bytes::Bytes;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,57 @@ impl Message {
                 .map(|c| (c.id.as_str().into(), c.name.as_str().into()))
                 .collect(),
         }
+    }
+
+    /// A message as the workload handed it over: a typed one written as
+    /// [`Message::new`] writes it, a verbatim one taken byte for byte.
+    ///
+    /// # Errors
+    /// When a verbatim message is not one JSON object with a known `role`.
+    pub fn from_wire(message: &types::Message) -> Result<Self, String> {
+        match message {
+            types::Message::Chat(chat) => Ok(Self::new(chat)),
+            types::Message::Json(text) => Self::verbatim(text),
+        }
+    }
+
+    /// The message whose JSON is `text`, byte for byte: it must be one JSON
+    /// object whose `role` is `system`, `user`, `assistant` or `tool`; its
+    /// `tool_call_id` and its calls' `id` and `function.name` are read when
+    /// they are strings.
+    ///
+    /// # Errors
+    /// When `text` is not such an object (the reason, for the contract error).
+    pub fn verbatim(text: &str) -> Result<Self, String> {
+        let head: Head = serde_json::from_str(text)
+            .map_err(|e| format!("a verbatim message is not a JSON object of a message: {e}"))?;
+        let role = match head.role.as_str() {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => {
+                return Err(format!(
+                    "a verbatim message's role {other:?} is none of system, user, assistant, tool"
+                ))
+            }
+        };
+        let text_of = |v: &serde_json::Value| -> Box<str> { v.as_str().unwrap_or_default().into() };
+        Ok(Self {
+            role,
+            json: Bytes::copy_from_slice(text.as_bytes()),
+            tool_call_id: head
+                .tool_call_id
+                .as_ref()
+                .and_then(|v| v.as_str())
+                .map(Into::into),
+            calls: head
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|c| (text_of(&c["id"]), text_of(&c["function"]["name"])))
+                .collect(),
+        })
     }
 
     /// Its author.
@@ -83,9 +135,13 @@ impl Message {
         })
     }
 
-    /// The message as the workload made it, parsed back from its JSON.
+    /// The message as the workload made it, parsed back from its JSON. A
+    /// verbatim message of another shape is read leniently: list content
+    /// becomes its text parts joined, a value that is not text none.
     pub fn to_chat(&self) -> ChatMessage {
-        let wire: Wire = serde_json::from_slice(&self.json).expect("the host wrote this JSON");
+        let Ok(wire) = serde_json::from_slice::<Wire>(&self.json) else {
+            return self.lenient_chat();
+        };
         ChatMessage {
             role: self.role,
             content: wire.content,
@@ -103,6 +159,54 @@ impl Message {
             name: wire.name,
         }
     }
+}
+
+impl Message {
+    /// [`Message::to_chat`] of a verbatim message that is not of the typed
+    /// shape.
+    fn lenient_chat(&self) -> ChatMessage {
+        use serde_json::Value;
+        let value: Value = serde_json::from_slice(&self.json).unwrap_or_default();
+        let text = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(parts) => Some(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let calls = value.get("tool_calls").and_then(Value::as_array);
+        ChatMessage {
+            role: self.role,
+            content: value.get("content").and_then(text),
+            reasoning_content: value.get("reasoning_content").and_then(text),
+            tool_calls: calls
+                .into_iter()
+                .flatten()
+                .map(|c| ToolCall {
+                    id: c["id"].as_str().unwrap_or_default().into(),
+                    name: c["function"]["name"].as_str().unwrap_or_default().into(),
+                    arguments: match &c["function"]["arguments"] {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    },
+                })
+                .collect(),
+            tool_call_id: self.tool_call_id.as_deref().map(Into::into),
+            name: value.get("name").and_then(Value::as_str).map(Into::into),
+        }
+    }
+}
+
+/// What the host reads of a verbatim message.
+#[derive(Deserialize)]
+struct Head {
+    role: String,
+    tool_call_id: Option<serde_json::Value>,
+    tool_calls: Option<Vec<serde_json::Value>>,
 }
 
 /// About the length of `message`'s JSON: its text, the keys, and some
@@ -258,6 +362,41 @@ mod tests {
         assert!(Message::new(&chat(Role::System))
             .with_content_prefix("[run]")
             .is_none());
+    }
+
+    #[test]
+    fn a_verbatim_message_is_sent_byte_for_byte() {
+        let text = concat!(
+            r#"{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"c1","#,
+            r#""type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]}"#
+        );
+        let m = Message::verbatim(text).unwrap();
+        assert_eq!(m.json().as_ref(), text.as_bytes());
+        assert_eq!(m.role(), Role::Assistant);
+        assert_eq!(m.tool_calls().collect::<Vec<_>>(), [("c1", "bash")]);
+        let chat = m.to_chat();
+        assert_eq!(chat.tool_calls[0].arguments, r#"{"command":"ls"}"#);
+        // List content reads back as its text parts.
+        let parts = Message::verbatim(
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"role":"user","x":1}"#,
+        )
+        .unwrap();
+        assert_eq!(parts.to_chat().content.as_deref(), Some("ab"));
+        let tool =
+            Message::verbatim(r#"{"role":"tool","tool_call_id":"c1","content":"out"}"#).unwrap();
+        assert_eq!(tool.tool_call_id(), Some("c1"));
+        // Not a message: refused with the reason.
+        for bad in [
+            "[1]",
+            r#"{"role":"developer","content":"x"}"#,
+            r#"{"content":"no role"}"#,
+            r#"{"role":"user"} trailing"#,
+            r#"{"role":"user","role":"user"}"#,
+        ] {
+            assert!(Message::verbatim(bad).is_err(), "{bad}");
+        }
+        let wire = types::Message::Json(text.into());
+        assert_eq!(Message::from_wire(&wire).unwrap(), m);
     }
 
     #[test]

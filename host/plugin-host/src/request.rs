@@ -48,6 +48,10 @@ impl TurnRequest {
                 seed: None,
                 max_completion_tokens: None,
                 tool_choice_json: None,
+                max_tokens: None,
+                min_p: None,
+                ignore_eos: None,
+                reasoning_effort: None,
             },
             delay_ms: 0,
             expected_json: "{}".into(),
@@ -68,6 +72,7 @@ impl TurnRequest {
             + self.messages.iter().map(|m| m.json().len()).sum::<usize>()
             + self.tools_json.as_deref().map_or(0, str::len)
             + opt(&self.sampling.tool_choice_json)
+            + opt(&self.sampling.reasoning_effort)
             + self.expected_json.len()
     }
 }
@@ -76,8 +81,16 @@ fn opt(s: &Option<String>) -> usize {
     s.as_ref().map_or(0, String::len)
 }
 
-/// The bytes of a message's text fields.
-fn message_bytes(m: &ChatMessage) -> usize {
+/// The bytes of a message's text fields (a verbatim one's JSON).
+fn message_bytes(m: &types::Message) -> usize {
+    match m {
+        types::Message::Chat(m) => chat_bytes(m),
+        types::Message::Json(text) => text.len(),
+    }
+}
+
+/// The bytes of a typed message's text fields.
+fn chat_bytes(m: &ChatMessage) -> usize {
     opt(&m.content)
         + opt(&m.reasoning_content)
         + opt(&m.tool_call_id)
@@ -95,6 +108,7 @@ pub(crate) fn wire_bytes(r: &types::TurnRequest) -> usize {
         + r.messages.iter().map(message_bytes).sum::<usize>()
         + opt(&r.tools_json)
         + opt(&r.sampling.tool_choice_json)
+        + opt(&r.sampling.reasoning_effort)
         + r.expected_json.len()
 }
 
@@ -105,7 +119,8 @@ pub(crate) fn wire_bytes(r: &types::TurnRequest) -> usize {
 /// request's messages (every 0.1.0 plugin's turn) shares them that way.
 ///
 /// # Errors
-/// When the turn keeps more messages than `previous` had.
+/// When the turn keeps more messages than `previous` had, or a verbatim
+/// message is not a message.
 pub(crate) fn assemble(
     previous: Option<&TurnRequest>,
     wire: types::TurnRequest,
@@ -126,7 +141,12 @@ pub(crate) fn assemble(
     if let Some(previous) = previous {
         messages.extend(previous.messages[..keep].iter().cloned());
     }
-    messages.extend(wire.messages.iter().map(|m| interner.intern(m)));
+    for (i, m) in wire.messages.iter().enumerate() {
+        let m = interner
+            .intern_wire(m)
+            .map_err(|why| format!("turn {} message {}: {why}", wire.turn, keep + i + 1))?;
+        messages.push(m);
+    }
     let tools_json = match (
         previous.and_then(|p| p.tools_json.as_ref()),
         wire.tools_json,
@@ -169,7 +189,7 @@ mod tests {
             turn,
             item_id: r.item_id,
             keep,
-            messages,
+            messages: messages.into_iter().map(types::Message::Chat).collect(),
             tools_json: Some("[]".into()),
             sampling: r.sampling,
             delay_ms: 0,
@@ -227,6 +247,29 @@ mod tests {
         // Another session replaying the same trajectory holds no copy.
         let other = assemble(None, wire("t", 1, 0, start), &interner).unwrap();
         assert!(Arc::ptr_eq(&first.messages[1], &other.messages[1]));
+    }
+
+    #[test]
+    fn verbatim_messages_are_kept_as_written_and_broken_ones_refused() {
+        let interner = Interner::default();
+        let mut w = wire("s", 1, 0, vec![msg(Role::System, "sys")]);
+        w.messages.push(types::Message::Json(
+            r#"{"role":"user","content":"u1","extra":[1,2.50]}"#.into(),
+        ));
+        let first = assemble(None, w, &interner).unwrap();
+        assert_eq!(
+            first.messages[1].json().as_ref(),
+            br#"{"role":"user","content":"u1","extra":[1,2.50]}"#
+        );
+        let mut broken = wire("s", 2, 2, Vec::new());
+        broken
+            .messages
+            .push(types::Message::Json("{\"role\":\"user\"".into()));
+        let err = assemble(Some(&first), broken, &interner).unwrap_err();
+        assert!(
+            err.starts_with("turn 2 message 3: a verbatim message"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,10 +7,11 @@
 //! aggregates every verdict in one instance.
 
 use super::api::{WitVersion, World};
-use super::bindings::scorer as v0_3_0;
+use super::bindings::scorer as v0_4_0;
 use super::bindings::{Report, ScoredItem, Verdict};
 use super::bindings_v0_1_0 as v0_1_0;
 use super::bindings_v0_2_0 as v0_2_0;
+use super::bindings_v0_3_0 as v0_3_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::log_budget::LogBudget;
@@ -29,14 +30,16 @@ use wasmtime::Store;
 enum Pre {
     V0_1_0(v0_1_0::scorer::ScorerPluginPre<StoreState>),
     V0_2_0(v0_2_0::scorer::ScorerPluginPre<StoreState>),
-    V0_3_0(v0_3_0::ScorerPluginPre<StoreState>),
+    V0_3_0(v0_3_0::scorer::ScorerPluginPre<StoreState>),
+    V0_4_0(v0_4_0::ScorerPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
     V0_1_0(v0_1_0::scorer::ScorerPlugin),
     V0_2_0(v0_2_0::scorer::ScorerPlugin),
-    V0_3_0(v0_3_0::ScorerPlugin),
+    V0_3_0(v0_3_0::scorer::ScorerPlugin),
+    V0_4_0(v0_4_0::ScorerPlugin),
 }
 
 /// What a `result<T, plugin-error>` call returns, in current types.
@@ -47,7 +50,8 @@ impl Pre {
         Ok(match version {
             WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::scorer::ScorerPluginPre::new(pre)?),
             WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::scorer::ScorerPluginPre::new(pre)?),
-            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::ScorerPluginPre::new(pre)?),
+            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::scorer::ScorerPluginPre::new(pre)?),
+            WitVersion::V0_4_0 => Self::V0_4_0(v0_4_0::ScorerPluginPre::new(pre)?),
         })
     }
 
@@ -56,6 +60,7 @@ impl Pre {
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate(store)?),
             Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate(store)?),
             Self::V0_3_0(pre) => Bindings::V0_3_0(pre.instantiate(store)?),
+            Self::V0_4_0(pre) => Bindings::V0_4_0(pre.instantiate(store)?),
         })
     }
 }
@@ -71,7 +76,11 @@ impl Bindings {
                 .agentload_plugin_scorer()
                 .call_describe(store)
                 .map(v0_2_0::plugin_info_up),
-            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_describe(store),
+            Self::V0_3_0(b) => b
+                .agentload_plugin_scorer()
+                .call_describe(store)
+                .map(v0_3_0::plugin_info_up),
+            Self::V0_4_0(b) => b.agentload_plugin_scorer().call_describe(store),
         }
     }
 
@@ -85,7 +94,11 @@ impl Bindings {
                 .agentload_plugin_scorer()
                 .call_configure(store, &v0_2_0::plugin_config_down(config))?
                 .map_err(v0_2_0::plugin_error_up)),
-            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_configure(store, config),
+            Self::V0_3_0(b) => Ok(b
+                .agentload_plugin_scorer()
+                .call_configure(store, &v0_3_0::plugin_config_down(config))?
+                .map_err(v0_3_0::plugin_error_up)),
+            Self::V0_4_0(b) => b.agentload_plugin_scorer().call_configure(store, config),
         }
     }
 
@@ -109,7 +122,14 @@ impl Bindings {
                     .map(|v| v.into_iter().map(v0_2_0::verdict_up).collect())
                     .map_err(v0_2_0::plugin_error_up))
             }
-            Self::V0_3_0(b) => b.agentload_plugin_scorer().call_score(store, items),
+            Self::V0_3_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_3_0::scored_item_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_score(store, &items)?
+                    .map(|v| v.into_iter().map(v0_3_0::verdict_up).collect())
+                    .map_err(v0_3_0::plugin_error_up))
+            }
+            Self::V0_4_0(b) => b.agentload_plugin_scorer().call_score(store, items),
         }
     }
 
@@ -136,7 +156,15 @@ impl Bindings {
                     .map(v0_2_0::report_up)
                     .map_err(v0_2_0::plugin_error_up))
             }
-            Self::V0_3_0(b) => b
+            Self::V0_3_0(b) => {
+                let items: Vec<_> = items.iter().map(v0_3_0::scored_item_down).collect();
+                let verdicts: Vec<_> = verdicts.iter().map(v0_3_0::verdict_down).collect();
+                Ok(b.agentload_plugin_scorer()
+                    .call_aggregate(store, &items, &verdicts)?
+                    .map(v0_3_0::report_up)
+                    .map_err(v0_3_0::plugin_error_up))
+            }
+            Self::V0_4_0(b) => b
                 .agentload_plugin_scorer()
                 .call_aggregate(store, items, verdicts),
         }

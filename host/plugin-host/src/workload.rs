@@ -4,15 +4,17 @@
 //! The plugin may be built against any supported WIT version: the bindings
 //! are picked by the version the component declares (`Pre`, `Bindings`),
 //! and records of an older version are converted to and from the current
-//! ones (`bindings_v0_1_0.rs`, `bindings_v0_2_0.rs`). Callers see the host's
-//! assembled [`TurnRequest`] only, whichever version made it.
+//! ones (`bindings_v0_1_0.rs`, `bindings_v0_2_0.rs`, `bindings_v0_3_0.rs`).
+//! Callers see the host's assembled [`TurnRequest`] only, whichever version
+//! made it.
 
 use super::api::{WitVersion, World};
 use super::bindings::types as wire;
-use super::bindings::workload as v0_3_0;
-use super::bindings::{SessionPlan, TurnReview, TurnStep};
+use super::bindings::workload as v0_4_0;
+use super::bindings::{SessionPlan, TurnReview, TurnStep, WorkloadPlan};
 use super::bindings_v0_1_0 as v0_1_0;
 use super::bindings_v0_2_0 as v0_2_0;
+use super::bindings_v0_3_0 as v0_3_0;
 use super::compiler::{LoadedComponent, PluginEngine};
 use super::instance::Sandboxed;
 use super::intern::Interner;
@@ -32,14 +34,16 @@ use wasmtime::Store;
 enum Pre {
     V0_1_0(v0_1_0::workload::WorkloadPluginPre<StoreState>),
     V0_2_0(v0_2_0::workload::WorkloadPluginPre<StoreState>),
-    V0_3_0(v0_3_0::WorkloadPluginPre<StoreState>),
+    V0_3_0(v0_3_0::workload::WorkloadPluginPre<StoreState>),
+    V0_4_0(v0_4_0::WorkloadPluginPre<StoreState>),
 }
 
 /// A live instance's bindings, of the version it was linked as.
 enum Bindings {
     V0_1_0(v0_1_0::workload::WorkloadPlugin),
     V0_2_0(v0_2_0::workload::WorkloadPlugin),
-    V0_3_0(v0_3_0::WorkloadPlugin),
+    V0_3_0(v0_3_0::workload::WorkloadPlugin),
+    V0_4_0(v0_4_0::WorkloadPlugin),
 }
 
 /// What a `result<T, plugin-error>` call returns, in current types.
@@ -50,7 +54,8 @@ impl Pre {
         Ok(match version {
             WitVersion::V0_1_0 => Self::V0_1_0(v0_1_0::workload::WorkloadPluginPre::new(pre)?),
             WitVersion::V0_2_0 => Self::V0_2_0(v0_2_0::workload::WorkloadPluginPre::new(pre)?),
-            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_3_0 => Self::V0_3_0(v0_3_0::workload::WorkloadPluginPre::new(pre)?),
+            WitVersion::V0_4_0 => Self::V0_4_0(v0_4_0::WorkloadPluginPre::new(pre)?),
         })
     }
 
@@ -59,6 +64,7 @@ impl Pre {
             Self::V0_1_0(pre) => Bindings::V0_1_0(pre.instantiate_async(store).await?),
             Self::V0_2_0(pre) => Bindings::V0_2_0(pre.instantiate_async(store).await?),
             Self::V0_3_0(pre) => Bindings::V0_3_0(pre.instantiate_async(store).await?),
+            Self::V0_4_0(pre) => Bindings::V0_4_0(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -76,7 +82,12 @@ impl Bindings {
                 .call_describe(store)
                 .await
                 .map(v0_2_0::plugin_info_up),
-            Self::V0_3_0(b) => b.agentload_plugin_workload().call_describe(store).await,
+            Self::V0_3_0(b) => b
+                .agentload_plugin_workload()
+                .call_describe(store)
+                .await
+                .map(v0_3_0::plugin_info_up),
+            Self::V0_4_0(b) => b.agentload_plugin_workload().call_describe(store).await,
         }
     }
 
@@ -84,7 +95,7 @@ impl Bindings {
         &self,
         store: &mut Store<StoreState>,
         config: &PluginConfig,
-    ) -> CallResult<Vec<SessionPlan>> {
+    ) -> CallResult<WorkloadPlan> {
         match self {
             Self::V0_1_0(b) => {
                 let config = v0_1_0::plugin_config_down(config);
@@ -93,7 +104,7 @@ impl Bindings {
                     .call_configure(store, &config)
                     .await?;
                 Ok(result
-                    .map(|plans| plans.into_iter().map(v0_1_0::session_plan_up).collect())
+                    .map(v0_1_0::workload_plan_up)
                     .map_err(v0_1_0::plugin_error_up))
             }
             Self::V0_2_0(b) => {
@@ -103,10 +114,20 @@ impl Bindings {
                     .call_configure(store, &config)
                     .await?;
                 Ok(result
-                    .map(|plans| plans.into_iter().map(v0_2_0::session_plan_up).collect())
+                    .map(v0_2_0::workload_plan_up)
                     .map_err(v0_2_0::plugin_error_up))
             }
             Self::V0_3_0(b) => {
+                let config = v0_3_0::plugin_config_down(config);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_configure(store, &config)
+                    .await?;
+                Ok(result
+                    .map(v0_3_0::workload_plan_up)
+                    .map_err(v0_3_0::plugin_error_up))
+            }
+            Self::V0_4_0(b) => {
                 b.agentload_plugin_workload()
                     .call_configure(store, config)
                     .await
@@ -139,6 +160,15 @@ impl Bindings {
                     .map_err(v0_2_0::plugin_error_up))
             }
             Self::V0_3_0(b) => {
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_start_session(store, session_id)
+                    .await?;
+                Ok(result
+                    .map(v0_3_0::turn_request_up)
+                    .map_err(v0_3_0::plugin_error_up))
+            }
+            Self::V0_4_0(b) => {
                 b.agentload_plugin_workload()
                     .call_start_session(store, session_id)
                     .await
@@ -152,8 +182,12 @@ impl Bindings {
         session_id: &str,
         outcome: &TurnOutcome,
     ) -> CallResult<TurnStep> {
-        // Older versions review nothing: their answer is the next request.
-        let unreviewed = |next| TurnStep { review: None, next };
+        // Versions before 0.3.0 review nothing: their answer is the next request.
+        let unreviewed = |next| TurnStep {
+            review: None,
+            next,
+            pause_ms: 0,
+        };
         match self {
             Self::V0_1_0(b) => {
                 let outcome = v0_1_0::turn_outcome_down(outcome);
@@ -176,8 +210,19 @@ impl Bindings {
                     .map_err(v0_2_0::plugin_error_up))
             }
             Self::V0_3_0(b) => {
+                let outcome = v0_3_0::turn_outcome_down(outcome);
+                let result = b
+                    .agentload_plugin_workload()
+                    .call_next_turn(store, session_id, &outcome)
+                    .await?;
+                Ok(result
+                    .map(v0_3_0::turn_step_up)
+                    .map_err(v0_3_0::plugin_error_up))
+            }
+            Self::V0_4_0(b) => {
+                // No closed-loop sessions yet: no tool results.
                 b.agentload_plugin_workload()
-                    .call_next_turn(store, session_id, outcome)
+                    .call_next_turn(store, session_id, outcome, &[])
                     .await
             }
         }
@@ -187,10 +232,13 @@ impl Bindings {
 /// What a workload answers to a turn's outcome.
 #[derive(Debug)]
 pub struct Step {
-    /// The reply's review (live-reply replay; WIT 0.3.0 workloads only).
+    /// The reply's review (live-reply replay; WIT 0.3.0 workloads and later).
     pub review: Option<TurnReview>,
     /// The next request; none when the session is over.
     pub next: Option<TurnRequest>,
+    /// How long the session waits after the turn before its next request
+    /// (or, with none, before it ends): WIT 0.4.0 workloads and later.
+    pub pause_ms: u64,
 }
 
 /// A loaded workload plugin.
@@ -200,6 +248,9 @@ pub struct WorkloadPlugin {
     limits: Limits,
     log: LogBudget,
     identity: PluginIdentity,
+    /// What the workload reported about its data at its last `configure`
+    /// (a JSON object; `{}` before 0.4.0).
+    facts_json: Arc<str>,
     /// Shared by every instance forked from this one (the data files are held once).
     config: Option<Arc<PluginConfig>>,
     /// The messages of every request these instances made, one copy each.
@@ -257,6 +308,7 @@ impl WorkloadPlugin {
             limits,
             log,
             identity,
+            facts_json: Arc::from("{}"),
             config: None,
             interner: Arc::default(),
             live: Some((sandbox, bindings)),
@@ -268,7 +320,8 @@ impl WorkloadPlugin {
         &self.identity
     }
 
-    /// Hands the plugin its settings and files; returns its sessions.
+    /// Hands the plugin its settings and files; returns its sessions (its
+    /// facts: [`WorkloadPlugin::facts_json`]).
     pub async fn configure(
         &mut self,
         config: PluginConfig,
@@ -276,10 +329,30 @@ impl WorkloadPlugin {
         let max = self.limits.request_mib;
         let (sandbox, b) = self.instance().await?;
         sandbox.begin();
-        let plans = b.configure(&mut sandbox.store, &config).await;
-        let plans = sandbox.finish_result("configure", plans).and_then(|plans| {
-            let bytes = plans.iter().map(|p| p.id.len() + 4).sum();
+        let plan = b.configure(&mut sandbox.store, &config).await;
+        let plans = sandbox.finish_result("configure", plan).and_then(|plan| {
+            let bytes =
+                plan.sessions.iter().map(|p| p.id.len() + 4).sum::<usize>() + plan.facts_json.len();
             sandbox.check_output("configure", "session plans", bytes, "request_mib", max)?;
+            let contract = |why: String| PluginFailure::Contract {
+                plugin: sandbox.plugin().to_owned(),
+                call: "configure",
+                why,
+            };
+            if !serde_json::from_str::<serde_json::Value>(&plan.facts_json)
+                .is_ok_and(|v| v.is_object())
+            {
+                return Err(contract("its facts are not a JSON object".into()));
+            }
+            if let Some(p) = plan.sessions.iter().find(|p| p.workspace.is_some()) {
+                return Err(contract(format!(
+                    "session {:?} is closed-loop (workspace {:?}), which this agentload does \
+                     not run yet",
+                    p.id,
+                    p.workspace.as_deref().unwrap_or_default()
+                )));
+            }
+            let plans = plan.sessions;
             if let Some(bad) = plans.iter().find(|p| !sendable_id(&p.id)) {
                 return Err(PluginFailure::Contract {
                     plugin: sandbox.plugin().to_owned(),
@@ -291,11 +364,18 @@ impl WorkloadPlugin {
                     ),
                 });
             }
-            Ok(plans)
+            Ok((plans, plan.facts_json))
         });
-        let plans = self.after(plans)?;
+        let (plans, facts) = self.after(plans)?;
+        self.facts_json = Arc::from(facts);
         self.config = Some(Arc::new(config));
         Ok(plans)
+    }
+
+    /// What the workload reported about its data and settings at its last
+    /// `configure`: a JSON object (`{}` when nothing, or before WIT 0.4.0).
+    pub fn facts_json(&self) -> &str {
+        &self.facts_json
     }
 
     /// The first request of a session.
@@ -330,6 +410,7 @@ impl WorkloadPlugin {
             Ok(Step {
                 review: step.review,
                 next,
+                pause_ms: step.pause_ms,
             })
         });
         self.after(step)
@@ -400,6 +481,7 @@ impl WorkloadPlugin {
             limits: self.limits,
             log: self.log.clone(),
             identity: self.identity.clone(),
+            facts_json: Arc::clone(&self.facts_json),
             config,
             interner: Arc::clone(&self.interner),
             live: None,

@@ -31,6 +31,16 @@ pub struct RunManifest {
     /// The benchmark rules checked, their version, the deviations and the
     /// digest of `config.toml`.
     pub compliance: agentload_config::rules::Compliance,
+    /// The run's nonce, handed to its workloads (`plugin-config.nonce`).
+    pub nonce: String,
+    /// What each phase's workload reported about its data and settings,
+    /// by phase (`performance`, `accuracy`): a JSON object each.
+    pub workload_facts: std::collections::BTreeMap<String, serde_json::Value>,
+    /// agentperf-local's preflight of the server (`endpoint.client =
+    /// "agentperf-local"`): the served context, the Ollama check, the
+    /// `ignore_eos` probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aa_preflight: Option<serde_json::Value>,
 }
 
 /// The run's sealing: its mode and each plugin's status against

@@ -764,6 +764,9 @@ mod tests {
                 compliant: false,
                 deviations: vec![],
             },
+            nonce: String::new(),
+            workload_facts: Default::default(),
+            aa_preflight: None,
         }
     }
 

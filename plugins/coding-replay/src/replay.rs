@@ -130,6 +130,7 @@ impl ConversationReplay {
                     seed: settings.send_seed.then_some(settings.seed),
                     max_completion_tokens: Some(max_tokens),
                     tool_choice_json: None,
+                    ..Sampling::default()
                 },
                 assistant_turn,
                 expected_tool_calls,

@@ -15,7 +15,9 @@ pub enum Role {
 
 /// One OpenAI Chat Completions message. The host serialises it: `None`
 /// fields are left out of the JSON (an assistant message with tool calls
-/// and no `content` is sent without a `content` key).
+/// and no `content` is sent without a `content` key). A verbatim message
+/// ([`Message::verbatim`]) is sent as its JSON text, byte for byte; its
+/// typed fields are what that text says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub role: Role,
@@ -25,6 +27,9 @@ pub struct Message {
     /// For `tool` messages: the call they answer.
     pub tool_call_id: Option<String>,
     pub name: Option<String>,
+    /// The message's JSON object text, sent as is (set by
+    /// [`Message::verbatim`]); `None` for a typed message.
+    pub verbatim: Option<String>,
 }
 
 /// One function call made by (or recorded for) the assistant.
@@ -68,6 +73,15 @@ pub struct Sampling {
     pub max_completion_tokens: Option<u32>,
     /// `tool_choice` as JSON text (e.g. `"auto"`).
     pub tool_choice_json: Option<String>,
+    /// Sent as `max_tokens` (the older name of the output budget).
+    pub max_tokens: Option<u32>,
+    /// Sent as `min_p`.
+    pub min_p: Option<f64>,
+    /// Sent as `ignore_eos`: with `true` the server generates the whole
+    /// output budget.
+    pub ignore_eos: Option<bool>,
+    /// Sent as `reasoning_effort` (e.g. `low`).
+    pub reasoning_effort: Option<String>,
 }
 
 impl Message {
@@ -79,7 +93,71 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+            verbatim: None,
         }
+    }
+
+    /// A message sent as `json`, the text of one JSON object, byte for byte
+    /// (a recorded message whose bytes must go out as recorded: its key
+    /// order, its numbers, keys agentload does not know). Its typed fields
+    /// are read from it: `content` is the text of a string, or the `text`
+    /// of each part of a list, joined.
+    ///
+    /// # Errors
+    /// When `json` is not one JSON object whose `role` is `system`, `user`,
+    /// `assistant` or `tool` (the host would refuse it).
+    pub fn verbatim(json: impl Into<String>) -> Result<Self, Error> {
+        let json = json.into();
+        let value: Value = serde_json::from_str(&json)
+            .map_err(|e| Error::internal(format!("a verbatim message is not JSON: {e}")))?;
+        let Value::Object(map) = &value else {
+            return Err(Error::internal("a verbatim message is not a JSON object"));
+        };
+        let role = match map.get("role").and_then(Value::as_str) {
+            Some("system") => Role::System,
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => Role::Tool,
+            other => {
+                return Err(Error::internal(format!(
+                    "a verbatim message's role {other:?} is none of system, user, assistant, tool"
+                )))
+            }
+        };
+        let text = |key: &str| match map.get(key) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Array(parts)) => Some(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let string = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let tool_calls = map
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| ToolCall {
+                id: string(&c["id"]),
+                name: string(&c["function"]["name"]),
+                arguments: string(&c["function"]["arguments"]),
+            })
+            .collect();
+        Ok(Self {
+            role,
+            content: text("content"),
+            reasoning_content: text("reasoning_content"),
+            tool_calls,
+            tool_call_id: map
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .map(Into::into),
+            name: map.get("name").and_then(Value::as_str).map(Into::into),
+            verbatim: Some(json),
+        })
     }
 
     /// A message of any role with text (a `tool` message also wants

@@ -12,6 +12,12 @@ pub struct Config {
     pub settings_json: String,
     /// The data files the run config grants to this plugin.
     pub files: Vec<GrantedFile>,
+    /// 32 random decimal digits separated by single spaces, drawn by the
+    /// host for each run (the same on its resume; a sweep draws one per
+    /// phase): the only entropy a plugin sees, e.g. a per-run cache
+    /// namespace. Empty for a scorer (its verdicts depend on its items
+    /// alone) and in [`Config::with_settings`].
+    pub nonce: String,
 }
 
 /// A file the host granted to the plugin, passed as bytes.
@@ -30,7 +36,14 @@ impl Config {
         Self {
             settings_json: settings_json.into(),
             files: Vec::new(),
+            nonce: String::new(),
         }
+    }
+
+    /// The same config with this nonce, for tests.
+    pub fn with_nonce(mut self, nonce: impl Into<String>) -> Self {
+        self.nonce = nonce.into();
+        self
     }
 
     /// The same config with one more granted file, for tests.

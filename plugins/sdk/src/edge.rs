@@ -57,6 +57,7 @@ both_ways!(
     Config = wit::PluginConfig {
         settings_json,
         files: list,
+        nonce,
     }
 );
 both_ways!(
@@ -74,16 +75,65 @@ both_ways!(
     }
 );
 both_ways!(enum Role = wit::Role { System, User, Assistant, Tool });
-both_ways!(
-    Message = wit::ChatMessage {
-        role: into,
-        content,
-        reasoning_content,
-        tool_calls: list,
-        tool_call_id,
-        name,
+
+/// A typed message is a `chat` message, a verbatim one a `json` message.
+impl From<Message> for wit::Message {
+    fn from(from: Message) -> Self {
+        let Message {
+            role,
+            content,
+            reasoning_content,
+            tool_calls,
+            tool_call_id,
+            name,
+            verbatim,
+        } = from;
+        match verbatim {
+            Some(json) => Self::Json(json),
+            None => Self::Chat(wit::ChatMessage {
+                role: role.into(),
+                content,
+                reasoning_content,
+                tool_calls: tool_calls.into_iter().map(Into::into).collect(),
+                tool_call_id,
+                name,
+            }),
+        }
     }
-);
+}
+
+/// A `json` message reads back as [`Message::verbatim`] reads it (one that
+/// is not a message keeps its text, as a user message with no fields).
+impl From<wit::Message> for Message {
+    fn from(from: wit::Message) -> Self {
+        match from {
+            wit::Message::Chat(m) => {
+                let wit::ChatMessage {
+                    role,
+                    content,
+                    reasoning_content,
+                    tool_calls,
+                    tool_call_id,
+                    name,
+                } = m;
+                Self {
+                    role: role.into(),
+                    content,
+                    reasoning_content,
+                    tool_calls: tool_calls.into_iter().map(Into::into).collect(),
+                    tool_call_id,
+                    name,
+                    verbatim: None,
+                }
+            }
+            wit::Message::Json(json) => Message::verbatim(json.clone()).unwrap_or(Self {
+                verbatim: Some(json),
+                ..Message::new(Role::User, "")
+            }),
+        }
+    }
+}
+
 both_ways!(
     Sampling = wit::Sampling {
         temperature,
@@ -92,6 +142,10 @@ both_ways!(
         seed,
         max_completion_tokens,
         tool_choice_json,
+        max_tokens,
+        min_p,
+        ignore_eos,
+        reasoning_effort,
     }
 );
 both_ways!(
@@ -160,7 +214,18 @@ mod tests {
     /// The SDK's types under their WIT names, for the fixtures.
     mod sdk {
         pub use crate::{Completion, GrantedFile, Role, Sampling, ToolCall, TurnRequest, Usage};
-        pub use crate::{Config as PluginConfig, Message as ChatMessage, Outcome as TurnOutcome};
+        pub use crate::{Config as PluginConfig, Outcome as TurnOutcome};
+    }
+
+    /// A typed message in either world (`chat!(t, role, content, reasoning, calls,
+    /// tool_call_id, name)`).
+    macro_rules! chat {
+        (sdk, $($f:ident: $v:expr),* $(,)?) => {
+            crate::Message { $($f: $v,)* verbatim: None }
+        };
+        (wit, $($f:ident: $v:expr),* $(,)?) => {
+            wit::Message::Chat(wit::ChatMessage { $($f: $v),* })
+        };
     }
 
     /// `sdk` converts to `wit` and `wit` to `sdk`: so each round-trips.
@@ -193,23 +258,23 @@ mod tests {
                 item_id: "s-1/8".into(),
                 keep: 3,
                 messages: vec![
-                    $t::ChatMessage {
+                    chat!($t,
                         role: $t::Role::System,
                         content: Some("be brief".into()),
                         reasoning_content: None,
                         tool_calls: vec![],
                         tool_call_id: None,
                         name: None,
-                    },
-                    $t::ChatMessage {
+                    ),
+                    chat!($t,
                         role: $t::Role::User,
                         content: Some("list files".into()),
                         reasoning_content: None,
                         tool_calls: vec![],
                         tool_call_id: None,
                         name: Some("alice".into()),
-                    },
-                    $t::ChatMessage {
+                    ),
+                    chat!($t,
                         role: $t::Role::Assistant,
                         content: Some("on it".into()),
                         reasoning_content: Some("ls first".into()),
@@ -219,15 +284,15 @@ mod tests {
                         ],
                         tool_call_id: Some("unusual".into()),
                         name: Some("bot".into()),
-                    },
-                    $t::ChatMessage {
+                    ),
+                    chat!($t,
                         role: $t::Role::Tool,
                         content: Some("a.py".into()),
                         reasoning_content: None,
                         tool_calls: vec![],
                         tool_call_id: Some("functions.bash:0".into()),
                         name: None,
-                    },
+                    ),
                 ],
                 tools_json: Some(r#"[{"type": "function"}]"#.into()),
                 sampling: $t::Sampling {
@@ -237,6 +302,10 @@ mod tests {
                     seed: Some(-7),
                     max_completion_tokens: Some(1024),
                     tool_choice_json: Some(r#""auto""#.into()),
+                    max_tokens: Some(733),
+                    min_p: Some(0.0),
+                    ignore_eos: Some(true),
+                    reasoning_effort: Some("low".into()),
                 },
                 delay_ms: 1500,
                 expected_json: r#"{"n": 5.0}"#.into(),
@@ -251,14 +320,14 @@ mod tests {
                 turn: 0,
                 item_id: String::new(),
                 keep: 0,
-                messages: vec![$t::ChatMessage {
+                messages: vec![chat!($t,
                     role: $t::Role::Assistant,
                     content: None,
                     reasoning_content: None,
                     tool_calls: vec![],
                     tool_call_id: None,
                     name: None,
-                }],
+                    )],
                 tools_json: None,
                 sampling: $t::Sampling {
                     temperature: None,
@@ -267,6 +336,10 @@ mod tests {
                     seed: None,
                     max_completion_tokens: None,
                     tool_choice_json: None,
+                    max_tokens: None,
+                    min_p: None,
+                    ignore_eos: None,
+                    reasoning_effort: None,
                 },
                 delay_ms: 0,
                 expected_json: String::new(),
@@ -325,12 +398,14 @@ mod tests {
                         bytes: vec![],
                     },
                 ],
+                nonce: "1 2 3".into(),
             }
         };
         ($t:ident, empty) => {
             $t::PluginConfig {
                 settings_json: String::new(),
                 files: vec![],
+                nonce: String::new(),
             }
         };
     }
@@ -339,6 +414,20 @@ mod tests {
     fn requests_convert_field_for_field() {
         both_ways(full_request!(sdk), full_request!(wit));
         both_ways(empty_request!(sdk), empty_request!(wit));
+    }
+
+    /// A verbatim message crosses as its text, and reads back with its typed fields.
+    #[test]
+    fn verbatim_messages_cross_as_their_text() {
+        let json = r#"{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a"}],"x":1.50}"#;
+        let sdk = crate::Message::verbatim(json).unwrap();
+        assert_eq!(sdk.role, crate::Role::Tool);
+        assert_eq!(sdk.content.as_deref(), Some("a"));
+        assert_eq!(sdk.tool_call_id.as_deref(), Some("c1"));
+        both_ways(sdk, wit::Message::Json(json.into()));
+        for bad in ["[]", r#"{"role":"developer"}"#, "{", r#"{"content":"x"}"#] {
+            assert!(crate::Message::verbatim(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! [`Workload`] or [`Scorer`] on a type and export it with
 //! [`export_workload!`] or [`export_scorer!`]. The SDK generates the
 //! WebAssembly component glue for the WIT contract it targets
-//! ([`API_VERSION`], `wit/agentload-plugin@0.3.0`) and takes care of the
+//! ([`API_VERSION`], `wit/agentload-plugin@0.4.0`) and takes care of the
 //! chores: settings parsing with unknown-key errors ([`Config::settings`]),
 //! granted files by logical name ([`Config::file`], [`Config::jsonl`]),
 //! chat messages ([`Message::user`]...), tools ([`Tool::function`]) and
@@ -61,9 +61,9 @@ pub use scorer::{Gate, GateMetric, Item, Report, Scorer, Verdict};
 pub use workload::{History, Outcome, Session, Turn, TurnRequest, Workload};
 
 /// The WIT package this SDK (and every plugin built with it) targets.
-pub const API_VERSION: &str = "agentload:plugin@0.3.0";
+pub const API_VERSION: &str = "agentload:plugin@0.4.0";
 /// The version part of [`API_VERSION`].
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 /// Self-description of a plugin; the glue adds the kind (workload or scorer).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,11 +118,11 @@ macro_rules! package_info {
 #[allow(clippy::all, missing_docs)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../../wit/agentload-plugin@0.3.0",
+        path: "../../wit/agentload-plugin@0.4.0",
         inline: "package agentload:sdk;
                  world sdk {
-                     import agentload:plugin/host@0.3.0;
-                     import agentload:plugin/types@0.3.0;
+                     import agentload:plugin/host@0.4.0;
+                     import agentload:plugin/types@0.4.0;
                  }",
         world: "sdk",
         generate_all,

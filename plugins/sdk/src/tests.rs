@@ -299,13 +299,18 @@ fn workload_glue_converts_at_the_edge() {
     let err = glue::configure(&state, Config::with_settings(r#"{"x": 1}"#).into()).unwrap_err();
     assert!(matches!(err, PluginError::InvalidConfig(m) if m.contains("`x`")));
     let config = Config::with_settings("").grant("greeting", "g.txt", "hello");
-    let sessions = glue::configure(&state, config.into()).unwrap();
+    let (sessions, facts) = glue::configure(&state, config.into()).unwrap();
     assert_eq!(sessions, [Session::new("e", 3)]);
+    // A workload that does not override `facts` reports none.
+    assert_eq!(facts, "{}");
     let first = glue::start(&state, "e".into()).unwrap();
     assert_eq!(first.session_id, "e");
     assert_eq!(first.item_id, "e:1");
-    assert_eq!(first.messages[0].role, wit::Role::User);
-    assert_eq!(first.messages[0].content.as_deref(), Some("hello"));
+    let wit::Message::Chat(hello) = &first.messages[0] else {
+        panic!("a typed message crosses as one");
+    };
+    assert_eq!(hello.role, wit::Role::User);
+    assert_eq!(hello.content.as_deref(), Some("hello"));
     let completion = wit::Completion {
         content: "hi".into(),
         reasoning_content: "greet back".into(),
@@ -317,12 +322,15 @@ fn workload_glue_converts_at_the_edge() {
         finish_reason: Some("tool_calls".into()),
         usage: None,
     };
-    let (review, second) =
+    let (review, second, pause) =
         glue::next(&state, "e".into(), wit::TurnOutcome::Completed(completion)).unwrap();
-    // A workload that does not override `review` reviews nothing.
-    assert_eq!(review, None);
+    // A workload that does not override `review` or `pause_ms` reviews nothing and asks
+    // for no pause.
+    assert_eq!((review, pause), (None, 0));
     let second = second.expect("a second turn");
-    let reply = &second.messages[1];
+    let wit::Message::Chat(reply) = &second.messages[1] else {
+        panic!("a typed message crosses as one");
+    };
     assert_eq!(reply.role, wit::Role::Assistant);
     assert_eq!(reply.content.as_deref(), Some("hi"));
     assert_eq!(reply.reasoning_content.as_deref(), Some("greet back"));
@@ -330,7 +338,7 @@ fn workload_glue_converts_at_the_edge() {
     let failed = wit::TurnOutcome::Failed("HTTP 500".into());
     assert_eq!(
         glue::next(&state, "e".into(), failed).unwrap(),
-        (None, None)
+        (None, None, 0)
     );
 }
 

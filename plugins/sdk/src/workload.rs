@@ -57,6 +57,23 @@ pub trait Workload: Default + 'static {
     fn review(&mut self, _session: &str) -> Option<crate::live::Review> {
         None
     }
+
+    /// How long the session waits after the turn `next` was just given
+    /// (called right after it): before the turn `next` returned (on top of
+    /// its `delay_ms`) or, when `next` returned `None`, before the session
+    /// ends and its slot takes the next one. The time the agent's tools ran
+    /// after the reply; the default is none.
+    fn pause_ms(&mut self, _session: &str) -> u64 {
+        0
+    }
+
+    /// What the workload reports about its data and settings (a dataset's
+    /// digest, the options in force), as a JSON object: asked once, right
+    /// after `configure`; the host writes it to `run_manifest.json`
+    /// (`workload_facts`). The default reports nothing (`{}`).
+    fn facts(&self) -> Value {
+        Value::Object(serde_json::Map::new())
+    }
 }
 
 /// A session the workload will run.
@@ -269,18 +286,25 @@ pub mod glue {
         }
     }
 
+    /// The sessions and the facts (JSON text) of a configured workload.
     pub fn configure<W: Workload>(
         state: &RefCell<Option<W>>,
         config: wit::PluginConfig,
-    ) -> Result<Vec<Session>, PluginError> {
+    ) -> Result<(Vec<Session>, String), PluginError> {
         let mut workload = W::default();
         let sessions = workload.configure(config.into())?;
         let mut seen = std::collections::HashSet::new();
         if let Some(dup) = sessions.iter().find(|s| !seen.insert(s.id.as_str())) {
             return Err(Error::internal(format!("session id `{}` returned twice", dup.id)).into());
         }
+        let facts = workload.facts();
+        if !facts.is_object() {
+            return Err(
+                Error::internal(format!("facts must be a JSON object, not {facts}")).into(),
+            );
+        }
         *state.borrow_mut() = Some(workload);
-        Ok(sessions)
+        Ok((sessions, facts.to_string()))
     }
 
     fn with<W: Workload, R>(
@@ -301,8 +325,8 @@ pub mod glue {
         with(state, |w| w.start(&session)).map(|t| t.into_request(session).into())
     }
 
-    /// The next turn, and the review of the reply just given.
-    pub type Step = (Option<crate::live::Review>, Option<wit::TurnRequest>);
+    /// The next turn, the review of the reply just given, and the pause after it.
+    pub type Step = (Option<crate::live::Review>, Option<wit::TurnRequest>, u64);
 
     pub fn next<W: Workload>(
         state: &RefCell<Option<W>>,
@@ -311,9 +335,9 @@ pub mod glue {
     ) -> Result<Step, PluginError> {
         with(state, |w| {
             let next = w.next(&session, outcome.into())?;
-            Ok((w.review(&session), next))
+            Ok((w.review(&session), next, w.pause_ms(&session)))
         })
-        .map(|(review, next)| (review, next.map(|t| t.into_request(session).into())))
+        .map(|(review, next, pause)| (review, next.map(|t| t.into_request(session).into()), pause))
     }
 }
 
@@ -333,7 +357,7 @@ macro_rules! export_workload {
             $crate::__agentload_generate_workload_plugin!();
 
             use exports::agentload::plugin::workload::{
-                Divergence, Guest, LiveAction, SessionPlan, TurnReview, TurnStep,
+                Divergence, Guest, LiveAction, SessionPlan, TurnReview, TurnStep, WorkloadPlan,
             };
             use $crate::live::{Divergence as D, LiveAction as A};
             use $crate::__private::types as t;
@@ -354,15 +378,19 @@ macro_rules! export_workload {
 
                 fn configure(
                     config: t::PluginConfig,
-                ) -> ::core::result::Result<::std::vec::Vec<SessionPlan>, t::PluginError> {
-                    STATE.with(|s| glue::configure::<Plugin>(s, config)).map(|sessions| {
-                        sessions
-                            .into_iter()
-                            .map(|s| SessionPlan {
-                                id: s.id,
-                                expected_turns: s.expected_turns,
-                            })
-                            .collect()
+                ) -> ::core::result::Result<WorkloadPlan, t::PluginError> {
+                    STATE.with(|s| glue::configure::<Plugin>(s, config)).map(|(sessions, facts)| {
+                        WorkloadPlan {
+                            sessions: sessions
+                                .into_iter()
+                                .map(|s| SessionPlan {
+                                    id: s.id,
+                                    expected_turns: s.expected_turns,
+                                    workspace: ::core::option::Option::None,
+                                })
+                                .collect(),
+                            facts_json: facts,
+                        }
                     })
                 }
 
@@ -375,8 +403,10 @@ macro_rules! export_workload {
                 fn next_turn(
                     session_id: ::std::string::String,
                     outcome: t::TurnOutcome,
+                    _tool_results: ::std::vec::Vec<t::ToolResult>,
                 ) -> ::core::result::Result<TurnStep, t::PluginError> {
-                    let (review, next) = STATE.with(|s| glue::next::<Plugin>(s, session_id, outcome))?;
+                    let (review, next, pause_ms) =
+                        STATE.with(|s| glue::next::<Plugin>(s, session_id, outcome))?;
                     let review = review.map(|r| TurnReview {
                         divergence: match r.divergence {
                             D::Error => Divergence::Error,
@@ -402,7 +432,7 @@ macro_rules! export_workload {
                         placeholder_results: r.placeholder_results,
                         detail: r.detail,
                     });
-                    ::core::result::Result::Ok(TurnStep { review, next })
+                    ::core::result::Result::Ok(TurnStep { review, next, pause_ms })
                 }
             }
 

@@ -205,6 +205,7 @@ fn plugin_config(opts: &CheckOptions) -> Result<PluginConfig> {
     Ok(PluginConfig {
         settings_json: settings,
         files,
+        nonce: crate::run_state::draw_nonce(),
     })
 }
 
@@ -264,6 +265,7 @@ async fn run_workload(
             stream: true,
             include_usage: true,
             extra: Default::default(),
+            layout: Default::default(),
         },
         origin: Instant::now(),
         segment: 0,
@@ -354,6 +356,7 @@ async fn drive_budget(
         live: false,
         context: None,
         twins: None,
+        failed_turn: Default::default(),
     };
     let mut failure = None;
     for plan in sessions {

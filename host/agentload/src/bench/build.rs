@@ -166,6 +166,7 @@ impl EdgeReplay {
                 file_name: "agentic_coding_2.5h.jsonl".into(),
                 bytes: data.bytes,
             }],
+            nonce: crate::run_state::draw_nonce(),
         };
         Ok(Self {
             engine,
@@ -205,6 +206,7 @@ fn body_options() -> BodyOptions {
         stream: true,
         include_usage: true,
         extra: Default::default(),
+        layout: Default::default(),
     }
 }
 

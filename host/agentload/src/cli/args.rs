@@ -33,6 +33,9 @@ pub(super) enum Command {
         /// Base URL of the server (overrides `endpoint.url`).
         #[arg(long)]
         endpoint: Option<String>,
+        /// The served model's name, sent as `model` (overrides `model.name`).
+        #[arg(long, conflicts_with = "shards")]
+        model: Option<String>,
         /// Output directory (overrides `report_dir`).
         #[arg(long)]
         out: Option<PathBuf>,

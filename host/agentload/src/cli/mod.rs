@@ -111,6 +111,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         Command::Run {
             config,
             endpoint,
+            model,
             out,
             mode,
             accuracy_only,
@@ -151,6 +152,9 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             }
             let mut cfg = RunConfig::load(&config)?;
             tls.apply(&mut cfg);
+            if let Some(model) = model {
+                cfg.model.name = model;
+            }
             let overrides = Overrides {
                 endpoint,
                 out,

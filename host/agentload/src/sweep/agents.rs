@@ -33,6 +33,8 @@ pub struct PhaseInput {
     /// Live-reply replay (`history = "live"`), and its context pre-check.
     pub live: bool,
     pub context: Option<ContextWindow>,
+    /// What follows a failed turn (`load.failed_turn`).
+    pub failed_turn: agentload_config::FailedTurn,
 }
 
 /// How a phase went.
@@ -155,6 +157,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
             live: input.live,
             context: input.context,
             twins: None,
+            failed_turn: input.failed_turn,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),

@@ -171,6 +171,8 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             .configure(PluginConfig {
                 settings_json: table_json(&settings),
                 files: files.clone(),
+                // A fresh one per phase: no prompt cache carries over.
+                nonce: crate::run_state::draw_nonce(),
             })
             .await?;
         let instances = config.plugins.workload_instances.unwrap_or(1);
@@ -229,6 +231,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 stop: stop.child(),
                 live,
                 context: crate::context::context_window(config, live, counter.as_ref()).await?,
+                failed_turn: config.load.failed_turn,
             },
         )
         .await?;

@@ -53,6 +53,7 @@ fn run_coding_replay(budget: Budget, seed: u64) -> Result<Report, Failure> {
                     file_name: "t.jsonl".into(),
                     bytes,
                 }],
+                nonce: String::new(),
             };
             let Ok(mut run) = coding_replay::session::Run::configure(&config) else {
                 return Ok(());
