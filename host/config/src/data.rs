@@ -22,7 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The workloads' data locks, compiled in (file, text).
-const DATA_LOCKS: [(&str, &str); 2] = [
+const DATA_LOCKS: [(&str, &str); 3] = [
     (
         "workloads/edge-agentic-coding/data.lock",
         include_str!("../../../workloads/edge-agentic-coding/data.lock"),
@@ -31,7 +31,16 @@ const DATA_LOCKS: [(&str, &str); 2] = [
         "workloads/bfcl-v4/data.lock",
         include_str!("../../../workloads/bfcl-v4/data.lock"),
     ),
+    (
+        "workloads/aa-replays/data.lock",
+        include_str!("../../../workloads/aa-replays/data.lock"),
+    ),
 ];
+
+/// The folders whose files the locks name by their path under the folder
+/// (`bfcl_v4/possible_answer/x.json`), not by their file name alone: a data
+/// set with files of the same name in different places.
+const NAMED_FOLDERS: [&str; 2] = ["bfcl_v4", "aa_replays"];
 
 /// One workload's data lock (`workloads/README.md` describes the format);
 /// the host needs only each file's name and digest.
@@ -171,14 +180,15 @@ pub fn locked_digest(file_name: &str) -> Option<&'static str> {
     locked().get(file_name).map(String::as_str)
 }
 
-/// The name the locks know a data path by: `bfcl_v4/<path>` for a file
-/// under a `bfcl_v4` folder, else its file name.
+/// The name the locks know a data path by: `<folder>/<path>` for a file
+/// under one of the [`NAMED_FOLDERS`] (`bfcl_v4`, `aa_replays`; the last
+/// such folder in the path), else its file name.
 pub fn lock_name(file: &str) -> Option<String> {
     let normalized = file.replace('\\', "/");
     let parts: Vec<&str> = normalized.split('/').collect();
-    if let Some(at) = parts.iter().rposition(|p| *p == "bfcl_v4") {
+    if let Some(at) = parts.iter().rposition(|p| NAMED_FOLDERS.contains(p)) {
         if at + 1 < parts.len() {
-            return Some(format!("bfcl_v4/{}", parts[at + 1..].join("/")));
+            return Some(format!("{}/{}", parts[at], parts[at + 1..].join("/")));
         }
     }
     parts
@@ -269,6 +279,157 @@ pub fn read(dir: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataErro
     checked(&real, file, max_bytes).map(|f| DataFile { path, ..f })
 }
 
+/// Whether a config grant names a folder (its path ends with `/`): every
+/// plain file under it is granted ([`read_folder`]).
+pub fn is_folder_grant(file: &str) -> bool {
+    file.ends_with('/')
+}
+
+/// The machine's architecture as AA's replay manifests name it: `arm64` on
+/// an `aarch64`/`arm64` machine, else `x86_64` (agentperf-local's choice of
+/// `manifest-<arch>.json`). A grant's `{arch}` is replaced by it.
+pub fn manifest_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" | "arm64" => "arm64",
+        _ => "x86_64",
+    }
+}
+
+/// A config grant's path with `{arch}` replaced by [`manifest_arch`].
+pub fn expand_grant(file: &str) -> String {
+    file.replace("{arch}", manifest_arch())
+}
+
+/// Reads every plain file under the config grant `folder` (relative to
+/// `dir`, else the cache's data folder, and confined to it as [`read`]
+/// confines a file), in path order, each at most `max_bytes` and checked
+/// against the locks; returns each with its path relative to the folder
+/// (`/`-separated). A symlink is followed only when it stays inside the
+/// folder; anything else that is not a plain file or a folder is refused.
+pub fn read_folder(
+    dir: &Path,
+    folder: &str,
+    max_bytes: u64,
+) -> Result<Vec<(String, DataFile)>, DataError> {
+    let outside = |reason: String| DataError::Outside {
+        file: folder.to_string(),
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    if let Some(reason) = unconfined(folder) {
+        return Err(outside(reason));
+    }
+    let Some((base, path)) = find(dir, folder) else {
+        return Err(DataError::Missing {
+            path: dir.join(folder),
+            dir: dir.to_path_buf(),
+            fallback: cache_data_dir(),
+        });
+    };
+    let io = |source| DataError::Read {
+        path: path.clone(),
+        source,
+    };
+    let real = path.canonicalize().map_err(io)?;
+    let real_base = base.canonicalize().map_err(io)?;
+    if !real.starts_with(&real_base) {
+        return Err(outside(format!(
+            "it resolves to {}, outside {}",
+            real.display(),
+            real_base.display()
+        )));
+    }
+    read_tree(&path, &real, folder, max_bytes)
+}
+
+/// Reads every plain file under a folder the user named on the command line
+/// (`--grant PHASE.NAME=DIR`), as [`read_folder`] does, unconfined.
+pub fn read_explicit_folder(
+    path: &Path,
+    max_bytes: u64,
+) -> Result<Vec<(String, DataFile)>, DataError> {
+    let real = path.canonicalize().map_err(|source| DataError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read_tree(path, &real, &path.to_string_lossy(), max_bytes)
+}
+
+/// The files under `path` (resolved: `real`), sorted by their relative path.
+fn read_tree(
+    path: &Path,
+    real: &Path,
+    shown: &str,
+    max_bytes: u64,
+) -> Result<Vec<(String, DataFile)>, DataError> {
+    let mut found = Vec::new();
+    let mut pending = vec![String::new()];
+    while let Some(sub) = pending.pop() {
+        let here = real.join(&sub);
+        let entries = std::fs::read_dir(&here).map_err(|source| DataError::Read {
+            path: here.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| DataError::Read {
+                path: here.clone(),
+                source,
+            })?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if sub.is_empty() {
+                name
+            } else {
+                format!("{sub}/{name}")
+            };
+            let target = real.join(&rel);
+            let resolved = target.canonicalize().map_err(|source| DataError::Read {
+                path: target.clone(),
+                source,
+            })?;
+            if !resolved.starts_with(real) {
+                return Err(DataError::Outside {
+                    file: format!(
+                        "{shown}{}{rel}",
+                        if shown.ends_with('/') { "" } else { "/" }
+                    ),
+                    dir: path.to_path_buf(),
+                    reason: format!(
+                        "it resolves to {}, outside the granted folder {}",
+                        resolved.display(),
+                        real.display()
+                    ),
+                });
+            }
+            if resolved.is_dir() {
+                // A folder reached through a link could lead back up the tree.
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    return Err(DataError::NotAFile {
+                        path: target,
+                        kind: "symlink to a folder",
+                    });
+                }
+                pending.push(rel);
+            } else {
+                found.push(rel);
+            }
+        }
+    }
+    found.sort();
+    found
+        .into_iter()
+        .map(|rel| {
+            let file = path.join(&rel);
+            let shown = format!(
+                "{}{}{rel}",
+                shown,
+                if shown.ends_with('/') { "" } else { "/" }
+            );
+            checked(&real.join(&rel), &shown, max_bytes)
+                .map(|f| (rel, DataFile { path: file, ..f }))
+        })
+        .collect()
+}
+
 /// Reads a file the user named on the command line (`--grant`): any path,
 /// at most `max_bytes`, its digest checked when the lock knows its name.
 pub fn read_explicit(path: &Path, max_bytes: u64) -> Result<DataFile, DataError> {
@@ -321,8 +482,8 @@ mod tests {
     #[test]
     fn every_lock_parses_with_one_digest_per_name() {
         let locked = locked();
-        // 1 trajectory file, 71 BFCL v4 files, long_context.json.
-        assert_eq!(locked.len(), 73);
+        // 1 trajectory file, 71 BFCL v4 files, long_context.json, 19 AA replay files.
+        assert_eq!(locked.len(), 92);
         for (name, sha) in locked {
             assert!(
                 sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
@@ -438,6 +599,73 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_grant_is_every_file_under_it_confined() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let replay = data.join("replay");
+        std::fs::create_dir_all(replay.join("traces/deep")).unwrap();
+        std::fs::write(replay.join("manifest.json"), b"{}").unwrap();
+        std::fs::write(replay.join("traces/b.jsonl"), b"b").unwrap();
+        std::fs::write(replay.join("traces/deep/a.jsonl"), b"a").unwrap();
+        assert!(is_folder_grant("replay/") && !is_folder_grant("replay"));
+        let got = read_folder(&data, "replay/", 1 << 20).unwrap();
+        let names: Vec<&str> = got.iter().map(|(rel, _)| rel.as_str()).collect();
+        assert_eq!(
+            names,
+            ["manifest.json", "traces/b.jsonl", "traces/deep/a.jsonl"]
+        );
+        assert_eq!(got[1].1.bytes, b"b");
+        assert_eq!(got[1].1.path, replay.join("traces/b.jsonl"));
+        // The same folder named on the command line.
+        let explicit = read_explicit_folder(&replay, 1 << 20).unwrap();
+        assert_eq!(explicit.len(), 3);
+        // Out of the data directory: refused before reading.
+        let err = read_folder(&data, "../", 1 << 20).unwrap_err();
+        assert!(matches!(err, DataError::Outside { .. }), "{err}");
+        #[cfg(unix)]
+        {
+            // A link inside that leads out of the folder is refused, naming it.
+            let secret = dir.path().join("secret.txt");
+            std::fs::write(&secret, b"outside").unwrap();
+            std::os::unix::fs::symlink(&secret, replay.join("traces/link.jsonl")).unwrap();
+            let err = read_folder(&data, "replay/", 1 << 20)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("link.jsonl") && err.contains("outside"),
+                "{err}"
+            );
+            std::fs::remove_file(replay.join("traces/link.jsonl")).unwrap();
+            // A link to a folder inside (a loop, here) is refused too.
+            std::os::unix::fs::symlink(&replay, replay.join("traces/loop")).unwrap();
+            let err = read_folder(&data, "replay/", 1 << 20)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("symlink to a folder"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_folder_grants_files_are_checked_against_the_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("aa_replays/aa-mini-v1");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("manifest.json"), b"tampered").unwrap();
+        let err = read_folder(dir.path(), "aa_replays/aa-mini-v1/", 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has sha256") && err.contains("manifest.json"),
+            "{err}"
+        );
+        assert_eq!(
+            expand_grant("a/manifest-{arch}.json"),
+            format!("a/manifest-{}.json", manifest_arch())
+        );
+        assert!(matches!(manifest_arch(), "x86_64" | "arm64"));
+    }
+
+    #[test]
     fn oversized_files_are_refused_naming_the_limit() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("big.bin"), vec![0u8; 3 << 20]).unwrap();
@@ -475,6 +703,16 @@ mod tests {
             Some("bfcl_v4/possible_answer/a.json")
         );
         assert_eq!(lock_name("a/b/c.jsonl").as_deref(), Some("c.jsonl"));
+        // AA's replays hold two `transcript.md`: named by their path.
+        assert_eq!(
+            lock_name("d/aa_replays/agentperf-default-v1/workspaces/t/transcript.md").as_deref(),
+            Some("aa_replays/agentperf-default-v1/workspaces/t/transcript.md")
+        );
+        assert_eq!(
+            expected_digest("aa_replays/agentperf-default-v1/manifest-x86_64.json")
+                .map(|d| &d[..8]),
+            Some("e6be01bc")
+        );
         assert_eq!(lock_name("a/"), None);
     }
 }
