@@ -21,7 +21,7 @@ mode=${1:-}
 case "$mode" in ""|--check-lock|--update-lock) ;; *) echo "usage: $0 [--check-lock|--update-lock]" >&2; exit 2;; esac
 target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score agentic-synth trace-replay)
+official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score agentic-synth trace-replay aa-replay)
 extras=(bfcl-ast-v2)
 fixtures=(misbehave old-workload old-scorer prev-workload v030-workload)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}

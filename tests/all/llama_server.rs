@@ -665,3 +665,58 @@ async fn a_live_run_completes_with_its_divergence_funnel() {
     }
     eprintln!("{}", live);
 }
+
+/// AA's install check, `aa-mini-v1`, as agentperf-local runs it (configs/aa-mini.toml: the
+/// `exact` policy, 8,192 tokens of context as its manifest asks) against the real server: the
+/// preflight finds that llama.cpp honours `ignore_eos`, and every turn generates exactly its
+/// recorded target and ends on `length`; AA's files are written from the records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aa_mini_under_exact_generates_every_turns_target() {
+    if skip() {
+        return;
+    }
+    let manifest = "aa_replays/aa-mini-v1/manifest.json";
+    if agentload_config::data::locate(&data_dir(), manifest).is_none() {
+        bfcl_test_data::skip_without("aa_replays missing: run scripts/fetch-aa-replays.sh DIR");
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let server = server(8192).await;
+    let dir = scratch("llama-aa-mini");
+    let preset = std::fs::read_to_string(root().join("configs/aa-mini.toml"))
+        .unwrap()
+        .replacen(
+            "url = \"http://127.0.0.1:8080\"",
+            &format!("url = \"{}\"", server.url),
+            1,
+        );
+    let config = dir.path().join("aa-mini.toml");
+    std::fs::write(&config, preset).unwrap();
+    let out = dir.path().join("out");
+    run_ok(
+        &config,
+        &out,
+        &["--model", "SmolLM2-135M-Instruct.Q4_1"],
+        dir.path(),
+    )
+    .await;
+    let run_manifest = json(&out.join("run_manifest.json"));
+    let pre = &run_manifest["aa_preflight"];
+    assert_eq!(pre["ignore_eos_probe"]["verdict"], "honoured", "{pre:#}");
+    assert_eq!(pre["policy"], "exact", "{pre:#}");
+    // 8,192 tokens of context is below AA's full benchmark's 65,536.
+    assert_eq!(pre["context"]["reduced"], true, "{pre:#}");
+    let turns = records(&out);
+    assert_eq!(turns.len(), 6);
+    for t in &turns {
+        assert_eq!(t["status"], "completed", "{t}");
+        let expected: Value = serde_json::from_str(t["expected_json"].as_str().unwrap()).unwrap();
+        let target = expected["aa"]["max_tokens"].as_u64().unwrap();
+        assert_eq!(target, 256, "{expected}");
+        assert_eq!(t["usage"]["completion_tokens"], target, "{t}");
+        assert_eq!(t["completion"]["finish_reason"], "length", "{t}");
+    }
+    let summary = json(&out.join("aa/summary.json"));
+    eprintln!("{summary:#}");
+    assert_eq!(summary["success"], true, "{summary:#}");
+}

@@ -12,6 +12,7 @@
 mod common;
 
 mod aa_files;
+mod aa_replay;
 mod accuracy_gate;
 mod audit_flow;
 mod authoring;

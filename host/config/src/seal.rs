@@ -169,9 +169,15 @@ mod tests {
     fn the_lock_parses_and_names_every_official_plugin() {
         let lock = official();
         assert_eq!(lock.lock_version, 1);
-        assert_eq!(lock.wit, "agentload:plugin@0.3.0");
+        assert_eq!(lock.wit, "agentload:plugin@0.4.0");
         let names: Vec<&str> = lock.plugins.iter().map(|p| p.name.as_str()).collect();
-        for n in ["coding-replay", "shell-iou", "bfcl-single", "bfcl-ast"] {
+        for n in [
+            "coding-replay",
+            "shell-iou",
+            "bfcl-single",
+            "bfcl-ast",
+            "aa-replay",
+        ] {
             assert!(names.contains(&n), "{n} not locked");
         }
         for p in &lock.plugins {
