@@ -51,6 +51,17 @@ if ! "$k8s_venv/bin/kubernetes-validate" --version 2>/dev/null | grep -qx 1.37.0
   "$k8s_venv/bin/pip" install --quiet --require-hashes --only-binary=:all: -r tests/k8s/requirements.txt
 fi
 export AGENTLOAD_K8S_VALIDATE="$k8s_venv/bin/kubernetes-validate"
+# Artificial Analysis's harness, agentperf-local 0.3.4 (pinned with digests,
+# Python >= 3.12) and o200k_base for it offline: tests/all/aa_compare.rs runs
+# it beside agentload (scripts/compare-aa.sh). Without a Python 3.12 the
+# comparison is skipped, saying so.
+aa_rc=0
+scripts/aa-venv.sh "$cache/aa-agentperf-local-venv" "$cache/aa-tiktoken" || aa_rc=$?
+case $aa_rc in
+  0) export AGENTLOAD_AA_VENV="$cache/aa-agentperf-local-venv" ;;
+  3) echo "note: no Python 3.12: the side-by-side run with agentperf-local is skipped" ;;
+  *) exit "$aa_rc" ;;
+esac
 # Data-dependent tests fail instead of skipping.
 export AGENTLOAD_REQUIRE_DATA=1
 export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod aa_compare;
 mod aa_files;
 mod aa_replay;
 mod accuracy_gate;
