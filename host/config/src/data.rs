@@ -14,7 +14,7 @@
 //! passes it on the command line (`agentload run --grant PHASE.NAME=PATH`,
 //! [`read_explicit`]).
 
-use crate::capped::CappedReadError;
+use agentload_fs::read::CappedReadError;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -448,7 +448,7 @@ fn checked(path: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataErro
         bytes,
         limit_mib: max_bytes >> 20,
     };
-    let bytes = crate::capped::read_capped(path, max_bytes).map_err(|e| match e {
+    let bytes = agentload_fs::read::read_capped(path, max_bytes).map_err(|e| match e {
         CappedReadError::Io(source) => io(source),
         CappedReadError::TooLarge(bytes) => too_large(bytes),
         CappedReadError::NotAFile(kind) => DataError::NotAFile {

@@ -9,7 +9,6 @@
 #![forbid(unsafe_code)]
 
 mod arrivals;
-pub mod capped;
 pub mod data;
 mod limits;
 pub mod located;
@@ -560,10 +559,11 @@ impl ConfigError {
 impl RunConfig {
     /// Reads and checks a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            agentload_fs::read::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Self::parse(path, &text)
     }
 

@@ -268,7 +268,7 @@ pub fn read_component(path: &Path, max_bytes: u64) -> Result<Vec<u8>, PluginFail
             max_bytes >> 20
         ))
     };
-    use agentload_config::capped::{read_capped, CappedReadError};
+    use agentload_fs::read::{read_capped, CappedReadError};
     read_capped(path, max_bytes).map_err(|e| match e {
         CappedReadError::TooLarge(bytes) => too_big(bytes),
         other => load_err(other.to_string()),

@@ -192,7 +192,7 @@ fn plugin_config(opts: &CheckOptions) -> Result<PluginConfig> {
     for (name, path) in &opts.data {
         let max =
             agentload_config::Limits::bytes(agentload_config::Limits::default().granted_file_mib);
-        let bytes = agentload_config::capped::read_capped(path, max)
+        let bytes = agentload_fs::read::read_capped(path, max)
             .with_context(|| format!("cannot read --data {name}={}", path.display()))?;
         files.push(GrantedFile {
             name: name.clone(),
