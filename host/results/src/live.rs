@@ -94,29 +94,46 @@ pub struct LiveReview {
     pub detail: String,
 }
 
-/// A review as a sweep's turn facts keep it: the class, the action and the
-/// result counts (each held to 255, far above any turn's calls).
+/// A review as the turn facts keep it (one per turn in memory): the class,
+/// the action and the result counts, each held to [`LiveFact::MAX_COUNT`]
+/// (thousands of calls in one reply count whole); a count above it is
+/// clamped and the turn flagged (`clamped`), never wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveFact {
     pub divergence: Divergence,
     pub action: LiveAction,
-    pub paired_results: u8,
-    pub dropped_results: u8,
-    pub placeholder_results: u8,
+    pub paired_results: u16,
+    pub dropped_results: u16,
+    pub placeholder_results: u16,
+    /// A count was over [`LiveFact::MAX_COUNT`] and is held to it.
+    pub clamped: bool,
 }
 
 impl LiveFact {
+    /// The largest count kept per turn.
+    pub const MAX_COUNT: u32 = u16::MAX as u32;
+
     /// The fact of `review`.
     pub fn of(review: &LiveReview) -> Self {
-        let small = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
+        let counts = [
+            review.paired_results,
+            review.dropped_results,
+            review.placeholder_results,
+        ];
+        let held = |n: u32| u16::try_from(n).unwrap_or(u16::MAX);
         Self {
             divergence: review.divergence,
             action: review.action,
-            paired_results: small(review.paired_results),
-            dropped_results: small(review.dropped_results),
-            placeholder_results: small(review.placeholder_results),
+            paired_results: held(counts[0]),
+            dropped_results: held(counts[1]),
+            placeholder_results: held(counts[2]),
+            clamped: counts.iter().any(|&n| n > Self::MAX_COUNT),
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One class's row of the funnel.
@@ -148,6 +165,10 @@ pub struct LiveSummary {
     pub paired_results: u64,
     pub dropped_results: u64,
     pub placeholder_results: u64,
+    /// Turns whose result counts were over [`LiveFact::MAX_COUNT`]: their
+    /// counts are held to it in the sums above.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub turns_counts_clamped: u64,
     /// Sessions with a reviewed turn, and those where some turn departed
     /// from the recording (any class but `match`).
     pub sessions: u64,
@@ -304,7 +325,7 @@ impl LiveSummary {
             .collect();
         let mut first: HashMap<S, u32> = HashMap::new();
         let mut sessions: HashSet<S> = HashSet::new();
-        let (mut paired, mut dropped, mut placeholders) = (0, 0, 0);
+        let (mut paired, mut dropped, mut placeholders, mut clamped) = (0, 0, 0, 0);
         for &(session, turn, review) in &reviewed {
             let index = Divergence::ALL
                 .iter()
@@ -321,6 +342,7 @@ impl LiveSummary {
             paired += u64::from(review.paired_results);
             dropped += u64::from(review.dropped_results);
             placeholders += u64::from(review.placeholder_results);
+            clamped += u64::from(review.clamped);
             sessions.insert(session);
             if review.divergence != Divergence::Match {
                 let at = first.entry(session).or_insert(turn);
@@ -343,6 +365,7 @@ impl LiveSummary {
             paired_results: paired,
             dropped_results: dropped,
             placeholder_results: placeholders,
+            turns_counts_clamped: clamped,
             sessions: sessions.len() as u64,
             sessions_diverged: first.len() as u64,
             first_divergent_turn: by_turn.into_iter().collect(),
@@ -366,6 +389,14 @@ impl LiveSummary {
             self.dropped_results,
             self.placeholder_results
         );
+        if self.turns_counts_clamped > 0 {
+            text.push_str(&format!(
+                "flagged: {} turns had more than {} tool results of a kind; their counts are \
+                 held to it in the sums above\n",
+                self.turns_counts_clamped,
+                LiveFact::MAX_COUNT
+            ));
+        }
         for row in self.funnel.iter().filter(|r| r.turns > 0) {
             text.push_str(&format!(
                 "  {:<15} {:>7} turns ({:5.1} %)  kept {}  substituted {}  ended {}  failed {}\n",
@@ -438,6 +469,34 @@ mod tests {
             .report_lines()
             .starts_with("NON-OFFICIAL: live-reply replay"));
         assert!(LiveSummary::of(&TurnFacts::all(&records[6..])).is_none());
+    }
+
+    #[test]
+    fn result_counts_over_a_byte_are_summed_whole_and_over_the_bound_clamped_and_flagged() {
+        let mut r = record("a", 1, Divergence::ExtraCalls, LiveAction::Kept);
+        r.live.as_mut().unwrap().placeholder_results = 5_000;
+        let twice = [r.clone(), r.clone()];
+        let s = LiveSummary::of(&TurnFacts::all(&twice)).unwrap();
+        assert_eq!(s.placeholder_results, 10_000);
+        assert_eq!(s.turns_counts_clamped, 0);
+        assert!(s.report_lines().contains("10000 placeholders"));
+        assert!(!s.report_lines().contains("flagged"));
+        // Past the bound: held to it (never wrapped), and said.
+        let review = r.live.as_mut().unwrap();
+        review.paired_results = 70_000;
+        review.dropped_results = u32::MAX;
+        let s = LiveSummary::of(&TurnFacts::all(&[r.clone(), r])).unwrap();
+        assert_eq!(s.paired_results, 2 * 65_535);
+        assert_eq!(s.dropped_results, 2 * 65_535);
+        assert_eq!(s.placeholder_results, 10_000);
+        assert_eq!(s.turns_counts_clamped, 2);
+        let text = s.report_lines();
+        assert!(
+            text.contains("flagged: 2 turns had more than 65535 tool results"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["turns_counts_clamped"], 2);
     }
 
     #[test]
