@@ -605,7 +605,7 @@ def make_data(args, out: Path, name: str, edge: Path, workflow: int, delay_scale
         edge.write_text("".join(rows))
     data = ddir / "agentic_combined.jsonl"
     subprocess.run([args.agentload, "dataset", "datacenter", "--edge", str(edge), "--out", str(data),
-                    "--workflow", str(workflow), "--delay-scale", str(delay_scale), "--seed", "1"],
+                    "--workflow", str(workflow), "--delay-scale", str(delay_scale), "--seed", "1", "--force"],
                    check=True, stdout=subprocess.DEVNULL)
     convs = []
     for row in read_jsonl(data):

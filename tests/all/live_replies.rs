@@ -835,3 +835,68 @@ async fn a_synthetic_live_run_falls_back_on_truncated_replies_and_sends_the_draw
     let substituted = turns.len() - last.len();
     assert_eq!(block["substitutions"], substituted, "{block:#}");
 }
+
+/// A reply with thousands of calls: each turn's result counts go into the run's
+/// sums whole (they were held in a byte each, so 5,000 placeholders a turn read
+/// as 255).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_counts_of_thousands_of_calls_are_summed_whole() {
+    let dir = scratch("live-many-calls");
+    let recorded = recorded_calls();
+    const CALLS: usize = 5000;
+    let lines: Vec<String> = recorded
+        .iter()
+        .enumerate()
+        .map(|(i, calls)| {
+            let n = i + 1;
+            let (name, args) = &calls[0];
+            let many: Vec<Value> = match n {
+                1 | 2 => (0..CALLS).map(|k| call(n, k, name, "{}")).collect(),
+                _ => (0..calls.len()).map(|k| call(n, k, name, args)).collect(),
+            };
+            let mut line = json!({"tool_calls": many});
+            line["session_id"] = json!(CONV);
+            line["turn"] = json!(n);
+            line.to_string()
+        })
+        .collect();
+    let script = dir.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let sim = start_sim(SimConfig {
+        // Thousands of calls, and their results in the next requests.
+        ctx_size: 4_000_000,
+        ..sim_config(ResponderConfig::Script { path: script }, &log)
+    })
+    .await;
+    let settings = format!(
+        "conversations = [\"{CONV}\"]\nhistory = \"live\"\nmax_completion_tokens = 1000000\n\
+         [performance.settings.live]\nplaceholder = \"no result\"\n"
+    );
+    let config = edge_config(dir.path(), &sim.url(), &settings, "");
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    sim.shutdown().await;
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    let sum = |key: &str| -> u64 {
+        turns
+            .iter()
+            .map(|t| t["live"][key].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let placeholders = sum("placeholder_results");
+    assert!(
+        turns[0]["live"]["placeholder_results"].as_u64().unwrap() > 255,
+        "{}",
+        turns[0]["live"]
+    );
+    let live = &json(&out.join("performance/result_summary.json"))["agentload"]["live"];
+    assert_eq!(live["placeholder_results"], placeholders, "{live:#}");
+    assert_eq!(live["paired_results"], sum("paired_results"), "{live:#}");
+    assert_eq!(live["dropped_results"], sum("dropped_results"), "{live:#}");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains(&format!("{placeholders} placeholders")),
+        "{report}"
+    );
+}

@@ -312,3 +312,40 @@ fn screenshots_of_a_page() {
         shots().display()
     );
 }
+
+/// The TPOT chart's curve and its percentile-grid dots are one population: the lower
+/// percentiles of the values the curve is drawn from are the summary's grid, exactly. (The
+/// page once took its token counts from `turns.jsonl`, which has none: the local counts are
+/// in `turns.tokens.jsonl`, so its curve divided by the server's counts and the dots by the
+/// local ones.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tpot_curve_and_its_percentile_dots_are_one_population() {
+    if !vocabulary() {
+        return;
+    }
+    let sim = start_sim(replay_sim(trajectories())).await;
+    let dir = scratch("tpot-population");
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"");
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &[], dir.path()).await;
+    sim.shutdown().await;
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert_eq!(summary["agentload"]["token_count_source"], "local");
+    let run = agentload_report::RunDir::read(&out).unwrap();
+    let mut drawn = run.tpot_ns();
+    drawn.sort_by(f64::total_cmp);
+    assert!(drawn.len() > 20, "{} turns", drawn.len());
+    for p in agentload_results::metrics::PERCENTILE_GRID {
+        let key = format!("{p:.1}");
+        let dot = summary["tpot"]["percentiles"][&key].as_f64().unwrap();
+        let curve = agentload_results::metrics::lower_percentile(&drawn, p);
+        assert_eq!(
+            curve, dot,
+            "p{key}: the curve passes {curve} ns, the dot is at {dot} ns"
+        );
+    }
+}

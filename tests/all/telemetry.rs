@@ -313,3 +313,173 @@ async fn the_telemetry_command_reads_each_source_once_and_fails_on_a_failing_one
         text(&refused_run)
     );
 }
+
+/// A loopback metrics server: the n-th scrape (from 0) is answered `page(n)`.
+async fn metrics_server(page: impl Fn(u64) -> String + Send + Sync + 'static) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let page = std::sync::Arc::new(page);
+    let scrapes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (page, scrapes) = (page.clone(), scrapes.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = page(scrapes.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.write_all(body.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+/// `agentload telemetry` on a config scraping `url` (and capturing `capture`).
+async fn probe(dir: &std::path::Path, url: &str, capture: &str) -> (bool, String) {
+    let scrape =
+        format!("[[telemetry.scrape]]\nurl = \"{url}\"\nname = \"odd\"\ncapture = [{capture}]\n");
+    let config = edge_config(dir, "http://127.0.0.1:9", "", &scrape);
+    let run = agentload(&["telemetry", config.to_str().unwrap()], dir).await;
+    (run.status.success(), text(&run))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odd_pages_are_flagged_and_the_rest_of_the_page_is_kept() {
+    let dir = scratch("telemetry-odd");
+    // A series twice: the last one is kept and the duplicate flagged, never summed.
+    let url = metrics_server(|_| {
+        "# TYPE vllm:kv_cache_usage_perc gauge\n\
+         vllm:kv_cache_usage_perc{engine=\"0\"} 0.75\n\
+         vllm:kv_cache_usage_perc{engine=\"0\"} 1\n\
+         vllm:num_requests_running{engine=\"0\"} 3\n\
+         vllm:num_requests_running{engine=\"0\"} 4\n"
+            .to_owned()
+    })
+    .await;
+    let (ok, out) = probe(dir.path(), &url, "").await;
+    assert!(ok, "{out}");
+    assert!(out.contains("kv_cache_usage = 1\n"), "{out}");
+    assert!(out.contains("requests_running = 4\n"), "{out}");
+    assert!(
+        out.contains("note: 2 duplicate series (the last of each kept): vllm:kv_cache_usage_perc{engine=\"0\"}"),
+        "{out}"
+    );
+
+    // One garbage line among good ones: it is flagged, and the rest is read.
+    let url = metrics_server(|_| {
+        "vllm:num_requests_running{engine=\"0\"} 3\n\
+         this is { not a metric\n\
+         vllm:num_requests_waiting{engine=\"0\"} 2\n"
+            .to_owned()
+    })
+    .await;
+    let (ok, out) = probe(dir.path(), &url, "").await;
+    assert!(ok, "a page with one bad line still answered: {out}");
+    assert!(out.contains("requests_running = 3\n"), "{out}");
+    assert!(out.contains("requests_waiting = 2\n"), "{out}");
+    assert!(
+        out.contains("note: 1 line could not be read: line 2: `this is { not a metric`"),
+        "{out}"
+    );
+
+    // A gauge outside its range is flagged.
+    let url = metrics_server(|_| "vllm:kv_cache_usage_perc{engine=\"0\"} 1.75\n".to_owned()).await;
+    let (ok, out) = probe(dir.path(), &url, "").await;
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("note: kv_cache_usage = 1.75 is outside 0..1"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_400000_series_is_cut_to_a_bound_and_the_cut_recorded() {
+    let dir = scratch("telemetry-flood");
+    // 200,000 series of a known metric and 200,000 of a captured one.
+    let page: std::sync::Arc<String> = std::sync::Arc::new({
+        let mut p = String::new();
+        for i in 0..200_000 {
+            p.push_str(&format!("vllm:num_requests_running{{engine=\"{i}\"}} 1\n"));
+            p.push_str(&format!("my_flood{{i=\"{i}\"}} 1\n"));
+        }
+        p
+    });
+    let url = metrics_server(move |_| page.to_string()).await;
+    let (ok, out) = probe(dir.path(), &url, "\"my_flood\"").await;
+    assert!(ok, "{}", &out[..out.len().min(2000)]);
+    let captured = out.lines().filter(|l| l.contains("my_flood{")).count();
+    assert!(
+        (1..=1000).contains(&captured),
+        "{captured} captured series kept"
+    );
+    assert!(
+        out.contains("note: series over the bound, cut: 199000 of my_flood"),
+        "{}",
+        &out[..out.len().min(4000)]
+    );
+    assert!(
+        out.contains("of vllm:num_requests_running"),
+        "{}",
+        &out[..out.len().min(4000)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_that_falls_on_every_scrape_is_flagged_not_counted_as_resets() {
+    let sim = start_sim(fast()).await;
+    let dir = scratch("telemetry-falling");
+    let url = metrics_server(|n| {
+        format!(
+            "vllm:generation_tokens_total{{engine=\"0\"}} {}\n",
+            1_000_000 - n * 10
+        )
+    })
+    .await;
+    let extra = format!(
+        "include_usage = true\n[telemetry]\ninterval_s = 0.02\n\
+         [[telemetry.scrape]]\nurl = \"{url}\"\nname = \"falling\"\n"
+    );
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 2",
+        &extra,
+    );
+    let out = dir.path().join("out");
+    let console = run_ok(&config, &out, &[], dir.path()).await;
+    let summary = json(&out.join("performance/result_summary.json"));
+    let t = &summary["agentload"]["telemetry"];
+    let counter = &t["sources"][0]["counters"]["generation_tokens_total"];
+    let samples = t["sources"][0]["samples"].as_u64().unwrap();
+    assert!(samples >= 3, "{t:#}");
+    assert_eq!(counter["resets"], samples - 1, "{counter}");
+    assert!(
+        counter["flag"]
+            .as_str()
+            .is_some_and(|f| f.contains("fell at") && f.contains("not a counter")),
+        "{counter}"
+    );
+    // Its "increase" (the sum of its values after each fall) is not compared with the turns.
+    assert!(
+        t["usage_check"].is_null() || t["usage_check"]["server_completion_tokens"].is_null(),
+        "{t:#}"
+    );
+    assert!(
+        console.contains("generation_tokens_total fell at"),
+        "{console}"
+    );
+    sim.shutdown().await;
+}

@@ -36,8 +36,8 @@ pub const REQUIRED: [&str; 12] = [
 /// The submitter's declarations, from a TOML file whose top-level keys are
 /// `point.yaml` keys (tables nest: `[checkpoint]`, `[warmup]`, ...).
 pub fn read_disclosure(path: &Path) -> Result<Map<String, Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = agentload_fs::read::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let table: toml::Table =
         toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
     serde_json::to_value(table)?
@@ -90,7 +90,9 @@ pub fn write(
         }
         let path = point_dir.join("point.yaml");
         let yaml = agentload_results::yaml::to_yaml(&Value::Object(v))?;
-        std::fs::write(&path, yaml).with_context(|| format!("cannot write {}", path.display()))?;
+        agentload_fs::OutDir::new(dir)
+            .write(Path::new(&p.dir).join("point.yaml"), yaml)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
@@ -228,7 +230,7 @@ fn accuracy(point_dir: &Path, config: &RunConfig) -> Result<Value> {
 }
 
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    match std::fs::read(path) {
+    match agentload_fs::read::read(path) {
         Ok(bytes) => {
             Ok(Some(serde_json::from_slice(&bytes).with_context(|| {
                 format!("{} is not JSON", path.display())
@@ -240,8 +242,8 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
 }
 
 fn read_yaml(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = agentload_fs::read::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     agentload_results::yaml::from_yaml(&text)
         .with_context(|| format!("{} is not YAML", path.display()))
 }

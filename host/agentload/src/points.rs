@@ -28,7 +28,7 @@ pub fn read_points(dir: &Path) -> Result<Vec<PointRun>> {
             .map(|f| path.join(f))
             .find(|p| p.is_file())
             .with_context(|| format!("{} has no result_summary.json", path.display()))?;
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary)?)
+        let v: serde_json::Value = serde_json::from_slice(&agentload_fs::read::read(&summary)?)
             .with_context(|| format!("{} is not JSON", summary.display()))?;
         let concurrency = v["run_config"]["load_pattern"]["target_concurrency"]
             .as_u64()
@@ -38,7 +38,7 @@ pub fn read_points(dir: &Path) -> Result<Vec<PointRun>> {
                     summary.display()
                 )
             })?;
-        let scores: Option<serde_json::Value> = std::fs::read(path.join("scores.json"))
+        let scores: Option<serde_json::Value> = agentload_fs::read::read(path.join("scores.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let swe_bench_score = swe_bench_score(&path)?;
@@ -69,7 +69,7 @@ fn swe_bench_score(point: &Path) -> Result<Option<f64>> {
     else {
         return Ok(None);
     };
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)
+    let v: serde_json::Value = serde_json::from_slice(&agentload_fs::read::read(&file)?)
         .with_context(|| format!("{} is not JSON", file.display()))?;
     Ok(v["accuracy_scores"]
         .as_array()
@@ -281,7 +281,7 @@ pub async fn run_points(
         .await
         .with_context(|| format!("point {dir}"))?;
         let summary = out.join(&dir).join("performance/result_summary.json");
-        let v: serde_json::Value = match std::fs::read(&summary) {
+        let v: serde_json::Value = match agentload_fs::read::read(&summary) {
             Ok(bytes) => serde_json::from_slice(&bytes)?,
             Err(_) => serde_json::Value::Null,
         };
@@ -321,8 +321,8 @@ pub async fn run_points(
             code = code.max(agentload_results::exit::INVALID);
         }
     }
-    agentload_results::write_json(
-        &out.join("points.json"),
+    agentload_fs::OutDir::new(&out).write_json(
+        "points.json",
         &serde_json::json!({ "points": results, "region_checks_passed": checks }),
     )?;
     // The page reads the files just written; failing to draw it loses nothing.

@@ -5,6 +5,7 @@
 
 use crate::scoring;
 use agentload_config::{PhaseConfig, RunConfig};
+use agentload_fs::OutDir;
 use agentload_plugin_host::{Limits, PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -77,13 +78,15 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             opts.run_dir.join("accuracy/turns.jsonl"),
         ),
     ];
-    let mut out_dir = opts.out.clone();
+    // Into RUN_DIR/rescore/<scorer>@<version> (entered from the run directory: no
+    // link there is followed), or the folder the user named.
+    let mut out_dir: Option<OutDir> = opts.out.as_ref().map(OutDir::new);
     let mut done = Vec::new();
     // The entries of `accuracy/accuracy_results.json`, as the run wrote them.
     let mut entries = Vec::new();
     for (name, phase, log) in phases {
         let Some(phase) = phase else { continue };
-        if !log.is_file() {
+        if !log.exists() {
             continue;
         }
         let Some(spec) = opts.scorer.as_ref().or(phase.scorer.as_ref()) else {
@@ -102,13 +105,14 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
                 .unwrap_or(0),
         );
         let identity = scorer.identity().clone();
-        let out = out_dir
-            .get_or_insert_with(|| {
-                opts.run_dir
-                    .join("rescore")
-                    .join(format!("{}@{}", identity.name, identity.version))
-            })
-            .clone();
+        let out = match &out_dir {
+            Some(out) => out.clone(),
+            None => out_dir
+                .insert(OutDir::new(&opts.run_dir).sub(
+                    Path::new("rescore").join(format!("{}@{}", identity.name, identity.version)),
+                )?)
+                .clone(),
+        };
         // The items, and the turns' facts for the entries' times and counts: one pass over
         // the log, never all its whole records at once (as a run scores).
         let (mut turns, mut strings) = (Vec::new(), agentload_engine::Interner::default());
@@ -143,7 +147,7 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
         )?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
         if name == "accuracy" {
-            scoring::write_samples(&out.join("accuracy/samples.jsonl"), &scored)?;
+            scoring::write_samples(&out, "accuracy/samples.jsonl", &scored)?;
         }
         done.push(RescoredPhase {
             phase: name,
@@ -165,11 +169,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     let partial = crate::run_state::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);
     let result = RescoreResult {
         source_run: opts.run_dir.clone(),
-        out: out.clone(),
+        out: out.dir(),
         partial,
         phases: done,
     };
-    agentload_results::write_json(&out.join("rescore_manifest.json"), &result)?;
+    out.write_json("rescore_manifest.json", &result)?;
     Ok(result)
 }
 

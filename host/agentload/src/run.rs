@@ -21,6 +21,7 @@ use agentload_engine::{
     missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
     Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
 };
+use agentload_fs::OutDir;
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{
     block_on, Limits, LoadedComponent, PluginEngine, ScorerPlugin, SessionPlan, WorkloadPlugin,
@@ -181,6 +182,8 @@ struct Context<'a> {
     config: &'a RunConfig,
     overrides: &'a Overrides,
     out: PathBuf,
+    /// `out`, as the result files are written into it: never through a link.
+    dir: OutDir,
     counter: Option<Arc<LocalCounter>>,
     stop: Stop,
     /// The run's state file, updated as phases end.
@@ -239,10 +242,10 @@ impl Context<'_> {
             files,
             &items,
             turns,
-            &self.out,
+            &self.dir,
             &mut entries,
         )?;
-        agentload_results::write_accuracy_results(&self.out, &entries)?;
+        agentload_results::write_accuracy_results(&self.dir, &entries)?;
         Ok(scored)
     }
 }
@@ -537,12 +540,13 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
             .collect(),
         aa_preflight,
     };
+    let dir = OutDir::new(&out);
     if overrides.resume {
         state.check_same_inputs(&out, &manifest)?;
     } else {
-        std::fs::write(out.join("config.toml"), &config_toml)
+        dir.write("config.toml", &config_toml)
             .context("cannot write config.toml")?;
-        agentload_results::write_json(&out.join("run_manifest.json"), &manifest)?;
+        dir.write_json("run_manifest.json", &manifest)?;
         if manifest.aa_preflight.is_some() {
             // AA binds its run before the first replay request.
             let facts = agentload_results::aa::RunFacts::from_run_dir(&out)?;
@@ -557,7 +561,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         &data_dir,
         &out,
     );
-    agentload_results::write_reference_config(&out.join("config.yaml"), &reference)
+    agentload_results::write_reference_config(&dir, &reference)
         .context("cannot write config.yaml")?;
     let stop = overrides.stop.clone().unwrap_or_default();
     if overrides.handle_signals {
@@ -568,6 +572,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         config: &config,
         overrides,
         out,
+        dir,
         stop,
         state: Mutex::new(state),
         segment,
@@ -634,7 +639,10 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         let _ = writeln!(text, "{phase}: every issued turn failed (see turns.jsonl)");
     }
     let _ = writeln!(text, "run {}", result.verdict());
-    std::fs::write(result.out.join("report.txt"), &text)?;
+    // Server text in it (an error's cause) has its control characters escaped, as on the
+    // console: the file is read in a terminal too.
+    cx.dir
+        .write("report.txt", &*agentload_console::printable(&text))?;
     {
         let mut state = cx.state.lock().expect("state lock");
         state.end_segment(result.interrupted.clone());
@@ -1002,7 +1010,8 @@ async fn execute(
     }
     let recorder = Recorder::open(
         LogFiles {
-            turns: log_path,
+            out: cx.dir.clone(),
+            turns: cx.dir.rel(log_path)?,
             durability: config.output.durability,
             append: cx.overrides.resume,
         },
@@ -1025,13 +1034,9 @@ async fn execute(
     };
     let sampling = match &cx.telemetry {
         Some(t) => {
-            let file = log_path.with_file_name("telemetry.jsonl");
-            let shown = file
-                .strip_prefix(&cx.out)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            Some(t.start(origin, &file, &shown, cx.segment).await?)
+            let file = cx.dir.rel(log_path)?.with_file_name("telemetry.jsonl");
+            let shown = file.display().to_string();
+            Some(t.start(origin, &cx.dir, &file, &shown, cx.segment).await?)
         }
         None => None,
     };
@@ -1183,7 +1188,7 @@ fn execute_merged(
         .with_context(|| format!("no shard has records of the {name} phase"))?;
     let mut strings = agentload_engine::Interner::default();
     let mut turns = Vec::new();
-    phase.write_journal(log_path, |r, line| {
+    phase.write_journal(&cx.dir, cx.dir.rel(log_path)?, |r, line| {
         if r.status != TurnStatus::Interrupted {
             turns.push(TurnFacts::of(r, line, &mut strings));
         }
@@ -1305,7 +1310,7 @@ async fn run_performance(
     run_config: serde_json::Value,
     text: &mut String,
 ) -> Result<PerformanceResult> {
-    std::fs::create_dir_all(cx.out.join("performance"))?;
+    cx.dir.create_dir("performance")?;
     let scorer_files = prepared.scorer_files.clone();
     let ex = execute(
         cx,
@@ -1315,7 +1320,7 @@ async fn run_performance(
         &cx.out.join("turns.jsonl"),
     )
     .await?;
-    agentload_results::write_json(&cx.out.join("sessions.json"), &ex.sessions)?;
+    cx.dir.write_json("sessions.json", &ex.sessions)?;
     // The metrics count the turns issued inside the performance window (closed loop: the
     // reference's; after a ramp: from its end); the tail is journalled and scored all the
     // same. Open-loop arrivals have no slots to refill: every turn after the ramp counts.
@@ -1385,7 +1390,7 @@ async fn run_performance(
         cx.config.session_slo.as_ref(),
         summary.duration_ns.map(|ns| ns as f64 / 1e9),
     );
-    agentload_results::write_jsonl(&cx.out.join("session_metrics.jsonl"), &each)?;
+    cx.dir.write_jsonl("session_metrics.jsonl", &each)?;
     if sessions.context_overflow_flagged {
         let line = format!(
             "flagged: {:.1} % of the sessions ({} of {}) ended on the context window (above 1 %)",
@@ -1411,7 +1416,8 @@ async fn run_performance(
             cx.config.model.token_source(),
         ));
     }
-    agentload_results::write_json(&cx.out.join("performance/result_summary.json"), &summary)?;
+    cx.dir
+        .write_json("performance/result_summary.json", &summary)?;
 
     let succeeded = summary.agentload.n_samples_succeeded;
     let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
@@ -1539,13 +1545,14 @@ async fn run_accuracy(
     prepared: Prepared,
     text: &mut String,
 ) -> Result<(AccuracyResult, u64, u64)> {
-    let dir = cx.out.join("accuracy");
-    std::fs::create_dir_all(&dir)?;
+    cx.dir.create_dir("accuracy")?;
     let scorer_files = prepared.scorer_files.clone();
-    let ex = execute(cx, "accuracy", prepared, 1, &dir.join("turns.jsonl")).await?;
-    agentload_results::write_json(&dir.join("sessions.json"), &ex.sessions)?;
+    let log = cx.out.join("accuracy/turns.jsonl");
+    let ex = execute(cx, "accuracy", prepared, 1, &log).await?;
+    cx.dir.write_json("accuracy/sessions.json", &ex.sessions)?;
     if let Some(telemetry) = &ex.telemetry {
-        agentload_results::write_json(&dir.join("telemetry_summary.json"), telemetry)?;
+        cx.dir
+            .write_json("accuracy/telemetry_summary.json", telemetry)?;
     }
     let issued = ex.turns.iter().filter(|r| r.issued_ns().is_some()).count() as u64;
     let completed = ex
@@ -1575,7 +1582,7 @@ async fn run_accuracy(
             &ex.log,
             &ex.turns,
         )?;
-        scoring::write_samples(&dir.join("samples.jsonl"), &scored)?;
+        scoring::write_samples(&cx.dir, "accuracy/samples.jsonl", &scored)?;
         result.score = Some(scored.report.score);
         let _ = writeln!(
             text,

@@ -108,7 +108,7 @@ impl RunState {
     /// Reads `DIR/run_state.json`.
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
-        let text = std::fs::read_to_string(&path).with_context(|| {
+        let text = agentload_fs::read::read_to_string(&path).with_context(|| {
             format!(
                 "{} is not an agentload run that can be resumed (no {FILE})",
                 dir.display()
@@ -123,14 +123,11 @@ impl RunState {
         Ok(state)
     }
 
-    /// Writes it through a temporary file renamed over it (it is state,
-    /// not a result: the only file agentload ever replaces).
+    /// Writes it through a temporary file renamed over it (never through a link).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(FILE);
-        let tmp = dir.join(format!("{FILE}.tmp"));
-        let text = serde_json::to_string_pretty(self)? + "\n";
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+        agentload_fs::OutDir::new(dir)
+            .write_json(FILE, self)
+            .with_context(|| format!("cannot write {}", dir.join(FILE).display()))
     }
 
     /// Starts this process's segment; returns its number.
@@ -217,7 +214,7 @@ impl RunState {
     /// path).
     pub fn check_same_inputs(&self, dir: &Path, now: &RunManifest) -> Result<()> {
         let path = dir.join("run_manifest.json");
-        let text = std::fs::read_to_string(&path)
+        let text = agentload_fs::read::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let then: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is damaged", path.display()))?;

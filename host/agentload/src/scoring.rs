@@ -7,6 +7,7 @@ use agentload_engine::{TurnFacts, TurnRecord, TurnStatus};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::{Gate, Scored, ScoredItem, ScorerPlugin};
 
+use agentload_fs::OutDir;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -35,10 +36,9 @@ pub fn score(
     files: &[GrantedFile],
     items: &[ScoredItem],
     turns: &[TurnFacts],
-    out: &Path,
+    out: &OutDir,
     entries: &mut Vec<Value>,
 ) -> Result<Scored> {
-    let report_path = out.join(&phase.report_file);
     let scored = scorer.score(
         &PluginConfig {
             settings_json: table_json(&phase.scorer_settings),
@@ -70,17 +70,11 @@ pub fn score(
         .flatten();
     match entry {
         Some(entry) => entries.push(entry),
-        None => write_report(&report_path, &scored.report.report_json)?,
+        None => out
+            .write(&phase.report_file, &scored.report.report_json)
+            .with_context(|| format!("cannot write {}", out.path(&phase.report_file).display()))?,
     }
     Ok(scored)
-}
-
-/// A scorer's report as it wrote it (the scorer owns its format).
-fn write_report(path: &Path, json: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `accuracy gate PASS: bfcl_overall_accuracy 99.90 >= 83.64 (0.97 x 86.23), ...`
@@ -128,9 +122,10 @@ fn check_gate(scorer: &str, report: &Value, gate: Option<&Gate>) -> Result<()> {
     }
 }
 
-/// One JSON object per sample: the verdict's detail plus item id and score.
-pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
-    let mut out = String::new();
+/// One JSON object per sample, into `rel` of `out`: the verdict's detail plus item id and
+/// score.
+pub fn write_samples(out: &OutDir, rel: &str, scored: &Scored) -> Result<()> {
+    let mut text = String::new();
     for v in &scored.verdicts {
         let mut row = serde_json::Map::new();
         row.insert("item_id".into(), v.item_id.clone().into());
@@ -138,13 +133,11 @@ pub fn write_samples(path: &Path, scored: &Scored) -> Result<()> {
         if let Ok(Value::Object(detail)) = serde_json::from_str(&v.detail_json) {
             row.extend(detail);
         }
-        out.push_str(&Value::Object(row).to_string());
-        out.push('\n');
+        text.push_str(&Value::Object(row).to_string());
+        text.push('\n');
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
+    out.write(rel, text)
+        .with_context(|| format!("cannot write {}", out.path(rel).display()))
 }
 
 /// The scorer items of every turn that counts in the log `turns`, in log order, read one

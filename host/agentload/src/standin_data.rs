@@ -18,7 +18,7 @@
 //! bytes.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -32,6 +32,8 @@ pub struct Options {
     /// Every recorded delay (edge and workflow) is multiplied by this.
     pub delay_scale: f64,
     pub seed: u64,
+    /// Replace an existing output file (never the input).
+    pub force: bool,
 }
 
 /// What was written.
@@ -42,12 +44,29 @@ pub struct Written {
     pub rows: usize,
 }
 
-/// Reads the edge trajectories at `edge` and writes the stand-in to `out`.
+/// Reads the edge trajectories at `edge` and writes the stand-in to `out`
+/// (whole, renamed into place). `out` is never the input, by any name (a
+/// link, a hard link), and an existing `out` is replaced only with
+/// `options.force`.
 pub fn write(edge: &Path, out: &Path, options: &Options) -> Result<Written> {
     if !(options.delay_scale >= 0.0 && options.delay_scale.is_finite()) {
         bail!("--delay-scale must be a finite number >= 0");
     }
-    let file = std::fs::File::open(edge).with_context(|| format!("opening {}", edge.display()))?;
+    let file =
+        agentload_fs::read::open(edge).with_context(|| format!("opening {}", edge.display()))?;
+    if let Ok(existing) = std::fs::metadata(out) {
+        use std::os::unix::fs::MetadataExt as _;
+        let input = file.metadata()?;
+        if (existing.dev(), existing.ino()) == (input.dev(), input.ino()) {
+            bail!(
+                "{} is the input (--edge): refusing to overwrite it, even with --force",
+                out.display()
+            );
+        }
+        if !options.force {
+            bail!("{} exists: --force replaces it", out.display());
+        }
+    }
     let mut rows = Vec::new();
     let mut coding = std::collections::BTreeSet::new();
     for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -76,10 +95,8 @@ pub fn write(edge: &Path, out: &Path, options: &Options) -> Result<Written> {
     for row in &rows {
         let _ = writeln!(text, "{row}");
     }
-    let mut file =
-        std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
+    let (dir, name) = agentload_fs::OutDir::of_file(out)?;
+    dir.write(&name, text)
         .with_context(|| format!("writing {}", out.display()))?;
     Ok(Written {
         coding: coding.len(),
@@ -269,6 +286,7 @@ mod tests {
             workflow: 6,
             delay_scale: 0.5,
             seed: 9,
+            force: false,
         };
         let (one, two) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
         let written = write(&edge(dir.path()), &one, &options).unwrap();
@@ -316,6 +334,7 @@ mod tests {
             workflow: 0,
             delay_scale: 1.0,
             seed: 1,
+            force: false,
         };
         let e = write(&path, &dir.path().join("o.jsonl"), &options).unwrap_err();
         assert!(format!("{e:#}").contains("bad.jsonl:2"), "{e:#}");

@@ -211,7 +211,7 @@ impl Phase {
         };
         let entry =
             agentload_results::swe_bench_entry(ended.score, evaluated, ended.failed.is_none());
-        agentload_results::write_accuracy_results(out, &[entry])?;
+        agentload_results::write_accuracy_results(&agentload_fs::OutDir::new(out), &[entry])?;
         Ok(Some(ended))
     }
 }

@@ -694,9 +694,12 @@ impl ChatClient {
             if ended {
                 inner.pool.checkin(conn);
             }
+            // The server's text, its control characters shown as escapes: the cause is
+            // printed, and lands in report.txt and report.html.
+            let body: String = String::from_utf8_lossy(&bytes).chars().take(2000).collect();
             return Err(TurnError::Http {
                 status,
-                body: String::from_utf8_lossy(&bytes).chars().take(2000).collect(),
+                body: agentload_console::escape(&body).into_owned(),
                 retry_after,
                 location,
             });
@@ -913,10 +916,11 @@ async fn drain(conn: &mut Connection, body: &mut BodyDecoder) -> bool {
         .unwrap_or(false)
 }
 
-/// A header of an answer's head, as text.
+/// A header of an answer's head, as text (control characters shown as escapes: a value
+/// may be printed).
 fn header(resp: &ResponseHead, name: &str) -> Option<String> {
     resp.header(name)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .map(|v| agentload_console::escape(&String::from_utf8_lossy(v)).into_owned())
 }
 
 /// Whether a `Content-Type` value is `mime` (parameters and case aside).
@@ -930,23 +934,7 @@ fn mime_is(value: &str, mime: &str) -> bool {
 /// The first bytes of `bytes` as text in backticks, line ends and other control characters
 /// escaped; `(nothing)` when empty.
 pub(super) fn quote(bytes: &[u8]) -> String {
-    if bytes.is_empty() {
-        return "(nothing)".into();
-    }
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTE_BYTES)]);
-    let mut out = String::from("`");
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    if bytes.len() > QUOTE_BYTES {
-        out.push('…');
-    }
-    out.push('`');
-    out
+    agentload_console::quote(bytes, QUOTE_BYTES)
 }
 
 /// An error and its sources, `: `-joined.

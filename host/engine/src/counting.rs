@@ -25,6 +25,7 @@ use super::journal::{Durability, Journal, TokenLine, WriteError};
 use crate::tokens::LocalCounter;
 use crate::{CountingStats, LocalTokens, RecordedTokens};
 use agentload_client::{exchanges_in_flight, Assembled, FirstChunk, RequestBody, ToolCallRecord};
+use agentload_fs::OutDir;
 use agentload_tokenizer::PromptCount;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -153,24 +154,24 @@ pub struct CountWorker {
 }
 
 impl CountWorker {
-    /// Opens `out` (appended to, for a resume); counting waits for [`CountWorker::finish`].
+    /// Opens `file` in the results directory `out` (appended to, for a resume); counting
+    /// waits for [`CountWorker::finish`].
     pub fn start(
         counter: Arc<LocalCounter>,
-        out: &Path,
+        out: &OutDir,
+        file: &Path,
         durability: Durability,
     ) -> Result<Self, WriteError> {
-        let journal = Journal::<TokenLine>::append(out, durability)?;
-        let mut name = out.file_name().unwrap_or_default().to_os_string();
+        let journal = Journal::<TokenLine>::append(out, file, durability)?;
+        let mut name = file.file_name().unwrap_or_default().to_os_string();
         name.push(".queue");
-        let path = out.with_file_name(name);
+        let queue = file.with_file_name(name);
+        let path = out.path(&queue);
         // A scratch file left by a killed process holds nothing needed (resume recounts).
-        let file = File::options()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .ok();
+        let file = out
+            .open_rw(&queue, true)
+            .ok()
+            .filter(|f| f.set_len(0).is_ok());
         Ok(Self {
             counter,
             journal,
@@ -561,8 +562,13 @@ mod tests {
 
     /// A worker writing its counts to `dir`, with this test's exchanges in flight.
     fn worker(counter: Arc<LocalCounter>, dir: &Path) -> CountWorker {
-        let out = dir.join("turns.tokens.jsonl");
-        let mut worker = CountWorker::start(counter, &out, Durability::Write).unwrap();
+        let mut worker = CountWorker::start(
+            counter,
+            &OutDir::new(dir),
+            Path::new("turns.tokens.jsonl"),
+            Durability::Write,
+        )
+        .unwrap();
         worker.streaming = streams;
         worker
     }

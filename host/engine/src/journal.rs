@@ -15,9 +15,10 @@
 
 use crate::{LocalTokens, RecordedTokens, TurnRecord, TurnStatus};
 pub use agentload_config::Durability;
+use agentload_fs::OutDir;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -43,24 +44,41 @@ pub struct Journal<T> {
 }
 
 impl<T: Serialize> Journal<T> {
-    /// Creates the file; it must not exist yet (a run never overwrites results).
-    pub fn create(path: &Path, durability: Durability) -> Result<Self, WriteError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|cause| WriteError {
-                path: path.to_path_buf(),
-                cause,
-            })?;
+    /// Creates the file `rel` of the results directory `out`; it must not
+    /// exist yet (a run never overwrites results), and no link is followed.
+    pub fn create(
+        out: &OutDir,
+        rel: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, WriteError> {
+        let path = out.path(&rel);
+        let file = out.create_new(rel).map_err(|e| WriteError {
+            path: path.clone(),
+            cause: e.into(),
+        })?;
         Ok(Self {
-            path: path.to_path_buf(),
+            path,
             file,
             lines: 0,
             bytes: 0,
             durability,
             _rows: PhantomData,
         })
+    }
+
+    /// Tests: creates the file at `path`, its folder taken as the results directory.
+    #[cfg(test)]
+    pub(crate) fn create_file(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        let out = OutDir::new(path.parent().expect("a file in a folder"));
+        Self::create(&out, path.file_name().expect("a file name"), durability)
+    }
+
+    /// Tests: [`Journal::append`] to the file at `path`, its folder taken as the results
+    /// directory.
+    #[cfg(test)]
+    pub(crate) fn append_file(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        let out = OutDir::new(path.parent().expect("a file in a folder"));
+        Self::append(&out, path.file_name().expect("a file name"), durability)
     }
 
     /// A journal on an open, empty file (tests: a device that fails writes).
@@ -76,21 +94,20 @@ impl<T: Serialize> Journal<T> {
         }
     }
 
-    /// Opens an existing file (or creates it) to append to. A last line
-    /// without its newline (the process was killed mid-write) is cut off:
-    /// every complete line stays byte for byte.
-    pub fn append(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+    /// Opens the file `rel` of `out` (or creates it) to append to; no link
+    /// is followed. A last line without its newline (the process was killed
+    /// mid-write) is cut off: every complete line stays byte for byte.
+    pub fn append(
+        out: &OutDir,
+        rel: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, WriteError> {
+        let path = &out.path(&rel);
         let err = |cause| WriteError {
             path: path.to_path_buf(),
             cause,
         };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(err)?;
+        let mut file = out.open_rw(rel, true).map_err(|e| err(e.into()))?;
         let mut text = Vec::new();
         file.read_to_end(&mut text).map_err(err)?;
         let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
@@ -207,7 +224,7 @@ fn each_line<T: DeserializeOwned>(
     path: &Path,
     mut each: impl FnMut(u64, Span, T),
 ) -> Result<(), String> {
-    let file = match File::open(path) {
+    let file = match agentload_fs::read::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
@@ -335,7 +352,8 @@ impl TurnLog {
     /// Opens the turn log at `turns` and reads its local counts.
     pub fn open(turns: &Path) -> Result<Self, String> {
         Ok(Self {
-            file: File::open(turns).map_err(|e| format!("cannot read {}: {e}", turns.display()))?,
+            file: agentload_fs::read::open(turns)
+                .map_err(|e| format!("cannot read {}: {e}", turns.display()))?,
             counts: token_counts(turns)?,
             path: turns.to_path_buf(),
         })
@@ -400,7 +418,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("turns.jsonl");
         std::fs::write(&path, "old\n").unwrap();
-        let err = Journal::<TurnRecord>::create(&path, Durability::Write)
+        let err = Journal::<TurnRecord>::create_file(&path, Durability::Write)
             .err()
             .unwrap();
         assert!(err.to_string().contains("turns.jsonl"), "{err}");
@@ -411,13 +429,13 @@ mod tests {
     fn append_cuts_only_a_partial_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("turns.jsonl");
-        let mut log = Journal::create(&path, Durability::Sync).unwrap();
+        let mut log = Journal::create_file(&path, Durability::Sync).unwrap();
         log.write(&record(1)).unwrap();
         log.write(&record(2)).unwrap();
         drop(log);
         let whole = std::fs::read(&path).unwrap();
         std::fs::write(&path, [&whole[..], b"{\"session_id\":\"s\",\"tu"].concat()).unwrap();
-        let mut log = Journal::<TurnRecord>::append(&path, Durability::Write).unwrap();
+        let mut log = Journal::<TurnRecord>::append_file(&path, Durability::Write).unwrap();
         assert_eq!(log.lines(), 2);
         assert_eq!(log.write(&record(3)).unwrap(), 3);
         let after = std::fs::read(&path).unwrap();
@@ -429,14 +447,15 @@ mod tests {
     fn counts_merge_by_line_and_superseded_lines_drop() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("turns.jsonl");
-        let mut log = Journal::create(&path, Durability::Write).unwrap();
+        let mut log = Journal::create_file(&path, Durability::Write).unwrap();
         for t in 1..=3 {
             log.write(&record(t)).unwrap();
         }
         let mut interrupted = record(4);
         interrupted.status = TurnStatus::Interrupted;
         log.write(&interrupted).unwrap();
-        let mut tokens = Journal::create(&side_file(&path, "tokens"), Durability::Write).unwrap();
+        let mut tokens =
+            Journal::create_file(&side_file(&path, "tokens"), Durability::Write).unwrap();
         let t = LocalTokens {
             isl: 10,
             osl: 5,
@@ -450,7 +469,8 @@ mod tests {
                 recorded: None,
             })
             .unwrap();
-        let mut gone = Journal::create(&side_file(&path, "superseded"), Durability::Write).unwrap();
+        let mut gone =
+            Journal::create_file(&side_file(&path, "superseded"), Durability::Write).unwrap();
         gone.write(&SupersededLine { line: 1 }).unwrap();
         let all = read_turns(&path).unwrap();
         assert_eq!(

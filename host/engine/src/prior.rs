@@ -316,7 +316,7 @@ mod tests {
     /// log does not have) and `cut` (in flight at the kill: its third turn interrupted).
     fn log(dir: &Path) -> PathBuf {
         let turns = dir.join("turns.jsonl");
-        let mut log = Journal::create(&turns, Durability::Write).unwrap();
+        let mut log = Journal::create_file(&turns, Durability::Write).unwrap();
         use TurnStatus::*;
         for (s, t, status) in [
             ("done", 1, Completed),
@@ -329,7 +329,7 @@ mod tests {
             log.write(&record(s, t, status)).unwrap();
         }
         let mut ended =
-            Journal::create(&journal::sessions_file(&turns), Durability::Write).unwrap();
+            Journal::create_file(&journal::sessions_file(&turns), Durability::Write).unwrap();
         ended.write(&outcome("done", 2)).unwrap();
         ended.write(&outcome("lies", 2)).unwrap();
         turns

@@ -11,15 +11,16 @@ use crate::tokens::LocalCounter;
 use crate::CountingStats;
 use crate::{Interner, TurnFacts, TurnRecord, TurnStatus};
 use agentload_client::{Assembled, RequestBody};
+use agentload_fs::OutDir;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-fn open<T: serde::Serialize>(path: &Path, files: &LogFiles<'_>) -> Result<Journal<T>, WriteError> {
+fn open<T: serde::Serialize>(rel: &Path, files: &LogFiles<'_>) -> Result<Journal<T>, WriteError> {
     if files.append {
-        Journal::append(path, files.durability)
+        Journal::append(&files.out, rel, files.durability)
     } else {
-        Journal::create(path, files.durability)
+        Journal::create(&files.out, rel, files.durability)
     }
 }
 
@@ -27,8 +28,9 @@ fn open<T: serde::Serialize>(path: &Path, files: &LogFiles<'_>) -> Result<Journa
 pub struct Recorder {
     /// The thread that writes `turns.jsonl` and `sessions.jsonl`.
     writer: Option<Writer>,
-    /// `turns.jsonl`, and how hard its lines are pushed to disk.
-    turns: Option<(std::path::PathBuf, Durability)>,
+    /// The results directory, `turns.jsonl` in it, and how hard its lines are pushed to
+    /// disk.
+    turns: Option<(OutDir, std::path::PathBuf, Durability)>,
     /// Every turn of the phase (earlier segments' too): its facts, or (without a log) its
     /// whole record.
     kept: Mutex<Kept>,
@@ -109,7 +111,9 @@ impl Kept {
 
 /// Where and how a phase's log is kept.
 pub struct LogFiles<'a> {
-    /// `turns.jsonl`; the side files go beside it.
+    /// The results directory: nothing is written through a link in it.
+    pub out: OutDir,
+    /// `turns.jsonl`, relative to `out`; the side files go beside it.
     pub turns: &'a Path,
     pub durability: Durability,
     /// Append to the files of an earlier segment (resume) instead of
@@ -130,11 +134,15 @@ impl Recorder {
         let sessions = open(&journal::sessions_file(files.turns), &files)?;
         let tokens_path = journal::side_file(files.turns, "tokens");
         let counting = counter
-            .map(|c| CountWorker::start(c, &tokens_path, files.durability))
+            .map(|c| CountWorker::start(c, &files.out, &tokens_path, files.durability))
             .transpose()?;
         Ok(Self {
             writer: Some(Writer::start(turns, sessions)?),
-            turns: Some((files.turns.to_path_buf(), files.durability)),
+            turns: Some((
+                files.out.clone(),
+                files.turns.to_path_buf(),
+                files.durability,
+            )),
             kept: Mutex::new(Kept::Facts(prior.facts, prior.strings)),
             counting,
             console,
@@ -213,11 +221,11 @@ impl Recorder {
 
     /// Marks the log lines of a session restarted whole: kept, not counted.
     pub fn supersede(&self, lines: &[u64]) -> Result<(), WriteError> {
-        let Some((turns, durability)) = &self.turns else {
+        let Some((out, turns, durability)) = &self.turns else {
             return Ok(());
         };
         let path = journal::side_file(turns, "superseded");
-        let mut out = Journal::append(&path, *durability)?;
+        let mut out = Journal::append(out, &path, *durability)?;
         for &line in lines {
             out.write(&journal::SupersededLine { line })?;
         }
@@ -310,7 +318,8 @@ mod tests {
 
     fn log_files(log: &Path, append: bool) -> LogFiles<'_> {
         LogFiles {
-            turns: log,
+            out: OutDir::new(log.parent().unwrap()),
+            turns: Path::new(log.file_name().unwrap()),
             durability: Durability::Write,
             append,
         }

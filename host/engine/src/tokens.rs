@@ -52,7 +52,7 @@ pub fn model_file(path: &Path, data_dir: &Path) -> PathBuf {
 /// found as [`model_file`] finds it). Errors name the file.
 pub fn load_template(path: &Path, data_dir: &Path) -> Result<ChatTemplate, String> {
     let found = model_file(path, data_dir);
-    let source = std::fs::read_to_string(&found).map_err(|e| {
+    let source = agentload_fs::read::read_to_string(&found).map_err(|e| {
         format!(
             "model.chat_template: cannot read {} (looked in the working directory and {}): {e}",
             path.display(),
@@ -74,7 +74,7 @@ pub fn template_beside(tokenizer_json: &Path) -> Result<ChatTemplate, String> {
              Jinja template file"
         )
     };
-    let text = std::fs::read_to_string(&config)
+    let text = agentload_fs::read::read_to_string(&config)
         .map_err(|e| unset(format!("{} cannot be read ({e})", config.display())))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| unset(format!("{} is not JSON ({e})", config.display())))?;

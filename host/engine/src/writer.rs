@@ -330,8 +330,8 @@ mod tests {
         let turns = dir.join("turns.jsonl");
         let sessions = dir.join("sessions.jsonl");
         let writer = Writer::with_busy(
-            Journal::create(&turns, durability).unwrap(),
-            Journal::create(&sessions, durability).unwrap(),
+            Journal::create_file(&turns, durability).unwrap(),
+            Journal::create_file(&sessions, durability).unwrap(),
             busy,
         )
         .unwrap();
@@ -489,7 +489,7 @@ mod tests {
         flag.store(!first_alone, Ordering::Relaxed);
         let writer = Writer::with_busy(
             Journal::on_file(full, device, Durability::Write),
-            Journal::create(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
+            Journal::create_file(&dir.path().join("s.jsonl"), Durability::Write).unwrap(),
             busy,
         )
         .unwrap();

@@ -43,8 +43,10 @@ fn live() -> isize {
 fn a_resume_holds_facts_of_the_log_and_replays_a_session_one_record_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let turns = dir.path().join("turns.jsonl");
-    let mut log = Journal::create(&turns, Durability::Write).unwrap();
-    let mut ended = Journal::create(&sessions_file(&turns), Durability::Write).unwrap();
+    let out = agentload_fs::OutDir::new(dir.path());
+    let rel = std::path::Path::new("turns.jsonl");
+    let mut log = Journal::create(&out, rel, Durability::Write).unwrap();
+    let mut ended = Journal::create(&out, sessions_file(rel), Durability::Write).unwrap();
     let answer = "a".repeat(ANSWER);
     for turn in 1..=TURNS {
         for s in 0..SESSIONS {
@@ -70,7 +72,7 @@ fn a_resume_holds_facts_of_the_log_and_replays_a_session_one_record_at_a_time() 
             .unwrap();
     }
     // Every record was counted locally: the counts are the side file's, one line each.
-    let mut counts = Journal::create(&side_file(&turns, "tokens"), Durability::Write).unwrap();
+    let mut counts = Journal::create(&out, side_file(rel, "tokens"), Durability::Write).unwrap();
     for line in 1..=u64::from(SESSIONS * TURNS) {
         counts
             .write(&TokenLine {

@@ -246,10 +246,10 @@ fn verdict(row: &Value) -> Value {
 }
 
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    if !path.is_file() {
+    if !path.exists() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let text = agentload_fs::read::read_to_string(path).map_err(io("read", path))?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| ReportError::Malformed {
@@ -260,10 +260,10 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
 
 fn read_samples(path: &Path) -> Result<BTreeMap<String, Value>> {
     let mut rows = BTreeMap::new();
-    if !path.is_file() {
+    if !path.exists() {
         return Ok(rows);
     }
-    let text = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let text = agentload_fs::read::read_to_string(path).map_err(io("read", path))?;
     for (i, line) in text
         .lines()
         .enumerate()

@@ -19,6 +19,9 @@ pub enum ReportError {
     /// A result file that is not what it should be.
     #[error("{}: {message}", path.display())]
     Malformed { path: PathBuf, message: String },
+    /// A file could not be written where it goes (a link there, say).
+    #[error(transparent)]
+    Out(#[from] agentload_fs::OutError),
     /// A CSV table could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Csv { path: PathBuf, source: csv::Error },

@@ -217,19 +217,20 @@ fn sweep_row(p: &Value, turns: &[Turn]) -> PhaseRow {
     }
 }
 
-/// One CSV table being written, with its path for messages.
+/// One CSV table being written (under a temporary name until it is whole),
+/// with its path for messages.
 struct Table {
     path: PathBuf,
-    csv: csv::Writer<std::fs::File>,
+    csv: csv::Writer<agentload_fs::Staged>,
 }
 
 impl Table {
-    fn create(path: PathBuf) -> Result<Self> {
-        let csv = csv::Writer::from_path(&path).map_err(|source| ReportError::Csv {
-            path: path.clone(),
-            source,
-        })?;
-        Ok(Self { path, csv })
+    fn create(out: &agentload_fs::OutDir, rel: &Path) -> Result<Self> {
+        let staged = out.staged(rel)?;
+        Ok(Self {
+            path: staged.path().to_path_buf(),
+            csv: csv::Writer::from_writer(staged),
+        })
     }
 
     fn serialize(&mut self, row: impl Serialize) -> Result<()> {
@@ -239,8 +240,13 @@ impl Table {
         })
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.csv.flush().map_err(io("write", &self.path))
+    /// Puts the whole table in place.
+    fn commit(self) -> Result<()> {
+        let staged = self
+            .csv
+            .into_inner()
+            .map_err(|e| io("write", &self.path)(e.into_error()))?;
+        Ok(staged.commit()?)
     }
 }
 
@@ -249,17 +255,21 @@ impl Table {
 pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
     let run = RunDir::read(dir)?;
     let local_first = run.local_counts_first();
-    let out = out.map_or_else(|| dir.join("export"), Path::to_path_buf);
-    std::fs::create_dir_all(&out).map_err(io("create", &out))?;
-    let paths: Vec<PathBuf> = ["turns.csv", "sessions.csv", "phases.csv"]
+    // Into the run directory, or a folder the user named: never through a link.
+    let (root, folder) = match out {
+        Some(out) => (agentload_fs::OutDir::new(out), PathBuf::new()),
+        None => (agentload_fs::OutDir::new(dir), PathBuf::from("export")),
+    };
+    let rels: Vec<PathBuf> = ["turns.csv", "sessions.csv", "phases.csv"]
         .iter()
-        .map(|f| out.join(f))
+        .map(|f| folder.join(f))
         .collect();
     let (mut turns, mut sessions, mut phases) = (
-        Table::create(paths[0].clone())?,
-        Table::create(paths[1].clone())?,
-        Table::create(paths[2].clone())?,
+        Table::create(&root, &rels[0])?,
+        Table::create(&root, &rels[1])?,
+        Table::create(&root, &rels[2])?,
     );
+    let paths: Vec<PathBuf> = rels.iter().map(|r| root.path(r)).collect();
     for t in &run.turns {
         turns.serialize(turn_row("performance", t, local_first))?;
     }
@@ -303,8 +313,8 @@ pub fn csv(dir: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>> {
             ..PhaseRow::default()
         })?;
     }
-    for w in [&mut turns, &mut sessions, &mut phases] {
-        w.flush()?;
+    for table in [turns, sessions, phases] {
+        table.commit()?;
     }
     Ok(paths)
 }

@@ -113,8 +113,8 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
 pub fn write(dirs: &[PathBuf], labels: &[String], out: &Path) -> Result<()> {
     if let [dir] = dirs {
         let file = dir.join("points.json");
-        if file.is_file() && !dir.join("run_manifest.json").exists() {
-            let text = std::fs::read_to_string(&file).map_err(io("read", &file))?;
+        if file.exists() && !dir.join("run_manifest.json").exists() {
+            let text = agentload_fs::read::read_to_string(&file).map_err(io("read", &file))?;
             let value: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| ReportError::Malformed {
                     path: file.clone(),
@@ -126,7 +126,7 @@ pub fn write(dirs: &[PathBuf], labels: &[String], out: &Path) -> Result<()> {
                 format!("agentload {}", env!("CARGO_PKG_VERSION")),
             );
             let html = page::render(&page)?;
-            return std::fs::write(out, html).map_err(io("write", out));
+            return write_page(out, &html);
         }
     }
     let runs = dirs
@@ -134,7 +134,13 @@ pub fn write(dirs: &[PathBuf], labels: &[String], out: &Path) -> Result<()> {
         .map(|d| RunDir::read(d))
         .collect::<Result<Vec<_>, _>>()?;
     let html = render(&runs, labels)?;
-    std::fs::write(out, html).map_err(io("write", out))
+    write_page(out, &html)
+}
+
+/// Writes a page to `out`, never through a link there.
+fn write_page(out: &Path, html: &str) -> Result<()> {
+    let (dir, name) = agentload_fs::OutDir::of_file(out)?;
+    Ok(dir.write(name, html)?)
 }
 
 /// Writes `DIR/report.html` for a finished run.

@@ -238,12 +238,20 @@ impl Swatch {
 
 const TEMPLATE: &str = include_str!("page.html.j2");
 
-/// The page as one self-contained HTML document.
+/// The page as one self-contained HTML document. Text from the run's files
+/// (a server's error, a dataset's name) is HTML-escaped by the template, and
+/// its control characters are shown as escapes (`\u{1b}`): the page carries
+/// none but line ends and tabs.
 pub fn render(page: &Page) -> Result<String, minijinja::Error> {
     let mut env = minijinja::Environment::new();
     env.add_template("page.html.j2", TEMPLATE)?;
-    env.get_template("page.html.j2")?
-        .render(minijinja::Value::from(minijinja::value::Serde(page)))
+    let html = env
+        .get_template("page.html.j2")?
+        .render(minijinja::Value::from(minijinja::value::Serde(page)))?;
+    Ok(match agentload_console::printable(&html) {
+        std::borrow::Cow::Borrowed(_) => html,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    })
 }
 
 #[cfg(test)]
@@ -257,6 +265,7 @@ mod tests {
             items: vec![("endpoint".into(), Cell::text("http://x/?a=<b>"))],
         });
         s.note("a & b");
+        s.note("server said \u{1b}[2J\u{7}\0\r");
         let html = render(&Page {
             title: "t".into(),
             subtitle: "sub".into(),
@@ -268,6 +277,13 @@ mod tests {
         assert!(html.contains("Run &lt;1&gt;"));
         assert!(html.contains("?a=&lt;b&gt;"));
         assert!(html.contains("a &amp; b"));
+        assert!(html.contains("server said \\u{1b}[2J\\u{7}\\u{0}\\r"));
+        assert!(
+            !html
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "no raw control character on the page"
+        );
         assert!(!html.contains("<script"), "the page needs no script");
         assert!(
             !html.contains(" src=") && !html.contains("<link"),

@@ -406,7 +406,7 @@ fn telemetry_file(
 /// The file is read one line at a time: a long run's log is never in memory whole.
 fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, ReadError> {
     use std::io::BufRead;
-    let file = match std::fs::File::open(path) {
+    let file = match agentload_fs::read::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(path, e)),
@@ -467,7 +467,7 @@ fn io(path: &Path, source: std::io::Error) -> ReadError {
 }
 
 fn text(path: &Path) -> Result<Option<String>, ReadError> {
-    match std::fs::read_to_string(path) {
+    match agentload_fs::read::read_to_string(path) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(path, e)),
@@ -488,8 +488,51 @@ pub fn json_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
 }
 
 /// Reads a turn log; empty when absent; names file and line on error.
+/// A turn log's records as the run counts them: each with its local counts (kept beside the
+/// log, in `turns.tokens.jsonl`, by line), less the lines a resume superseded
+/// (`turns.superseded.jsonl`).
 pub fn turns_file(path: &Path) -> Result<Vec<Turn>, ReadError> {
-    Ok(jsonl(path)?.unwrap_or_default())
+    let mut turns: Vec<Turn> = jsonl(path)?.unwrap_or_default();
+    let side = |kind: &str| {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy();
+        path.with_file_name(format!("{name}.{kind}.jsonl"))
+    };
+    for counted in jsonl::<CountLine>(&side("tokens"))?.unwrap_or_default() {
+        if let Some(t) = counted
+            .line
+            .checked_sub(1)
+            .and_then(|i| turns.get_mut(usize::try_from(i).ok()?))
+        {
+            t.local_tokens = Some(counted.tokens);
+        }
+    }
+    let gone: std::collections::HashSet<u64> = jsonl::<SupersededLine>(&side("superseded"))?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.line)
+        .collect();
+    if !gone.is_empty() {
+        let mut line = 0u64;
+        turns.retain(|_| {
+            line += 1;
+            !gone.contains(&line)
+        });
+    }
+    Ok(turns)
+}
+
+/// A line of `turns.tokens.jsonl`: a record's local counts, by its line in the log.
+#[derive(Deserialize)]
+struct CountLine {
+    line: u64,
+    #[serde(flatten)]
+    tokens: LocalTokens,
+}
+
+/// A line of `turns.superseded.jsonl`.
+#[derive(Deserialize)]
+struct SupersededLine {
+    line: u64,
 }
 
 impl RunDir {
@@ -501,6 +544,23 @@ impl RunDir {
             .as_ref()
             .and_then(|s| s["agentload"]["token_counts"]["configured"].as_str())
             .is_none_or(|c| c == "local")
+    }
+
+    /// The TPOT of each completed turn of the performance phase that its metrics count
+    /// (issued before the window's stop, `agentload.tracking.stop_ns`), ns, its tokens from
+    /// the run's configured source first: what the TPOT chart draws, and what the summary's
+    /// TPOT grid (its dots) is the lower percentiles of.
+    pub fn tpot_ns(&self) -> Vec<f64> {
+        let local_first = self.local_counts_first();
+        let stop = self
+            .summary
+            .as_ref()
+            .and_then(|s| s["agentload"]["tracking"]["stop_ns"].as_u64());
+        self.turns
+            .iter()
+            .filter(|t| stop.is_none_or(|s| t.issued_ns.is_some_and(|i| i < s)))
+            .filter_map(|t| t.tpot_ns(local_first))
+            .collect()
     }
 
     /// Reads `dir` (see the module docs).
@@ -757,6 +817,47 @@ mod tests {
         )
         .unwrap();
         assert!(!RunDir::read(dir.path()).unwrap().local_counts_first());
+    }
+
+    #[test]
+    fn turns_take_their_local_counts_from_the_side_file_and_tpot_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let turn = |n: u64| {
+            json!({"session_id": "s", "turn": n, "status": "completed", "issued_ns": n * 100_000,
+                "first_token_ns": n * 100_000 + 1_000, "complete_ns": n * 100_000 + 10_000,
+                "usage": {"completion_tokens": 4}})
+            .to_string()
+        };
+        // Four records (a blank line between: lines count the records), the second one
+        // superseded by a resume; local counts for the first three.
+        std::fs::write(
+            d.join("turns.jsonl"),
+            format!("{}\n\n{}\n{}\n{}\n", turn(1), turn(2), turn(3), turn(4)),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("turns.tokens.jsonl"),
+            (1..=3)
+                .map(|l| format!("{{\"line\":{l},\"isl\":5,\"osl\":10,\"osl_after_first\":9,\"osl_count_ns\":7}}\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        std::fs::write(d.join("turns.superseded.jsonl"), "{\"line\":2}\n").unwrap();
+        std::fs::write(d.join("run_manifest.json"), "{}").unwrap();
+        let run = RunDir::read(d).unwrap();
+        let turns: Vec<u32> = run.turns.iter().map(|t| t.turn).collect();
+        assert_eq!(turns, [1, 3, 4]);
+        // 9 local tokens after the first: 1,000 ns each; the last turn has the server's 3.
+        assert_eq!(run.tpot_ns(), [1_000.0, 1_000.0, 3_000.0]);
+        // A window that stopped before the last turn was issued leaves it out.
+        std::fs::create_dir(d.join("performance")).unwrap();
+        std::fs::write(
+            d.join("performance/result_summary.json"),
+            r#"{"agentload": {"tracking": {"stop_ns": 400000}}}"#,
+        )
+        .unwrap();
+        assert_eq!(RunDir::read(d).unwrap().tpot_ns(), [1_000.0, 1_000.0]);
     }
 
     #[test]

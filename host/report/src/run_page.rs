@@ -408,12 +408,7 @@ pub fn performance(run: &RunDir) -> Option<Section> {
     ));
 
     let ttft: Vec<f64> = turns.iter().filter_map(Turn::ttft_ns).map(ms).collect();
-    let local_first = run.local_counts_first();
-    let tpot: Vec<f64> = turns
-        .iter()
-        .filter_map(|t| t.tpot_ns(local_first))
-        .map(|ns| ns / 1e6)
-        .collect();
+    let tpot: Vec<f64> = run.tpot_ns().into_iter().map(|ns| ns / 1e6).collect();
     let latency: Vec<f64> = turns.iter().filter_map(Turn::latency_ns).map(ms).collect();
     let mut figs: Vec<Option<Figure>> = Vec::new();
     for (id, name, key, values) in [

@@ -8,7 +8,6 @@
 use crate::metrics::Series;
 use crate::record::{TurnFacts, TurnStatus};
 use serde_json::{json, Map, Value};
-use std::path::Path;
 
 /// Where the wrapper goes, relative to the run directory.
 pub const ACCURACY_RESULTS: &str = "accuracy/accuracy_results.json";
@@ -188,10 +187,13 @@ pub fn accuracy_results(entries: &[Value]) -> Value {
 /// phase's, say) and these, an entry replacing the one of its
 /// `dataset_name`. Nothing is written when there is no entry at all, as the
 /// reference.
-pub fn write_accuracy_results(out: &Path, entries: &[Value]) -> std::io::Result<()> {
-    let path = out.join(ACCURACY_RESULTS);
+pub fn write_accuracy_results(
+    out: &agentload_fs::OutDir,
+    entries: &[Value],
+) -> std::io::Result<()> {
+    let path = out.path(ACCURACY_RESULTS);
     let name = |e: &Value| e.get("dataset_name").cloned();
-    let mut all: Vec<Value> = std::fs::read_to_string(&path)
+    let mut all: Vec<Value> = agentload_fs::read::read_to_string(&path)
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|v| v.get("accuracy_scores")?.as_array().cloned())
@@ -203,7 +205,8 @@ pub fn write_accuracy_results(out: &Path, entries: &[Value]) -> std::io::Result<
     if all.is_empty() {
         return Ok(());
     }
-    super::write_json(&path, &accuracy_results(&all))
+    out.write_json(ACCURACY_RESULTS, &accuracy_results(&all))?;
+    Ok(())
 }
 
 /// The accuracy entry of an `accuracy_results.json` wrapper that carries a
@@ -332,14 +335,15 @@ mod tests {
     fn phases_add_their_entries_to_the_file() {
         let dir = std::env::temp_dir().join(format!("agentload-accres-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let out = agentload_fs::OutDir::new(&dir);
         let records = vec![done(0, 3)];
-        write_accuracy_results(&dir, &[]).unwrap();
+        write_accuracy_results(&out, &[]).unwrap();
         assert!(!dir.join(ACCURACY_RESULTS).exists(), "no entry, no file");
-        write_accuracy_results(&dir, &[performance_entry(0.5, &TurnFacts::all(&records))]).unwrap();
+        write_accuracy_results(&out, &[performance_entry(0.5, &TurnFacts::all(&records))]).unwrap();
         let acc = accuracy_entry(&bfcl_report(), &TurnFacts::all(&records)).unwrap();
-        write_accuracy_results(&dir, &[acc]).unwrap();
+        write_accuracy_results(&out, &[acc]).unwrap();
         // The performance phase scored again replaces its own entry.
-        write_accuracy_results(&dir, &[performance_entry(0.75, &TurnFacts::all(&records))])
+        write_accuracy_results(&out, &[performance_entry(0.75, &TurnFacts::all(&records))])
             .unwrap();
         let text = std::fs::read_to_string(dir.join(ACCURACY_RESULTS)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();

@@ -46,25 +46,3 @@ pub use report_txt::write_report;
 pub use summary::{
     summarize, FullRunOsl, Harness, PerformanceSummary, PointMetrics, TimingError, TokenSetup,
 };
-
-use std::path::Path;
-
-/// Writes `rows` as JSON lines to `path`.
-pub fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> std::io::Result<()> {
-    let mut text = String::new();
-    for row in rows {
-        text.push_str(&serde_json::to_string(row).map_err(std::io::Error::other)?);
-        text.push('\n');
-    }
-    std::fs::write(path, text)
-}
-
-/// Writes `value` as pretty JSON to `path`, creating parent directories.
-pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    text.push('\n');
-    std::fs::write(path, text)
-}

@@ -291,10 +291,14 @@ pub fn run_config(reference: &Value) -> Value {
     })
 }
 
-/// Writes `config.yaml` (with a comment header) to `path`.
-pub fn write_reference_config(path: &Path, reference: &Value) -> std::io::Result<()> {
+/// Writes `config.yaml` (with a comment header) into the results directory `out`.
+pub fn write_reference_config(
+    out: &agentload_fs::OutDir,
+    reference: &Value,
+) -> std::io::Result<()> {
     let yaml = to_yaml(reference).map_err(|e: YamlError| std::io::Error::other(e.to_string()))?;
-    std::fs::write(path, format!("{HEADER}{yaml}"))
+    out.write("config.yaml", format!("{HEADER}{yaml}"))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -480,7 +484,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("agentload-refcfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("config.yaml");
-        write_reference_config(&path, &v).unwrap();
+        write_reference_config(&agentload_fs::OutDir::new(&dir), &v).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# Written by agentload"));
         assert!(!text.trim_start().starts_with('{'), "YAML, not JSON");

@@ -13,9 +13,13 @@
 //! `export` write, by name and place. `--force` removes those and nothing
 //! else, and only in a directory whose `run_manifest.json` or
 //! `run_state.json` is agentload's; a user's own files (`NOTES.md`,
-//! `performance/extra.txt`) stay, and so do the folders that hold them.
+//! `performance/extra.txt`) stay, and so do the folders that hold them. A
+//! directory that holds a symbolic link anywhere is refused whole: agentload
+//! writes nothing through a link ([`agentload_fs::OutDir`]), and `--force`
+//! neither keeps one nor removes what it leads to.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use agentload_fs::OutDir;
+use std::fs::{File, TryLockError};
 use std::io::{Read as _, Write as _};
 use std::path::{Component, Path, PathBuf};
 
@@ -38,6 +42,16 @@ pub enum RunDirError {
         dir.display()
     )]
     NotARun { dir: PathBuf, reason: String },
+    /// `--force` in a run directory that holds a symbolic link.
+    #[error(
+        "{} is a symbolic link: --force refuses a run directory that holds links (agentload \
+         writes nothing through one); remove it, or write the run elsewhere",
+        link.display()
+    )]
+    Link { link: PathBuf },
+    /// A file of the directory could not be opened as agentload writes it.
+    #[error(transparent)]
+    Out(#[from] agentload_fs::OutError),
     /// A file system call failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -65,13 +79,8 @@ pub struct WriterLock {
 /// refuses at once, naming the holder. `dir` must exist.
 pub fn lock(dir: &Path, command: &str) -> Result<WriterLock, RunDirError> {
     let path = dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io(&path))?;
+    // Never through a link: a linked lock file would be truncated wherever it leads.
+    let mut file = OutDir::new(dir).open_rw(LOCK_FILE, true)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -106,6 +115,13 @@ pub fn owned(rel: &Path) -> bool {
             _ => "\0",
         })
         .collect();
+    // A file a killed writer left under its temporary name.
+    if parts
+        .last()
+        .is_some_and(|n| agentload_fs::is_staged_name(n))
+    {
+        return true;
+    }
     match parts.as_slice() {
         [name] => top_level(name),
         ["performance", name] => performance(name),
@@ -199,6 +215,7 @@ fn rescore(rest: &[&str]) -> bool {
 /// left as it is. The caller holds `dir`'s lock.
 pub fn clear_for_force(dir: &Path, report_files: &[PathBuf]) -> Result<(), RunDirError> {
     is_agentload_run(dir)?;
+    refuse_links(dir)?;
     let reports: Vec<PathBuf> = report_files.iter().map(|p| normal(p)).collect();
     clear(dir, Path::new(""), &reports)
 }
@@ -218,7 +235,7 @@ fn is_agentload_run(dir: &Path) -> Result<(), RunDirError> {
         reason,
     };
     let read = |name: &str| -> Option<serde_json::Value> {
-        serde_json::from_slice(&std::fs::read(dir.join(name)).ok()?).ok()
+        serde_json::from_slice(&agentload_fs::read::read(dir.join(name)).ok()?).ok()
     };
     if let Some(manifest) = read("run_manifest.json") {
         return match manifest.get("agentload_version") {
@@ -238,6 +255,24 @@ fn is_agentload_run(dir: &Path) -> Result<(), RunDirError> {
     Err(not_a_run(
         "no run_manifest.json or run_state.json that agentload wrote".into(),
     ))
+}
+
+/// An error naming the first symbolic link under `dir` (none is followed).
+fn refuse_links(dir: &Path) -> Result<(), RunDirError> {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(here) = todo.pop() {
+        for entry in std::fs::read_dir(&here).map_err(io(&here))? {
+            let entry = entry.map_err(io(&here))?;
+            let kind = entry.file_type().map_err(io(&entry.path()))?;
+            if kind.is_symlink() {
+                return Err(RunDirError::Link { link: entry.path() });
+            }
+            if kind.is_dir() {
+                todo.push(entry.path());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn clear(dir: &Path, rel: &Path, reports: &[PathBuf]) -> Result<(), RunDirError> {
@@ -398,6 +433,48 @@ mod tests {
         let err = clear_for_force(d, &[]).unwrap_err().to_string();
         assert!(err.contains("not agentload's"), "{err}");
         assert_eq!(walk(d).len(), 4, "nothing deleted");
+    }
+
+    #[test]
+    fn force_refuses_a_run_that_holds_a_link_and_removes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("run");
+        write(&d, "run_manifest.json", r#"{"agentload_version": "0.1.0"}"#);
+        write(&d, "turns.jsonl", "x");
+        write(&dir.path().join("outside"), "result_summary.json", "mine");
+        std::os::unix::fs::symlink(dir.path().join("outside"), d.join("performance")).unwrap();
+        let err = clear_for_force(&d, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "{} is a symbolic link",
+                d.join("performance").display()
+            )),
+            "{err}"
+        );
+        assert!(d.join("turns.jsonl").is_file(), "nothing removed");
+        assert!(dir.path().join("outside/result_summary.json").is_file());
+        // A linked lock file is refused, not truncated where it leads.
+        std::fs::remove_file(d.join("performance")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("outside/result_summary.json"),
+            d.join(LOCK_FILE),
+        )
+        .unwrap();
+        let err = lock(&d, "run").unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("outside/result_summary.json")).unwrap(),
+            "mine"
+        );
+        // A temporary file a killed writer left goes with --force.
+        std::fs::remove_file(d.join(LOCK_FILE)).unwrap();
+        write(
+            &d,
+            "performance/.result_summary.json.1-0.agentload-part",
+            "x",
+        );
+        clear_for_force(&d, &[]).unwrap();
+        assert!(!d.join("performance").exists());
     }
 
     #[test]

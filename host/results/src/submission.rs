@@ -14,6 +14,7 @@
 //! succeeds, a missing artifact or field here is an error naming it.
 
 use super::accuracy::{find_breakdown_entry, ACCURACY_RESULTS};
+use agentload_fs::OutDir;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -70,7 +71,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SubmissionError + '_ {
 }
 
 fn read_json(path: &Path) -> Result<Value, SubmissionError> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let text = agentload_fs::read::read_to_string(path).map_err(io(path))?;
     serde_json::from_str(&text)
         .map_err(|e| SubmissionError::Invalid(format!("{} is not JSON: {e}", path.display())))
 }
@@ -92,7 +93,7 @@ fn percentile(series: &Value, key: &str) -> Option<f64> {
 /// the checker reads.
 fn check_config(run: &Path) -> Result<String, SubmissionError> {
     let path = run.join("config.yaml");
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let text = agentload_fs::read::read_to_string(&path).map_err(io(&path))?;
     let config = super::yaml::from_yaml(&text)
         .map_err(|e| SubmissionError::Invalid(format!("{} is not YAML: {e}", path.display())))?;
     for key in ["type", "model_params", "settings"] {
@@ -214,7 +215,8 @@ fn check_run(run: &Path, division: &str) -> Result<String, SubmissionError> {
     ))
 }
 
-/// Copies `files` (source relative to `run`, destination name) into `dst`.
+/// Copies `files` (source relative to `run`, destination name) into `dst`
+/// (inside the tree `output`: nothing is written through a link there).
 fn copy(
     run: &Path,
     dst: &Path,
@@ -222,29 +224,43 @@ fn copy(
     output: &Path,
     published: &mut Published,
 ) -> Result<(), SubmissionError> {
-    std::fs::create_dir_all(dst).map_err(io(dst))?;
+    let tree = OutDir::new(output);
+    let dst = tree.rel(dst).map_err(|e| io(dst)(e.into()))?;
     for (src, name) in files {
         let from = run.join(src);
-        if !from.is_file() {
-            return Err(SubmissionError::Invalid(format!(
-                "{} is missing",
-                from.display()
-            )));
-        }
-        let to = dst.join(name);
-        std::fs::copy(&from, &to).map_err(io(&to))?;
-        published
-            .files
-            .push(to.strip_prefix(output).unwrap_or(&to).to_path_buf());
+        let mut file = match agentload_fs::read::open(&from) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SubmissionError::Invalid(format!(
+                    "{} is missing",
+                    from.display()
+                )))
+            }
+            Err(e) => return Err(io(&from)(e)),
+        };
+        let rel = dst.join(name);
+        let to = output.join(&rel);
+        let mut staged = tree.staged(&rel).map_err(|e| io(&to)(e.into()))?;
+        std::io::copy(&mut file, &mut staged).map_err(io(&to))?;
+        staged.commit().map_err(|e| io(&to)(e.into()))?;
+        published.files.push(rel);
     }
     Ok(())
 }
 
-fn scaffold(path: &Path, template: &Value, force: bool) -> Result<bool, SubmissionError> {
+fn scaffold(
+    output: &Path,
+    path: &Path,
+    template: &Value,
+    force: bool,
+) -> Result<bool, SubmissionError> {
     if path.exists() && !force {
         return Ok(false);
     }
-    super::write_json(path, template).map_err(io(path))?;
+    let tree = OutDir::new(output);
+    let rel = tree.rel(path).map_err(|e| io(path)(e.into()))?;
+    tree.write_json(rel, template)
+        .map_err(|e| io(path)(e.into()))?;
     Ok(true)
 }
 
@@ -355,7 +371,7 @@ pub fn publish(opts: &SubmissionOptions) -> Result<Published, SubmissionError> {
             (measurements, measurements_template()),
             (system, system_template(opts)),
         ] {
-            let wrote = scaffold(&path, &template, opts.force)?;
+            let wrote = scaffold(&opts.output, &path, &template, opts.force)?;
             published.findings.push(format!(
                 "[scaffold] {}: {}",
                 path.display(),
@@ -419,13 +435,16 @@ mod tests {
     fn run_dir(dir: &Path, accuracy: bool) {
         std::fs::create_dir_all(dir.join("performance")).unwrap();
         manifest(dir, true, true);
-        super::super::write_json(&dir.join("run_state.json"), &json!({"complete": true})).unwrap();
+        agentload_fs::OutDir::new(dir)
+            .write_json("run_state.json", &json!({"complete": true}))
+            .unwrap();
         let series = json!({"percentiles": {"99.0": 2.5e6}});
-        super::super::write_json(
-            &dir.join("performance/result_summary.json"),
-            &json!({"qps": 0.5, "latency": series, "ttft": series, "tpot": series}),
-        )
-        .unwrap();
+        agentload_fs::OutDir::new(dir)
+            .write_json(
+                "performance/result_summary.json",
+                &json!({"qps": 0.5, "latency": series, "ttft": series, "tpot": series}),
+            )
+            .unwrap();
         std::fs::write(
             dir.join("config.yaml"),
             "---\ntype: online\nmodel_params:\n  streaming: \"on\"\nsettings:\n  load_pattern:\n    type: agentic_inference\n",
@@ -437,19 +456,18 @@ mod tests {
         } else {
             json!({"dataset_name": "performance", "score": 0.6, "dataset_type": "performance"})
         };
-        super::super::write_json(
-            &dir.join(ACCURACY_RESULTS),
-            &json!({"accuracy_scores": [entry]}),
-        )
-        .unwrap();
+        agentload_fs::OutDir::new(dir)
+            .write_json(ACCURACY_RESULTS, &json!({"accuracy_scores": [entry]}))
+            .unwrap();
     }
 
     fn manifest(dir: &Path, sealed: bool, compliant: bool) {
-        super::super::write_json(
-            &dir.join("run_manifest.json"),
-            &json!({"seal": {"sealed": sealed}, "compliance": {"compliant": compliant}}),
-        )
-        .unwrap();
+        agentload_fs::OutDir::new(dir)
+            .write_json(
+                "run_manifest.json",
+                &json!({"seal": {"sealed": sealed}, "compliance": {"compliant": compliant}}),
+            )
+            .unwrap();
     }
 
     fn opts(perf: Option<PathBuf>, acc: Option<PathBuf>, output: PathBuf) -> SubmissionOptions {
@@ -557,12 +575,16 @@ mod tests {
             std::fs::remove_dir_all(&out).unwrap();
         }
         manifest(&run, true, true);
-        super::super::write_json(&run.join("run_state.json"), &json!({"complete": false})).unwrap();
+        agentload_fs::OutDir::new(&run)
+            .write_json("run_state.json", &json!({"complete": false}))
+            .unwrap();
         let err = publish(&opts(Some(run.clone()), None, out.clone()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("did not run to its end"), "{err}");
-        super::super::write_json(&run.join("run_state.json"), &json!({"complete": true})).unwrap();
+        agentload_fs::OutDir::new(&run)
+            .write_json("run_state.json", &json!({"complete": true}))
+            .unwrap();
         std::fs::remove_file(run.join("run_manifest.json")).unwrap();
         let err = publish(&opts(Some(run.clone()), None, out.clone()))
             .unwrap_err()

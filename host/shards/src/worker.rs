@@ -128,7 +128,7 @@ impl Link {
     /// Keeps the anchors in `path` from now on, after those already there
     /// (an earlier process of this shard).
     pub fn keep_anchors(&self, path: &Path) -> Result<(), ShardError> {
-        let earlier: Vec<PhaseAnchor> = match std::fs::read(path) {
+        let earlier: Vec<PhaseAnchor> = match agentload_fs::read::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| ShardError::Io(format!("{}: {e}", path.display())))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -395,16 +395,15 @@ impl Drop for Heartbeats {
     }
 }
 
-/// Writes the anchors to `path` (a temporary file renamed over it).
+/// Writes the anchors to `path` (a temporary file renamed over it, never through a link).
 fn save_anchors(path: &Path, anchors: &[PhaseAnchor]) -> Result<(), ShardError> {
-    let fail = |e: std::io::Error| ShardError::Io(format!("{}: {e}", path.display()));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
+    let fail = |e: agentload_fs::OutError| ShardError::Io(e.to_string());
+    let (dir, name) = agentload_fs::OutDir::of_file(path).map_err(fail)?;
+    dir.write(
+        name,
         serde_json::to_vec_pretty(anchors).expect("plain data"),
     )
-    .map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
+    .map_err(fail)
 }
 
 /// A JSON answer, or the coordinator's error message.

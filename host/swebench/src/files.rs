@@ -3,10 +3,12 @@
 //! `swe_bench_runs/<run_id>/` with `swe_bench_service_status.json` and the
 //! downloaded artifacts. JSON is written as the reference's
 //! `msgspec.json.encode` writes it: compact, keys in the service's order.
-//! Every file is written through `<name>.tmp`, synced, then renamed, and
-//! the folder synced (the reference's `atomic_write_bytes`).
+//! Every file is written under a temporary name, synced, then renamed, and
+//! the folder synced (the reference's `atomic_write_bytes`), never through a
+//! link in the report directory ([`agentload_fs::OutDir`]).
 
 use crate::Error;
+use agentload_fs::OutDir;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -27,26 +29,12 @@ pub(crate) fn compact(value: &Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(value).expect("a JSON object encodes")
 }
 
-/// Writes `bytes` to `path` atomically and durably.
-pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = (|| {
-        use std::io::Write as _;
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })()
-    .map_err(|source| Error::Write {
-        path: tmp.clone(),
-        source,
-    });
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    publish(&tmp, path)
+/// Writes `bytes` to `rel` of the report directory `out` atomically and durably.
+pub(crate) fn write(out: &OutDir, rel: &Path, bytes: &[u8]) -> Result<(), Error> {
+    out.write(rel, bytes).map_err(|e| Error::Write {
+        path: out.path(rel),
+        source: e.into(),
+    })
 }
 
 /// Renames the complete `tmp` over `target` and syncs the folder.
@@ -64,21 +52,18 @@ pub(crate) fn publish(tmp: &Path, target: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Creates `dir` (and its parents).
-pub(crate) fn create_dir(dir: &Path) -> Result<(), Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Write {
-        path: dir.to_path_buf(),
-        source,
+/// Creates the folder `rel` of `out` (and its parents).
+pub(crate) fn create_dir(out: &OutDir, rel: &Path) -> Result<(), Error> {
+    out.create_dir(rel).map_err(|e| Error::Write {
+        path: out.path(rel),
+        source: e.into(),
     })
 }
 
-/// Removes `path` if it is there (a stale result of an earlier run).
-pub(crate) fn remove_stale(path: &Path) -> Result<(), Error> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Write {
-            path: path.to_path_buf(),
-            source: e,
-        }),
-        _ => Ok(()),
-    }
+/// Removes `rel` of `out` if it is there (a stale result of an earlier run).
+pub(crate) fn remove_stale(out: &OutDir, rel: &Path) -> Result<(), Error> {
+    out.remove(rel).map(drop).map_err(|e| Error::Write {
+        path: out.path(rel),
+        source: e.into(),
+    })
 }

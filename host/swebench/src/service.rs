@@ -153,7 +153,10 @@ impl Service {
         mut progress: impl FnMut(&Progress),
         interrupt: impl Future<Output = ()>,
     ) -> Result<Outcome, Error> {
-        files::remove_stale(&options.report_dir.join(RESULTS_FILE))?;
+        files::remove_stale(
+            &agentload_fs::OutDir::new(options.report_dir),
+            Path::new(RESULTS_FILE),
+        )?;
         tokio::pin!(interrupt);
         let submit = self.http.json(
             Method::POST,
@@ -240,8 +243,10 @@ impl Service {
         deadline: Instant,
     ) -> Result<Outcome, Error> {
         let dir = files::run_dir(options.report_dir, &run_id);
-        files::create_dir(&dir)?;
-        files::write(&dir.join(STATUS_FILE), &files::compact(&status))?;
+        let out = agentload_fs::OutDir::new(options.report_dir);
+        let rel = Path::new(files::RUNS_DIR).join(&run_id);
+        files::create_dir(&out, &rel)?;
+        files::write(&out, &rel.join(STATUS_FILE), &files::compact(&status))?;
         let bounds = artifacts::Bounds {
             cap: options.max_artifact_bytes,
             deadline: deadline.into(),
@@ -254,10 +259,7 @@ impl Service {
         let scored = if state == "succeeded" {
             match result(&status, &dir) {
                 Ok(result) => {
-                    files::write(
-                        &options.report_dir.join(RESULTS_FILE),
-                        &files::compact(&result),
-                    )?;
+                    files::write(&out, Path::new(RESULTS_FILE), &files::compact(&result))?;
                     score::score(&result, evaluated)
                 }
                 Err(why) => Scored::none(why),
@@ -287,7 +289,7 @@ fn result(status: &Map<String, Value>, run_dir: &Path) -> Result<Map<String, Val
         Some(Value::Object(result)) => Ok(result.clone()),
         None | Some(Value::Null) => {
             let path = run_dir.join(RESULTS_FILE);
-            let Ok(bytes) = std::fs::read(&path) else {
+            let Ok(bytes) = agentload_fs::read::read(&path) else {
                 return Err(no_result());
             };
             match serde_json::from_slice::<Value>(&bytes) {

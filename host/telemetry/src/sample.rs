@@ -23,9 +23,14 @@ pub struct Sample {
     /// Metrics captured by name, one key per series (`name{labels}`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub captured: BTreeMap<String, f64>,
-    /// Why the reading failed (or what of the page could not be read).
+    /// Why the reading failed (nothing of it could be used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What was odd about a page that was read, or cut from it (a line that
+    /// could not be read, a series given twice, series over the bound, a
+    /// value outside its range); the rest of the page was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// How long the reading took, ms.
     pub took_ms: f64,
 }

@@ -16,6 +16,7 @@ use crate::summary::{self, SourceInfo, TelemetrySummary};
 use crate::TelemetryError;
 use agentload_client::Transport;
 use agentload_config::TelemetryConfig;
+use agentload_fs::OutDir;
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -119,17 +120,18 @@ impl Telemetry {
 
     /// Starts sampling a phase whose clock starts at `origin`: takes every
     /// source's first reading (before the phase's first request), then
-    /// samples until [`Running::finish`]. Samples go to `file` (appended
-    /// to when `segment` > 0, a resumed run); `shown` is its name in the
-    /// summary.
+    /// samples until [`Running::finish`]. Samples go to `file` in the results
+    /// directory `out` (appended to when `segment` > 0, a resumed run);
+    /// `shown` is its name in the summary.
     pub async fn start(
         &self,
         origin: Instant,
+        out: &OutDir,
         file: &Path,
         shown: &str,
         segment: u32,
     ) -> Result<Running, TelemetryError> {
-        let writer = Writer::open(file, segment > 0)?;
+        let writer = Writer::open(out, file, segment > 0)?;
         let shared = Arc::new(Shared {
             origin,
             segment,
@@ -137,6 +139,7 @@ impl Telemetry {
                 samples: Vec::new(),
                 families: vec![BTreeSet::new(); self.sources.len()],
                 failing: vec![false; self.sources.len()],
+                noted: vec![false; self.sources.len()],
             }),
             lines: Mutex::new(Some(writer.lines)),
         });
@@ -179,7 +182,7 @@ impl Telemetry {
             thread: Some(writer.thread),
             interval_s: self.interval.as_secs_f64(),
             shown: shown.to_owned(),
-            path: file.to_path_buf(),
+            path: out.path(file),
         })
     }
 }
@@ -330,6 +333,8 @@ struct State {
     samples: Vec<Sample>,
     families: Vec<BTreeSet<Family>>,
     failing: Vec<bool>,
+    /// Whether the source's notes were shown (once per source).
+    noted: Vec<bool>,
 }
 
 #[derive(Clone)]
@@ -377,6 +382,15 @@ impl Reader {
                 ),
                 _ => format!("telemetry source {name} answers again at {at:.1} s"),
             });
+        }
+        if !sample.notes.is_empty() && !state.noted[i] {
+            state.noted[i] = true;
+            agentload_console::line(&format!(
+                "warning: telemetry source {name} at {:.1} s: {} (in telemetry.jsonl; the rest of \
+                 the page is used, the run goes on)",
+                sample.t_ns as f64 / 1e9,
+                sample.notes.join("; ")
+            ));
         }
         state.families[i].extend(families);
         state.samples.push(Sample {
@@ -429,6 +443,7 @@ impl Source {
                     sample.gpus = mapped.gpus;
                     sample.captured = mapped.captured;
                     sample.error = mapped.error;
+                    sample.notes = mapped.notes;
                     families = mapped.families;
                 }
                 Err(e) => sample.error = Some(e),
@@ -525,16 +540,17 @@ async fn scrape(client: &reqwest::Client, url: &str, timeout: Duration) -> Resul
         }
         body.extend_from_slice(&chunk);
     }
-    let text = String::from_utf8_lossy(&body).into_owned();
     if !status.is_success() {
-        let start: String = text.chars().take(160).collect();
         return Err(format!(
             "HTTP {}: {}",
             status.as_u16(),
-            start.replace(['\n', '\r'], " ")
+            agentload_console::quote(&body, 160)
         ));
     }
-    Ok(text)
+    Ok(match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// An error and its causes, `a: b: c` (reqwest's own message names only
@@ -552,22 +568,20 @@ fn chain(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// A process killed while writing can leave a partial last line; a resumed
-/// run appends after the last whole one.
-fn drop_torn_line(path: &Path) -> std::io::Result<()> {
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
+/// Opens `file` in `out` to append to (made when missing): a process killed
+/// while writing can leave a partial last line, and a resumed run appends
+/// after the last whole one.
+fn open_after_last_line(out: &OutDir, file: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Read as _, Seek as _};
+    let mut f = out.open_rw(file, true)?;
+    let mut text = Vec::new();
+    f.read_to_end(&mut text)?;
     let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     if whole < text.len() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)?
-            .set_len(whole as u64)?;
+        f.set_len(whole as u64)?;
     }
-    Ok(())
+    f.seek(std::io::SeekFrom::End(0))?;
+    Ok(f)
 }
 
 /// The writer thread and the channel it reads lines from.
@@ -577,24 +591,20 @@ struct Writer {
 }
 
 impl Writer {
-    fn open(path: &Path, append: bool) -> Result<Self, TelemetryError> {
+    fn open(out: &OutDir, file: &Path, append: bool) -> Result<Self, TelemetryError> {
+        let path = out.path(file);
         let failed = |source| TelemetryError::File {
-            path: path.to_path_buf(),
+            path: path.clone(),
             source,
         };
-        if append {
-            drop_torn_line(path).map_err(failed)?;
+        let file = if append {
+            open_after_last_line(out, file)
+        } else {
+            out.open_rw(file, true)
+                .map_err(std::io::Error::from)
+                .and_then(|f| f.set_len(0).map(|()| f))
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(append)
-            .write(true)
-            .truncate(!append)
-            .open(path)
-            .map_err(|source| TelemetryError::File {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        .map_err(failed)?;
         let (lines, rx) = mpsc::channel::<String>();
         let thread = std::thread::Builder::new()
             .name("agentload-telemetry".into())
@@ -718,7 +728,16 @@ mod tests {
             .unwrap()
             .unwrap();
         let origin = Instant::now();
-        let running = t.start(origin, &file, "telemetry.jsonl", 0).await.unwrap();
+        let running = t
+            .start(
+                origin,
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                0,
+            )
+            .await
+            .unwrap();
         let started = origin.elapsed().as_nanos() as u64;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before_finish = origin.elapsed().as_nanos() as u64;
@@ -766,7 +785,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = t
-            .start(Instant::now(), &file, "telemetry.jsonl", 0)
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                0,
+            )
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(700)).await;
@@ -833,7 +858,6 @@ mod tests {
             fail_from: u64::MAX,
         });
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("telemetry.jsonl");
         let power = Some((
             PowerSource::Command("echo 5".into()),
             Duration::from_millis(50),
@@ -847,7 +871,13 @@ mod tests {
         .unwrap()
         .unwrap();
         let running = t
-            .start(Instant::now(), &file, "telemetry.jsonl", 0)
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                0,
+            )
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -884,7 +914,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = t
-            .start(Instant::now(), &file, "telemetry.jsonl", 0)
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                0,
+            )
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -939,7 +975,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = t
-            .start(Instant::now(), &file, "telemetry.jsonl", 0)
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                0,
+            )
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -961,20 +1003,35 @@ mod tests {
         )
         .unwrap()
         .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, "").unwrap();
         let e = t
             .start(
                 Instant::now(),
-                Path::new("/nonexistent/dir/telemetry.jsonl"),
+                &OutDir::new(&not_a_dir),
+                Path::new("telemetry.jsonl"),
                 "x",
                 0,
             )
             .await
             .err()
             .unwrap();
-        assert!(
-            e.to_string().contains("/nonexistent/dir/telemetry.jsonl"),
-            "{e}"
-        );
+        assert!(e.to_string().contains(&*not_a_dir.to_string_lossy()), "{e}");
+        // Nor through a link: the samples are not written where it leads.
+        std::os::unix::fs::symlink(&not_a_dir, dir.path().join("telemetry.jsonl")).unwrap();
+        let e = t
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "x",
+                0,
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
     }
 
     #[tokio::test]
@@ -992,7 +1049,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = t
-            .start(Instant::now(), &file, "telemetry.jsonl", 1)
+            .start(
+                Instant::now(),
+                &OutDir::new(dir.path()),
+                Path::new("telemetry.jsonl"),
+                "telemetry.jsonl",
+                1,
+            )
             .await
             .unwrap();
         let s = running.finish(None).await;

@@ -76,7 +76,19 @@ impl TelemetrySummary {
                 } else {
                     String::new()
                 };
-                format!("{} {} samples{failed}", s.name, s.samples)
+                let mut flags = String::new();
+                if let Some(n) = &s.first_note {
+                    flags.push_str(&format!(
+                        ", {} noted (first at {:.1} s: {})",
+                        s.noted, n.t_s, n.error
+                    ));
+                }
+                for (field, c) in &s.counters {
+                    if let Some(flag) = &c.flag {
+                        flags.push_str(&format!(", {field} {flag}"));
+                    }
+                }
+                format!("{} {} samples{failed}{flags}", s.name, s.samples)
             })
             .collect();
         if let Some(p) = &self.power {
@@ -113,7 +125,13 @@ impl TelemetrySummary {
             .filter(|_| tokens.completion_tokens > 0)
             .map(|j| j / tokens.completion_tokens as f64);
         self.usage_check = self.sources.iter().find_map(|s| {
-            let increase = |k: &str| s.counters.get(k).map(|c| c.increase);
+            // A flagged counter's increase means nothing: it is not compared.
+            let increase = |k: &str| {
+                s.counters
+                    .get(k)
+                    .filter(|c| c.flag.is_none())
+                    .map(|c| c.increase)
+            };
             let prompt = increase("prompt_tokens_total").or_else(|| {
                 Some(
                     increase("prompt_tokens_processed_total")?
@@ -152,6 +170,11 @@ pub struct SourceSummary {
     pub first_error: Option<ErrorAt>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<ErrorAt>,
+    /// Readings whose page had notes (see [`Sample::notes`]), and the first.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub noted: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_note: Option<ErrorAt>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, CounterSummary>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -176,6 +199,11 @@ pub struct CounterSummary {
     pub increase: f64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resets: u32,
+    /// Why its increase means nothing: it fell more than once (a restarted
+    /// server's counter falls once), so it is no counter; left out of
+    /// [`UsageCheck`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
 }
 
 /// A gauge over the phase.
@@ -230,6 +258,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What a source is, for its summary.
 #[derive(Debug, Clone)]
 pub struct SourceInfo {
@@ -248,6 +280,7 @@ pub fn source(info: &SourceInfo, samples: &[&Sample], families: Vec<String>) -> 
         error: s.error.clone().unwrap_or_default(),
     };
     let ok: Vec<&Sample> = samples.iter().copied().filter(|s| s.ok()).collect();
+    let noted: Vec<&&Sample> = samples.iter().filter(|s| !s.notes.is_empty()).collect();
     let mut series: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for s in &ok {
         for (k, v) in &s.fields {
@@ -272,6 +305,11 @@ pub fn source(info: &SourceInfo, samples: &[&Sample], families: Vec<String>) -> 
         failed: failed.len(),
         first_error: failed.first().map(error_at),
         last_error: failed.last().map(error_at),
+        noted: noted.len(),
+        first_note: noted.first().map(|s| ErrorAt {
+            t_s: s.t_ns as f64 / 1e9,
+            error: s.notes.join("; "),
+        }),
         counters,
         gauges,
     }
@@ -293,6 +331,13 @@ fn counter(values: &[f64]) -> CounterSummary {
         last: values[values.len() - 1],
         increase,
         resets,
+        flag: (resets > 1).then(|| {
+            format!(
+                "fell at {resets} of {} scrapes: not a counter (a restarted server's falls \
+                 once); its increase is not used",
+                values.len() - 1
+            )
+        }),
     }
 }
 

@@ -237,8 +237,9 @@ pub async fn sections(
     }
     agentload_console::out(&table(&rows));
     if let Some(path) = out {
-        agentload_results::write_json(
-            &path,
+        let (dir, name) = agentload_fs::OutDir::of_file(&path)?;
+        dir.write_json(
+            name,
             &serde_json::json!({"rows": rows, "streams": streams, "agents": agents, "tls": tls}),
         )?;
     }

@@ -569,6 +569,9 @@ pub(super) enum DatasetCommand {
         /// Draws the workflow conversations.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Replace an existing --out (never the --edge input).
+        #[arg(long)]
+        force: bool,
     },
 }
 

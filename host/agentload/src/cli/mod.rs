@@ -317,7 +317,10 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             let x = x.into();
             let combined = crate::sweep::pareto_of(&sweeps, &label, x)?;
             match out {
-                Some(path) => agentload_results::write_json(&path, &combined)?,
+                Some(path) => {
+                    let (dir, name) = agentload_fs::OutDir::of_file(&path)?;
+                    dir.write_json(name, &combined)?;
+                }
                 None => {
                     let mut text = format!(
                         "{:<24} {:>6} {:>12}  {}\n",
@@ -465,12 +468,14 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                     workflow,
                     delay_scale,
                     seed,
+                    force,
                 },
         } => {
             let options = crate::standin_data::Options {
                 workflow,
                 delay_scale,
                 seed,
+                force,
             };
             let w = crate::standin_data::write(&edge, &out, &options)?;
             agentload_console::line(&format!(

@@ -38,6 +38,9 @@ pub(super) async fn probe(config: &Path, endpoint: Option<String>) -> Result<u8>
         if let Some(e) = &p.sample.error {
             let _ = writeln!(text, "  FAILED: {e}");
         }
+        for note in &p.sample.notes {
+            let _ = writeln!(text, "  note: {note}");
+        }
         for (field, v) in &p.sample.fields {
             let _ = writeln!(text, "  {field} = {v}");
         }

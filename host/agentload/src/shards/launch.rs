@@ -92,7 +92,7 @@ pub async fn launch(l: Launch) -> Result<u8> {
         mode: mode_name(l.mode).to_owned(),
         submission: l.submission,
     };
-    agentload_results::write_json(&marker, &sharded)?;
+    agentload_fs::OutDir::new(&out).write_json("sharded.json", &sharded)?;
     start(
         &out,
         &sharded,
@@ -106,8 +106,9 @@ pub async fn launch(l: Launch) -> Result<u8> {
 
 /// `agentload resume DIR` of a sharded run.
 pub async fn resume(out: &Path, require_valid: bool) -> Result<u8> {
-    let sharded: Sharded = serde_json::from_slice(&std::fs::read(out.join("sharded.json"))?)
-        .context("sharded.json")?;
+    let sharded: Sharded =
+        serde_json::from_slice(&agentload_fs::read::read(out.join("sharded.json"))?)
+            .context("sharded.json")?;
     let mode = match sharded.mode.as_str() {
         "perf" => Mode::Performance,
         "accuracy" => Mode::Accuracy,
@@ -169,7 +170,7 @@ async fn start(
     // Shard 0 says where its coordinator listens.
     let since = Instant::now();
     let addr = loop {
-        if let Ok(text) = std::fs::read_to_string(&addr_file) {
+        if let Ok(text) = agentload_fs::read::read_to_string(&addr_file) {
             if !text.is_empty() {
                 break text;
             }

@@ -82,16 +82,14 @@ impl MergedPhase {
     /// time; `each` sees every record (interrupted ones included) with its merged line.
     pub fn write_journal(
         &self,
+        out: &agentload_fs::OutDir,
         turns: &Path,
         mut each: impl FnMut(&TurnRecord, u64),
     ) -> Result<()> {
-        if let Some(dir) = turns.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let create = |path: &Path| {
-            std::fs::File::create(path)
+        let create = |rel: &Path| {
+            out.staged(rel)
                 .map(std::io::BufWriter::new)
-                .with_context(|| format!("cannot write {}", path.display()))
+                .with_context(|| format!("cannot write {}", out.path(rel).display()))
         };
         let side = side_file(turns, "tokens");
         let (mut text, mut tokens) = (create(turns)?, create(&side)?);
@@ -121,11 +119,11 @@ impl MergedPhase {
             }
             each(&r, line);
         }
-        for (file, path) in [(text, turns), (tokens, side.as_path())] {
+        for (file, rel) in [(text, turns), (tokens, side.as_path())] {
             file.into_inner()
-                .map_err(|e| e.into_error())
-                .and_then(|f| f.sync_all())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .map_err(|e| anyhow::Error::new(e.into_error()))
+                .and_then(|f| f.commit().map_err(anyhow::Error::new))
+                .with_context(|| format!("cannot write {}", out.path(rel).display()))?;
         }
         Ok(())
     }
@@ -228,7 +226,8 @@ impl Merged {
         for dir in dirs {
             let path = dir.join("shard.json");
             let header: ShardHeader = serde_json::from_slice(
-                &std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?,
+                &agentload_fs::read::read(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
             )
             .with_context(|| format!("{} is not a shard header", path.display()))?;
             shards.push(ShardDir {
@@ -472,7 +471,7 @@ fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, 
         }
         merged.logs.push(ShardLog { shard: index, path });
         let sessions = s.dir.join(log).with_file_name("sessions.json");
-        match std::fs::read(&sessions) {
+        match agentload_fs::read::read(&sessions) {
             Ok(bytes) => merged.sessions.extend(
                 serde_json::from_slice::<Vec<SessionOutcome>>(&bytes)
                     .with_context(|| format!("{} is not a sessions list", sessions.display()))?,
@@ -542,7 +541,9 @@ mod tests {
             }],
             histograms: LatencyHistograms::of(&[2_000_000], &[9_000_000]),
         };
-        agentload_results::write_json(&dir.join("shard.json"), &header).unwrap();
+        agentload_fs::OutDir::new(&dir)
+            .write_json("shard.json", &header)
+            .unwrap();
         dir
     }
 
@@ -558,7 +559,11 @@ mod tests {
         let turns = root.path().join("merged/turns.jsonl");
         let mut lines = Vec::new();
         (merged.performance.as_ref().unwrap())
-            .write_journal(&turns, |_, line| lines.push(line))
+            .write_journal(
+                &agentload_fs::OutDir::new(root.path()),
+                Path::new("merged/turns.jsonl"),
+                |_, line| lines.push(line),
+            )
             .unwrap();
         assert_eq!(lines, [1, 2]);
         let records = agentload_engine::read_records(&turns).unwrap();
@@ -640,14 +645,18 @@ mod tests {
         let turns = root.path().join("merged/turns.jsonl");
         let mut seen = Vec::new();
         phase
-            .write_journal(&turns, |r, line| {
-                seen.push((
-                    line,
-                    r.session_id.clone(),
-                    r.turn,
-                    r.local_tokens.unwrap().isl,
-                ))
-            })
+            .write_journal(
+                &agentload_fs::OutDir::new(root.path()),
+                Path::new("merged/turns.jsonl"),
+                |r, line| {
+                    seen.push((
+                        line,
+                        r.session_id.clone(),
+                        r.turn,
+                        r.local_tokens.unwrap().isl,
+                    ))
+                },
+            )
             .unwrap();
         let want = [("b", 1), ("a", 1), ("b", 2), ("a", 2), ("b", 3)];
         let got: Vec<(&str, u32)> = seen.iter().map(|(_, s, t, _)| (s.as_str(), *t)).collect();
@@ -688,7 +697,11 @@ mod tests {
         let merged = Merged::read(&[a.clone(), b], None).unwrap();
         std::fs::write(a.join("turns.jsonl"), "x".repeat(4096)).unwrap();
         let err = (merged.performance.as_ref().unwrap())
-            .write_journal(&root.path().join("merged/turns.jsonl"), |_, _| {})
+            .write_journal(
+                &agentload_fs::OutDir::new(root.path()),
+                Path::new("merged/turns.jsonl"),
+                |_, _| {},
+            )
             .unwrap_err();
         let text = format!("{err:#}");
         assert!(
@@ -732,7 +745,9 @@ mod tests {
         let mut h: ShardHeader =
             serde_json::from_slice(&std::fs::read(b.join("shard.json")).unwrap()).unwrap();
         h.config_digest = "other".into();
-        agentload_results::write_json(&b.join("shard.json"), &h).unwrap();
+        agentload_fs::OutDir::new(&b)
+            .write_json("shard.json", &h)
+            .unwrap();
         let err = Merged::read(&[a.clone(), b], None).unwrap_err().to_string();
         assert!(err.contains("only one run's shards merge"), "{err}");
         // A shard left out is named, and the run is not whole.

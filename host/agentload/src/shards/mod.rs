@@ -129,7 +129,8 @@ pub async fn shard(opts: ShardOpts) -> Result<u8> {
             },
         )?;
         if let Some(file) = &opts.addr_file {
-            std::fs::write(file, c.addr().to_string())
+            agentload_fs::OutDir::of_file(file)
+                .and_then(|(dir, name)| dir.write(name, c.addr().to_string()))
                 .with_context(|| format!("cannot write {}", file.display()))?;
         }
         Some(Arc::new(c))
@@ -285,7 +286,8 @@ fn write_header(
         anchors: link.anchors(),
         histograms: LatencyHistograms::of_turns(&turns),
     };
-    agentload_results::write_json(&work.join("shard.json"), &header)
+    agentload_fs::OutDir::new(work)
+        .write_json("shard.json", &header)
         .context("cannot write shard.json")
 }
 
@@ -366,7 +368,7 @@ fn result_files(out: &Path) -> Result<Vec<agentload_shards::protocol::Stored>> {
                 .filter(|_| agentload_results::run_dir::owned(&inner))
                 .and_then(agentload_shards::coordinator::safe_path)
             {
-                let bytes = std::fs::read(entry.path())?;
+                let bytes = agentload_fs::read::read(entry.path())?;
                 files.push(agentload_shards::protocol::Stored {
                     path: path.to_owned(),
                     bytes: bytes.len() as u64,
@@ -385,7 +387,7 @@ pub(crate) fn shard_zero_telemetry(
 ) -> Option<agentload_telemetry::TelemetrySummary> {
     let zero = merged.shards.iter().find(|s| s.header.index == 0)?;
     let summary: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(zero.dir.join("performance/result_summary.json")).ok()?,
+        &agentload_fs::read::read(zero.dir.join("performance/result_summary.json")).ok()?,
     )
     .ok()?;
     serde_json::from_value(summary["agentload"]["telemetry"].clone()).ok()

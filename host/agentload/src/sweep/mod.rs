@@ -34,7 +34,7 @@ use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
 use metrics::PhaseMetrics;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -151,7 +151,11 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         telemetry,
     } = input;
     let dir = out.join("sweep");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Everything goes under the results directory, never through a link there.
+    let results = agentload_fs::OutDir::new(&out);
+    results
+        .create_dir("sweep")
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     let live = phase.live_history();
     let mut phases = Vec::new();
     for (index, &level) in sweep.levels.iter().enumerate() {
@@ -178,11 +182,12 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         let instances = config.plugins.workload_instances.unwrap_or(1);
         let instances = Instances::pool(workload, instances).await?;
         let folder = format!("phase-{index:02}-c{level}");
-        std::fs::create_dir_all(dir.join(&folder))?;
-        let log_path = dir.join(&folder).join("turns.jsonl");
+        let phase_dir = Path::new("sweep").join(&folder);
+        results.create_dir(&phase_dir)?;
         let recorder = Recorder::open(
             LogFiles {
-                turns: &log_path,
+                out: results.clone(),
+                turns: &phase_dir.join("turns.jsonl"),
                 durability: config.output.durability,
                 append: false,
             },
@@ -205,7 +210,8 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             Some(t) => Some(
                 t.start(
                     started,
-                    &dir.join(&folder).join("telemetry.jsonl"),
+                    &results,
+                    &phase_dir.join("telemetry.jsonl"),
                     "telemetry.jsonl",
                     0,
                 )
@@ -288,7 +294,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
                 agentload_console::line(&format!("  c{level} {}", t.line()));
             }
         }
-        agentload_results::write_json(&dir.join(&folder).join("summary.json"), &summary)?;
+        results.write_json(phase_dir.join("summary.json"), &summary)?;
         phases.push(summary);
     }
     let levels: Vec<LevelResult> = phases
@@ -308,10 +314,10 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         slo: frontier::max_agents(&levels, &sweep.slo),
         phases,
     };
-    agentload_results::write_json(&dir.join("summary.json"), &summary)?;
+    results.write_json("sweep/summary.json", &summary)?;
     let points = points_of(&summary);
-    agentload_results::write_json(
-        &dir.join("pareto.json"),
+    results.write_json(
+        "sweep/pareto.json",
         &ParetoFile {
             x: Definition::AaP25,
             live: LiveLabel::of(live),
@@ -401,7 +407,7 @@ pub fn pareto_of(paths: &[PathBuf], labels: &[String], x: Definition) -> Result<
         } else {
             path.clone()
         };
-        let text = std::fs::read_to_string(&file)
+        let text = agentload_fs::read::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let p: ParetoFile = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a sweep pareto.json", file.display()))?;
