@@ -36,7 +36,7 @@ pub fn export(dir: &Path, out: Option<&Path>) -> Result<Written> {
 
 /// `endpoint.ttft_trigger` of the run's `config.toml` (its default when unset).
 fn ttft_trigger(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("config.toml")).ok()?;
+    let text = agentload_fs::read::read_to_string(dir.join("config.toml")).ok()?;
     let table: toml::Table = text.parse().ok()?;
     Some(
         table

@@ -99,7 +99,7 @@ impl RunFacts {
     /// files and keys leave their fields empty.
     pub fn from_run_dir(dir: &Path) -> std::io::Result<Self> {
         let json = |name: &str| -> std::io::Result<Value> {
-            match std::fs::read_to_string(dir.join(name)) {
+            match agentload_fs::read::read_to_string(dir.join(name)) {
                 Ok(text) => serde_json::from_str(&text).map_err(|e| {
                     std::io::Error::other(format!("{}: {e}", dir.join(name).display()))
                 }),
@@ -111,7 +111,7 @@ impl RunFacts {
         let workload = &manifest["workload_facts"]["performance"];
         let preflight = &manifest["aa_preflight"];
         let text = |v: &Value| v.as_str().map(str::to_owned);
-        let timeout = std::fs::read_to_string(dir.join("config.toml"))
+        let timeout = agentload_fs::read::read_to_string(dir.join("config.toml"))
             .ok()
             .and_then(|t| t.parse::<toml::Table>().ok())
             .and_then(|t| {
