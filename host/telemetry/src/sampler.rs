@@ -806,7 +806,7 @@ mod tests {
         for (name, cause) in [
             ("refused", "refused"),
             ("silent", "timed out after 0.3 s"),
-            ("plain", "http 501: {\"error\""),
+            ("plain", "http 501: `{\"error\""),
         ] {
             let x = by(name);
             assert!(x.samples >= 2 && x.failed == x.samples, "{x:?}");
