@@ -40,6 +40,7 @@ mod report;
 mod resume;
 mod run_dir;
 mod sealing;
+mod security_doc;
 mod sessions;
 mod shards;
 mod swe_bench;
