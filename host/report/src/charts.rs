@@ -367,11 +367,19 @@ fn extent(plot: &Plot, x_axis: bool) -> (f64, f64) {
     }
 }
 
-/// A tick label: short, with thousands as `k`.
+/// A tick label: short, with thousands as `k`, and values under 0.001 in
+/// exponent form (`2e-5`: a log axis of TPOTs in ms reaches down there, and
+/// three decimals would label each of its ticks `0`).
 pub fn tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
+    } else if a < 1e-3 {
+        let s = format!("{v:.1e}");
+        match s.split_once('e') {
+            Some((m, e)) => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+            None => s,
+        }
     } else if a >= 1e6 {
         format!("{}M", trim(v / 1e6))
     } else if a >= 1e4 {
@@ -676,5 +684,10 @@ mod tests {
         assert_eq!(tick(0.25), "0.25");
         assert_eq!(tick(1.5), "1.5");
         assert_eq!(tick(0.001), "0.001");
+        assert_eq!(tick(0.0005), "5e-4");
+        assert_eq!(tick(0.0002), "2e-4");
+        assert_eq!(tick(0.00025), "2.5e-4");
+        assert_eq!(tick(1e-6), "1e-6");
+        assert_eq!(tick(-3e-5), "-3e-5");
     }
 }
