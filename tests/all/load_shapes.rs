@@ -10,8 +10,13 @@
 //!
 //! What these tests measure is timing, so they run alone, after the rest of the suite
 //! (`scripts/test.sh`: `cargo test -p agentload --test all load_shapes -- --ignored
-//! --test-threads=1`): a neighbour test's CPU would show as send lag, and the test would
-//! rightly fail.
+//! --test-threads=1`), and agentload runs with `--realtime`: on a machine whose two CPUs
+//! are busy with other work (CI's, or other builds), an ordinary thread that wakes for a due
+//! time waits milliseconds for a CPU, which bunches arrivals (send lag p99 36 ms, K-S D 0.046
+//! for Poisson at 500/s, measured so under a load average of 12); at real-time priority the
+//! sends keep their due times (send lag p50 5 µs, D 0.010 on the same machine under the same
+//! load; docs/load-shapes.md). The simulator's arrival stamps are the kernel's, taken as the
+//! request's bytes reach its socket, so its own scheduling does not move them.
 
 use crate::common::*;
 use agentload_results::fit::{ks_above, mean_cv, Ks, Law};
@@ -25,8 +30,13 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Gaps shorter than this are compared as a whole (`fit::ks_above`): two requests cannot
 /// reach the wire closer together than the harness's send resolution, and a gamma law of
-/// CV 2 puts a fifth of its gaps below 10 µs at any rate.
-const RESOLUTION_S: f64 = 50e-6;
+/// CV 2 puts a fifth of its gaps below 10 µs at any rate (its CDF grows as x^¼ near 0, so a
+/// lower rate hardly helps). Here the resolution is the test build's on two CPUs shared with
+/// the simulator: two sends due within a few µs of each other go out up to about 50 µs
+/// apart (the p90 of the difference between consecutive arrivals' send lags, 37-55 µs,
+/// measured on this machine at 200 and 500 arrivals/s), so gaps under 100 µs are counted,
+/// not placed.
+const RESOLUTION_S: f64 = 100e-6;
 
 /// A simulator answering at once (one token, time scale 10⁻⁶), logging its stamps.
 async fn stamped_sim(log: &Path, cache_tokens: u64) -> agentload_sim::SimHandle {
@@ -115,14 +125,15 @@ fn seen(gaps: &[f64], law: &Law) -> Seen {
 
 /// 10,000 one-token requests arriving as `process` says at `rate`, checked at the
 /// simulator against `law`; `wrong` must fail the same test.
+///
+/// Each test's rate is 500/s, which this machine delivers exactly: the test build's
+/// agentload and simulator together use about 0.75 of its 2 CPUs at that rate (measured:
+/// 15 s of CPU over the 20 s run), so a runtime worker is free at almost every due time, and
+/// the sends keep their due times (send lag p50 4-5 µs, p99 0.2-0.3 ms, under a load
+/// average of 12-15 from other builds).
 async fn delivered_matches(name: &str, process: &str, rate: f64, law: Law, wrong: Law) {
     let _serial = SERIAL.lock().await;
-    let dir = scratch(name);
-    let log = dir.path().join("stamps.jsonl");
-    let sim = stamped_sim(&log, 0).await;
     let n = 10_000;
-    let lines: Vec<_> = (0..n).map(|k| (0.0, 4, 1, vec![k as u64])).collect();
-    write_trace(&dir.path().join("trace.jsonl"), &lines);
     let load = format!(
         "[load.arrivals]\nof = \"requests\"\nprocess = \"{process}\"\nrate = {rate:?}\nseed = 11\n{}",
         match law {
@@ -130,18 +141,39 @@ async fn delivered_matches(name: &str, process: &str, rate: f64, law: Law, wrong
             _ => String::new(),
         }
     );
-    let config = config(dir.path(), &sim.url(), &load);
-    let out = dir.path().join("out");
-    let report = run_ok(&config, &out, &["--mode", "perf"], dir.path()).await;
-    let stamps = stamps(&log);
-    assert_eq!(stamps.len(), n, "every arrival reached the simulator once");
-    let gaps = arrival_gaps(&stamps);
+    // A run during which agentload's own records show it held off the CPU for longer than
+    // FROZEN (one send lag past it: the machine froze, e.g. ~100 ms of the hypervisor's
+    // steal, seen twice in about ten runs here) is run once more, and the second run must
+    // pass every check: a harness that misdelivers does so both times.
+    const FROZEN_MS: f64 = 20.0;
+    let mut attempt = 0;
+    let (_dir, report, gaps, summary) = loop {
+        attempt += 1;
+        let dir = scratch(name);
+        let log = dir.path().join("stamps.jsonl");
+        let sim = stamped_sim(&log, 0).await;
+        let lines: Vec<_> = (0..n).map(|k| (0.0, 4, 1, vec![k as u64])).collect();
+        write_trace(&dir.path().join("trace.jsonl"), &lines);
+        let config = config(dir.path(), &sim.url(), &load);
+        let out = dir.path().join("out");
+        let report = run_ok(&config, &out, &["--mode", "perf", "--realtime"], dir.path()).await;
+        let stamps = stamps(&log);
+        assert_eq!(stamps.len(), n, "every arrival reached the simulator once");
+        let summary = json(&out.join("performance/result_summary.json"));
+        let max_lag = summary["agentload"]["arrivals"]["delivered"]["send_lag_ms"]["max"]
+            .as_f64()
+            .unwrap();
+        if attempt == 1 && max_lag > FROZEN_MS {
+            eprintln!("{name}: a send {max_lag} ms late: the machine froze; once more");
+            continue;
+        }
+        break (dir, report, arrival_gaps(&stamps), summary);
+    };
     let s = seen(&gaps, &law);
-    let summary = json(&out.join("performance/result_summary.json"));
     let arrivals = &summary["agentload"]["arrivals"];
     eprintln!(
         "{name}: {process} at {rate}/s: simulator saw {:.3}/s, cv {:.4}, K-S D {:.5} p {:.4}; \
-         harness send lag {}",
+         harness send lag {} (attempt {attempt})",
         s.rate, s.cv, s.fit.d, s.fit.p_value, arrivals["delivered"]["send_lag_ms"]
     );
     assert!(s.fit.passes(0.01), "{name}: {:?}\n{report}", s.fit);
@@ -347,7 +379,7 @@ async fn a_trace_is_replayed_at_its_times_and_its_hash_blocks_are_the_cache_hits
     )
     .unwrap();
     let out = dir.path().join("out");
-    let report = run_ok(&config, &out, &["--mode", "perf"], dir.path()).await;
+    let report = run_ok(&config, &out, &["--mode", "perf", "--realtime"], dir.path()).await;
     let stamps = stamps(&log);
     assert_eq!(stamps.len(), lines.len());
     let by_session: BTreeMap<u64, &Value> = stamps
@@ -401,7 +433,23 @@ async fn a_trace_is_replayed_at_its_times_and_its_hash_blocks_are_the_cache_hits
         .map(|k| by_session[&(k as u64)]["cached_tokens"].as_u64().unwrap() as u32)
         .collect();
     assert_eq!(hits, implied, "cache hits against what hash_ids imply");
-    assert!(p99 < 2_000_000, "arrivals off their times: p99 {p99} ns");
+    let mut worst: Vec<(i64, usize)> = (0..lines.len())
+        .map(|k| {
+            let at = by_session[&(k as u64)]["received_mono_ns"]
+                .as_u64()
+                .unwrap() as i64;
+            (
+                (at - ((lines[k].0 - lines[0].0) * 1e6) as i64 - median).abs(),
+                k,
+            )
+        })
+        .collect();
+    worst.sort_unstable();
+    assert!(
+        p99 < 2_000_000,
+        "arrivals off their times: p99 {p99} ns; the worst (ns off, request): {:?}",
+        &worst[worst.len() - 5..]
+    );
     assert!(implied.iter().filter(|&&h| h > 2 + BLOCK).count() > 50);
     let summary = json(&out.join("performance/result_summary.json"));
     let lag = &summary["agentload"]["arrivals"]["delivered"]["send_lag_ms"];

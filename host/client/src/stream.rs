@@ -182,6 +182,11 @@ pub struct Timeline {
     /// How that connection was opened (its connect and TLS handshake are inside this
     /// exchange's time).
     pub opened: Option<Opened>,
+    /// With a `not_before` ([`ChatClient::send_json_at`]): when the request was ready to
+    /// write (made, a connection taken), before it waited for that instant.
+    pub ready: Option<Instant>,
+    /// The instant the request's write waits for (taken by its first attempt only).
+    not_before: Option<Instant>,
 }
 
 impl Timeline {
@@ -200,6 +205,8 @@ impl Timeline {
             new_connection: false,
             head: HeadProgress::default(),
             opened: None,
+            ready: None,
+            not_before: None,
         }
     }
 
@@ -560,6 +567,23 @@ impl ChatClient {
         session_id: &str,
         once_sent: impl FnOnce(),
     ) -> Exchange {
+        self.send_json_at(bytes, stream, session_id, None, once_sent)
+            .await
+    }
+
+    /// [`ChatClient::send_json_then`], writing the request not before `not_before`: the
+    /// head is made and a connection taken first, then the sending task spins (yielding to
+    /// the runtime's other tasks) until `not_before` and writes, so that nothing but the
+    /// write lies between the instant and the request's first byte. For a due time the caller wakes shortly
+    /// before (an open-loop arrival): the spin is that short.
+    pub async fn send_json_at(
+        &self,
+        bytes: RequestBody,
+        stream: bool,
+        session_id: &str,
+        not_before: Option<Instant>,
+        once_sent: impl FnOnce(),
+    ) -> Exchange {
         let once_sent = match self.inner.pool.timestamps() {
             Timestamps::Arrival => Some(once_sent),
             Timestamps::Read => {
@@ -574,6 +598,7 @@ impl ChatClient {
         let head = self.inner.heads.chat(stream, session_id, bytes.len());
         let idle = self.inner.pool.take_idle();
         let mut timeline = Timeline::new();
+        timeline.not_before = not_before;
         timeline.issued = Instant::now();
         agentload_wire::clock::mark_first_request(timeline.issued);
         let limit = self.inner.turn_timeout;
@@ -629,8 +654,14 @@ impl ChatClient {
             },
         };
         // On an idle connection the turn is issued when its request is written; a connect is
-        // inside the turn (`issued` stays where the exchange began).
-        let issued = reused.then_some(&mut t.issued);
+        // inside the turn (`issued` stays where the exchange began), unless the request waits
+        // for `not_before` after it: the connect was made ahead of the turn.
+        let not_before = t.not_before.take();
+        let issued = (reused || not_before.is_some()).then_some(&mut t.issued);
+        if let Some(at) = not_before {
+            t.ready = Some(Instant::now());
+            spin_until(at).await;
+        }
         let sent = answer_head(
             &mut conn,
             head,
@@ -857,6 +888,23 @@ async fn answer_head(
     }
     conn.read_head(progress).await
 }
+
+/// Spins until `at`: the caller woke shortly before it (see [`ChatClient::send_json_at`]),
+/// and a wait on any timer would end tens of microseconds after it. Until [`HOLD`] before
+/// `at` the spin yields to the runtime between looks at the clock, so that the worker's
+/// other tasks (another arrival's spin, an answer's read) go on meanwhile; the last
+/// [`HOLD`] it keeps the worker, so that no other task's turn runs past `at`.
+async fn spin_until(at: Instant) {
+    while at.checked_sub(HOLD).is_some_and(|t| Instant::now() < t) {
+        tokio::task::yield_now().await;
+    }
+    while Instant::now() < at {
+        std::hint::spin_loop();
+    }
+}
+
+/// How long before a `not_before` its task keeps its worker, spinning ([`spin_until`]).
+const HOLD: Duration = Duration::from_micros(50);
 
 /// Refuses an answer whose body is encoded (`content-encoding` other than `identity`).
 fn encoding(resp: &ResponseHead) -> Result<(), TurnError> {

@@ -4,11 +4,20 @@
 //!
 //! The dispatcher starts each session [`LEAD`] before its due time, so that the workload's
 //! first turn is ready when it is due (never on the due time's path). The session then waits
-//! for its due time itself, on the [`crate::precise`] timer (one wake-up between the due time
-//! and the send), and for a place under the in-flight cap when there is one: an arrival
-//! beyond the cap waits for a session to end, keeps its due time (so its send lag shows the
-//! wait) and is counted as held back. Nothing stretches the schedule: a harness that falls
-//! behind sends late, and the records' send lag and the delivered rate say so.
+//! on the [`crate::precise`] timer for its due time, takes a place under the in-flight cap
+//! when there is one, and sends.
+//!
+//! At real-time priority (`agentload run --realtime`, [`precise::realtime`]) it does
+//! better: it wakes shortly before its due time (the phase's *wake lead*), takes its place,
+//! makes its request, takes a connection, and spins until the due time to write it
+//! ([`agentload_client::ChatClient::send_json_at`]): neither the wake-up of a thread nor the
+//! request's making lies between the due time and the request's first byte. The wake lead is
+//! learnt as the phase goes ([`WakeLead`]), so that the spin costs no more CPU than the
+//! machine needs.
+//!
+//! An arrival beyond the cap waits for a session to end, keeps its due time (so its send lag
+//! shows the wait) and is counted as held back. Nothing stretches the schedule: a harness
+//! that falls behind sends late, and the records' send lag and the delivered rate say so.
 
 use super::pool::{drive_or_restart, PhaseError};
 use super::precise;
@@ -60,11 +69,67 @@ pub struct Arrival {
 }
 
 /// A session's place under the in-flight cap (none without a cap), held until it ends.
-pub struct Place(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+pub struct Place {
+    _permit: Option<OwnedSemaphorePermit>,
+    gate: Arc<Gate>,
+}
 
-/// The phase's cap and what it held back.
-#[derive(Default)]
+impl Place {
+    /// The arrival's request, due at `due`, was ready to write at `ready`: after `due`, the
+    /// wake lead was too short for it.
+    pub(crate) fn sent(&self, ready: Instant, due: Instant) {
+        self.gate.lead.learn(ready > due);
+    }
+}
+
+/// How long before its due time an arrival is woken: long enough for the wake-up (a thread's
+/// and a runtime worker's) and the request's making, learnt from the phase's own sends as
+/// the 95th percentile of what they needed (a stochastic quantile estimate: a request ready
+/// after its due time lengthens it by 95 % of a step, one ready in time shortens it by 5 %).
+/// It starts at [`WakeLead::START`] and stays within [`WakeLead::MIN`] and
+/// [`WakeLead::MAX`]: the spin before each write takes at most that much CPU (at 500
+/// arrivals/s and the longest lead, a quarter of one CPU), and an arrival that the lead
+/// cannot help (its worker busy with another's send) does not drive it further.
+pub(crate) struct WakeLead {
+    ns: AtomicU64,
+}
+
+impl WakeLead {
+    const START: Duration = Duration::from_micros(200);
+    const MIN: Duration = Duration::from_micros(20);
+    const MAX: Duration = Duration::from_micros(500);
+    /// The step of the estimate (ns).
+    const STEP_NS: u64 = 10_000;
+    /// What a send in time takes off (ns): at equilibrium one send in 20 is ready late.
+    const LATE_NS: u64 = Self::STEP_NS / 20;
+
+    fn new() -> Self {
+        Self {
+            ns: AtomicU64::new(Self::START.as_nanos() as u64),
+        }
+    }
+
+    fn get(&self) -> Duration {
+        Duration::from_nanos(self.ns.load(Ordering::Relaxed))
+    }
+
+    fn learn(&self, late: bool) {
+        let (min, max) = (Self::MIN.as_nanos() as u64, Self::MAX.as_nanos() as u64);
+        let _ = self
+            .ns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |ns| {
+                Some(if late {
+                    (ns + Self::STEP_NS - Self::LATE_NS).min(max)
+                } else {
+                    ns.saturating_sub(Self::LATE_NS).max(min)
+                })
+            });
+    }
+}
+
+/// The phase's cap and what it held back, and its wake lead.
 struct Gate {
+    lead: WakeLead,
     cap: Option<Arc<Semaphore>>,
     /// Started, not yet let in.
     waiting: AtomicUsize,
@@ -75,32 +140,48 @@ struct Gate {
 }
 
 impl Arrival {
-    /// Waits until the session is due, then for a place under the cap; `None` when the
-    /// phase stops first (the session never arrived).
-    pub(crate) async fn admit(self, stop: &Stop) -> Option<Place> {
+    /// Waits until `send_at` (the first request's due time), or with `early` until the
+    /// phase's wake lead before it, then for a place under the cap; `None` when the phase
+    /// stops first (the session never arrived). Woken early, the request is then made and
+    /// written at `send_at` ([`crate::turn::TurnSender::send`] with `not_before`), and
+    /// [`Place::sent`] says whether it was ready in time.
+    pub(crate) async fn admit(self, stop: &Stop, send_at: Instant, early: bool) -> Option<Place> {
         let gate = &self.gate;
         let admitted = async {
+            let lead = if early {
+                gate.lead.get()
+            } else {
+                Duration::ZERO
+            };
+            let wake = send_at.checked_sub(lead).unwrap_or(send_at);
             tokio::select! {
-                () = precise::sleep_until(self.due) => {}
+                () = precise::sleep_until(wake) => {}
                 () = stop.halted() => return None,
             }
+            let place = |permit| Place {
+                _permit: permit,
+                gate: gate.clone(),
+            };
             let Some(cap) = &gate.cap else {
-                return Some(Place(None));
+                return Some(place(None));
             };
             if let Ok(permit) = cap.clone().try_acquire_owned() {
-                return Some(Place(Some(permit)));
+                return Some(place(Some(permit)));
             }
             let permit = tokio::select! {
                 permit = cap.clone().acquire_owned() => permit.ok()?,
                 () = stop.halted() => return None,
             };
+            // Held back when the place came after the due time.
             let held = Instant::now()
                 .saturating_duration_since(self.due)
                 .as_nanos() as u64;
-            gate.held_back.fetch_add(1, Ordering::SeqCst);
-            gate.held_max_ns.fetch_max(held, Ordering::SeqCst);
-            gate.held_total_ns.fetch_add(held, Ordering::SeqCst);
-            Some(Place(Some(permit)))
+            if held > 0 {
+                gate.held_back.fetch_add(1, Ordering::SeqCst);
+                gate.held_max_ns.fetch_max(held, Ordering::SeqCst);
+                gate.held_total_ns.fetch_add(held, Ordering::SeqCst);
+            }
+            Some(place(Some(permit)))
         }
         .await;
         if admitted.is_some() {
@@ -137,8 +218,13 @@ pub async fn run_arrivals(
     let origin = engine.sender.origin;
     let stop = engine.stop.clone();
     let gate = Arc::new(Gate {
+        lead: WakeLead::new(),
         cap: open.cap.map(|c| Arc::new(Semaphore::new(c))),
-        ..Gate::default()
+        waiting: AtomicUsize::new(0),
+        released: AtomicU64::new(0),
+        held_back: AtomicU64::new(0),
+        held_max_ns: AtomicU64::new(0),
+        held_total_ns: AtomicU64::new(0),
     });
     let mut sessions = JoinSet::new();
     let mut ended = Ended::default();
@@ -230,5 +316,40 @@ impl Ended {
                 self.error.get_or_insert(e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wake_lead_settles_where_one_send_in_twenty_is_ready_late() {
+        let lead = WakeLead::new();
+        assert_eq!(lead.get(), WakeLead::START);
+        // Every send late: it grows to its bound and stays there.
+        for _ in 0..1000 {
+            lead.learn(true);
+        }
+        assert_eq!(lead.get(), WakeLead::MAX);
+        // Every send in time: it shrinks to its floor.
+        for _ in 0..100_000 {
+            lead.learn(false);
+        }
+        assert_eq!(lead.get(), WakeLead::MIN);
+        // One late in twenty: where it is, it stays (a cycle of twenty sends nets zero).
+        for _ in 0..40 {
+            lead.learn(true);
+        }
+        let at = lead.get();
+        for k in 0..2000 {
+            lead.learn(k % 20 == 0);
+        }
+        assert_eq!(lead.get(), at);
+        // One in ten: it grows.
+        for k in 0..200 {
+            lead.learn(k % 10 == 0);
+        }
+        assert!(lead.get() > at);
     }
 }

@@ -158,6 +158,25 @@ fn timer() -> &'static Timer {
     })
 }
 
+/// Whether this process runs at real-time priority (`SCHED_FIFO` or `SCHED_RR`, as
+/// `agentload run --realtime` sets before any thread starts): only then does a task spin
+/// for a due time. An ordinary thread that spins is a CPU hog to the scheduler, which on a
+/// busy machine costs it the preference a sleeping thread gets at its wake-up, and its spin
+/// takes CPU from the processes it shares the machine with.
+pub fn realtime() -> bool {
+    static REALTIME: OnceLock<bool> = OnceLock::new();
+    *REALTIME.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: pid 0 is the calling thread; no memory is passed.
+            let policy = unsafe { libc::sched_getscheduler(0) };
+            policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    })
+}
+
 /// This thread's timer slack to 1 ns (Linux): its timed waits end at their deadline, not up
 /// to 50 µs after it.
 fn set_fine_timer_slack() {

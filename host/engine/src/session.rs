@@ -333,7 +333,7 @@ pub async fn drive_on(
     };
     let mut arrival = arrival;
     // The place under the in-flight cap, held until the session ends.
-    let mut _place = None;
+    let mut place = None;
     // The context pre-check's bound: the last answered request's size.
     let mut last: Option<LastPrompt> = None;
     let mut first = history.is_empty();
@@ -377,9 +377,13 @@ pub async fn drive_on(
         let mut shaped = req.clone();
         let due = ready + engine.hooks.shape(&mut shaped);
         let shaped = Arc::new(shaped);
+        // An arrival's first request: at real-time priority woken just before its due
+        // time and written at it, else woken at it.
+        let mut not_before = None;
         if let Some(a) = arrival.take() {
-            match a.admit(&engine.stop).await {
-                Some(place) => _place = Some(place),
+            let early = super::precise::realtime();
+            match a.admit(&engine.stop, due, early).await {
+                Some(p) => (place, not_before) = (Some(p), early.then_some(due)),
                 // The phase stopped before it was due: it never arrived.
                 None => {
                     out.ended = SessionEnd::Stopped;
@@ -396,19 +400,27 @@ pub async fn drive_on(
             Some(record) => Sent {
                 record,
                 answered: None,
+                ready: None,
             },
             None => {
-                if !engine.stop.wait_until(due).await {
+                let go = match not_before {
+                    Some(_) => !engine.stop.stopped(),
+                    None => engine.stop.wait_until(due).await,
+                };
+                if !go {
                     return stopped(engine, out).await;
                 }
                 // The previous answer's body goes to the counting queue's
                 // scratch file once this request is out.
                 let spill = || engine.recorder.spill_held();
                 sender
-                    .send(&shaped, &mut bodies, due, &engine.stop, spill)
+                    .send(&shaped, &mut bodies, due, not_before, &engine.stop, spill)
                     .await
             }
         };
+        if let (Some(p), Some(at), Some(ready)) = (&place, not_before, sent.ready) {
+            p.sent(ready, at);
+        }
         last = prompt_size(&sent);
         let mut record = sent.record;
         record.agent = agent;

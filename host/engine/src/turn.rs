@@ -25,10 +25,14 @@ pub struct Sent {
     pub record: TurnRecord,
     /// The request body as sent, and the answer (empty for a failed turn).
     pub answered: Option<(RequestBody, Assembled)>,
+    /// With a `not_before`: when the request was ready to write, before it waited.
+    pub ready: Option<Instant>,
 }
 
 impl TurnSender {
-    /// Sends `req`, due at `due`, its body written by the session's `bodies`.
+    /// Sends `req`, due at `due`, its body written by the session's `bodies`;
+    /// with `not_before`, everything but the write is done first, and the write
+    /// waits for that instant (an open-loop arrival, woken just before it).
     /// Once the request is out, `meanwhile` runs (work that need not come
     /// before it). A hard stop cuts the exchange: the turn is recorded as
     /// interrupted.
@@ -37,6 +41,7 @@ impl TurnSender {
         req: &Arc<TurnRequest>,
         bodies: &mut SessionBodies,
         due: Instant,
+        not_before: Option<Instant>,
         stop: &Stop,
         meanwhile: impl FnOnce(),
     ) -> Sent {
@@ -46,6 +51,7 @@ impl TurnSender {
                 return Sent {
                     record: self.unsent(req, due, format!("cannot build request: {e}")),
                     answered: None,
+                    ready: None,
                 };
             }
         };
@@ -55,9 +61,13 @@ impl TurnSender {
         record.segment = self.segment;
         record.scheduled_ns = Some(self.ns(due));
         let issued = Instant::now();
-        let exchange =
-            self.client
-                .send_json_then(body, self.body.stream, &req.session_id, meanwhile);
+        let exchange = self.client.send_json_at(
+            body,
+            self.body.stream,
+            &req.session_id,
+            not_before,
+            meanwhile,
+        );
         let Some(exchange) = stop.unless_hardened(exchange).await else {
             record.status = TurnStatus::Interrupted;
             record.issued_ns = Some(self.ns(issued));
@@ -70,6 +80,7 @@ impl TurnSender {
             return Sent {
                 record,
                 answered: None,
+                ready: None,
             };
         };
         let Exchange {
@@ -106,6 +117,7 @@ impl TurnSender {
                 Sent {
                     record,
                     answered: Some((sent, answer)),
+                    ready: t.ready,
                 }
             }
             Err(e) => {
@@ -116,6 +128,7 @@ impl TurnSender {
                 Sent {
                     record,
                     answered: Some((sent, Assembled::default())),
+                    ready: t.ready,
                 }
             }
         }

@@ -90,6 +90,12 @@ pub(super) enum Command {
         /// fails (closed, naming the shard).
         #[arg(long, default_value_t = 10.0, requires = "shards")]
         silence_timeout_s: f64,
+        /// Run agentload's threads at real-time priority (Linux `SCHED_FIFO`,
+        /// priority 1; needs root or CAP_SYS_NICE): on a busy host, other
+        /// processes cannot hold its sends back by a scheduler's time slice.
+        /// Refused where the system does not allow it. See docs/load-shapes.md.
+        #[arg(long)]
+        realtime: bool,
         #[command(flatten)]
         tls: TlsArgs,
     },
@@ -535,6 +541,9 @@ pub(super) struct ShardArgs {
     /// Seconds shard 0 serves the merged results after writing them.
     #[arg(long, default_value_t = 0.0)]
     pub(super) linger_s: f64,
+    /// Run this shard's threads at real-time priority (as `run --realtime`).
+    #[arg(long)]
+    pub(super) realtime: bool,
     /// MiB the shards' uploads may take together on shard 0 (past it an
     /// upload is refused, and its shard fails the run closed).
     #[arg(long, default_value_t = agentload_shards::coordinator::DEFAULT_UPLOAD_BUDGET >> 20)]

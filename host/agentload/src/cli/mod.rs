@@ -6,6 +6,7 @@
 mod args;
 mod config;
 mod help;
+mod realtime;
 mod sim;
 mod telemetry;
 
@@ -47,6 +48,17 @@ pub fn run(cli: Opts) -> ExitCode {
     if let Some((cpus, option)) = pinned {
         if let Err(e) = crate::bench::affinity::pin_process(&cpus) {
             return fail(&anyhow::Error::new(e).context(option));
+        }
+    }
+    // Before the runtime starts: its threads inherit the policy.
+    let realtime = match &cli.command {
+        Command::Run { realtime, .. } => *realtime,
+        Command::Shard(a) => a.realtime,
+        _ => false,
+    };
+    if realtime {
+        if let Err(e) = realtime::fifo() {
+            return fail(&anyhow::Error::new(e).context("--realtime"));
         }
     }
     agentload_console::set_verbose(cli.verbose);
@@ -125,6 +137,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             max_supported_concurrency,
             min_duration_scale,
             tls,
+            realtime: _,
         } => {
             let mode = match (mode, accuracy_only) {
                 (_, true) => RunMode::Accuracy,
