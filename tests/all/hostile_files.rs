@@ -210,6 +210,11 @@ async fn every_reader_refuses_a_fifo_at_once() {
                     msg.contains("FIFO, not a plain file"),
                     "{args:?}: the refusal says what {fifo} is: {msg}"
                 );
+                assert_eq!(
+                    msg.matches("FIFO, not a plain file").count(),
+                    1,
+                    "{args:?}: the refusal says it once: {msg}"
+                );
             }
             if resume {
                 std::fs::write(&state, &complete).unwrap();

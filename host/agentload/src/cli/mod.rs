@@ -96,8 +96,25 @@ fn lock_runs<'a>(
 
 /// A user error: its cause chain on one line, never a backtrace.
 fn fail(e: &anyhow::Error) -> ExitCode {
-    agentload_console::line(&format!("error: {e:#}"));
+    agentload_console::line(&format!("error: {}", cause_chain(e)));
     ExitCode::from(exit::FAILURE)
+}
+
+/// `e` and its causes, `: `-joined, leaving out a cause that the text before
+/// it already ends with (an error whose message quotes its source: "cannot
+/// read X: it is a FIFO" then "it is a FIFO" again).
+fn cause_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 /// The run mode a `--mode` value selects.
@@ -523,5 +540,27 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         Command::Telemetry { config, endpoint } => telemetry::probe(&config, endpoint).await,
         Command::Demo { out, time_scale } => crate::demo::demo(out, time_scale).await,
         Command::Plugin { command } => crate::authoring::run(command).await.map(|()| exit::SUCCESS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidInput, "it is a FIFO");
+        let quoted = anyhow::Error::new(io).context("cannot read turns.jsonl: it is a FIFO");
+        assert_eq!(
+            cause_chain(&quoted),
+            "cannot read turns.jsonl: it is a FIFO"
+        );
+        let chained = anyhow::anyhow!("disk full")
+            .context("cannot write report.html")
+            .context("report");
+        assert_eq!(
+            cause_chain(&chained),
+            "report: cannot write report.html: disk full"
+        );
     }
 }
