@@ -88,7 +88,21 @@ impl PluginEngine {
             Some((dir, key)) => CodeCache::Use { dir, key },
             None => CodeCache::Off,
         };
-        Self::with_cache(cache)
+        Self::with_cache(cache, false)
+    }
+
+    /// An engine for tool environments: like [`new`](Self::new), but every
+    /// store meters fuel (each call gets a budget of executed instructions,
+    /// the same on every run) and floating point is deterministic (NaNs
+    /// canonical, relaxed SIMD as its deterministic lowering). Its compiled
+    /// code is cached apart from the plain engine's (another compatibility
+    /// hash).
+    pub fn metered(cache_dir: Option<PathBuf>) -> Result<Self, PluginFailure> {
+        let cache = match cache_dir.and_then(|dir| CacheKey::for_cache(&dir).map(|k| (dir, k))) {
+            Some((dir, key)) => CodeCache::Use { dir, key },
+            None => CodeCache::Off,
+        };
+        Self::with_cache(cache, true)
     }
 
     /// An engine for a submission run: every component is compiled from its
@@ -99,13 +113,18 @@ impl PluginEngine {
             Some((dir, key)) => CodeCache::CheckOnly { dir, key },
             None => CodeCache::Off,
         };
-        Self::with_cache(cache)
+        Self::with_cache(cache, false)
     }
 
-    fn with_cache(cache: CodeCache) -> Result<Self, PluginFailure> {
+    fn with_cache(cache: CodeCache, metered: bool) -> Result<Self, PluginFailure> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        if metered {
+            config.consume_fuel(true);
+            config.cranelift_nan_canonicalization(true);
+            config.relaxed_simd_deterministic(true);
+        }
         let engine = Engine::new(&config).map_err(|e| PluginFailure::Engine(e.to_string()))?;
         let engine_err = |e: wasmtime::Error| PluginFailure::Engine(e.to_string());
         let mut linker = Linker::new(&engine);
@@ -174,7 +193,17 @@ impl PluginEngine {
         };
         let entry = self.entry_path(dir, &digest);
         let compat = self.compat_hash();
-        let found = read_entry(&entry, key, &digest, compat);
+        let mut found = read_entry(&entry, key, &digest, compat);
+        // Another process may be compiling this very component (tests side
+        // by side, a sweep's shards): wait for its entry rather than compile
+        // it twice. The lock lives until this compilation is written.
+        let _compiling = if may_load && matches!(found, Entry::Missing) {
+            let lock = lock_entry(&entry);
+            found = read_entry(&entry, key, &digest, compat);
+            lock
+        } else {
+            None
+        };
         // A submission run leaves an authentic entry as it is.
         let keep = !may_load && matches!(found, Entry::Authentic(_));
         match found {
@@ -275,6 +304,21 @@ pub fn read_component(path: &Path, max_bytes: u64) -> Result<Vec<u8>, PluginFail
     })
 }
 
+/// Takes the lock of an entry about to be compiled (`<entry>.lock`, held
+/// until the returned file is dropped); none where it cannot be taken
+/// (the compilation then goes ahead unlocked).
+fn lock_entry(entry: &Path) -> Option<std::fs::File> {
+    std::fs::create_dir_all(entry.parent()?).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(entry.with_extension("lock"))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
+}
+
 /// The file holding an entry's authentication tag.
 fn tag_path(entry: &Path) -> PathBuf {
     entry.with_extension("cwasm.hmac")
@@ -355,6 +399,26 @@ mod tests {
             "{err}"
         );
         assert_eq!(read_component(&path, 3 << 20).unwrap().len(), 3 << 20);
+    }
+
+    #[test]
+    fn an_entry_lock_waits_for_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path().join("components/x.cwasm");
+        let held = lock_entry(&entry).expect("lock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let second = lock_entry(&entry);
+            tx.send(()).unwrap();
+            second.is_some()
+        });
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
+        drop(held);
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the waiter got the lock");
+        assert!(waiter.join().unwrap());
     }
 
     #[test]

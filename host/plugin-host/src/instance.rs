@@ -28,7 +28,19 @@ impl Sandboxed {
     /// A fresh store for `plugin` under `limits`, logging through `log`
     /// (the plugin's budget, shared by all its stores).
     pub(crate) fn new(engine: &PluginEngine, plugin: &str, limits: Limits, log: LogBudget) -> Self {
-        let mut store = Store::new(engine.engine(), StoreState::new(plugin, &limits, log));
+        let state = StoreState::new(plugin, &limits, log);
+        Self::with_state(engine, plugin, limits, state)
+    }
+
+    /// A fresh store for `plugin` under `limits` with `state` (a tool
+    /// environment's).
+    pub(crate) fn with_state(
+        engine: &PluginEngine,
+        plugin: &str,
+        limits: Limits,
+        state: StoreState,
+    ) -> Self {
+        let mut store = Store::new(engine.engine(), state);
         store.limiter(|state| state.limiter());
         store.epoch_deadline_trap();
         store.set_epoch_deadline(ticks(limits.call_timeout_ms));
@@ -205,6 +217,7 @@ impl Sandboxed {
                 call,
                 limit_ms: self.limits.call_timeout_ms,
             },
+            Some(Trap::OutOfFuel) => PluginFailure::FuelLimit { plugin, call },
             trap => {
                 let stderr = self.store.data().stderr_tail();
                 let what = match trap {

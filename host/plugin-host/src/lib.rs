@@ -22,6 +22,7 @@ pub mod request;
 mod sandbox;
 mod scorer;
 mod ticker;
+pub mod tools;
 mod workload;
 
 pub use agentload_config::{seal::PluginIdentity, Limits};
@@ -34,6 +35,7 @@ pub use blocking::block_on;
 pub use compiler::{read_component, LoadedComponent, PluginEngine};
 pub use message::Message;
 pub use request::TurnRequest;
+pub use sandbox::TOOLS_EPOCH;
 pub use scorer::{ScoreTimings, Scored, ScorerPlugin};
 pub use workload::{Step, WorkloadPlugin};
 
@@ -76,6 +78,10 @@ pub enum PluginFailure {
         call: &'static str,
         limit_ms: u64,
     },
+    /// A tool call spent its fuel (a metered store's deterministic budget of
+    /// executed instructions).
+    #[error("plugin {plugin}: `{call}` spent its fuel (tools.fuel_per_call) and was stopped")]
+    FuelLimit { plugin: String, call: &'static str },
     /// A call tried to grow memory past the cap (all linear memories of
     /// the instance together).
     #[error(
@@ -143,6 +149,7 @@ impl PluginFailure {
         matches!(
             self,
             Self::TimeLimit { .. }
+                | Self::FuelLimit { .. }
                 | Self::MemoryLimit { .. }
                 | Self::ResourceLimit { .. }
                 | Self::Trap { .. }

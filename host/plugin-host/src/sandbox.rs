@@ -37,8 +37,8 @@ impl StoreState {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let wasi = WasiCtxBuilder::new()
             .stderr(stderr.clone())
-            .wall_clock(FrozenClock)
-            .monotonic_clock(FrozenClock)
+            .wall_clock(FrozenClock(0))
+            .monotonic_clock(FrozenClock(0))
             .secure_random(fixed_entropy())
             .insecure_random(fixed_entropy())
             .insecure_random_seed(0)
@@ -52,6 +52,30 @@ impl StoreState {
             log,
             ticks_left: 0,
         }
+    }
+
+    /// A tool environment's sandbox: as a plugin's, but its wall clock
+    /// reads the tools' fixed epoch, [`TOOLS_EPOCH`] (never the host's
+    /// time), and its entropy is seeded per call ([`Self::reseed`]).
+    pub fn for_tools(plugin_name: &str, limits: &Limits, log: LogBudget) -> Self {
+        let mut state = Self::new(plugin_name, limits, log);
+        state.reseed(0);
+        state
+    }
+
+    /// Replaces the store's WASI context with one whose entropy is the
+    /// stream `seed` gives: a tool call's `mktemp` names and random bytes
+    /// depend on its session and its place there, never on which calls
+    /// ran before it in the same instance.
+    pub fn reseed(&mut self, seed: u64) {
+        self.wasi = WasiCtxBuilder::new()
+            .stderr(self.stderr.clone())
+            .wall_clock(FrozenClock(TOOLS_EPOCH))
+            .monotonic_clock(FrozenClock(0))
+            .secure_random(seeded_entropy(seed))
+            .insecure_random(seeded_entropy(seed ^ 0x5555_5555_5555_5555))
+            .insecure_random_seed(u128::from(seed))
+            .build();
     }
 
     /// The limiter to install with `Store::limiter`.
@@ -189,15 +213,20 @@ impl ResourceLimiter for StoreLimiter {
     }
 }
 
-/// A clock that always reads zero: plugins get no time source.
-struct FrozenClock;
+/// The wall clock of tool environments: 2026-01-01T00:00:00Z, in seconds
+/// since the Unix epoch (the tools' own virtual clock starts there too).
+pub const TOOLS_EPOCH: u64 = 1_767_225_600;
+
+/// A clock that always reads the same time (seconds): plugins get no time
+/// source (zero), tool environments a fixed epoch.
+struct FrozenClock(u64);
 
 impl HostWallClock for FrozenClock {
     fn resolution(&self) -> std::time::Duration {
         std::time::Duration::from_secs(1)
     }
     fn now(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
+        std::time::Duration::from_secs(self.0)
     }
 }
 
@@ -206,7 +235,7 @@ impl HostMonotonicClock for FrozenClock {
         1_000_000_000
     }
     fn now(&self) -> u64 {
-        0
+        self.0.saturating_mul(1_000_000_000)
     }
 }
 
@@ -219,6 +248,20 @@ fn fixed_entropy() -> Deterministic {
             .map(|b| b.wrapping_mul(167).wrapping_add(13))
             .collect(),
     )
+}
+
+/// 1 KiB drawn from `seed` (SplitMix64), repeated as the entropy stream.
+fn seeded_entropy(seed: u64) -> Deterministic {
+    let mut state = seed;
+    let mut bytes = Vec::with_capacity(1024);
+    while bytes.len() < 1024 {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        bytes.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    Deterministic::new(bytes)
 }
 
 #[cfg(test)]
