@@ -21,7 +21,7 @@ mode=${1:-}
 case "$mode" in ""|--check-lock|--update-lock) ;; *) echo "usage: $0 [--check-lock|--update-lock]" >&2; exit 2;; esac
 target=${CARGO_TARGET_DIR:-$root/target}
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score agentic-synth trace-replay aa-replay)
+official=(coding-replay shell-iou bfcl-single bfcl-ast bfcl-multi bfcl-multi-score agentic-synth trace-replay aa-replay shell-tools)
 extras=(bfcl-ast-v2)
 fixtures=(misbehave old-workload old-scorer prev-workload v030-workload)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
@@ -35,9 +35,13 @@ mkdir -p "$target/plugins" "$target/test-plugins"
 # One build: every component is a crate on agentload-sdk and the code they
 # share is in plain library crates, so no component links another and no
 # feature changes what a crate exports.
+# The tool environment (shell-tools) builds on its own: its shell pulls in
+# features of shared crates (regex, memchr...) that, unified into one build,
+# would change every other component's bytes.
 args=()
-for p in "${official[@]}" "${extras[@]}" "${fixtures[@]}"; do args+=(-p "$p"); done
+for p in "${official[@]}" "${extras[@]}" "${fixtures[@]}"; do [ "$p" = shell-tools ] || args+=(-p "$p"); done
 cargo build --locked --profile plugin --target wasm32-wasip2 "${args[@]}"
+cargo build --locked --profile plugin --target wasm32-wasip2 -p shell-tools
 for p in "${official[@]}" "${extras[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/plugins/"; done
 for p in "${fixtures[@]}"; do cp "$target/wasm32-wasip2/plugin/${p//-/_}.wasm" "$target/test-plugins/"; done
 ls -l "$target/plugins" "$target/test-plugins" | grep wasm

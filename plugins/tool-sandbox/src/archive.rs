@@ -198,7 +198,7 @@ fn read_tar(bytes: &[u8], limits: ArchiveLimits) -> Result<Snapshot, Refused> {
                 ),
             ));
         }
-        insert(&mut root, &path, node, &mut usage).map_err(|why| refuse(&name, &why))?;
+        insert(&mut root, &path, node, mtime, &mut usage).map_err(|why| refuse(&name, &why))?;
     }
     Ok(Snapshot {
         root,
@@ -261,12 +261,14 @@ fn check_commit(commit: &Commit) -> Result<(), String> {
     Ok(())
 }
 
-/// Puts `node` at `path`, making the directories on the way; a directory
-/// listed after its files merges into the one they made.
+/// Puts `node` at `path`, making the directories on the way (with the
+/// entry's time); a directory listed after its files merges into the one
+/// they made.
 fn insert(
     root: &mut Arc<Dir>,
     path: &[String],
     node: Node,
+    mtime: i64,
     usage: &mut Usage,
 ) -> Result<(), String> {
     let parts: Vec<&str> = path.iter().map(String::as_str).collect();
@@ -276,9 +278,9 @@ fn insert(
             Ok(tree::Found::Dir(_)) => {}
             Ok(_) => return Err(format!("`{}` is not a directory", parts[..depth].join("/"))),
             Err(_) => {
-                let dir = Node::empty_dir(0);
+                let dir = Node::empty_dir(mtime);
                 usage.add(&dir);
-                tree::put(root, &parts[..depth], Some(dir), 0).map_err(|m| format!("{m:?}"))?;
+                tree::put(root, &parts[..depth], Some(dir), mtime).map_err(|m| format!("{m:?}"))?;
             }
         }
     }

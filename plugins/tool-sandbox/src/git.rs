@@ -443,7 +443,6 @@ impl GitCommand {
             index.clone()
         };
         let mut work = self.work(repo);
-        let mut count = 0;
         let mut new_index = index.clone();
         for path in paths {
             let path = repo_path(&repo.prefix, path);
@@ -457,19 +456,11 @@ impl GitCommand {
             if source.is_some() {
                 restore_paths(&mut new_index, &repo.head, &path);
             }
-            count += files_under(&from, &path);
         }
         self.set_work(repo, work);
         self.state().index = new_index;
-        let noun = if count == 1 { "path" } else { "paths" };
-        let whence = match source {
-            Some(_) => repo.ws.commit.id[..7].to_owned(),
-            None => "the index".into(),
-        };
-        Out {
-            stderr: format!("Updated {count} {noun} from {whence}\n"),
-            ..Out::default()
-        }
+        // git reports the paths it updated only to a terminal; agents have none.
+        Out::default()
     }
 
     fn restore(&self, repo: &Repo<'_>, args: &[&str]) -> Out {
@@ -683,6 +674,16 @@ impl GitCommand {
                     let parts: Vec<&str> = tree::components(path);
                     let _ = tree::put(&mut work, &parts, node.clone(), 0);
                 }
+                // Without `--index` only files the stash had added to the
+                // index come back staged (as git's merge adds them).
+                let mut index = state.index.clone();
+                for c in tree::changes(&repo.head, &entry.index) {
+                    if c.old.is_none() {
+                        let parts: Vec<&str> = tree::components(&c.path);
+                        let _ = tree::put(&mut index, &parts, c.new.clone(), 0);
+                    }
+                }
+                state.index = index;
                 if sub == "pop" {
                     state.stash.remove(0);
                 }
@@ -799,15 +800,6 @@ fn has_files(dir: &Dir) -> bool {
 /// Whether `tree` has anything at `path` (`""`: the top).
 fn exists(tree: &Arc<Dir>, path: &str) -> bool {
     tree::lookup(tree, &tree::components(path)).is_ok()
-}
-
-/// Files and links of `tree` at or under `path`.
-fn files_under(tree: &Arc<Dir>, path: &str) -> usize {
-    match tree::lookup(tree, &tree::components(path)) {
-        Ok(Found::Dir(d)) => tree::files(d).len(),
-        Ok(_) => 1,
-        Err(_) => 0,
-    }
 }
 
 /// Makes `dst` equal to `src` at `path` (a file, or everything under a

@@ -49,6 +49,9 @@ use tree::{Dir, Usage};
 
 pub use classify::Class;
 
+/// The tools a sandbox offers, by the names a model calls them.
+pub const TOOLS: [&str; 3] = ["bash", editor::NAME, patch::NAME];
+
 /// How a call was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
