@@ -32,7 +32,7 @@ mkdir -p "$target"
 target=$(cd "$target" && pwd)
 export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="--remap-path-prefix=$root=/agentload --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$rustup_home=/rustup --remap-path-prefix=$target=/target"
 mkdir -p "$target/plugins" "$target/test-plugins"
-# One build: every component is a crate on agentload-sdk and the code they
+# One build of the workload and scorer components: each is a crate on agentload-sdk and the code they
 # share is in plain library crates, so no component links another and no
 # feature changes what a crate exports.
 # The tool environment (shell-tools) builds on its own: its shell pulls in

@@ -47,5 +47,6 @@ mod swe_bench;
 mod sweep;
 mod telemetry;
 mod terminal;
+mod tools;
 mod wire_timing;
 mod wit_versions;

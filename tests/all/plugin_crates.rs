@@ -2,10 +2,19 @@
 //! (a `cdylib` crate under `plugins/`) is written on `agentload-sdk`, none
 //! uses wit-bindgen itself, none depends on another component, and no
 //! plugin crate has features (which would let one build change what another
-//! exports). So `scripts/build-plugins.sh` is one cargo build.
+//! exports). So `scripts/build-plugins.sh` is one cargo build of them.
+//!
+//! The one exception is the tool environment `shell-tools`: it implements
+//! another world (`agentload:tools`), which the SDK does not cover, so it
+//! uses wit-bindgen itself (through `tool_sandbox::tool_environment_bindings!`,
+//! so its own crate still forbids unsafe code), and it is built by a cargo
+//! invocation of its own.
 
 use crate::common::cargo_metadata;
 use serde_json::Value;
+
+/// The tool environment: a component of the `agentload:tools` world.
+const TOOL_ENVIRONMENT: &str = "shell-tools";
 
 #[test]
 fn components_are_thin_crates_on_the_sdk() {
@@ -57,6 +66,15 @@ fn components_are_thin_crates_on_the_sdk() {
             "{name} has features"
         );
         if name == "agentload-sdk" {
+            continue;
+        }
+        if name == TOOL_ENVIRONMENT {
+            assert!(deps.contains(&"tool-sandbox"), "{name}: {deps:?}");
+            let linked: Vec<&&str> = deps
+                .iter()
+                .filter(|d| components.contains(d) || **d == "agentload-sdk")
+                .collect();
+            assert!(linked.is_empty(), "{name} depends on {linked:?}");
             continue;
         }
         assert!(

@@ -49,3 +49,5 @@ pub mod shards;
 pub mod standin_data;
 pub mod swe_bench;
 pub mod sweep;
+pub mod tools;
+pub mod workspace;

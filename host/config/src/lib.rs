@@ -21,6 +21,7 @@ pub mod seal;
 pub mod swe_bench;
 mod sweep;
 mod telemetry;
+pub mod tools;
 mod transport;
 
 pub use arrivals::{ArrivalUnit, Arrivals, Process, Ramp, RampOf, RampShape};

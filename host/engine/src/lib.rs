@@ -39,6 +39,7 @@ pub mod schedule;
 mod session;
 mod stop;
 pub mod tokens;
+pub mod tools;
 mod turn;
 mod twin;
 mod writer;

@@ -80,7 +80,7 @@ pub enum PluginFailure {
     },
     /// A tool call spent its fuel (a metered store's deterministic budget of
     /// executed instructions).
-    #[error("plugin {plugin}: `{call}` spent its fuel (tools.fuel_per_call) and was stopped")]
+    #[error("plugin {plugin}: `{call}` spent its fuel budget and was stopped")]
     FuelLimit { plugin: String, call: &'static str },
     /// A call tried to grow memory past the cap (all linear memories of
     /// the instance together).

@@ -29,6 +29,7 @@ pub mod run_dir;
 pub mod sessions;
 pub mod submission;
 mod summary;
+pub mod tools;
 pub mod tracking;
 pub mod yaml;
 

@@ -3,22 +3,13 @@
 //! [`tool_sandbox`]: `bash`, `str_replace_based_edit_tool` and
 //! `apply_patch` over copy-on-write virtual workspaces, `git` inside the
 //! shell, stubs for what cannot run. The SDK covers workloads and scorers;
-//! this one environment uses wit-bindgen directly.
+//! this one environment uses wit-bindgen directly, through
+//! [`tool_sandbox::tool_environment_bindings`].
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
-/// The generated canonical-ABI glue (the only unsafe code: wit-bindgen's).
 #[cfg(target_arch = "wasm32")]
-#[allow(unsafe_code, clippy::all)]
-mod bindings {
-    wit_bindgen::generate!({
-        path: "../../wit/agentload-tools@0.1.0",
-        world: "tool-environment",
-    });
-
-    use super::component::ShellTools;
-    export!(ShellTools with_types_in self);
-}
+tool_sandbox::tool_environment_bindings!(super::component::ShellTools);
 
 #[cfg(target_arch = "wasm32")]
 mod component {

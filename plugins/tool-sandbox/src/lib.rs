@@ -441,3 +441,24 @@ impl Sandbox {
 
 #[cfg(test)]
 mod tests;
+
+/// The canonical-ABI glue of a tool environment component: the bindings of
+/// the `agentload:tools` world (`wit/agentload-tools@0.1.0`) as module
+/// `bindings`, exporting `$environment` (its `Guest`). The calling crate
+/// depends on `wit-bindgen`; the generated glue is its only unsafe code, and
+/// it stays here, so the component's own crate forbids unsafe code.
+#[macro_export]
+macro_rules! tool_environment_bindings {
+    ($environment:path) => {
+        #[allow(clippy::all)]
+        mod bindings {
+            wit_bindgen::generate!({
+                path: "../../wit/agentload-tools@0.1.0",
+                world: "tool-environment",
+            });
+
+            use $environment as Environment;
+            export!(Environment with_types_in self);
+        }
+    };
+}

@@ -20,6 +20,9 @@
 //! - `load`: component load time, cold (compiling) vs cached.
 //! - `shards`: the edge replay by `run --shards 1` and `--shards 4` against
 //!   one simulator, alternated: turns/s and the 4-to-1 ratio.
+//! - `tools`: the closed-loop sandbox on a generated repository: per-call
+//!   wall time and fuel by class, a session overlay's bytes, and one call
+//!   from each of 1,000 agents (CPU measured, cores projected; see [`tools`]).
 //! - `edge`: a full `agentload demo` in a child process (wall time, peak
 //!   RSS), then its recorded completions re-scored (IoU over 1,007 turns,
 //!   the BFCL gate over 995 samples).
@@ -34,6 +37,7 @@ pub mod floor;
 pub mod shards;
 pub mod streams;
 pub mod tls;
+pub mod tools;
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -222,6 +226,7 @@ pub async fn sections(
                 std::fs::remove_dir_all(&dir).ok();
                 rows.extend(r?);
             }
+            "tools" => rows.extend(tools::run(&tools::Options::default()).await?),
             "shards" => {
                 let dir = std::env::temp_dir()
                     .join(format!("agentload-bench-shards-{}", std::process::id()));
@@ -231,7 +236,7 @@ pub async fn sections(
             }
             other => anyhow::bail!(
                 "unknown bench section `{other}` (streams, tls, agents, build, answers, \
-                 counting, load, edge, shards)"
+                 counting, load, edge, shards, tools)"
             ),
         }
     }

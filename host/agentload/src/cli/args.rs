@@ -168,6 +168,15 @@ pub(super) enum Command {
         #[arg(long)]
         draft: bool,
     },
+    /// The closed-loop tool sandbox: run tool calls over a workspace
+    /// archive; measure the sandbox against real bash.
+    #[command(
+        after_help = "Examples:\n  agentload tools exec --workspace repo.tar 'grep -rn TODO . | head' 'git status'\n  agentload tools fidelity --generated"
+    )]
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
     /// Build data sets for tests and comparisons.
     #[command(
         after_help = "Examples:\n  agentload dataset datacenter --edge data/agentic_coding_2.5h.jsonl --out data/agentic_combined.jsonl"
@@ -365,7 +374,7 @@ pub(super) enum Command {
     )]
     Bench {
         /// Sections to run: streams, tls, agents, build, answers, counting, load, edge,
-        /// shards (agents, counting and shards are not in the default set: they run for
+        /// shards, tools (agents, counting, shards and tools are not in the default set: they run for
         /// minutes).
         #[arg(
             long,
@@ -582,6 +591,36 @@ pub(super) enum DatasetCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Pack a repository as a workspace archive of the tool sandbox: a
+    /// deterministic tar of the files git tracks (every file outside a git
+    /// repository) and the HEAD commit; prints its sha256.
+    #[command(
+        after_help = "Examples:\n  agentload dataset workspace ~/src/myrepo --out myrepo.tar"
+    )]
+    Workspace {
+        /// The repository (or any directory).
+        dir: PathBuf,
+        /// The archive to write (`.tar`, or `.tar.gz` to compress).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// `agentload tools`.
+#[derive(Subcommand)]
+pub(super) enum ToolsCommand {
+    /// Run tool calls in one sandbox session over a workspace archive;
+    /// print what each gave.
+    #[command(
+        after_help = "Examples:\n  agentload tools exec --workspace repo.tar 'grep -rn TODO . | head' \"sed -i 's/a/b/' x.py\" 'git diff'\n  agentload tools exec --json --workspace repo.tar --calls calls.jsonl"
+    )]
+    Exec(crate::tools::cli::ExecArgs),
+    /// The sandbox's fidelity to real bash, call by call, with every miss's
+    /// cause: AA's recorded tool calls, or a generated repository.
+    #[command(
+        after_help = "Examples:\n  agentload tools fidelity --generated\n  agentload tools fidelity --aa ~/.cache/agentload/data/aa_replays/agentperf-default-v1 --out fidelity.json"
+    )]
+    Fidelity(crate::tools::fidelity::FidelityArgs),
 }
 
 /// `agentload config`.

@@ -15,7 +15,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     ("Inspect", &["report", "diff", "pareto", "export"]),
     ("Audit", &["rescore", "check", "point-yaml", "submission"]),
     ("Scale", &["shard", "merge", "k8s"]),
-    ("Author", &["config", "plugin", "dataset"]),
+    ("Author", &["config", "plugin", "dataset", "tools"]),
 ];
 
 /// The command line, its top-level help grouped by task.

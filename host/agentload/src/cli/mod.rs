@@ -16,7 +16,7 @@ use crate::run::{Mode as RunMode, Overrides};
 use agentload_config::RunConfig;
 use agentload_results::exit;
 use anyhow::Result;
-use args::{Command, ConfigCommand, DatasetCommand, K8sCommand, Mode, SimArgs};
+use args::{Command, ConfigCommand, DatasetCommand, K8sCommand, Mode, SimArgs, ToolsCommand};
 use clap::FromArgMatches;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -517,6 +517,36 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             ));
             Ok(exit::SUCCESS)
         }
+        Command::Dataset {
+            command: DatasetCommand::Workspace { dir, out },
+        } => {
+            let packed = crate::workspace::pack(&dir, &out)?;
+            agentload_console::line(&format!(
+                "wrote {}: {} files, {} bytes{}",
+                out.display(),
+                packed.files,
+                packed.bytes,
+                packed
+                    .commit
+                    .map(|c| format!(", commit {c}"))
+                    .unwrap_or_default()
+            ));
+            agentload_console::out(&format!(
+                "archive = \"{}\"\nsha256 = \"{}\"\n",
+                out.file_name().map_or_else(
+                    || out.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                ),
+                packed.sha256
+            ));
+            Ok(exit::SUCCESS)
+        }
+        Command::Tools { command } => match command {
+            ToolsCommand::Exec(args) => crate::tools::cli::exec(args).await.map(|()| exit::SUCCESS),
+            ToolsCommand::Fidelity(args) => crate::tools::fidelity::run(args)
+                .await
+                .map(|()| exit::SUCCESS),
+        },
         Command::K8s { command } => match command {
             K8sCommand::Manifest(opts) => {
                 let yaml = crate::shards::k8s::manifest(&opts)?;

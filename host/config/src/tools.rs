@@ -1,0 +1,103 @@
+//! The tool sandbox's limits: what the tool environment's instances and
+//! sessions may use, and the step and fuel budgets of one call
+//! (`agentload tools exec` and `fidelity` run under the defaults).
+
+use serde::{Deserialize, Serialize};
+
+/// `[tools.limits]`: what the environment's instances and sessions may use.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolLimitsConfig {
+    /// All linear memories of one instance together (its workspaces and
+    /// the files of every session bound to it), in MiB.
+    pub memory_mib: u64,
+    /// Fuel (executed WebAssembly instructions) one call may spend: the
+    /// deterministic stop behind the step budgets below.
+    pub fuel_per_call: u64,
+    /// The wall-clock safety net of one call, in ms. Runaway commands are
+    /// stopped by budgets; this fires only when something else is wrong,
+    /// and is recorded as the call's `error`.
+    pub call_timeout_ms: u64,
+    /// MiB a session may add to its workspace.
+    pub session_mib: u64,
+    /// MiB of one file.
+    pub file_mib: u64,
+    /// Files and directories a session may add.
+    pub session_entries: u64,
+    /// Entries a workspace archive may hold.
+    pub archive_entries: u64,
+    /// MiB of file contents a workspace archive may hold.
+    pub archive_mib: u64,
+    /// Commands one call may run.
+    pub commands: u32,
+    /// Iterations of one loop.
+    pub loop_iterations: u32,
+    /// Iterations of all loops of one call together.
+    pub total_loop_iterations: u32,
+    /// The shell's own work units of one call.
+    pub work_units: u64,
+    /// KiB of output one call keeps.
+    pub output_kib: u32,
+}
+
+impl Default for ToolLimitsConfig {
+    fn default() -> Self {
+        Self {
+            memory_mib: 2048,
+            fuel_per_call: 50_000_000_000,
+            call_timeout_ms: 120_000,
+            session_mib: 64,
+            file_mib: 32,
+            session_entries: 100_000,
+            archive_entries: 200_000,
+            archive_mib: 1024,
+            commands: 100_000,
+            loop_iterations: 100_000,
+            total_loop_iterations: 1_000_000,
+            work_units: 200_000_000,
+            output_kib: 1024,
+        }
+    }
+}
+
+impl ToolLimitsConfig {
+    /// Checks the limits; the error names the key (below `tools.limits`).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, why: &str| Err((format!("tools.limits.{key}"), why.to_owned()));
+        let l = self;
+        for (key, value) in [
+            ("memory_mib", l.memory_mib),
+            ("fuel_per_call", l.fuel_per_call),
+            ("call_timeout_ms", l.call_timeout_ms),
+            ("file_mib", l.file_mib),
+            ("archive_entries", l.archive_entries),
+            ("archive_mib", l.archive_mib),
+            ("commands", u64::from(l.commands)),
+            ("work_units", l.work_units),
+            ("output_kib", u64::from(l.output_kib)),
+        ] {
+            if value == 0 {
+                return bad(key, "must be positive");
+            }
+        }
+        if l.memory_mib > 4096 {
+            return bad("memory_mib", "must be at most 4096 (wasm32's 4 GiB)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_limits_name_their_key() {
+        let limits: ToolLimitsConfig = toml::from_str("fuel_per_call = 0\n").unwrap();
+        assert_eq!(limits.check().unwrap_err().0, "tools.limits.fuel_per_call");
+        assert!(toml::from_str::<ToolLimitsConfig>("bogus = 1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `bogus`"));
+    }
+}
