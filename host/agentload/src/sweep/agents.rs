@@ -93,10 +93,16 @@ pub(super) fn shape(config: &SweepConfig, index: usize, req: &mut TurnRequest) -
         salt::apply(req, &s);
     }
     let cap = config.max_tokens;
-    req.sampling.max_completion_tokens = Some(match req.sampling.max_completion_tokens {
+    let capped = |own: Option<u32>| match own {
         Some(own) if config.keep_workload_max_tokens => own.min(cap),
         _ => cap,
-    });
+    };
+    match (req.sampling.max_tokens, req.sampling.max_completion_tokens) {
+        // A workload that sends `max_tokens` (AA's replays) keeps that key: the
+        // cap applies to it, and no second limit is added.
+        (Some(own), None) => req.sampling.max_tokens = Some(capped(Some(own))),
+        (_, own) => req.sampling.max_completion_tokens = Some(capped(own)),
+    }
     Duration::from_millis(delay_ms)
 }
 
