@@ -685,3 +685,67 @@ async fn a_killed_replay_resumes_with_its_cache_namespace() {
         .to_owned();
     assert_eq!(namespaces.into_iter().next().unwrap(), nonce);
 }
+
+/// configs/aa-agentperf-sweep.toml on aa-mini's task, at 2 agents: each agent
+/// works through the task again and again (`<task>#<pass>` sessions), every
+/// request in AA's shape with its own recorded length as `max_tokens` (the
+/// sweep's cap applies to that key; no `max_completion_tokens` is added).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_replays_aas_tasks_per_agent_with_their_recorded_lengths() {
+    let Some(_) = replays() else { return };
+    let server = Server::start(Behaviour::Honours, 0).await;
+    let dir = scratch("aa-sweep");
+    let text =
+        std::fs::read_to_string(manifest_dir().join("../../configs/aa-agentperf-sweep.toml"))
+            .unwrap()
+            .replacen(
+                "url = \"http://127.0.0.1:8080\"",
+                &format!("url = \"{}\"", server.url),
+                1,
+            )
+            .replace(
+                "agentperf-default-v1/manifest-{arch}.json",
+                "aa-mini-v1/manifest.json",
+            )
+            .replace("agentperf-default-v1/", "aa-mini-v1/")
+            .replace("levels = [1, 10, 100, 1000]", "levels = [2]")
+            .replace("min_trajectories = 30", "min_trajectories = 2")
+            .replace("steady_state_s = 600.0", "steady_state_s = 0.5")
+            .replace("warmup_s = 30.0", "warmup_s = 0.0")
+            .replace("max_phase_s = 1800.0", "max_phase_s = 60.0")
+            .replace(
+                "max_trajectories_per_agent = 8",
+                "max_trajectories_per_agent = 3",
+            );
+    let config = dir.path().join("sweep.toml");
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&config, &out, &["--model", "m"], dir.path()).await;
+    let posts = server.posts();
+    // The two probes, then the replay's turns.
+    assert!(posts.len() > 2 + 6, "{} POSTs", posts.len());
+    for p in &posts[2..] {
+        let body = p.json();
+        assert_eq!(body["max_tokens"], 256, "{body}");
+        assert_eq!(body["ignore_eos"], true);
+        assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    }
+    assert_headers(&posts);
+    let turns: Vec<Value> = std::fs::read_dir(out.join("sweep"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("turns.jsonl"))
+        .filter(|p| p.is_file())
+        .flat_map(|p| read_jsonl(&p))
+        .collect();
+    assert!(
+        turns.iter().all(|t| t["status"] == "completed"),
+        "{turns:#?}"
+    );
+    assert!(
+        turns.iter().any(|t| t["session_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("aa-mini-library-01#")),
+        "the task again in a later pass"
+    );
+}

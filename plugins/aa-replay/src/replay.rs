@@ -156,18 +156,36 @@ impl Replay {
         })
     }
 
-    /// One session per task, in manifest order.
+    /// One session per task, in manifest order; with
+    /// `num_trajectories_to_issue`, that many, the tasks again from the first
+    /// when they run out (the `k`-th pass's sessions are `<task_id>#<k>`).
     pub fn sessions(&self) -> Vec<Session> {
-        self.tasks
-            .iter()
-            .map(|t| Session::new(t.task_id.clone(), t.turns.len() as u32))
+        let n = self
+            .settings
+            .num_trajectories_to_issue
+            .map_or(self.tasks.len(), |n| n as usize);
+        (0..n)
+            .map(|i| {
+                let t = &self.tasks[i % self.tasks.len()];
+                let pass = i / self.tasks.len();
+                let id = if pass == 0 {
+                    t.task_id.clone()
+                } else {
+                    format!("{}#{pass}", t.task_id)
+                };
+                Session::new(id, t.turns.len() as u32)
+            })
             .collect()
     }
 
+    /// The task a session replays (`<task_id>` or `<task_id>#<pass>`).
     fn task(&self, session: &str) -> Result<&TaskReplay, Error> {
-        self.tasks
-            .iter()
-            .find(|t| t.task_id == session)
+        let find = |id: &str| self.tasks.iter().find(|t| t.task_id == id);
+        find(session)
+            .or_else(|| {
+                let (id, pass) = session.rsplit_once('#')?;
+                pass.parse::<u32>().ok().and_then(|_| find(id))
+            })
             .ok_or_else(|| Error::input(format!("unknown session {session:?}")))
     }
 

@@ -92,6 +92,12 @@ pub struct Settings {
     pub cache_namespace: Option<String>,
     /// `none` or `fixed_delay`.
     pub tool_mode: ToolMode,
+    /// The sweep's key: this many sessions, the manifest's tasks one after
+    /// another, again from the first when they run out (default: each task once).
+    pub num_trajectories_to_issue: Option<u32>,
+    /// The sweep's key (`tool_delay = "recorded"`): `true` is
+    /// `tool_mode = "fixed_delay"`, `false` is `"none"`.
+    pub inject_tool_delay: Option<bool>,
 }
 
 impl Default for Settings {
@@ -112,6 +118,8 @@ impl Default for Settings {
             cache_isolation: true,
             cache_namespace: None,
             tool_mode: ToolMode::None,
+            num_trajectories_to_issue: None,
+            inject_tool_delay: None,
         }
     }
 }
@@ -136,7 +144,12 @@ impl Settings {
                 ));
             }
         }
-        let s: Settings = config.settings()?;
+        let mut s: Settings = config.settings()?;
+        match s.inject_tool_delay {
+            Some(true) => s.tool_mode = ToolMode::FixedDelay,
+            Some(false) => s.tool_mode = ToolMode::None,
+            None => {}
+        }
         let bad = |key: &str, rule: &str| Err(Error::config(format!("settings: `{key}` {rule}")));
         for (key, v) in [
             ("temperature", s.temperature),
@@ -146,6 +159,9 @@ impl Settings {
             if v.is_some_and(|v| !v.is_finite()) {
                 return bad(key, "must be a finite number");
             }
+        }
+        if s.num_trajectories_to_issue == Some(0) {
+            return bad("num_trajectories_to_issue", "must be at least 1");
         }
         if s.max_output_tokens == 0 {
             return bad("max_output_tokens", "must be at least 1");

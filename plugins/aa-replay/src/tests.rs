@@ -186,6 +186,47 @@ fn fixed_delay_pauses_after_a_successful_turn_only() {
     assert_eq!(w.pause_ms("b"), 0, "no pause after a failed turn");
 }
 
+/// A sweep's keys: sessions beyond the tasks start them again, each pass
+/// its own session ids replaying the same turns; `inject_tool_delay` is the
+/// tool mode.
+#[test]
+fn a_sweep_issues_the_tasks_again_and_sets_the_tool_mode() {
+    let mut c = two_tasks();
+    c.settings_json = r#"{"num_trajectories_to_issue": 5, "inject_tool_delay": true}"#.into();
+    let mut w = AaReplay::default();
+    let sessions = w.configure(c).unwrap();
+    assert_eq!(
+        sessions,
+        [
+            Session::new("a", 2),
+            Session::new("b", 1),
+            Session::new("a#1", 2),
+            Session::new("b#1", 1),
+            Session::new("a#2", 2),
+        ]
+    );
+    let first = w.start("a").unwrap().into_request("a");
+    let again = w.start("a#2").unwrap().into_request("a#2");
+    assert_eq!(first.messages, again.messages);
+    assert_eq!(first.item_id, again.item_id);
+    let done = Outcome::Completed(Completion::text("ok"));
+    assert!(w.next("a#2", done.clone()).unwrap().is_some());
+    assert_eq!(w.pause_ms("a#2"), 10, "fixed_delay");
+    assert!(w.start("a#x").is_err() && w.start("c#1").is_err());
+    // `false` turns a preset's fixed_delay off; 0 sessions is refused.
+    let mut c = two_tasks();
+    c.settings_json = r#"{"tool_mode": "fixed_delay", "inject_tool_delay": false}"#.into();
+    let mut w = AaReplay::default();
+    w.configure(c).unwrap();
+    w.start("a").unwrap();
+    assert!(w.next("a", done).unwrap().is_some());
+    assert_eq!(w.pause_ms("a"), 0);
+    let mut c = two_tasks();
+    c.settings_json = r#"{"num_trajectories_to_issue": 0}"#.into();
+    let e = AaReplay::default().configure(c).unwrap_err().to_string();
+    assert!(e.contains("num_trajectories_to_issue"), "{e}");
+}
+
 #[test]
 fn bad_input_is_refused_naming_file_line_and_key() {
     let a = [row("a", 0, Some(5), &[1.0]), row("a", 1, Some(7), &[])].join("\n");
