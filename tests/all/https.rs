@@ -352,3 +352,40 @@ async fn a_kubernetes_manifest_refuses_a_literal_secret_header() {
         }
     }
 }
+
+/// A proxy named in the environment is said and not used (proxies are off unless
+/// `endpoint.proxy` asks for one): the run goes straight to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_in_the_environment_is_named_and_not_used() {
+    let dir = scratch("https-proxy-env");
+    let pki = Pki::new(&dir.path().join("pki")).unwrap();
+    let sim = tls_sim(&pki, false).await;
+    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 1", "");
+    let out = dir.path().join("out");
+    let ca = pki.ca_file();
+    // Nothing listens there: a run that used it would fail.
+    let nowhere = Path::new("http://127.0.0.1:9");
+    let run = agentload_env(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--ca-file",
+            ca.to_str().unwrap(),
+            "--mode",
+            "perf",
+        ],
+        dir.path(),
+        &[("HTTPS_PROXY", nowhere), ("HTTP_PROXY", nowhere)],
+    )
+    .await;
+    let output = text(&run);
+    assert!(run.status.success(), "{output}");
+    assert!(
+        output.contains("HTTPS_PROXY, HTTP_PROXY set but not used"),
+        "{output}"
+    );
+    let summary = json(&out.join("performance/result_summary.json"));
+    assert!(summary["agentload"]["transport"]["proxy"].is_null());
+}
