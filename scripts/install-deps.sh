@@ -3,9 +3,10 @@
 # Debian machine, and says what it installs. Idempotent: what is already
 # there is left alone (and nothing is printed for it).
 #
-#   apt packages: cmake, g++, make (llama-server build), curl (health
-#                 polls, fetch-data.sh), unzip, python3 with pip (data
-#                 wheels, parity fixtures), chromium-headless-shell and
+#   apt packages: cmake, g++, make, libssl-dev (llama-server build, with
+#                 HTTPS), curl (health polls, fetch-data.sh), unzip,
+#                 python3 with pip (data wheels, parity fixtures),
+#                 chromium-headless-shell and
 #                 fonts-dejavu-core (the HTML report check), python3-venv
 #                 (kubernetes-validate), iproute2 and util-linux (the
 #                 sharded-run test's network and time namespaces)
@@ -21,6 +22,8 @@ need=()
 command -v cmake >/dev/null || need+=(cmake)
 { command -v c++ >/dev/null || command -v g++ >/dev/null; } || need+=(g++)
 command -v make >/dev/null || need+=(make)
+# llama-server is built with OpenSSL (tests/all/llama_server.rs serves it over TLS).
+[ -f /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
 command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
 command -v python3 >/dev/null || need+=(python3 python3-pip)

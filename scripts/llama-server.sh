@@ -21,7 +21,8 @@
 #   scripts/llama-server.sh start PORT [ARGS]   start on 127.0.0.1:PORT in the background, wait
 #                                               for /health, print the base URL. ARGS are passed
 #                                               to llama-server after the defaults (later wins),
-#                                               e.g. --ctx-size 512
+#                                               e.g. --ctx-size 512; with --ssl-cert-file and
+#                                               --ssl-key-file it serves HTTPS (the URL says so)
 #   scripts/llama-server.sh stop [PORT]         stop the server on PORT (default: all started here)
 #   scripts/llama-server.sh status              list servers started here
 #   scripts/llama-server.sh check               exit 0 when binary, template and model are cached
@@ -49,15 +50,19 @@ MODEL_BYTES=98362432
 TEMPLATE_NAME=Qwen-Qwen2.5-7B-Instruct.jinja
 
 # CPU, static, portable x86-64 AVX2 (no -march=native: the cached binary may
-# move between machines of the same kind), no OpenMP, no web UI download, no
-# HTTPS/OpenSSL (LLAMA_CURL is deprecated in this version and only warns).
+# move between machines of the same kind), no OpenMP, no web UI download,
+# HTTPS through the system's OpenSSL (Debian's libssl-dev to build, libssl3 at
+# run time: `--ssl-cert-file`/`--ssl-key-file`, what tests/all/llama_server.rs
+# serves TLS with; LLAMA_CURL is deprecated in this version and only warns).
+# The flags are part of the cache key: a binary built without OpenSSL is not
+# reused.
 CMAKE_FLAGS=(
   -DCMAKE_BUILD_TYPE=Release
   -DBUILD_SHARED_LIBS=OFF
   -DGGML_NATIVE=OFF
   -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
   -DGGML_OPENMP=OFF
-  -DLLAMA_OPENSSL=OFF
+  -DLLAMA_OPENSSL=ON
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
   -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON
@@ -135,6 +140,9 @@ cmd_build() {
   log "configuring llama.cpp (flags: ${CMAKE_FLAGS[*]})"
   cmake -S "$src" -B "$work/build" "${CMAKE_FLAGS[@]}" >"$BUILD_DIR/cmake-configure.log" 2>&1 \
     || { tail -40 "$BUILD_DIR/cmake-configure.log" >&2; die "cmake configure failed (log: $BUILD_DIR/cmake-configure.log)"; }
+  # llama.cpp only warns when OpenSSL is missing, and builds without HTTPS.
+  grep -q "OpenSSL found" "$BUILD_DIR/cmake-configure.log" \
+    || die "cmake found no usable OpenSSL (3.0 or later): HTTPS would be missing (Debian: apt-get install -y libssl-dev; log: $BUILD_DIR/cmake-configure.log)"
   log "building llama-server with $jobs jobs (about 15-17 minutes on 2 cores; log: $BUILD_DIR/cmake-build.log)"
   cmake --build "$work/build" --target llama-server -j "$jobs" >"$BUILD_DIR/cmake-build.log" 2>&1 \
     || { tail -40 "$BUILD_DIR/cmake-build.log" >&2; die "build failed (log: $BUILD_DIR/cmake-build.log)"; }
@@ -188,8 +196,9 @@ cmd_template() {
   echo "$TEMPLATE"
 }
 
-health_ok() { # port
-  curl -fsS --max-time 2 "http://127.0.0.1:$1/health" 2>/dev/null | grep -q '"ok"'
+health_ok() { # url
+  # -k: readiness only (whoever uses the server verifies its certificate).
+  curl -kfsS --max-time 2 "$1/health" 2>/dev/null | grep -q '"ok"'
 }
 
 cmd_start() {
@@ -208,9 +217,13 @@ cmd_start() {
   if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then
     die "a server started by this script already runs on port $port (pid $(cat "$pidf")); run: $0 stop $port"
   fi
-  if curl -s --max-time 2 -o /dev/null "http://127.0.0.1:$port/health"; then
+  if curl -ks --max-time 2 -o /dev/null "http://127.0.0.1:$port/health" \
+    || curl -ks --max-time 2 -o /dev/null "https://127.0.0.1:$port/health"; then
     die "something already listens on 127.0.0.1:$port"
   fi
+  local scheme=http arg
+  for arg in "$@"; do [ "$arg" = --ssl-cert-file ] && scheme=https; done
+  local url=$scheme://127.0.0.1:$port
   nohup "$bin" --model "$model" --host 127.0.0.1 --port "$port" \
     --threads 1 --threads-batch 1 -np 1 --seed 42 --jinja \
     --ctx-size "${LLAMA_CTX_SIZE:-8192}" \
@@ -220,7 +233,7 @@ cmd_start() {
   local pid=$!
   echo "$pid" >"$pidf"
   local timeout=${LLAMA_START_TIMEOUT:-120} t0=$SECONDS
-  until health_ok "$port"; do
+  until health_ok "$url"; do
     if ! kill -0 "$pid" 2>/dev/null; then
       rm -f "$pidf"
       tail -30 "$logf" >&2
@@ -235,7 +248,7 @@ cmd_start() {
     sleep 0.2
   done
   log "pid $pid, log $logf, healthy after $((SECONDS - t0)) s"
-  echo "http://127.0.0.1:$port"
+  echo "$url"
 }
 
 stop_one() { # pidfile

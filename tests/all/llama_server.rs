@@ -108,7 +108,12 @@ async fn server_with(ctx: u32, args: &[&str]) -> Server {
         text(&out)
     );
     let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert_eq!(url, format!("http://127.0.0.1:{port}"));
+    let scheme = if args.contains(&"--ssl-cert-file") {
+        "https"
+    } else {
+        "http"
+    };
+    assert_eq!(url, format!("{scheme}://127.0.0.1:{port}"));
     eprintln!(
         "llama-server (ctx {ctx}) healthy at {url} after {:.2} s",
         started.elapsed().as_secs_f64()
@@ -447,6 +452,91 @@ async fn short_edge_run_streams_and_records_llama_timings() {
             f.prompt_ms
         );
     }
+}
+
+/// (b) The same smoke replay against llama-server serving HTTPS (`--ssl-key-file`,
+/// `--ssl-cert-file`, a CA and leaf made by the test): every turn completes over TLS, each
+/// connection's session is recorded, and llama.cpp's `/metrics` is scraped over TLS too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smoke_replay_and_its_telemetry_over_https() {
+    if skip() {
+        return;
+    }
+    if std::env::var_os("AGENTLOAD_LLAMA_URL").is_some() {
+        eprintln!("AGENTLOAD_LLAMA_URL is set: this test starts its own TLS server; skipped");
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let dir = scratch("llama-https");
+    let pki = agentload_sim::pki::Pki::new(&dir.path().join("pki")).unwrap();
+    let leaf = pki.server().unwrap();
+    let (cert, key) = (leaf.cert.to_str().unwrap(), leaf.key.to_str().unwrap());
+    let server = server_with(
+        2048,
+        &["--metrics", "--ssl-key-file", key, "--ssl-cert-file", cert],
+    )
+    .await;
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    let config = smoke_config(dir.path(), &server.url, "");
+    let mut toml = std::fs::read_to_string(&config).unwrap().replace(
+        "[load]\n",
+        &format!(
+            "[endpoint.tls]\nca_file = \"{}\"\n[load]\n",
+            pki.ca_file().display()
+        ),
+    );
+    toml.push_str(
+        "[telemetry]\ninterval_s = 0.2\n[[telemetry.scrape]]\nurl = \"/metrics\"\nname = \"llama\"\n",
+    );
+    std::fs::write(&config, toml).unwrap();
+    let out = dir.path().join("out");
+    let run = agentload(
+        &[
+            "run",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mode",
+            "perf",
+            "--require-valid",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(run.status.success(), "{}", text(&run));
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "{records:?}");
+    // The first turn takes the connection the set-up opened (its handshake in no turn).
+    // llama-server closes a connection after each streamed answer (over plain HTTP too), so
+    // a later turn opens its own and says so, with its TLS session.
+    assert!(records[0].get("opened_connection").is_none(), "{records:?}");
+    for r in &records {
+        check_completed(r);
+        if let Some(opened) = r.get("opened_connection") {
+            let tls = &opened["tls"];
+            assert_eq!(tls["version"], "TLSv1.3", "{r}");
+            assert!(num(tls, "handshake_us") > 0.0, "{r}");
+        }
+    }
+    let summary = json(&out.join("performance/result_summary.json"));
+    let extra = &summary["agentload"];
+    assert_eq!(
+        extra["transport"]["scheme"], "https",
+        "{}",
+        extra["transport"]
+    );
+    assert_eq!(extra["transport"]["tls"]["insecure"], false);
+    let tls = &extra["harness"]["connection_setup"]["tls"];
+    assert!(
+        tls["versions"].as_object().is_some_and(|v| !v.is_empty()),
+        "{tls}"
+    );
+    eprintln!("llama-server over TLS: {tls}");
+    let telemetry = &extra["telemetry"];
+    let source = &telemetry["sources"][0];
+    assert_eq!(source["families"], json!(["llama.cpp"]), "{telemetry}");
+    assert_eq!(source["failed"], 0, "scraped over TLS: {telemetry}");
+    assert_eq!(telemetry["usage_check"]["turns"], 4, "{telemetry}");
 }
 
 /// A tool-calling assistant turn (`bash` with `command`).
