@@ -295,6 +295,8 @@ struct HandServer {
 #[derive(Clone, Copy, PartialEq)]
 enum Idle {
     Nothing,
+    /// The session tickets held back 20 ms past the handshake's end (the client idle).
+    Ticket,
     /// A key update once the answer ended.
     KeyUpdate,
     /// `close_notify` once the answer ended (the TCP connection stays open).
@@ -335,10 +337,28 @@ fn hand_server(c: &Certs, pause: Duration, idle: Idle) -> HandServer {
             let w = w.clone();
             std::thread::spawn(move || {
                 while conn.is_handshaking() {
-                    if conn.complete_io(&mut tcp).is_err() {
+                    while conn.wants_write() {
+                        conn.write_tls(&mut tcp).unwrap();
+                    }
+                    match conn.read_tls(&mut tcp) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    if conn.process_new_packets().is_err() {
+                        let _ = conn.write_tls(&mut tcp);
                         return;
                     }
                 }
+                // What the handshake's end queued: TLS 1.3 session tickets.
+                let mut tickets = Vec::new();
+                while conn.wants_write() {
+                    conn.write_tls(&mut tickets).unwrap();
+                }
+                if idle == Idle::Ticket {
+                    assert!(!tickets.is_empty(), "no session ticket to hold back");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                tcp.write_all(&tickets).unwrap();
                 let mut request = Vec::new();
                 loop {
                     // What the handshake's last read decrypted is taken first.
@@ -466,20 +486,26 @@ async fn a_token_record_split_across_two_writes_gets_the_second_writes_stamp() {
     }
 }
 
-/// A key update or `close_notify` while the connection is idle: the first is handed to the
-/// session and the connection reused, the second ends it before any request is written.
+/// Session tickets, a key update or `close_notify` while the connection is idle: the first
+/// two are handed to the session and the connection reused (not taken for a dead one), the
+/// last ends it before any request is written.
 #[tokio::test]
 async fn post_handshake_records_on_an_idle_connection() {
     let c = certs();
-    for (idle, reused) in [(Idle::KeyUpdate, true), (Idle::CloseNotify, false)] {
+    for (idle, reused) in [
+        (Idle::Ticket, true),
+        (Idle::KeyUpdate, true),
+        (Idle::CloseNotify, false),
+    ] {
         let server = hand_server(&c, Duration::ZERO, idle);
         let client = client_with(&server.url, trusting(c.pki.ca_file()), 1);
+        // Opened ahead and left idle while the post-handshake records (tickets) arrive.
+        client.warm_up(1).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(60)).await;
         for i in 0..3 {
             let ex = client.send(&body(), "s").await;
             assert_eq!(ex.result.unwrap().content, "Hi", "request {i}");
-            if i > 0 {
-                assert_eq!(ex.timeline.new_connection, !reused, "request {i}");
-            }
+            assert_eq!(ex.timeline.new_connection, i > 0 && !reused, "request {i}");
             tokio::time::sleep(Duration::from_millis(60)).await;
         }
         let want = if reused { 1 } else { 3 };
