@@ -389,3 +389,66 @@ async fn a_proxy_in_the_environment_is_named_and_not_used() {
     let summary = json(&out.join("performance/result_summary.json"));
     assert!(summary["agentload"]["transport"]["proxy"].is_null());
 }
+
+/// `bench --sections tls` at a toy size: plain and TLS side by side, every row there, the
+/// CPU levels alternated over the rounds asked for, the full handshakes not resumed and the
+/// resumed ones resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_measures_tls_beside_plain() {
+    let dir = scratch("https-bench");
+    let json_out = dir.path().join("bench.json");
+    let run = agentload(
+        &[
+            "bench",
+            "--sections",
+            "tls",
+            "--samples",
+            "4",
+            "--requests",
+            "2",
+            "--answer-tokens",
+            "2",
+            "--tls-streams",
+            "3",
+            "--tls-handshakes",
+            "3",
+            "--tls-rounds",
+            "2",
+            "--out",
+            json_out.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let table = text(&run);
+    assert!(run.status.success(), "{table}");
+    for row in [
+        "c=1 TTFT error p99, plain (4 req)",
+        "c=1 TTFT error p99, TLS minus plain",
+        "c=1 request path p99, TLS minus plain",
+        "c=3 harness CPU, plain (median of 2 rounds)",
+        "c=3 harness CPU, TLS / plain (medians)",
+        "c=3 harness CPU, TLS / plain, highest round",
+        "handshake (full, 3 conns, 0 resumed) p50",
+        "handshake (resumed, 3 conns, 2 resumed) p50",
+        "handshake (resumed) client CPU per connection",
+    ] {
+        assert!(table.contains(row), "`{row}` missing:\n{table}");
+    }
+    assert!(!table.contains("failed requests"), "{table}");
+    let tls = &json(&json_out)["tls"];
+    assert_eq!(tls["plain_c1"]["requests"], 4, "{tls}");
+    assert_eq!(tls["tls_c1"]["requests"], 4, "{tls}");
+    let rounds = tls["cpu_rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{tls}");
+    for round in rounds {
+        for cpu in round.as_array().unwrap() {
+            assert!(cpu.as_f64().unwrap() > 0.0, "{tls}");
+        }
+    }
+    assert_eq!(tls["full"]["resumed"], 0, "{tls}");
+    // Each connection's tickets are read before the next opens: all but the first resume.
+    assert_eq!(tls["resumed"]["resumed"], 2, "{tls}");
+    assert_eq!(tls["full"]["connections"], 3, "{tls}");
+    assert!(tls["full"]["p50_us"].as_f64().unwrap() > 0.0, "{tls}");
+}

@@ -6,12 +6,14 @@
 //!   against its simulator's own stamps, total and by direction (the request path carries
 //!   the request's encryption, the response path the first record's decryption), and TLS
 //!   minus plain at p50 and p99.
-//! - **CPU per request at N streams** (1,000 by default): a plain level, then a TLS level, as
-//!   the streams section runs them ([`super::streams::level`]), and their ratio.
-//! - **Handshakes**: N fresh connections with resumption off (full handshakes), then N with it
-//!   on (the first full, the rest resumed): the time per handshake as the client recorded it
-//!   and the client's CPU per connection (the process's CPU while the connections opened:
-//!   nothing else runs in it then), and the TLS simulator's.
+//! - **CPU per request at N streams** (1,000 by default): plain and TLS levels as the streams
+//!   section runs them ([`super::streams::level`]), alternated over rounds (plain first in
+//!   the first round, TLS first in the next, ...), so that the machine's drift lands on both;
+//!   each's median over the rounds, their ratio, and the range of the rounds' ratios.
+//! - **Handshakes**: N connections opened one after another with resumption off (full
+//!   handshakes), then N with it on (the first full, the rest resumed): the time per handshake
+//!   as the client recorded it, the client's CPU per connection (the process's CPU while each
+//!   opened: nothing else runs in it then), and the TLS simulator's over the same spans.
 
 use super::floor::Sample;
 use super::streams::{level, start_sim, Errors};
@@ -20,7 +22,6 @@ use agentload_client::{
     ChatClient, ClientOptions, ProxyOptions, RequestBody, TlsOptions, Transport,
 };
 use anyhow::{Context as _, Result};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What the TLS section runs.
@@ -34,6 +35,8 @@ pub struct Options {
     pub requests_per_stream: usize,
     /// Connections opened for the handshake measure, each way.
     pub handshakes: usize,
+    /// Rounds of the CPU comparison, each a plain and a TLS level.
+    pub rounds: usize,
     /// Tokens in each streamed answer.
     pub answer_tokens: usize,
 }
@@ -44,6 +47,9 @@ pub struct TlsBench {
     pub plain_c1: Errors,
     pub tls_c1: Errors,
     pub streams: usize,
+    /// Each round's harness CPU per request, ms: plain, then TLS.
+    pub cpu_rounds: Vec<[f64; 2]>,
+    /// The rounds' median, ms per request.
     pub plain_cpu_ms_per_request: f64,
     pub tls_cpu_ms_per_request: f64,
     pub plain_failed: usize,
@@ -95,20 +101,31 @@ pub async fn run(opts: &Options, dir: &std::path::Path) -> Result<(TlsBench, Vec
 
     let n = opts.streams.max(1);
     let per_stream = opts.requests_per_stream.max(1);
-    let (plain, _) = level(
-        &plain_url,
-        &Transport::default(),
-        plain_sim.id(),
-        n,
-        per_stream,
-        &body,
-        None,
-    )
-    .await
-    .context("the plain level")?;
-    let (secure, _) = level(&tls_url, &tls, tls_sim.id(), n, per_stream, &body, None)
-        .await
-        .context("the TLS level")?;
+    let plain_transport = Transport::default();
+    let mut cpu_rounds = Vec::new();
+    let (mut plain_failed, mut tls_failed) = (0, 0);
+    for round in 0..opts.rounds.max(1) {
+        let mut cpu = [0.0; 2];
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let (url, transport, sim, what) = if which == 0 {
+                (&plain_url, &plain_transport, plain_sim.id(), "plain")
+            } else {
+                (&tls_url, &tls, tls_sim.id(), "TLS")
+            };
+            let (l, _) = level(url, transport, sim, n, per_stream, &body, None)
+                .await
+                .with_context(|| format!("the {what} level of round {}", round + 1))?;
+            cpu[which] = l.harness_cpu_ms_per_request;
+            *[&mut plain_failed, &mut tls_failed][which] += l.failed;
+        }
+        cpu_rounds.push(cpu);
+    }
+    let median = |which: usize| {
+        let mut v: Vec<f64> = cpu_rounds.iter().map(|r| r[which]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
 
     let full = handshakes(&tls_url, &trusting(false)?, tls_sim.id(), opts.handshakes).await?;
     let resumed = handshakes(&tls_url, &trusting(true)?, tls_sim.id(), opts.handshakes).await?;
@@ -118,10 +135,11 @@ pub async fn run(opts: &Options, dir: &std::path::Path) -> Result<(TlsBench, Vec
         plain_c1,
         tls_c1,
         streams: n,
-        plain_cpu_ms_per_request: plain.harness_cpu_ms_per_request,
-        tls_cpu_ms_per_request: secure.harness_cpu_ms_per_request,
-        plain_failed: plain.failed,
-        tls_failed: secure.failed,
+        plain_cpu_ms_per_request: median(0),
+        tls_cpu_ms_per_request: median(1),
+        cpu_rounds,
+        plain_failed,
+        tls_failed,
         full,
         resumed,
     };
@@ -180,7 +198,11 @@ async fn alternated(
     Ok((Errors::of(&p), Errors::of(&t)))
 }
 
-/// `n` connections opened one after another on `transport`: their handshake times and CPU.
+/// `n` connections opened one after another on `transport`, each by a client of its own (the
+/// transport's session cache is shared): their handshake times and CPU. After each opens, a
+/// `GET /v1/models` on it (outside the measure) reads the session tickets the server sent at
+/// the handshake's end, so that with resumption on every connection after the first finds a
+/// ticket, as the first of a run's connections finds the endpoint check's.
 async fn handshakes(
     url: &str,
     transport: &Transport,
@@ -188,25 +210,45 @@ async fn handshakes(
     n: usize,
 ) -> Result<Handshakes> {
     let n = n.max(1);
-    let client = Arc::new(ChatClient::new(&ClientOptions {
-        endpoint: url.to_owned(),
-        max_connections: n,
-        transport: transport.clone(),
-        ..Default::default()
-    })?);
     let sim_cpu = || sim.and_then(super::process_cpu_seconds);
-    let (cpu0, sim0) = (crate::sweep::cpu_times(), sim_cpu());
-    let setup = client.warm_up(n).await.context("the handshakes")?;
-    let cpu = crate::sweep::cpu_times()
-        .zip(cpu0)
-        .map_or(f64::NAN, |(b, a)| b.user + b.system - a.user - a.system);
-    let server = sim_cpu().zip(sim0).map_or(f64::NAN, |(b, a)| b - a);
-    let tls = setup.tls.context("the connections carried no TLS")?;
+    let (mut cpu, mut server, mut resumed) = (0.0, 0.0, 0);
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let client = ChatClient::new(&ClientOptions {
+            endpoint: url.to_owned(),
+            max_connections: 1,
+            transport: transport.clone(),
+            ..Default::default()
+        })?;
+        let (cpu0, sim0) = (crate::sweep::cpu_times(), sim_cpu());
+        let setup = client
+            .warm_up(1)
+            .await
+            .with_context(|| format!("handshake {}", i + 1))?;
+        cpu += crate::sweep::cpu_times()
+            .zip(cpu0)
+            .map_or(f64::NAN, |(b, a)| b.user + b.system - a.user - a.system);
+        server += sim_cpu().zip(sim0).map_or(f64::NAN, |(b, a)| b - a);
+        let tls = setup.tls.context("the connection carried no TLS")?;
+        resumed += tls.resumed;
+        times.push(tls.handshake_us.max);
+        let models = client
+            .get("/v1/models", Duration::from_secs(10))
+            .await
+            .with_context(|| format!("GET /v1/models after handshake {}", i + 1))?;
+        anyhow::ensure!(
+            models.status == 200,
+            "GET /v1/models answered {}",
+            models.status
+        );
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |p: f64| times[(p * (times.len() - 1) as f64) as usize];
     Ok(Handshakes {
         connections: n,
-        resumed: tls.resumed,
-        p50_us: tls.handshake_us.p50,
-        p99_us: tls.handshake_us.p99,
+        resumed,
+        p50_us: at(0.5),
+        p99_us: at(0.99),
         client_cpu_us: cpu * 1e6 / n as f64,
         server_cpu_us: server * 1e6 / n as f64,
     })
@@ -242,19 +284,34 @@ fn rows(b: &TlsBench) -> Vec<Row> {
         }
     }
     let c = b.streams;
+    let rounds = b.cpu_rounds.len();
     row(
-        format!("c={c} harness CPU, plain"),
+        format!("c={c} harness CPU, plain (median of {rounds} rounds)"),
         b.plain_cpu_ms_per_request,
         "ms/req",
     );
     row(
-        format!("c={c} harness CPU, TLS"),
+        format!("c={c} harness CPU, TLS (median of {rounds} rounds)"),
         b.tls_cpu_ms_per_request,
         "ms/req",
     );
     row(
-        format!("c={c} harness CPU, TLS / plain"),
+        format!("c={c} harness CPU, TLS / plain (medians)"),
         b.tls_cpu_ms_per_request / b.plain_cpu_ms_per_request,
+        "x",
+    );
+    let ratios = b.cpu_rounds.iter().map(|[p, t]| t / p);
+    let (lo, hi) = ratios.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+        (lo.min(r), hi.max(r))
+    });
+    row(
+        format!("c={c} harness CPU, TLS / plain, lowest round"),
+        lo,
+        "x",
+    );
+    row(
+        format!("c={c} harness CPU, TLS / plain, highest round"),
+        hi,
         "x",
     );
     for (what, failed) in [("plain", b.plain_failed), ("TLS", b.tls_failed)] {

@@ -422,12 +422,16 @@ pub(super) enum Command {
         /// Workload instances the sessions are spread over (agents section).
         #[arg(long, default_value_t = 1)]
         agents_instances: usize,
-        /// Streams of the TLS section's CPU comparison (plain, then TLS).
+        /// Streams of the TLS section's CPU comparison.
         #[arg(long, default_value_t = 1000)]
         tls_streams: usize,
         /// Connections the TLS section opens to time handshakes (full, then resumed).
         #[arg(long, default_value_t = 200)]
         tls_handshakes: usize,
+        /// Rounds of the TLS section's CPU comparison, each a plain and a TLS level (their
+        /// order swapped every other round).
+        #[arg(long, default_value_t = 3)]
+        tls_rounds: usize,
         /// Write the rows (and the streams levels) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,

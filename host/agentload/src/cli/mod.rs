@@ -393,6 +393,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agents_instances,
             tls_streams,
             tls_handshakes,
+            tls_rounds,
             out,
         } => {
             let tls = crate::bench::tls::Options {
@@ -400,6 +401,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 streams: tls_streams,
                 requests_per_stream: requests,
                 handshakes: tls_handshakes,
+                rounds: tls_rounds,
                 answer_tokens,
             };
             let streams = crate::bench::streams::Options {
