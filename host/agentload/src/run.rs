@@ -13,7 +13,8 @@ pub use crate::run_state::Mode;
 use crate::run_state::{PhaseState, RunState};
 use crate::scoring;
 use agentload_client::ChatClient;
-use agentload_config::seal::Seal;
+use agentload_config::rules::Compliance;
+use agentload_config::seal::{PluginIdentity, Seal};
 use agentload_config::swe_bench::SweBench;
 use agentload_config::{base_url, table_json, ClientKind, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
@@ -250,117 +251,28 @@ impl Context<'_> {
     }
 }
 
-/// Runs the phases `overrides.mode` selects and writes every result file.
+/// Runs the phases `overrides.mode` selects and writes every result file, in
+/// its steps: select the phases, check the rules, open the output directory,
+/// prepare the phases, preflight, record the inputs, run the phases, report.
 pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResult> {
-    if let Some(url) = &overrides.endpoint {
-        config.endpoint.url = url.clone();
-    }
-    config.endpoint.url =
-        base_url(&config.endpoint.url).map_err(|e| anyhow::anyhow!("endpoint: {e}"))?;
-    let out = overrides
-        .out
-        .clone()
-        .unwrap_or_else(|| config.report_dir.clone());
-    let want_perf = overrides.mode != Mode::Accuracy;
-    let want_acc = overrides.mode != Mode::Performance;
-    let perf_cfg = config.performance.clone().filter(|_| want_perf);
-    let acc_cfg = config.accuracy.clone().filter(|_| want_acc);
-    match overrides.mode {
-        Mode::Performance if perf_cfg.is_none() => {
-            anyhow::bail!("the config has no [performance] phase")
-        }
-        Mode::Accuracy if acc_cfg.is_none() => anyhow::bail!("the config has no [accuracy] phase"),
-        Mode::Both if perf_cfg.is_none() && acc_cfg.is_none() => {
-            anyhow::bail!("the config has neither a [performance] nor an [accuracy] phase")
-        }
-        _ => {}
-    }
-    let submission = overrides.submission || config.mode == RunKind::Submission;
-    if submission && config.endpoint.tls.insecure {
-        anyhow::bail!(
-            "endpoint.tls.insecure (--insecure) is refused in a submission run: its server's \
-             certificate must be verified (trust a private CA with endpoint.tls.ca_file)"
-        );
-    }
-    // The benchmark's rules, before anything is compiled, read or sent.
-    let config_toml = toml::to_string(&config)?;
-    let compliance = agentload_config::rules::check(
-        &serde_json::to_value(&config)?,
-        &config_toml,
-        agentload_config::rules::Phases {
-            performance: want_perf,
-            accuracy: want_acc,
-        },
-    );
-    if submission {
-        agentload_config::rules::require(&compliance)?;
-    }
-    let sharded = overrides.shard.is_some() || overrides.merge.is_some();
-    if sharded && acc_cfg.as_ref().is_some_and(SweBench::selected_by) {
-        anyhow::bail!(
-            "the SWE-bench phase runs once, from one host: run the shards with --mode perf, \
-             then the SWE-bench phase alone (--mode accuracy)"
-        );
-    }
-    if sharded && perf_cfg.is_some() && config.sweep.is_some() {
-        anyhow::bail!(
-            "a sweep cannot be sharded yet: its phases are measured over steady-state windows \
-             that the shards would have to agree on (run it from one host)"
-        );
-    }
-    // Telemetry opens before anything is sent: a configured NVML source on
-    // a machine without the driver library stops the run here. Of a sharded
-    // run's processes only shard 0 samples it (the server is the same).
-    let telemetry = match &overrides.shard {
-        Some(s) if s.slice.index != 0 => None,
-        _ if overrides.merge.is_some() => None,
-        _ => open_telemetry(&config)?,
-    };
-    if overrides.resume && perf_cfg.is_some() && config.load.arrivals.is_some() {
-        anyhow::bail!(
-            "an open-loop run cannot be resumed yet: its arrivals keep due times on the \
-             phase's clock (run it again with --force)"
-        );
-    }
-    if overrides.resume && perf_cfg.is_some() && config.sweep.is_some() {
-        anyhow::bail!(
-            "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
-             (run it again with --force)"
-        );
-    }
+    let Selected {
+        out,
+        perf: perf_cfg,
+        acc: acc_cfg,
+        submission,
+    } = select(&mut config, overrides)?;
+    let (config_toml, compliance) = check_rules(&config, overrides, submission)?;
+    refuse_unsupported(&config, overrides, perf_cfg.is_some(), acc_cfg.as_ref())?;
+    let telemetry = run_telemetry(&config, overrides)?;
     // Whether this run made its output directory (a refusal before any
     // result removes what it made).
     let existed = out.exists();
     // One writer per run directory, for this process's whole life.
-    let _writer = if overrides.resume {
-        run_dir::lock(&out, "resume")?
-    } else {
-        std::fs::create_dir_all(&out)
-            .with_context(|| format!("cannot create output directory {}", out.display()))?;
-        run_dir::lock(&out, "run")?
-    };
-    let mut state = if overrides.resume {
-        RunState::load(&out)?
-    } else {
-        // A merge writes beside the shards' uploads (`shards/`), replacing
-        // an earlier merge's files.
-        let force = overrides.force
-            || (overrides.merge.is_some() && out.join("run_manifest.json").is_file());
-        if overrides.merge.is_none() || force {
-            prepare_out_dir(&out, force)?;
-        }
-        RunState::new(overrides.mode, overrides.submission)
-    };
+    let (_writer, mut state) = open_out_dir(&out, overrides)?;
     let segment = state.begin_segment(&config.endpoint.url);
     let nonce = state.nonce.clone();
 
     let data_dir = agentload_config::data::data_dir(config.data_dir.as_deref());
-    let cache_dir = agentload_config::cache_dir();
-    let engine = Arc::new(if submission {
-        PluginEngine::sealed(cache_dir)?
-    } else {
-        PluginEngine::new(cache_dir)?
-    });
     let policy = |phase: &'static str| Policy {
         phase,
         data_dir: &data_dir,
@@ -368,201 +280,28 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         submission,
         nonce: &nonce,
     };
-    // Both phases are prepared (and so checked) before the first request,
-    // side by side: the accuracy phase's data loads while the performance
-    // phase's does, instead of after it. An error names its phase; the
-    // performance phase's comes first.
-    let (perf, acc) = std::thread::scope(|scope| {
-        let acc = acc_cfg.map(|p| {
-            let (engine, config, policy) = (&engine, &config, policy("accuracy"));
-            scope.spawn(move || {
-                if SweBench::selected_by(&p) {
-                    let explicit = explicit_grants(&p, &policy)?;
-                    crate::swe_bench::prepare(
-                        config,
-                        &p,
-                        &policy.grants(config, &explicit),
-                        overrides.quiet,
-                    )
-                    .map(|s| Accuracy::SweBench(Box::new(s)))
-                } else {
-                    prepare(engine, config, p, &policy).map(|p| Accuracy::Plugins(Box::new(p)))
-                }
-                .context("accuracy phase")
-            })
-        });
-        let perf = perf_cfg
-            .map(|p| {
-                prepare(&engine, &config, p, &policy("performance")).context("performance phase")
-            })
-            .transpose();
-        let acc = acc
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .transpose();
-        (perf, acc)
-    });
-    let (mut perf, mut acc) = (perf?, acc?);
-    // A trace schedule's times, checked before anything is sent.
-    if let (Some(p), Some(a)) = (perf.as_mut(), &config.load.arrivals) {
-        if a.process == agentload_config::Process::Trace {
-            p.trace = Some(crate::open_loop::trace_times(&p.files)?);
-        }
-    }
-    let acc_plugins = match &acc {
-        Some(Accuracy::Plugins(p)) => Some(&**p),
-        _ => None,
-    };
-    let seals: Vec<PluginSeal> = perf
-        .iter()
-        .chain(acc_plugins)
-        .flat_map(|p| p.seals.iter().cloned())
-        .collect();
-    let sealed = seals.iter().all(|s| matches!(s.seal, Seal::Sealed { .. }));
-
-    let mut plugins = Vec::new();
-    let mut datasets = Vec::new();
-    for p in perf.iter().chain(acc_plugins) {
-        plugins.push(p.workload.identity().clone());
-        plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
-        datasets.extend(p.datasets.iter().cloned());
-    }
-    if let Some(Accuracy::SweBench(swe)) = &acc {
-        datasets.extend(swe.datasets.iter().cloned());
-        swe.preflight().await?;
-    }
-    let mut checked = None;
-    if config.endpoint.preflight && overrides.merge.is_none() {
-        // The check runs on the first phase's client: its connection
-        // carries the first turn (no connection is opened inside it).
-        let concurrency = perf
-            .as_ref()
-            .map_or(1, |p| config.load.concurrency.min(p.sessions.len().max(1)));
-        let (client, _) = client_for(&config, concurrency)?;
-        let models = agentload_client::preflight(&client, Duration::from_secs(15)).await?;
-        checked = Some(client);
-        if !overrides.quiet && !models.is_empty() && !models.contains(&config.model.name) {
-            agentload_console::line(&format!(
-                "note: the endpoint lists models {models:?}, not `{}` (sent as `model`)",
-                config.model.name
-            ));
-        }
-    }
-    let mut aa_preflight = None;
-    if config.endpoint.client == ClientKind::AgentperfLocal && overrides.merge.is_none() {
-        let client = match checked.take() {
-            Some(client) => client,
-            None => client_for(&config, 1)?.0,
-        };
-        let (phase, prepared) = match (&mut perf, &mut acc) {
-            (Some(p), _) => ("performance", Some(p)),
-            (None, Some(Accuracy::Plugins(p))) => ("accuracy", Some(&mut **p)),
-            _ => ("performance", None),
-        };
-        let policy = prepared
-            .as_ref()
-            .and_then(|p| p.config.settings.get("policy"))
-            .and_then(toml::Value::as_str)
-            .map(str::to_owned);
-        let found = crate::agentperf::preflight(
-            &client,
-            &config.model.name,
-            policy.as_deref(),
-            phase,
-            overrides.quiet,
-        )
-        .await;
-        let found = match found {
-            Ok(found) => found,
-            Err(e) => {
-                // Refused before the first request: nothing is left behind.
-                if !overrides.resume {
-                    let _ = std::fs::remove_file(out.join(run_dir::LOCK_FILE));
-                    if !existed {
-                        let _ = std::fs::remove_dir(&out);
-                    }
-                }
-                return Err(e);
-            }
-        };
-        if let (None, Some(p)) = (&policy, prepared) {
-            if found.policy != "exact" {
-                // Ollama: the workload runs the recorded policy.
-                p.config
-                    .settings
-                    .insert("policy".into(), toml::Value::String(found.policy.clone()));
-                p.sessions = p
-                    .workload
-                    .configure(PluginConfig {
-                        settings_json: table_json(&p.config.settings),
-                        files: p.files.clone(),
-                        nonce: p.nonce.clone(),
-                    })
-                    .await?;
-            }
-        }
-        aa_preflight = Some(serde_json::to_value(&found)?);
-        checked = Some(client);
-    }
-    let acc_plugins = match &acc {
-        Some(Accuracy::Plugins(p)) => Some(&**p),
-        _ => None,
-    };
-    let manifest = RunManifest {
-        agentload_version: env!("CARGO_PKG_VERSION"),
-        plugins,
-        datasets,
-        endpoint: config.endpoint.url.clone(),
-        model: config.model.name.clone(),
-        test_started_at: state.started_at.clone(),
-        seal: SealRecord {
-            mode: if submission {
-                RunKind::Submission
-            } else {
-                RunKind::Development
-            },
-            sealed,
-            plugins: seals,
-        },
-        compliance: compliance.clone(),
-        nonce: nonce.clone(),
-        workload_facts: perf
-            .iter()
-            .map(|p| ("performance", p))
-            .chain(acc_plugins.map(|p| ("accuracy", p)))
-            .map(|(phase, p)| {
-                let facts = serde_json::from_str(p.workload.facts_json())
-                    .unwrap_or_else(|_| serde_json::json!({}));
-                (phase.to_owned(), facts)
-            })
-            .collect(),
-        aa_preflight,
-    };
-    let dir = OutDir::new(&out);
-    if overrides.resume {
-        state.check_same_inputs(&out, &manifest)?;
-    } else {
-        dir.write("config.toml", &config_toml)
-            .context("cannot write config.toml")?;
-        dir.write_json("run_manifest.json", &manifest)?;
-        if manifest.aa_preflight.is_some() {
-            // AA binds its run before the first replay request.
-            let facts = agentload_results::aa::RunFacts::from_run_dir(&out)?;
-            agentload_results::aa::write_measurement(&out.join("aa"), &facts)
-                .context("cannot write aa/measurement.json")?;
-        }
-    }
-    state.save(&out)?;
-    let reference = agentload_results::reference_config(
+    let (mut perf, mut acc) = prepare_phases(&config, overrides, perf_cfg, acc_cfg, policy)?;
+    let (checked, aa_preflight) =
+        preflight(&config, overrides, &mut perf, &mut acc, &out, existed).await?;
+    let identities = Identities::of(perf.as_ref(), &acc);
+    let manifest = manifest(
         &config,
-        overrides.mode == Mode::Accuracy,
-        &data_dir,
-        &out,
+        &state,
+        submission,
+        identities,
+        &compliance,
+        aa_preflight,
     );
-    agentload_results::write_reference_config(&dir, &reference)
-        .context("cannot write config.yaml")?;
+    let sealed = manifest.seal.sealed;
+    let (dir, reference) = record_inputs(
+        &out,
+        &config,
+        overrides,
+        &config_toml,
+        &manifest,
+        &mut state,
+        &data_dir,
+    )?;
     let stop = overrides.stop.clone().unwrap_or_default();
     if overrides.handle_signals {
         stop.on_signals(Duration::from_secs_f64(config.load.interrupt_grace_s));
@@ -586,35 +325,8 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         );
     }
     text.push_str(&compliance.report_lines());
-    let mut all_failed = Vec::new();
-    let performance = match (perf.take(), &config.sweep) {
-        (Some(p), Some(sweep)) => {
-            run_sweep(&cx, p, sweep, &mut text).await?;
-            None
-        }
-        (Some(p), None) => {
-            let run_config = agentload_results::run_config(&reference);
-            let r = run_performance(&cx, p, manifest.clone(), run_config, &mut text).await?;
-            if r.issued > 0 && r.succeeded == 0 {
-                all_failed.push("performance");
-            }
-            Some(r)
-        }
-        (None, _) => None,
-    };
-    let accuracy = match acc.take() {
-        Some(Accuracy::Plugins(p)) if !cx.stop.stopped() => {
-            let (r, issued, completed) = run_accuracy(&cx, *p, &mut text).await?;
-            if issued > 0 && completed == 0 {
-                all_failed.push("accuracy");
-            }
-            Some(r)
-        }
-        Some(Accuracy::SweBench(swe)) if !cx.stop.stopped() => {
-            run_swe_bench(&cx, *swe, &mut text).await?
-        }
-        _ => None,
-    };
+    let (performance, accuracy, all_failed) =
+        run_phases(&cx, perf, acc, manifest, &reference, &mut text).await?;
     let interrupted = match cx.stop.reason() {
         Some((reason @ StopReason::Interrupted(_), _)) => Some(reason.to_string()),
         _ => None,
@@ -626,6 +338,508 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         interrupted,
         all_failed,
     };
+    finish(&cx, &result, text)?;
+    Ok(result)
+}
+
+/// The run as the command line selects it.
+struct Selected {
+    /// The output directory.
+    out: PathBuf,
+    /// The performance phase, when the mode runs it.
+    perf: Option<PhaseConfig>,
+    /// The accuracy phase, when the mode runs it.
+    acc: Option<PhaseConfig>,
+    /// A submission run (`--submission` or `mode = "submission"`).
+    submission: bool,
+}
+
+/// Applies the command line's endpoint and output directory, and selects the
+/// phases `overrides.mode` runs; a mode whose phase the config lacks is refused.
+fn select(config: &mut RunConfig, overrides: &Overrides) -> Result<Selected> {
+    if let Some(url) = &overrides.endpoint {
+        config.endpoint.url = url.clone();
+    }
+    config.endpoint.url =
+        base_url(&config.endpoint.url).map_err(|e| anyhow::anyhow!("endpoint: {e}"))?;
+    let out = overrides
+        .out
+        .clone()
+        .unwrap_or_else(|| config.report_dir.clone());
+    let want_perf = overrides.mode != Mode::Accuracy;
+    let want_acc = overrides.mode != Mode::Performance;
+    let perf_cfg = config.performance.clone().filter(|_| want_perf);
+    let acc_cfg = config.accuracy.clone().filter(|_| want_acc);
+    match overrides.mode {
+        Mode::Performance if perf_cfg.is_none() => {
+            anyhow::bail!("the config has no [performance] phase")
+        }
+        Mode::Accuracy if acc_cfg.is_none() => anyhow::bail!("the config has no [accuracy] phase"),
+        Mode::Both if perf_cfg.is_none() && acc_cfg.is_none() => {
+            anyhow::bail!("the config has neither a [performance] nor an [accuracy] phase")
+        }
+        _ => {}
+    }
+    Ok(Selected {
+        out,
+        perf: perf_cfg,
+        acc: acc_cfg,
+        submission: overrides.submission || config.mode == RunKind::Submission,
+    })
+}
+
+/// The benchmark's rules, before anything is compiled, read or sent: a
+/// submission run refuses an unverified server certificate and any
+/// deviation. Returns the config as `config.toml` records it and its
+/// compliance with the ruleset.
+fn check_rules(
+    config: &RunConfig,
+    overrides: &Overrides,
+    submission: bool,
+) -> Result<(String, Compliance)> {
+    if submission && config.endpoint.tls.insecure {
+        anyhow::bail!(
+            "endpoint.tls.insecure (--insecure) is refused in a submission run: its server's \
+             certificate must be verified (trust a private CA with endpoint.tls.ca_file)"
+        );
+    }
+    let config_toml = toml::to_string(config)?;
+    let compliance = agentload_config::rules::check(
+        &serde_json::to_value(config)?,
+        &config_toml,
+        agentload_config::rules::Phases {
+            performance: overrides.mode != Mode::Accuracy,
+            accuracy: overrides.mode != Mode::Performance,
+        },
+    );
+    if submission {
+        agentload_config::rules::require(&compliance)?;
+    }
+    Ok((config_toml, compliance))
+}
+
+/// Refuses what a sharded run or a resume cannot do (yet), before anything
+/// is opened.
+fn refuse_unsupported(
+    config: &RunConfig,
+    overrides: &Overrides,
+    perf: bool,
+    acc: Option<&PhaseConfig>,
+) -> Result<()> {
+    let sharded = overrides.shard.is_some() || overrides.merge.is_some();
+    if sharded && acc.is_some_and(SweBench::selected_by) {
+        anyhow::bail!(
+            "the SWE-bench phase runs once, from one host: run the shards with --mode perf, \
+             then the SWE-bench phase alone (--mode accuracy)"
+        );
+    }
+    if sharded && perf && config.sweep.is_some() {
+        anyhow::bail!(
+            "a sweep cannot be sharded yet: its phases are measured over steady-state windows \
+             that the shards would have to agree on (run it from one host)"
+        );
+    }
+    if overrides.resume && perf && config.load.arrivals.is_some() {
+        anyhow::bail!(
+            "an open-loop run cannot be resumed yet: its arrivals keep due times on the \
+             phase's clock (run it again with --force)"
+        );
+    }
+    if overrides.resume && perf && config.sweep.is_some() {
+        anyhow::bail!(
+            "a sweep cannot be resumed yet: its phases are measured over steady-state windows \
+             (run it again with --force)"
+        );
+    }
+    Ok(())
+}
+
+/// The run's telemetry, opened before anything is sent: a configured NVML
+/// source on a machine without the driver library stops the run here. Of a
+/// sharded run's processes only shard 0 samples it (the server is the same).
+fn run_telemetry(config: &RunConfig, overrides: &Overrides) -> Result<Option<Telemetry>> {
+    Ok(match &overrides.shard {
+        Some(s) if s.slice.index != 0 => None,
+        _ if overrides.merge.is_some() => None,
+        _ => open_telemetry(config)?,
+    })
+}
+
+/// Locks the output directory (for the returned lock's life) and loads the
+/// run's state: a resume's from the directory; a fresh run's new, in a
+/// directory made empty (see [`prepare_out_dir`]).
+fn open_out_dir(out: &Path, overrides: &Overrides) -> Result<(run_dir::WriterLock, RunState)> {
+    let writer = if overrides.resume {
+        run_dir::lock(out, "resume")?
+    } else {
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create output directory {}", out.display()))?;
+        run_dir::lock(out, "run")?
+    };
+    let state = if overrides.resume {
+        RunState::load(out)?
+    } else {
+        // A merge writes beside the shards' uploads (`shards/`), replacing
+        // an earlier merge's files.
+        let force = overrides.force
+            || (overrides.merge.is_some() && out.join("run_manifest.json").is_file());
+        if overrides.merge.is_none() || force {
+            prepare_out_dir(out, force)?;
+        }
+        RunState::new(overrides.mode, overrides.submission)
+    };
+    Ok((writer, state))
+}
+
+/// Prepares both phases (and so checks them) before the first request, side
+/// by side: the accuracy phase's data loads while the performance phase's
+/// does, instead of after it. An error names its phase; the performance
+/// phase's comes first. A trace schedule's times are read here too.
+fn prepare_phases<'a>(
+    config: &RunConfig,
+    overrides: &Overrides,
+    perf_cfg: Option<PhaseConfig>,
+    acc_cfg: Option<PhaseConfig>,
+    policy: impl Fn(&'static str) -> Policy<'a>,
+) -> Result<(Option<Prepared>, Option<Accuracy>)> {
+    let cache_dir = agentload_config::cache_dir();
+    let engine = Arc::new(if policy("performance").submission {
+        PluginEngine::sealed(cache_dir)?
+    } else {
+        PluginEngine::new(cache_dir)?
+    });
+    let (perf, acc) = std::thread::scope(|scope| {
+        let acc = acc_cfg.map(|p| {
+            let (engine, policy) = (&engine, policy("accuracy"));
+            scope.spawn(move || {
+                if SweBench::selected_by(&p) {
+                    let explicit = explicit_grants(&p, &policy)?;
+                    crate::swe_bench::prepare(
+                        config,
+                        &p,
+                        &policy.grants(config, &explicit),
+                        overrides.quiet,
+                    )
+                    .map(|s| Accuracy::SweBench(Box::new(s)))
+                } else {
+                    prepare(engine, config, p, &policy).map(|p| Accuracy::Plugins(Box::new(p)))
+                }
+                .context("accuracy phase")
+            })
+        });
+        let perf = perf_cfg
+            .map(|p| {
+                prepare(&engine, config, p, &policy("performance")).context("performance phase")
+            })
+            .transpose();
+        let acc = acc
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .transpose();
+        (perf, acc)
+    });
+    let (mut perf, acc) = (perf?, acc?);
+    // A trace schedule's times, checked before anything is sent.
+    if let (Some(p), Some(a)) = (perf.as_mut(), &config.load.arrivals) {
+        if a.process == agentload_config::Process::Trace {
+            p.trace = Some(crate::open_loop::trace_times(&p.files)?);
+        }
+    }
+    Ok((perf, acc))
+}
+
+/// The accuracy phase's plugins, when it runs on the turn engine.
+fn acc_plugins(acc: &Option<Accuracy>) -> Option<&Prepared> {
+    match acc {
+        Some(Accuracy::Plugins(p)) => Some(&**p),
+        _ => None,
+    }
+}
+
+/// What the manifest records of the prepared phases: plugins, seals, data
+/// and the workloads' facts.
+struct Identities {
+    seals: Vec<PluginSeal>,
+    /// Every plugin is in `plugins/official.lock`.
+    sealed: bool,
+    plugins: Vec<PluginIdentity>,
+    datasets: Vec<DatasetIdentity>,
+    workload_facts: BTreeMap<String, serde_json::Value>,
+}
+
+impl Identities {
+    fn of(perf: Option<&Prepared>, acc: &Option<Accuracy>) -> Self {
+        let seals: Vec<PluginSeal> = perf
+            .into_iter()
+            .chain(acc_plugins(acc))
+            .flat_map(|p| p.seals.iter().cloned())
+            .collect();
+        let sealed = seals.iter().all(|s| matches!(s.seal, Seal::Sealed { .. }));
+        let mut plugins = Vec::new();
+        let mut datasets = Vec::new();
+        for p in perf.into_iter().chain(acc_plugins(acc)) {
+            plugins.push(p.workload.identity().clone());
+            plugins.extend(p.scorer.as_ref().map(|s| s.identity().clone()));
+            datasets.extend(p.datasets.iter().cloned());
+        }
+        if let Some(Accuracy::SweBench(swe)) = acc {
+            datasets.extend(swe.datasets.iter().cloned());
+        }
+        let workload_facts = perf
+            .map(|p| ("performance", p))
+            .into_iter()
+            .chain(acc_plugins(acc).map(|p| ("accuracy", p)))
+            .map(|(phase, p)| {
+                let facts = serde_json::from_str(p.workload.facts_json())
+                    .unwrap_or_else(|_| serde_json::json!({}));
+                (phase.to_owned(), facts)
+            })
+            .collect();
+        Identities {
+            seals,
+            sealed,
+            plugins,
+            datasets,
+            workload_facts,
+        }
+    }
+}
+
+/// Checks, before the first measured request, the SWE-bench service and the
+/// endpoint (on the client that carries the first turn), and with AA's
+/// client, AA's own preflight. Returns the checked client and AA's
+/// preflight record for the manifest.
+async fn preflight(
+    config: &RunConfig,
+    overrides: &Overrides,
+    perf: &mut Option<Prepared>,
+    acc: &mut Option<Accuracy>,
+    out: &Path,
+    existed: bool,
+) -> Result<(Option<ChatClient>, Option<serde_json::Value>)> {
+    if let Some(Accuracy::SweBench(swe)) = acc {
+        swe.preflight().await?;
+    }
+    let mut checked = None;
+    if config.endpoint.preflight && overrides.merge.is_none() {
+        // The check runs on the first phase's client: its connection
+        // carries the first turn (no connection is opened inside it).
+        let concurrency = perf
+            .as_ref()
+            .map_or(1, |p| config.load.concurrency.min(p.sessions.len().max(1)));
+        let (client, _) = client_for(config, concurrency)?;
+        let models = agentload_client::preflight(&client, Duration::from_secs(15)).await?;
+        checked = Some(client);
+        if !overrides.quiet && !models.is_empty() && !models.contains(&config.model.name) {
+            agentload_console::line(&format!(
+                "note: the endpoint lists models {models:?}, not `{}` (sent as `model`)",
+                config.model.name
+            ));
+        }
+    }
+    let mut aa_preflight = None;
+    if config.endpoint.client == ClientKind::AgentperfLocal && overrides.merge.is_none() {
+        let client = match checked.take() {
+            Some(client) => client,
+            None => client_for(config, 1)?.0,
+        };
+        let found =
+            agentperf_preflight(config, overrides, &client, perf, acc, out, existed).await?;
+        aa_preflight = Some(found);
+        checked = Some(client);
+    }
+    Ok((checked, aa_preflight))
+}
+
+/// AA's preflight on `client`, for the first phase: a refusal leaves nothing
+/// behind; a server without exact replay (Ollama) gets the workload
+/// configured again with the recorded policy. Returns what it found.
+async fn agentperf_preflight(
+    config: &RunConfig,
+    overrides: &Overrides,
+    client: &ChatClient,
+    perf: &mut Option<Prepared>,
+    acc: &mut Option<Accuracy>,
+    out: &Path,
+    existed: bool,
+) -> Result<serde_json::Value> {
+    let (phase, prepared) = match (perf, acc) {
+        (Some(p), _) => ("performance", Some(p)),
+        (None, Some(Accuracy::Plugins(p))) => ("accuracy", Some(&mut **p)),
+        _ => ("performance", None),
+    };
+    let policy = prepared
+        .as_ref()
+        .and_then(|p| p.config.settings.get("policy"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_owned);
+    let found = crate::agentperf::preflight(
+        client,
+        &config.model.name,
+        policy.as_deref(),
+        phase,
+        overrides.quiet,
+    )
+    .await;
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            // Refused before the first request: nothing is left behind.
+            if !overrides.resume {
+                let _ = std::fs::remove_file(out.join(run_dir::LOCK_FILE));
+                if !existed {
+                    let _ = std::fs::remove_dir(out);
+                }
+            }
+            return Err(e);
+        }
+    };
+    if let (None, Some(p)) = (&policy, prepared) {
+        if found.policy != "exact" {
+            // Ollama: the workload runs the recorded policy.
+            p.config
+                .settings
+                .insert("policy".into(), toml::Value::String(found.policy.clone()));
+            p.sessions = p
+                .workload
+                .configure(PluginConfig {
+                    settings_json: table_json(&p.config.settings),
+                    files: p.files.clone(),
+                    nonce: p.nonce.clone(),
+                })
+                .await?;
+        }
+    }
+    Ok(serde_json::to_value(&found)?)
+}
+
+/// The run's manifest: what ran (plugins, data, endpoint, model), its seal,
+/// its compliance and the workloads' facts.
+fn manifest(
+    config: &RunConfig,
+    state: &RunState,
+    submission: bool,
+    identities: Identities,
+    compliance: &Compliance,
+    aa_preflight: Option<serde_json::Value>,
+) -> RunManifest {
+    RunManifest {
+        agentload_version: env!("CARGO_PKG_VERSION"),
+        plugins: identities.plugins,
+        datasets: identities.datasets,
+        endpoint: config.endpoint.url.clone(),
+        model: config.model.name.clone(),
+        test_started_at: state.started_at.clone(),
+        seal: SealRecord {
+            mode: if submission {
+                RunKind::Submission
+            } else {
+                RunKind::Development
+            },
+            sealed: identities.sealed,
+            plugins: identities.seals,
+        },
+        compliance: compliance.clone(),
+        nonce: state.nonce.clone(),
+        workload_facts: identities.workload_facts,
+        aa_preflight,
+    }
+}
+
+/// Records the run's inputs before the first request: `config.toml` and
+/// `run_manifest.json` (and AA's `aa/measurement.json`), or on a resume
+/// checks they are the same; the state file; the reference's `config.yaml`.
+/// Returns the directory as result files are written into it, and the
+/// reference's config.
+fn record_inputs(
+    out: &Path,
+    config: &RunConfig,
+    overrides: &Overrides,
+    config_toml: &str,
+    manifest: &RunManifest,
+    state: &mut RunState,
+    data_dir: &Path,
+) -> Result<(OutDir, serde_json::Value)> {
+    let dir = OutDir::new(out);
+    if overrides.resume {
+        state.check_same_inputs(out, manifest)?;
+    } else {
+        dir.write("config.toml", config_toml)
+            .context("cannot write config.toml")?;
+        dir.write_json("run_manifest.json", manifest)?;
+        if manifest.aa_preflight.is_some() {
+            // AA binds its run before the first replay request.
+            let facts = agentload_results::aa::RunFacts::from_run_dir(out)?;
+            agentload_results::aa::write_measurement(&out.join("aa"), &facts)
+                .context("cannot write aa/measurement.json")?;
+        }
+    }
+    state.save(out)?;
+    let reference = agentload_results::reference_config(
+        config,
+        overrides.mode == Mode::Accuracy,
+        data_dir,
+        out,
+    );
+    agentload_results::write_reference_config(&dir, &reference)
+        .context("cannot write config.yaml")?;
+    Ok((dir, reference))
+}
+
+/// The phase headlines and the phases in which every issued turn failed.
+type Headlines = (
+    Option<PerformanceResult>,
+    Option<AccuracyResult>,
+    Vec<&'static str>,
+);
+
+/// Runs the phases: the performance phase (or its sweep), then the accuracy
+/// phase unless the run was stopped.
+async fn run_phases(
+    cx: &Context<'_>,
+    perf: Option<Prepared>,
+    acc: Option<Accuracy>,
+    manifest: RunManifest,
+    reference: &serde_json::Value,
+    text: &mut String,
+) -> Result<Headlines> {
+    let mut all_failed = Vec::new();
+    let performance = match (perf, &cx.config.sweep) {
+        (Some(p), Some(sweep)) => {
+            run_sweep(cx, p, sweep, text).await?;
+            None
+        }
+        (Some(p), None) => {
+            let run_config = agentload_results::run_config(reference);
+            let r = run_performance(cx, p, manifest, run_config, text).await?;
+            if r.issued > 0 && r.succeeded == 0 {
+                all_failed.push("performance");
+            }
+            Some(r)
+        }
+        (None, _) => None,
+    };
+    let accuracy = match acc {
+        Some(Accuracy::Plugins(p)) if !cx.stop.stopped() => {
+            let (r, issued, completed) = run_accuracy(cx, *p, text).await?;
+            if issued > 0 && completed == 0 {
+                all_failed.push("accuracy");
+            }
+            Some(r)
+        }
+        Some(Accuracy::SweBench(swe)) if !cx.stop.stopped() => {
+            run_swe_bench(cx, *swe, text).await?
+        }
+        _ => None,
+    };
+    Ok((performance, accuracy, all_failed))
+}
+
+/// Ends the run: `report.txt` (its verdict last), the state file's segment,
+/// the console's summary and `report.html`.
+fn finish(cx: &Context<'_>, result: &RunResult, mut text: String) -> Result<()> {
     if let Some(why) = &result.interrupted {
         text.insert_str(
             0,
@@ -648,19 +862,19 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         state.end_segment(result.interrupted.clone());
         state.save(&result.out)?;
     }
-    if !overrides.quiet {
+    if !cx.overrides.quiet {
         agentload_console::out(&text);
     }
     // The page reads the result files just written; a failure to draw it
     // loses nothing measured, so it is reported, not fatal.
     match agentload_report::write_for_run(&result.out) {
-        Ok(path) if !overrides.quiet => {
+        Ok(path) if !cx.overrides.quiet => {
             agentload_console::out(&format!("report: {}\n", path.display()))
         }
         Ok(_) => {}
         Err(e) => agentload_console::line(&format!("error: report.html not written: {e:#}")),
     }
-    Ok(result)
+    Ok(())
 }
 
 /// A fresh output directory: an empty one (its lock file aside), or with
