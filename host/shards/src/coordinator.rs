@@ -99,6 +99,8 @@ struct Barrier {
 struct Inner {
     shards: BTreeMap<u32, Shard>,
     barriers: BTreeMap<String, Barrier>,
+    /// The phase-end barriers (a sweep level's end), by phase.
+    ends: BTreeMap<String, Barrier>,
     failed: Option<String>,
     results: Option<Vec<Stored>>,
     /// Bytes the uploads take (stored, or being written).
@@ -469,6 +471,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Answer {
         )),
         (Method::POST, "/v1/register") => register(state, req.into_body()).await,
         (Method::POST, "/v1/barrier") => barrier(state, req).await,
+        (Method::POST, "/v1/phase-end") => phase_end(state, req).await,
         (Method::POST, "/v1/heartbeat") => heartbeat(state, req).await,
         (Method::POST, "/v1/done") => done(state, req).await,
         (Method::GET, "/v1/status") => Ok(json(StatusCode::OK, &status(state))),
@@ -645,6 +648,46 @@ async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, R
     }
 }
 
+/// A sweep level's end: answers every shard with one end time once all have arrived (a
+/// shard whose end rules hold keeps its load going until then). A shard arriving again
+/// (its phase ended another way after it arrived) is the same arrival.
+async fn phase_end(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let (head, body) = req.into_parts();
+    let a: Arrive = read_json(body).await?;
+    bounded(&a.offset, &a.phase)?;
+    let mut changed = state.changed.subscribe();
+    {
+        let mut inner = state.inner.lock().expect("coordinator lock");
+        let shard = seen(&mut inner, a.index, token(&head.headers))?;
+        shard.offset = a.offset;
+        let lead = lead(&inner);
+        let e = inner.ends.entry(a.phase.clone()).or_default();
+        e.first.get_or_insert_with(Instant::now);
+        e.arrived.insert(a.index);
+        if e.start_ns.is_none() && e.arrived.len() == state.setup.count as usize {
+            e.start_ns = Some(agentload_wire::clock::clock_monotonic_ns() + lead.as_nanos() as u64);
+        }
+        state.bump();
+    }
+    loop {
+        {
+            let inner = state.inner.lock().expect("coordinator lock");
+            if let Some(end_ns) = inner.ends.get(&a.phase).and_then(|e| e.start_ns) {
+                return Ok(json(StatusCode::OK, &End { end_ns }));
+            }
+            if let Some(why) = &inner.failed {
+                return Err(error(StatusCode::CONFLICT, why.clone()));
+            }
+        }
+        if changed.changed().await.is_err() {
+            return Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "coordinator stopping",
+            ));
+        }
+    }
+}
+
 async fn heartbeat(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
     let (head, body) = req.into_parts();
     let h: Heartbeat = read_json(body).await?;
@@ -686,7 +729,7 @@ pub fn safe_path(path: &str) -> Option<&str> {
     (parts.len() <= 4 && parts.iter().all(plain)).then_some(path)
 }
 
-/// `/v1/upload/{i}/{path}`: a name the shard uploads ([`UPLOADED`]), from
+/// `/v1/upload/{i}/{path}`: a name the shard uploads ([`uploaded`]), from
 /// the shard that registered; the body streams to a temporary file of its
 /// own within the run's upload budget, is synced, then renamed; the answer
 /// carries what was written.
@@ -699,7 +742,7 @@ async fn upload(state: &Arc<State>, rest: &str, req: Request<Incoming>) -> Resul
         .parse()
         .map_err(|_| bad(format!("shard index {index:?} is not a number")))?;
     let path = safe_path(path)
-        .filter(|p| UPLOADED.contains(p))
+        .filter(|p| uploaded(p))
         .ok_or_else(|| bad(format!("{path:?} is not a file a shard uploads")))?;
     let (head, body) = req.into_parts();
     let begun = {

@@ -5,6 +5,7 @@
 //! | `GET /v1/clock` | – | [`ClockReading`]: a ping sample's middle |
 //! | `POST /v1/register` | [`Register`] | [`Registered`]: the token of this registration; 409 when the run, config or index does not fit |
 //! | `POST /v1/barrier` | [`Arrive`] | [`Start`] once every shard arrived; 409 naming the missing shards at the deadline |
+//! | `POST /v1/phase-end` | [`Arrive`] | [`End`] once every shard arrived: a sweep level's end, when every shard's end rules hold; arriving again is arriving once; 409 when the run failed |
 //! | `POST /v1/heartbeat` | [`Heartbeat`] | [`Ack`] (`failed` says the run has failed) |
 //! | `PUT /v1/upload/{i}/{path}` | the file | [`Stored`]: its size and sha256 as written and synced |
 //! | `POST /v1/done` | [`Done`] | [`Ack`] once every listed file is there with its size and digest |
@@ -15,7 +16,7 @@
 //! [`TOKEN_HEADER`]: a call with another token is refused, so no one but
 //! the shard that registered can beat, arrive, upload or be done for it.
 //! A JSON body over [`MAX_JSON_BYTES`] is refused, and so is an upload of a
-//! name not in [`UPLOADED`].
+//! name a shard does not upload ([`uploaded`]).
 
 use crate::clock::Offset;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,54 @@ pub const UPLOADED: [&str; 18] = [
     "accuracy/sessions.json",
     "accuracy/telemetry.jsonl",
 ];
+
+/// The files of each sweep phase a shard uploads, in its folder
+/// `sweep/phase-NN-<level>/` (`c4`: 4 agents; `r2.5`: 2.5 arrivals per second).
+pub const SWEEP_PHASE_FILES: [&str; 6] = [
+    "turns.jsonl",
+    "turns.tokens.jsonl",
+    "turns.superseded.jsonl",
+    "sessions.jsonl",
+    "summary.json",
+    "telemetry.jsonl",
+];
+
+/// Whether a shard uploads `path`: one of [`UPLOADED`], a sweep's
+/// `sweep/summary.json` or `sweep/pareto.json`, or one of
+/// [`SWEEP_PHASE_FILES`] in a sweep phase's folder.
+pub fn uploaded(path: &str) -> bool {
+    if UPLOADED.contains(&path) || matches!(path, "sweep/summary.json" | "sweep/pareto.json") {
+        return true;
+    }
+    let mut parts = path.split('/');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("sweep"), Some(folder), Some(file), None) => {
+            sweep_phase_folder(folder) && SWEEP_PHASE_FILES.contains(&file)
+        }
+        _ => false,
+    }
+}
+
+/// `phase-NN-cN` or `phase-NN-rX` (X a decimal number).
+pub fn sweep_phase_folder(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("phase-") else {
+        return false;
+    };
+    let Some((index, level)) = rest.split_once('-') else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let decimal = |s: &str| match s.split_once('.') {
+        Some((a, b)) => digits(a) && digits(b),
+        None => digits(s),
+    };
+    digits(index)
+        && match level.split_at_checked(1) {
+            Some(("c", n)) => digits(n),
+            Some(("r", x)) => decimal(x),
+            _ => false,
+        }
+}
 
 /// The coordinator's monotonic clock, ns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +141,12 @@ pub struct Arrive {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Start {
     pub start_ns: u64,
+}
+
+/// When the phase ends, on the coordinator's clock: every shard stops then.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct End {
+    pub end_ns: u64,
 }
 
 /// A shard is alive (sent every second while it runs), with its progress.
@@ -181,4 +236,36 @@ pub struct Status {
     pub results: bool,
     /// Progress of the phase most shards are in.
     pub live: Option<LiveTotal>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_phase_s_files_are_uploaded_and_nothing_else_of_it() {
+        for ok in [
+            "turns.jsonl",
+            "sweep/summary.json",
+            "sweep/pareto.json",
+            "sweep/phase-00-c4/turns.jsonl",
+            "sweep/phase-12-r2.5/summary.json",
+            "sweep/phase-03-r10/sessions.jsonl",
+        ] {
+            assert!(uploaded(ok), "{ok}");
+        }
+        for bad in [
+            "sweep/other.json",
+            "sweep/phase-00-c4/other.jsonl",
+            "sweep/phase-00-x4/turns.jsonl",
+            "sweep/phase-0a-c4/turns.jsonl",
+            "sweep/phase-00-r2./turns.jsonl",
+            "sweep/phase-00-c/turns.jsonl",
+            "sweep/phase-00-c4/x/turns.jsonl",
+            "phase-00-c4/turns.jsonl",
+            "work/turns.jsonl",
+        ] {
+            assert!(!uploaded(bad), "{bad}");
+        }
+    }
 }

@@ -238,6 +238,25 @@ impl Link {
         Ok(start_at)
     }
 
+    /// The end of `phase` (a sweep level): arrives at its phase-end barrier and returns, on
+    /// this process's clock, when every shard stops (a lead after the last one arrived).
+    /// Arriving again is arriving once.
+    pub async fn phase_end(&self, phase: &str) -> Result<Instant, ShardError> {
+        let end: End = self
+            .post(
+                "phase-end",
+                &Arrive {
+                    index: self.me.slice.index,
+                    phase: phase.to_owned(),
+                    offset: self.offset(),
+                },
+            )
+            .await?;
+        let at_shard = self.offset().to_shard(end.end_ns);
+        let (now_mono, now) = (clock_monotonic_ns(), Instant::now());
+        Ok(now + Duration::from_nanos(at_shard.saturating_sub(now_mono)))
+    }
+
     /// Reports `source` with each heartbeat from now on (the current
     /// phase's progress).
     pub fn watch(&self, source: LiveSource) {

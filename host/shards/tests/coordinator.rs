@@ -79,6 +79,61 @@ async fn join(c: &Coordinator, index: u32, count: u32) -> Arc<Link> {
     .unwrap()
 }
 
+/// A sweep level's phase-end barrier: the first shard whose end rules hold waits (its load
+/// going on) until the last one's do; then both stop at one time. Arriving again (a phase
+/// that ended another way after its shard arrived) is arriving once; a sweep phase's files
+/// are uploaded, and nothing else of its folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phase_ends_on_every_shard_once_every_shard_s_rules_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = coordinator(dir.path(), 2, Duration::from_secs(5));
+    let (a, b) = (join(&c, 0, 2).await, join(&c, 1, 2).await);
+    let early = tokio::spawn({
+        let a = a.clone();
+        async move { a.phase_end("sweep-00").await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!early.is_finished(), "the first shard waits for the second");
+    let late = b.phase_end("sweep-00").await.unwrap();
+    let early = early.await.unwrap().unwrap();
+    let apart = early.max(late) - early.min(late);
+    assert!(apart < Duration::from_millis(5), "{apart:?}");
+    // Once answered, a second arrival answers the same end at once.
+    let again = tokio::time::timeout(Duration::from_secs(2), b.phase_end("sweep-00"))
+        .await
+        .expect("answered at once")
+        .unwrap();
+    assert!(again.max(late) - again.min(late) < Duration::from_millis(5));
+    // Each phase has its own barrier.
+    let next = tokio::spawn({
+        let a = a.clone();
+        async move { a.phase_end("sweep-01").await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!next.is_finished());
+    next.abort();
+    let w = work(
+        0,
+        2,
+        &[
+            ("sweep/summary.json", "{}"),
+            ("sweep/phase-00-c4/turns.jsonl", "{}\n"),
+        ],
+    );
+    let files = [
+        "sweep/summary.json",
+        "sweep/phase-00-c4/turns.jsonl",
+        "shard.json",
+    ]
+    .map(String::from);
+    let sent = a.upload(w.path(), &files).await.unwrap();
+    assert_eq!(sent.len(), 3);
+    assert!(dir
+        .path()
+        .join("shards/0/sweep/phase-00-c4/turns.jsonl")
+        .is_file());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_barrier_starts_every_shard_together_and_uploads_are_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
