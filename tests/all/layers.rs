@@ -206,7 +206,7 @@ fn crates_without_unsafe_forbid_it_and_every_host_crate_takes_the_workspace_lint
 /// The `agentload` crate's own top-level modules, bottom first: the CLI
 /// calls the commands, the commands call `run` and the pieces below it.
 /// A module may use (outside its tests) only modules before it.
-const MODULES: [&str; 23] = [
+const MODULES: [&str; 24] = [
     "aa",
     "agentperf",
     "run_state",
@@ -223,6 +223,7 @@ const MODULES: [&str; 23] = [
     "sweep",
     "shards",
     "run",
+    "shard_commands",
     "demo",
     "resume",
     "rescore",
@@ -234,7 +235,7 @@ const MODULES: [&str; 23] = [
 
 /// Uses that still point up, each closing a cycle, to be removed (and then
 /// struck from this list, which the test requires): nothing may join them.
-const KNOWN_UPWARD: [(&str, &str); 1] = [("shards", "run")];
+const KNOWN_UPWARD: [(&str, &str); 0] = [];
 
 /// The top-level modules a piece of source names as `crate::x` or
 /// `crate::{x, y::z}`, comments left out.

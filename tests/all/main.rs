@@ -42,6 +42,7 @@ mod run_dir;
 mod sealing;
 mod security_doc;
 mod sessions;
+mod sharded_sweep;
 mod shards;
 mod swe_bench;
 mod sweep;

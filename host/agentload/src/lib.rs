@@ -22,7 +22,9 @@
 //! [`run`] (one configured run, end to end), [`run_state`] and [`resume`], [`rescore`]
 //! and [`scoring`] (scoring recorded turns), [`swe_bench`] (the SWE-bench phase
 //! on the reference's service), [`sweep`] (concurrency and rate sweeps),
-//! [`open_loop`] (open-loop schedules from the config),
+//! [`open_loop`] (open-loop schedules from the config), [`shards`] and
+//! [`shard_commands`] (sharded runs: what a run uses of them, and the `shard`,
+//! `merge` and `--shards N` commands above it),
 //! [`demo`] (the edge config against the in-process simulator), [`bench`] and
 //! [`authoring`] (`plugin new` / `plugin check`). The modules use each other one way
 //! (`tests/all/layers.rs`, `MODULES`). The threat
@@ -45,6 +47,7 @@ pub mod resume;
 pub mod run;
 pub mod run_state;
 pub mod scoring;
+pub mod shard_commands;
 pub mod shards;
 pub mod standin_data;
 pub mod swe_bench;

@@ -43,14 +43,18 @@ pub fn spec(arrivals: &Arrivals, rate: f64, ramp: Option<&Ramp>) -> Spec {
     }
 }
 
+/// `sessions` or `requests`.
+pub fn unit_name(unit: ArrivalUnit) -> &'static str {
+    match unit {
+        ArrivalUnit::Sessions => "sessions",
+        ArrivalUnit::Requests => "requests",
+    }
+}
+
 /// What `arrivals` configures, at `rate`, over `planned` arrivals (none: endless).
 pub fn configured(arrivals: &Arrivals, rate: f64, planned: Option<u64>, ramp_s: f64) -> Configured {
     Configured {
-        of: match arrivals.of {
-            ArrivalUnit::Sessions => "sessions",
-            ArrivalUnit::Requests => "requests",
-        }
-        .to_owned(),
+        of: unit_name(arrivals.of).to_owned(),
         process: arrivals.process.name().to_owned(),
         rate,
         cv: match arrivals.process {

@@ -433,12 +433,6 @@ fn refuse_unsupported(
              then the SWE-bench phase alone (--mode accuracy)"
         );
     }
-    if sharded && perf && config.sweep.is_some() {
-        anyhow::bail!(
-            "a sweep cannot be sharded yet: its phases are measured over steady-state windows \
-             that the shards would have to agree on (run it from one host)"
-        );
-    }
     if overrides.resume && perf && config.load.arrivals.is_some() {
         anyhow::bail!(
             "an open-loop run cannot be resumed yet: its arrivals keep due times on the \
@@ -1688,19 +1682,41 @@ async fn run_sweep(
     sweep: &crate::sweep::SweepConfig,
     text: &mut String,
 ) -> Result<()> {
-    let summary = crate::sweep::run(crate::sweep::SweepInput {
-        config: cx.config,
-        sweep,
-        phase: &prepared.config,
-        workload: prepared.workload,
-        files: prepared.files,
-        counter: cx.counter.clone(),
-        out: cx.out.clone(),
-        quiet: cx.overrides.quiet,
-        stop: &cx.stop,
-        telemetry: cx.telemetry.as_ref(),
-    })
-    .await?;
+    let live = prepared.config.live_history();
+    let summary = match &cx.overrides.merge {
+        // A sharded sweep's merge: the shards' phase folders, one time line.
+        Some(merged) => crate::shards::sweep::merge(cx.config, sweep, &cx.out, merged, live)?,
+        None => {
+            crate::sweep::run(crate::sweep::SweepInput {
+                config: cx.config,
+                sweep,
+                phase: &prepared.config,
+                workload: prepared.workload,
+                files: prepared.files,
+                counter: cx.counter.clone(),
+                out: cx.out.clone(),
+                quiet: cx.overrides.quiet,
+                stop: &cx.stop,
+                telemetry: cx.telemetry.as_ref(),
+                shard: cx
+                    .overrides
+                    .shard
+                    .as_ref()
+                    .map(|s| crate::sweep::ShardSweep {
+                        index: s.slice.index,
+                        count: s.slice.count,
+                        barriers: Arc::new(crate::shards::sweep::LinkBarriers {
+                            link: s.link.clone(),
+                            segment: cx.segment,
+                        }),
+                    }),
+            })
+            .await?
+        }
+    };
+    if let Some(why) = cx.overrides.merge.as_ref().and_then(|m| m.lost.as_ref()) {
+        let _ = writeln!(text, "INVALID: {why}");
+    }
     if summary.live.is_some() {
         let _ = writeln!(
             text,
@@ -1715,18 +1731,35 @@ async fn run_sweep(
     );
     let frontier = crate::sweep::frontier::pareto(&crate::sweep::points_of(&summary));
     for p in &summary.phases {
-        let on = frontier.iter().any(|f| f.level == p.level);
+        let on = frontier
+            .iter()
+            .any(|f| f.level == p.level && f.rate == p.rate);
         let _ = writeln!(
             text,
-            "{} c{:<4} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}",
+            "{} {:<6} total {:>9.1} tok/s  P25 speed {:>7.1} tok/s  TTFT p90 {:>8.1} ms  {:>6} requests  {}{}",
             if on { '*' } else { ' ' },
-            p.level,
+            p.level().label(),
             p.metrics.throughput.total_tps,
             p.metrics.output_speed_tps.as_ref().map_or(f64::NAN, |s| s.p25),
             p.metrics.ttft_ms.as_ref().map_or(f64::NAN, |s| s.p90),
             p.requests,
-            p.end_reason
+            p.end_reason,
+            p.arrivals
+                .as_ref()
+                .map_or_else(String::new, crate::sweep::delivered)
         );
+        if let Some(a) = &p.arrivals {
+            for why in &a.behind {
+                let _ = writeln!(text, "        BEHIND SCHEDULE: {why}");
+            }
+        }
+        if !sweep.slo.is_empty() {
+            let met = match p.meets_slo.as_slice() {
+                [] => "none".to_owned(),
+                tiers => tiers.join(", "),
+            };
+            let _ = writeln!(text, "        meets SLO: {met}");
+        }
         if let Some(live) = &p.live {
             let matched = live.funnel.first().map_or(0, |row| row.turns);
             let _ = writeln!(
@@ -1736,15 +1769,24 @@ async fn run_sweep(
             );
         }
     }
+    let rates = !sweep.rates.is_empty();
     for s in &summary.slo {
+        let best = match rates {
+            true => format!(
+                "highest rate {}",
+                s.max_rate
+                    .map_or_else(|| "none".to_owned(), |r| format!("{r}/s"))
+            ),
+            false => format!(
+                "max agents {}",
+                s.max_agents
+                    .map_or_else(|| "none".to_owned(), |n| n.to_string())
+            ),
+        };
         let _ = writeln!(
             text,
-            "  SLO {} (TTFT p90 <= {} ms, P25 speed >= {} tok/s): max agents {}",
-            s.tier,
-            s.ttft_p90_ms,
-            s.speed_p25_tps,
-            s.max_agents
-                .map_or_else(|| "none".to_owned(), |n| n.to_string())
+            "  SLO {} (TTFT p90 <= {} ms, P25 speed >= {} tok/s): {best}",
+            s.tier, s.ttft_p90_ms, s.speed_p25_tps,
         );
     }
     Ok(())

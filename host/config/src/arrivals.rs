@@ -146,6 +146,12 @@ impl Arrivals {
                 )
             }
             (Process::Trace, None) => {}
+            (_, Some(_)) if sweep_rates => {
+                return refuse(
+                    "load.arrivals.rate",
+                    "a rate sweep sets each level's rate (sweep.rates): leave this out",
+                )
+            }
             (_, Some(rate)) if !positive(rate) => {
                 return refuse(
                     "load.arrivals.rate",
@@ -348,6 +354,10 @@ mod tests {
         }
         // A rate sweep sets the rate.
         assert_eq!(arrivals("process = \"poisson\"").check(true), Ok(()));
+        assert_eq!(
+            key(arrivals("process = \"poisson\"\nrate = 2.0").check(true)),
+            "load.arrivals.rate"
+        );
         assert!(toml::from_str::<Arrivals>("process = \"poisson\"\nrat = 1.0").is_err());
     }
 

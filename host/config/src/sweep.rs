@@ -210,6 +210,29 @@ impl SweepConfig {
         {
             return bad("tool_delays", "needs a `default` distribution");
         }
+        for (i, tier) in self.slo.iter().enumerate() {
+            if tier.name.trim().is_empty() || self.slo[..i].iter().any(|t| t.name == tier.name) {
+                return bad(
+                    &format!("slo[{i}].name"),
+                    "must be a name no other tier has",
+                );
+            }
+            if !(tier.ttft_p90_ms > 0.0 && tier.ttft_p90_ms.is_finite()) {
+                return bad(
+                    &format!("slo[{i}].ttft_p90_ms"),
+                    &format!("must be a positive number of ms (got {})", tier.ttft_p90_ms),
+                );
+            }
+            if !(tier.speed_p25_tps >= 0.0 && tier.speed_p25_tps.is_finite()) {
+                return bad(
+                    &format!("slo[{i}].speed_p25_tps"),
+                    &format!(
+                        "must be a non-negative number of tokens/s (got {})",
+                        tier.speed_p25_tps
+                    ),
+                );
+            }
+        }
         Ok(())
     }
 }

@@ -244,11 +244,13 @@ fn performance(out: &mut Vec<Headline>, s: &Value) {
 
 fn sweep(out: &mut Vec<Headline>, sw: &super::read::Sweep) {
     for p in sw.phases() {
-        let Some(level) = p["level"].as_u64() else {
+        if p["level"].as_u64().is_none() {
             continue;
-        };
-        let k = |name: &str| format!("sweep.c{level}.{name}");
-        let l = |name: &str| format!("c{level} {name}");
+        }
+        // `c16` (agents) or `r2.5` (arrivals per second).
+        let level = super::sweep::label(p);
+        let k = |name: &str| format!("sweep.{level}.{name}");
+        let l = |name: &str| format!("{level} {name}");
         push(
             out,
             k("total_tps"),

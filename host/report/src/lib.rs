@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod aa;
+mod arrivals;
 pub mod charts;
 mod compare;
 pub mod diff;
@@ -69,6 +70,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         // A live run says it is not official before any number.
         sections.extend(live::section(r));
         sections.extend(run_page::performance(r));
+        sections.extend(arrivals::section(r));
         sections.extend(aa::section(r));
         sections.extend(sessions::section(r));
         sections.extend(shards::section(r));

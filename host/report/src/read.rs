@@ -346,14 +346,14 @@ impl Sweep {
         self.summary["phases"].as_array().map_or(&[], Vec::as_slice)
     }
 
-    /// Levels on the sweep's own frontier.
-    pub fn frontier_levels(&self) -> Vec<u64> {
+    /// The labels (`c16`, `r2.5`) of the levels on the sweep's own frontier.
+    pub fn frontier_levels(&self) -> Vec<String> {
         self.pareto
             .as_ref()
             .and_then(|p| p["frontier"].as_array())
             .into_iter()
             .flatten()
-            .filter_map(|p| p["level"].as_u64())
+            .map(super::sweep::label)
             .collect()
     }
 }
@@ -621,7 +621,7 @@ impl RunDir {
         for p in sweep.iter().flat_map(Sweep::phases) {
             let turns = p["turns"].as_str().unwrap_or_default();
             let folder = turns.rsplit_once('/').map_or("", |(f, _)| f);
-            let label = format!("c{}", p["level"].as_u64().unwrap_or(0));
+            let label = super::sweep::label(p);
             if let Some(t) = telemetry_file(
                 dir,
                 &format!("sweep/{folder}/telemetry.jsonl"),

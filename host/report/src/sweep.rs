@@ -1,6 +1,7 @@
-//! The sections of a concurrency sweep: the Pareto frontier with the SLO
-//! tiers, TTFT and output speed by concurrency, cached-token share, phase
-//! windows, the phase table.
+//! The sections of a sweep (levels of concurrency, or of arrival rate): the
+//! Pareto frontier with the SLO tiers, TTFT and output speed by level,
+//! cached-token share, phase windows, the phase table (a rate level's
+//! delivered rate beside its configured one).
 
 use super::charts::{color, rgb, Axis, Layer, Mark, Plot, Shape};
 use super::headline::number;
@@ -12,27 +13,45 @@ fn f(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
+/// A phase's level on a chart's axis: its arrival rate (a rate sweep), else its agents.
+pub fn level_of(p: &Value) -> Option<f64> {
+    p["rate"].as_f64().or_else(|| p["level"].as_f64())
+}
+
+/// A phase's label: `c16` (agents) or `r2.5` (arrivals per second).
+pub fn label(p: &Value) -> String {
+    match p["rate"].as_f64() {
+        Some(r) => format!("r{r}"),
+        None => format!("c{}", p["level"].as_u64().unwrap_or(0)),
+    }
+}
+
+/// Whether `sw` sweeps arrival rates.
+fn rates(sw: &Sweep) -> bool {
+    sw.phases().iter().any(|p| p["rate"].is_number())
+}
+
 /// (level, value) for every phase that has the value.
 pub fn by_level(sw: &Sweep, pick: impl Fn(&Value) -> Option<f64>) -> Vec<(f64, f64)> {
     sw.phases()
         .iter()
-        .filter_map(|p| Some((p["level"].as_f64()?, pick(p)?)))
+        .filter_map(|p| Some((level_of(p)?, pick(p)?)))
         .collect()
 }
 
-/// (total tok/s, P25 speed, level) of each phase.
-pub type Points = Vec<(f64, f64, u64)>;
+/// (total tok/s, P25 speed, label) of each phase.
+pub type Points = Vec<(f64, f64, String)>;
 
 /// Throughput vs P25 speed points and the frontier of one sweep.
 pub fn points(sw: &Sweep) -> (Points, Vec<(f64, f64)>) {
-    let pts: Vec<(f64, f64, u64)> = sw
+    let pts: Points = sw
         .phases()
         .iter()
         .filter_map(|p| {
             Some((
                 f(&p["throughput"]["total_tps"])?,
                 f(&p["output_speed_tps"]["p25"])?,
-                p["level"].as_u64()?,
+                label(p),
             ))
         })
         .collect();
@@ -78,12 +97,7 @@ fn session_time_by_level(sw: &Sweep) -> Option<super::page::Figure> {
             let s = &p["sessions"];
             let parts = [f(&s["model_s"])?, f(&s["tool_s"])?, f(&s["queue_s"])?];
             let total: f64 = parts.iter().sum();
-            (total > 0.0).then(|| {
-                (
-                    format!("c{}", p["level"].as_u64().unwrap_or(0)),
-                    parts.map(|x| 100.0 * x / total),
-                )
-            })
+            (total > 0.0).then(|| (label(p), parts.map(|x| 100.0 * x / total)))
         })
         .collect();
     if rows.is_empty() {
@@ -96,7 +110,7 @@ fn session_time_by_level(sw: &Sweep) -> Option<super::page::Figure> {
     );
     figure(
         "session-time-by-level",
-        "Where session time went, by concurrency",
+        "Where session time went, by level",
         "model: Σ (complete − issued); tool: Σ delays before a turn was due; queue: Σ (issued − due), the harness's lateness; over each phase's sessions.",
         &plot,
     )
@@ -111,14 +125,14 @@ fn interactivity_pareto(
     title: &str,
     x_label: &str,
 ) -> Option<super::page::Figure> {
-    let pts: Vec<(f64, f64, u64)> = sw
+    let pts: Points = sw
         .phases()
         .iter()
         .filter_map(|p| {
             Some((
                 f(&p["interactivity"][key])?,
                 f(&p["throughput"]["total_tps"])?,
-                p["level"].as_u64()?,
+                label(p),
             ))
         })
         .collect();
@@ -146,7 +160,7 @@ fn interactivity_pareto(
         rgb(40, 40, 40),
         Shape::Labels(
             pts.iter()
-                .map(|p| (p.0, p.1, format!(" c{}", p.2)))
+                .map(|p| (p.0, p.1, format!(" {}", p.2)))
                 .collect(),
         ),
     ));
@@ -161,7 +175,15 @@ fn interactivity_pareto(
 /// The sweep section; none when the run is no sweep.
 pub fn section(run: &RunDir) -> Option<Section> {
     let sw = run.sweep.as_ref()?;
-    let mut s = Section::new("sweep", "Concurrency sweep");
+    let by_rate = rates(sw);
+    let mut s = Section::new(
+        "sweep",
+        if by_rate {
+            "Rate sweep"
+        } else {
+            "Concurrency sweep"
+        },
+    );
     if sw.summary.get("live").is_some() {
         s.note(
             "NON-OFFICIAL: live-reply replay (history = \"live\"). Each request carried the \
@@ -180,13 +202,22 @@ pub fn section(run: &RunDir) -> Option<Section> {
         tiles.push(Tile::new("peak total tok/s", number(best)));
     }
     for t in sw.summary["slo"].as_array().into_iter().flatten() {
-        let n = t["max_agents"].as_u64();
+        let (what, best) = match by_rate {
+            true => (
+                "highest rate",
+                t["max_rate"].as_f64().map(|r| format!("{}/s", number(r))),
+            ),
+            false => (
+                "max agents",
+                t["max_agents"].as_u64().map(|n| n.to_string()),
+            ),
+        };
         tiles.push(
             Tile::new(
-                format!("SLO {}: max agents", t["tier"].as_str().unwrap_or("?")),
-                n.map_or("none".into(), |n| n.to_string()),
+                format!("SLO {}: {what}", t["tier"].as_str().unwrap_or("?")),
+                best.clone().unwrap_or_else(|| "none".into()),
             )
-            .tone(n.is_some()),
+            .tone(best.is_some()),
         );
     }
     s.push(Block::Tiles { items: tiles });
@@ -211,7 +242,7 @@ pub fn section(run: &RunDir) -> Option<Section> {
         rgb(40, 40, 40),
         Shape::Labels(
             pts.iter()
-                .map(|p| (p.0, p.1, format!(" c{}", p.2)))
+                .map(|p| (p.0, p.1, format!(" {}", p.2)))
                 .collect(),
         ),
     ));
@@ -219,8 +250,15 @@ pub fn section(run: &RunDir) -> Option<Section> {
         pareto = pareto.mark(m);
     }
     let lv = |pick: &dyn Fn(&Value) -> Option<f64>| by_level(sw, pick);
-    let levels: Vec<f64> = phases.iter().filter_map(|p| p["level"].as_f64()).collect();
-    let agents = || Axis::log("concurrent agents (log scale)").ticks(levels.clone());
+    let levels: Vec<f64> = phases.iter().filter_map(level_of).collect();
+    let agents = || {
+        Axis::log(if by_rate {
+            "arrivals per second (log scale)"
+        } else {
+            "concurrent agents (log scale)"
+        })
+        .ticks(levels.clone())
+    };
     let ttft = Plot::new(agents(), Axis::log("TTFT (ms, log scale)"))
         .layer(Layer::new(
             "p50",
@@ -313,30 +351,36 @@ pub fn section(run: &RunDir) -> Option<Section> {
             Shape::Line(lv(&|p| f(&p["interactivity"]["agentx_e2e_normalized_p90"]))),
         ));
     s.figures(vec![
-        figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: concurrent agents); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
-        figure("interactivity-by-level", "Interactivity by concurrency, each definition", "MLPerf Endpoints: Σ output tokens / Σ turn seconds, and 1000 / TPOT p90; InferenceX AgentX: 1 / P90(E2EL / OSL); AA-AgentPerf: P25 output speed after the first token.", &by_definition),
+        figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: its level, c = agents, r = arrivals per second); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
+        figure("interactivity-by-level", "Interactivity by level, each definition", "MLPerf Endpoints: Σ output tokens / Σ turn seconds, and 1000 / TPOT p90; InferenceX AgentX: 1 / P90(E2EL / OSL); AA-AgentPerf: P25 output speed after the first token.", &by_definition),
         session_time_by_level(sw),
-        figure("session-goodput-by-level", "Session goodput by concurrency", "Sessions meeting [session_slo] per hour of the phase; a trajectory cut at the phase's end does not count.", &Plot::new(agents(), Axis::linear("SLO-meeting sessions per hour")).layer(Layer::new("session goodput", color(2), Shape::Line(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"]))))).layer(Layer::unnamed(color(2), Shape::Dots(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"])), 4)))),
+        figure("session-goodput-by-level", "Session goodput by level", "Sessions meeting [session_slo] per hour of the phase; a trajectory cut at the phase's end does not count.", &Plot::new(agents(), Axis::linear("SLO-meeting sessions per hour")).layer(Layer::new("session goodput", color(2), Shape::Line(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"]))))).layer(Layer::unnamed(color(2), Shape::Dots(lv(&|p| f(&p["sessions"]["session_goodput_per_hour"])), 4)))),
         interactivity_pareto(sw, "mlperf_e2e_interactivity", "pareto-mlperf-e2e", "Total throughput vs MLPerf e2e interactivity", "MLPerf e2e interactivity (tok/s)"),
         interactivity_pareto(sw, "mlperf_tps_per_user", "pareto-tps-per-user", "Total throughput vs MLPerf tps_per_user", "tps_per_user = 1000 / TPOT p90 (tok/s)"),
         interactivity_pareto(sw, "agentx_e2e_normalized_p90", "pareto-agentx", "Total throughput vs AgentX E2E-normalized interactivity", "1 / P90(E2EL / OSL) (tok/s)"),
-        figure("ttft-by-level", "TTFT by concurrency", "Over each phase's steady-state window.", &ttft),
-        figure("speed-by-level", "Output speed by concurrency", "Per request, tokens/s after the first token.", &speed),
-        figure("throughput-by-level", "Server throughput by concurrency", "From the server's usage counts over the window.", &throughput),
-        if cached.is_empty() { None } else { figure("cached-by-level", "Cached-token share by concurrency", "Cached prompt tokens / prompt tokens, from usage.prompt_tokens_details.", &cached_plot) },
+        figure("ttft-by-level", "TTFT by level", "Over each phase's steady-state window.", &ttft),
+        figure("speed-by-level", "Output speed by level", "Per request, tokens/s after the first token.", &speed),
+        figure("throughput-by-level", "Server throughput by level", "From the server's usage counts over the window.", &throughput),
+        if cached.is_empty() { None } else { figure("cached-by-level", "Cached-token share by level", "Cached prompt tokens / prompt tokens, from usage.prompt_tokens_details.", &cached_plot) },
         phase_cdf(sw, "ttft-per-phase", "TTFT per phase", "TTFT (ms, log scale)", |t| t.ttft_ns().map(super::run_page::ms)),
         phase_cdf(sw, "speed-per-phase", "Output speed per phase", "output speed per request (tok/s, log scale)", Turn::output_speed_tps),
-        figure("send-lag-by-level", "Send lag by concurrency", "Issued minus due (coordinated omission); values under 1 µs drawn at 1 µs.", &lag),
+        figure("send-lag-by-level", "Send lag by level", "Issued minus due (coordinated omission); values under 1 µs drawn at 1 µs.", &lag),
         phase_windows(sw),
     ]);
     if cached.is_empty() {
         s.note("Cached-token share: the server reported no cached prompt tokens (usage.prompt_tokens_details.cached_tokens).");
     }
+    let tiers = sw.summary["slo"].as_array().map_or(0, Vec::len);
     let mut t = Table::new(
         "Phases (★ = on the Pareto frontier)",
         &[
             "",
-            "agents",
+            if by_rate {
+                "arrivals/s: configured (delivered)"
+            } else {
+                "agents"
+            },
+            "meets SLO",
             "requests",
             "measured",
             "window (s)",
@@ -354,11 +398,37 @@ pub fn section(run: &RunDir) -> Option<Section> {
     );
     for p in phases {
         let level = p["level"].as_u64().unwrap_or(0);
-        let on = frontier_levels.contains(&level);
+        let on = frontier_levels.contains(&label(p));
         let n = |v: &Value| v.as_f64().map_or("-".into(), number);
+        let delivered = &p["arrivals"]["delivered"];
+        // The harness or the cap delivered a lighter load than the level's schedule (the
+        // phase meets no SLO).
+        let behind = p["arrivals"]["lighter"].as_bool() == Some(true);
         t.rows.push(vec![
             Cell::text(if on { "★" } else { "" }),
-            Cell::num(level.to_string()),
+            Cell::num(match p["rate"].as_f64() {
+                Some(r) => format!(
+                    "{} ({})",
+                    number(r),
+                    delivered["rate"]
+                        .as_f64()
+                        .map_or("-".into(), |d| format!("{d:.3}/s"))
+                ),
+                None => level.to_string(),
+            })
+            .class(if behind { "bad" } else { "" }),
+            match p["meets_slo"].as_array() {
+                _ if tiers == 0 => Cell::text("-"),
+                _ if behind => Cell::verdict("none: load delivered short", false),
+                Some(met) if !met.is_empty() => Cell::text(
+                    met.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+                .class("good"),
+                _ => Cell::verdict("none", false),
+            },
             Cell::num(n(&p["requests"])),
             Cell::num(n(&p["window"]["measured"])),
             Cell::num(n(&p["window"]["seconds"])),
@@ -378,23 +448,39 @@ pub fn section(run: &RunDir) -> Option<Section> {
         ]);
     }
     s.push(Block::Table(t));
+    for p in phases {
+        for why in p["arrivals"]["behind"].as_array().into_iter().flatten() {
+            s.note(format!(
+                "{}: BEHIND SCHEDULE: {}",
+                label(p),
+                why.as_str().unwrap_or_default()
+            ));
+        }
+    }
     let mut slo = Table::new(
         "SLO tiers",
         &[
             "tier",
             "TTFT p90 ≤ (ms)",
             "P25 speed ≥ (tok/s)",
-            "max agents",
+            if by_rate {
+                "highest rate (per s)"
+            } else {
+                "max agents"
+            },
         ],
     );
     for tier in sw.summary["slo"].as_array().into_iter().flatten() {
-        let n = tier["max_agents"].as_u64();
+        let best = match by_rate {
+            true => tier["max_rate"].as_f64().map(number),
+            false => tier["max_agents"].as_u64().map(|n| n.to_string()),
+        };
         slo.rows.push(vec![
             Cell::text(tier["tier"].as_str().unwrap_or("?")),
             Cell::num(tier["ttft_p90_ms"].to_string()),
             Cell::num(tier["speed_p25_tps"].to_string()),
-            match n {
-                Some(n) => Cell::num(n.to_string()).class("good"),
+            match best {
+                Some(n) => Cell::num(n).class("good"),
                 None => Cell::verdict("none", false),
             },
         ]);
@@ -427,7 +513,7 @@ fn phase_cdf(
         if values.is_empty() {
             continue;
         }
-        let name = format!("c{}", p["level"].as_u64().unwrap_or(0));
+        let name = label(p);
         let curve = super::run_page::cdf(values);
         let shape = if i % 2 == 1 {
             Shape::Dashed(curve)
@@ -448,10 +534,7 @@ fn phase_cdf(
 /// window, the drain after the stop.
 fn phase_windows(sw: &Sweep) -> Option<super::page::Figure> {
     let phases = sw.phases();
-    let names: Vec<String> = phases
-        .iter()
-        .map(|p| format!("c{}", p["level"].as_u64().unwrap_or(0)))
-        .collect();
+    let names: Vec<String> = phases.iter().map(label).collect();
     let mut parts: [Vec<[f64; 4]>; 4] = Default::default();
     for (i, p) in phases.iter().enumerate() {
         let y = super::charts::row(phases.len(), i);

@@ -93,6 +93,10 @@ pub struct Delivered {
     pub rate: Option<f64>,
     /// The delivered over the configured rate.
     pub rate_ratio: Option<f64>,
+    /// The schedule's own rate over the same arrivals (their due times): an endless
+    /// schedule's is a draw about the configured rate, and the delivered rate is held to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_rate: Option<f64>,
     /// The issued gaps' coefficient of variation.
     pub cv: Option<f64>,
     /// The issued gaps against the configured law (none for a constant rate or a trace).
@@ -111,6 +115,11 @@ pub struct ArrivalsSummary {
     pub delivered: Delivered,
     /// Why the schedule was not delivered as configured, when it was not.
     pub behind: Vec<String>,
+    /// The load delivered was lighter than the schedule's: the cap held arrivals back, or
+    /// the delivered rate fell more than 1 % short (late sends alone delay arrivals without
+    /// taking any away). A sweep level so delivered meets no SLO tier.
+    #[serde(default)]
+    pub lighter: bool,
 }
 
 /// A delivered rate more than this far below the configured one is behind.
@@ -155,15 +164,19 @@ impl ArrivalsSummary {
             .windows(2)
             .map(|w| (w[1] - w[0]) as f64 / 1e9)
             .collect();
-        let rate = match (issued.first(), issued.last()) {
-            (Some(a), Some(b)) if b > a => Some((issued.len() - 1) as f64 / ((b - a) as f64 / 1e9)),
+        let rate_of = |t: &[u64]| match (t.first(), t.last()) {
+            (Some(a), Some(b)) if b > a => Some((t.len() - 1) as f64 / ((b - a) as f64 / 1e9)),
             _ => None,
         };
+        let rate = rate_of(&issued);
+        let due: Vec<u64> = arrivals.iter().map(|&(d, _)| d).collect();
+        let scheduled_rate = rate_of(&due);
         let law = configured.law().filter(Law::testable);
         let delivered = Delivered {
             arrivals: issued.len(),
             rate,
             rate_ratio: rate.map(|r| r / configured.rate),
+            scheduled_rate,
             cv: mean_cv(&gaps).map(|(_, cv)| cv),
             ks: law.and_then(|law| ks(&gaps, |x| law.cdf(x))),
             send_lag_ms,
@@ -179,14 +192,22 @@ impl ArrivalsSummary {
                 dispatch.held_max_ns as f64 / 1e6
             ));
         }
-        if let Some(ratio) = delivered.rate_ratio.filter(|r| *r < 1.0 - RATE_SHORTFALL) {
+        // A planned schedule is scaled to its configured rate; an endless one's is a draw.
+        let (wanted, of) = match (configured.planned, scheduled_rate) {
+            (None, Some(s)) => (s, "scheduled"),
+            _ => (configured.rate, "configured"),
+        };
+        if let Some(ratio) = rate
+            .map(|r| r / wanted)
+            .filter(|r| *r < 1.0 - RATE_SHORTFALL)
+        {
             behind.push(format!(
-                "delivered {:.3}/s of the configured {:.3}/s ({:.1} % short)",
+                "delivered {:.3}/s of the {of} {wanted:.3}/s ({:.1} % short)",
                 delivered.rate.unwrap_or(0.0),
-                configured.rate,
                 (1.0 - ratio) * 100.0
             ));
         }
+        let lighter = !behind.is_empty();
         let gap_ms = 1e3 / configured.rate;
         if let Some(l) = delivered
             .send_lag_ms
@@ -203,6 +224,7 @@ impl ArrivalsSummary {
             dispatch,
             delivered,
             behind,
+            lighter,
         }
     }
 
@@ -315,6 +337,42 @@ mod tests {
             s.behind
         );
         assert!(s.lines().contains("BEHIND SCHEDULE"));
+        // An endless schedule (a rate sweep's level) is held to its own draw: due times
+        // drawn slower than configured and kept are on schedule...
+        let endless = Configured {
+            planned: None,
+            ..configured(200.0)
+        };
+        let s = ArrivalsSummary::of(&records, endless.clone(), Dispatch::default());
+        assert_eq!(s.delivered.scheduled_rate, Some(2.0 / 0.02));
+        assert!(s.behind.is_empty() && !s.lighter, "{:?}", s.behind);
+        // ...and sends that fall behind those due times are not.
+        let late = vec![
+            fact("a", 1, 1_000_000, 1_000_000),
+            fact("b", 1, 11_000_000, 14_000_000),
+            fact("c", 1, 21_000_000, 27_000_000),
+        ];
+        let s = ArrivalsSummary::of(&late, endless.clone(), Dispatch::default());
+        assert!(
+            s.behind
+                .iter()
+                .any(|b| b.contains("of the scheduled 100.000/s")),
+            "{:?}",
+            s.behind
+        );
+        assert!(s.lighter);
+        // Sends late by the same few ms each keep the rate: late, not lighter.
+        let shifted = vec![
+            fact("a", 1, 1_000_000, 4_000_000),
+            fact("b", 1, 11_000_000, 14_000_000),
+            fact("c", 1, 21_000_000, 24_000_000),
+        ];
+        let s = ArrivalsSummary::of(&shifted, endless, Dispatch::default());
+        assert!(
+            s.behind.iter().any(|b| b.contains("sent late")) && !s.lighter,
+            "{:?}",
+            s.behind
+        );
     }
 
     #[test]
@@ -338,5 +396,6 @@ mod tests {
         let s = ArrivalsSummary::of(&records, c, held);
         assert_eq!(s.delivered.arrivals, 2);
         assert!(s.behind[0].contains("max_in_flight = 2"), "{:?}", s.behind);
+        assert!(s.lighter);
     }
 }

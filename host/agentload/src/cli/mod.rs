@@ -167,17 +167,19 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                          endpoint.tls in the config of a sharded run"
                     );
                 }
-                return crate::shards::launch::launch(crate::shards::launch::Launch {
-                    config,
-                    shards,
-                    out,
-                    endpoint,
-                    mode,
-                    submission,
-                    force,
-                    require_valid,
-                    silence_timeout: seconds(silence_timeout_s, "--silence-timeout-s")?,
-                })
+                return crate::shard_commands::launch::launch(
+                    crate::shard_commands::launch::Launch {
+                        config,
+                        shards,
+                        out,
+                        endpoint,
+                        mode,
+                        submission,
+                        force,
+                        require_valid,
+                        silence_timeout: seconds(silence_timeout_s, "--silence-timeout-s")?,
+                    },
+                )
                 .await;
             }
             let mut cfg = RunConfig::load(&config)?;
@@ -211,8 +213,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         }
         Command::Resume {
             dir, require_valid, ..
-        } if crate::shards::launch::is_sharded(&dir) => {
-            crate::shards::launch::resume(&dir, require_valid).await
+        } if crate::shard_commands::launch::is_sharded(&dir) => {
+            crate::shard_commands::launch::resume(&dir, require_valid).await
         }
         Command::Resume {
             dir,
@@ -424,7 +426,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 .map(|()| exit::SUCCESS)
         }
         Command::Shard(a) => {
-            crate::shards::shard(crate::shards::ShardOpts {
+            crate::shard_commands::shard(crate::shard_commands::ShardOpts {
                 config: a.config,
                 shards: a.shards,
                 index: a.index,
@@ -447,7 +449,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             .await
         }
         Command::Merge { out, dirs } => {
-            let result = crate::shards::merge_dirs(&out, &dirs).await?;
+            let result = crate::shard_commands::merge_dirs(&out, &dirs).await?;
             Ok(result.exit_code(false))
         }
         Command::Check {

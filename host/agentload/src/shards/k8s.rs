@@ -21,7 +21,8 @@ pub struct ManifestOpts {
     pub name: String,
     #[arg(long)]
     pub namespace: Option<String>,
-    /// The Job's activeDeadlineSeconds (default: load.max_duration_ms + 1 h + linger).
+    /// The Job's activeDeadlineSeconds (default: load.max_duration_ms, or a sweep's levels
+    /// at their max_phase_s and ramp, + 1 h + linger).
     #[arg(long)]
     pub deadline_s: Option<u64>,
     /// Seconds shard 0 serves the merged results for `k8s fetch`.
@@ -38,19 +39,17 @@ pub struct ManifestOpts {
     pub memory: Option<String>,
 }
 
-/// The objects as YAML. The config is checked first (it must load, and its
-/// concurrency must split over the shards); the Job's deadline defaults to
-/// the run's `load.max_duration_ms` plus an hour for start-up, merge and
-/// fetch.
+/// The objects as YAML. The config is checked first (it must load, and a
+/// closed-loop run's concurrency must split over the shards); the Job's
+/// deadline defaults to the run's `load.max_duration_ms` (a sweep's: every
+/// level at its `max_phase_s` after its ramp) plus an hour for start-up,
+/// merge and fetch.
 pub fn manifest(o: &ManifestOpts) -> Result<String> {
     check_name(&o.name).map_err(anyhow::Error::msg)?;
     let config = agentload_config::RunConfig::load(&o.config)?;
     let slice = agentload_shards::Slice::new(0, o.shards)?;
-    if config.performance.is_some() {
+    if config.performance.is_some() && config.sweep.is_none() && config.load.arrivals.is_none() {
         slice.concurrency(config.load.concurrency)?;
-    }
-    if config.sweep.is_some() {
-        anyhow::bail!("a sweep cannot be sharded yet (run it from one host)");
     }
     // The config's text goes into a ConfigMap as it is: a secret in it would be readable by
     // anyone who can read the namespace's ConfigMaps.
@@ -69,9 +68,14 @@ pub fn manifest(o: &ManifestOpts) -> Result<String> {
     let config_toml = std::fs::read_to_string(&o.config)
         .with_context(|| format!("cannot read {}", o.config.display()))?;
     let deadline_s = o.deadline_s.unwrap_or_else(|| {
-        let run = match config.load.max_duration_ms {
-            0 => 24 * 3600,
-            ms => ms.div_ceil(1000),
+        let run = match (&config.sweep, config.load.max_duration_ms) {
+            (Some(sweep), _) => {
+                let levels = crate::sweep::Level::all(sweep).len() as f64;
+                let ramp = config.load.ramp.map_or(0.0, |r| r.duration_s);
+                (levels * (sweep.max_phase_s + ramp)).ceil() as u64
+            }
+            (None, 0) => 24 * 3600,
+            (None, ms) => ms.div_ceil(1000),
         };
         run + 3600 + o.linger_s
     });

@@ -73,6 +73,12 @@ struct Shift {
 }
 
 impl MergedPhase {
+    /// How far shard `shard`'s first process's phase-relative times move onto the merged
+    /// time line, ns.
+    pub fn shift_ns(&self, shard: u32) -> Option<u64> {
+        self.shifts.get(&(shard, 0)).map(|s| s.by_ns)
+    }
+
     /// Turns a signal cut.
     pub fn interrupted(&self) -> u64 {
         self.interrupted
@@ -159,7 +165,7 @@ impl MergedPhase {
 
 /// What the `distributed` block reads of a phase, gathered while its logs are read.
 #[derive(Debug, Default)]
-struct Tally {
+pub(crate) struct Tally {
     shards: BTreeMap<u32, ShardTally>,
     /// Every answered turn's TTFT and end-to-end latency, ns.
     ttft: Vec<u64>,
@@ -400,7 +406,16 @@ fn last_anchor<'a>(h: &'a ShardHeader, phase: &str) -> Option<&'a PhaseAnchor> {
 /// one line at a time; what the `distributed` block needs is tallied on the way.
 /// `shards` are in index order (a line's log then orders it by shard).
 fn merge_phase(shards: &[ShardDir], phase: &str) -> Result<Option<(MergedPhase, Tally)>> {
-    let log = phase_log(phase);
+    merge_phase_at(shards, phase, phase_log(phase))
+}
+
+/// As [`merge_phase`], for the phase whose anchors are keyed `phase` and whose journal is
+/// at `log` in each shard's directory (a sweep phase's).
+pub(crate) fn merge_phase_at(
+    shards: &[ShardDir],
+    phase: &str,
+    log: &str,
+) -> Result<Option<(MergedPhase, Tally)>> {
     let present: Vec<&ShardDir> = shards
         .iter()
         .filter(|s| s.dir.join(log).is_file())

@@ -2,16 +2,19 @@
 //! trajectories one after another (closed loop, tool delays before tool
 //! turns), until the phase's end rules hold. Each trajectory is a session
 //! of the one turn engine; the sweep adds its hooks (salts, the token cap,
-//! drawn delays) and its end rules.
+//! drawn delays) and its end rules. A shard runs agents `a ≡ index (mod
+//! count)` of the level (agent `a`'s trajectories are the same on any
+//! shard), holds its share of `min_trajectories`, and keeps its agents going
+//! until every shard's end rules hold (the phase-end barrier).
 
-use super::{delays, salt};
+use super::{delays, salt, Barriers};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
     drive_or_restart, ContextWindow, Engine, Instances, PhaseError, Recorder, SessionEnd,
     SessionOutcome, SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender,
 };
+use agentload_plugin_host::SessionPlan;
 use agentload_plugin_host::TurnRequest;
-use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,6 +25,12 @@ pub struct PhaseInput {
     pub index: usize,
     /// Concurrent agents.
     pub level: usize,
+    /// The agents this process runs (all of the level, or a shard's `a mod N`).
+    pub agents: Vec<usize>,
+    /// Trajectories this process's end rules ask for (its share of `min_trajectories`).
+    pub wanted: u32,
+    /// The shards' phase-end barrier.
+    pub end: Option<Arc<dyn Barriers>>,
     /// The recycling list: agent `i`'s `j`-th trajectory is `plan[i + j·level]`.
     pub plan: Vec<SessionPlan>,
     /// The workload, configured for this phase, on its instances.
@@ -37,20 +46,26 @@ pub struct PhaseInput {
     pub failed_turn: agentload_config::FailedTurn,
 }
 
-/// How a phase went.
+/// How a phase went (a process's, or the shards' merged).
 pub struct PhaseRun {
     /// Every turn's facts (the records are in the phase's `turns.jsonl`).
     pub facts: Vec<TurnFacts>,
     pub sessions: Vec<SessionOutcome>,
-    pub workload: WorkloadPlugin,
-    /// When the last agent issued its first request (ns after the phase start).
+    /// When the last agent issued its first request (ns after the phase start; open loop:
+    /// when the ramp ended).
     pub all_active_ns: Option<u64>,
-    /// When the end rules held (or the phase was cut), ns after the start.
+    /// When this process's end rules held (on shards: before every shard's did), ns after
+    /// the start.
+    pub rules_held_ns: Option<u64>,
+    /// When the end rules held (on shards: on every shard; or the phase was cut), ns after
+    /// the start.
     pub stopped_ns: u64,
     /// When the last in-flight turn finished.
     pub drained_ns: u64,
     pub end_reason: String,
-    pub per_agent_completed: Vec<u32>,
+    /// Trajectories completed, in all and by the agent with the fewest.
+    pub completed: u32,
+    pub min_per_agent: u32,
     /// Trajectories stopped at the phase end before their last turn.
     pub trajectories_cut: u32,
     /// Trajectories that ended with a failed turn or a workload error.
@@ -127,9 +142,18 @@ impl TurnHooks for SweepHooks {
 
 struct Shared {
     config: SweepConfig,
+    index: usize,
     level: usize,
+    agents: Vec<usize>,
+    wanted: u32,
+    end: Option<Arc<dyn Barriers>>,
+    /// The end rules held here: the barrier is being waited at.
+    arriving: AtomicBool,
+    /// When they first held (ns after the start; [`UNSET`] before).
+    rules_held_ns: AtomicU64,
     plan: Vec<SessionPlan>,
     engine: Arc<Engine>,
+    /// By agent (of the whole level; this process's are counted).
     completed: Vec<AtomicU32>,
     cut: AtomicU32,
     failed: AtomicU32,
@@ -137,13 +161,16 @@ struct Shared {
     error: Mutex<Option<PhaseError>>,
 }
 
-/// Runs one phase to its end rules (see [`SweepConfig`]).
-pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, PhaseError> {
+/// Runs one phase to its end rules (see [`SweepConfig`]); returns it and its workload.
+pub async fn run(
+    config: &SweepConfig,
+    input: PhaseInput,
+) -> Result<(PhaseRun, agentload_plugin_host::WorkloadPlugin), PhaseError> {
     let started = input.sender.origin;
     let hooks = Arc::new(SweepHooks {
         config: config.clone(),
         index: input.index,
-        level: input.level as u32,
+        level: input.agents.len() as u32,
         active: (0..input.level).map(|_| AtomicBool::new(false)).collect(),
         n_active: AtomicU32::new(0),
         all_active_ns: AtomicU64::new(UNSET),
@@ -152,7 +179,13 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
     let stop = input.stop.clone();
     let shared = Arc::new(Shared {
         config: config.clone(),
+        index: input.index,
         level: input.level,
+        agents: input.agents.clone(),
+        wanted: input.wanted,
+        end: input.end.clone(),
+        arriving: AtomicBool::new(false),
+        rules_held_ns: AtomicU64::new(UNSET),
         plan: input.plan,
         engine: Arc::new(Engine {
             workload: input.workload,
@@ -172,7 +205,7 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
         error: Mutex::default(),
     });
     let mut agents = tokio::task::JoinSet::new();
-    for i in 0..input.level {
+    for i in input.agents.iter().copied() {
         let (shared, hooks) = (shared.clone(), hooks.clone());
         agents.spawn(async move { agent(&shared, &hooks, i).await });
     }
@@ -205,6 +238,11 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
             }
         }
     }
+    // Every shard comes to the barrier, however its phase ended (a second arrival is the
+    // first's): the others are waiting there.
+    if let Some(end) = &input.end {
+        let _ = end.end(input.index).await;
+    }
     let drained = Instant::now();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("agents joined"));
     if let Some(e) = shared.error.into_inner().expect("error lock") {
@@ -212,12 +250,13 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
     }
     let (end_reason, stopped_at) = stop.reason().map_or_else(
         || {
-            (
+            let why = if input.agents.is_empty() {
+                "no agent of this level on this shard"
+            } else {
                 "every agent ran out of planned trajectories \
                  (raise sweep.max_trajectories_per_agent)"
-                    .to_owned(),
-                drained,
-            )
+            };
+            (why.to_owned(), drained)
         },
         |(reason, at)| (reason.to_string(), at),
     );
@@ -225,32 +264,57 @@ pub async fn run(config: &SweepConfig, input: PhaseInput) -> Result<PhaseRun, Ph
     let (facts, _) = engine.recorder.finish()?;
     let ns = |t: Instant| t.saturating_duration_since(started).as_nanos() as u64;
     let all_active = hooks.all_active();
-    Ok(PhaseRun {
+    let per_agent: Vec<u32> = input
+        .agents
+        .iter()
+        .map(|&a| shared.completed[a].load(Ordering::SeqCst))
+        .collect();
+    let run = PhaseRun {
         facts,
         sessions: shared.sessions.into_inner().expect("sessions lock"),
-        workload: engine.workload.into_first(),
         all_active_ns: all_active,
         stopped_ns: ns(stopped_at),
         drained_ns: ns(drained),
+        rules_held_ns: Some(shared.rules_held_ns.load(Ordering::SeqCst)).filter(|&n| n != UNSET),
         end_reason,
-        per_agent_completed: shared
-            .completed
-            .iter()
-            .map(|c| c.load(Ordering::SeqCst))
-            .collect(),
+        completed: per_agent.iter().sum(),
+        min_per_agent: per_agent.iter().copied().min().unwrap_or(0),
         trajectories_cut: shared.cut.load(Ordering::SeqCst),
         trajectories_failed: shared.failed.load(Ordering::SeqCst),
-    })
+    };
+    Ok((run, engine.workload.into_first()))
 }
 
 impl Shared {
-    /// Stops the phase when its end rules hold.
+    /// Stops the phase when its end rules hold: at once, or (shards) when they hold on
+    /// every shard, the agents going on meanwhile.
     fn check_end_rules(&self, hooks: &SweepHooks, started: Instant) {
-        if !self.engine.stop.stopped() && self.end_rules_hold(hooks, started, Instant::now()) {
-            self.engine
-                .stop
-                .stop(StopReason::Done("end rules met".to_owned()));
+        let stop = &self.engine.stop;
+        let now = Instant::now();
+        if stop.stopped() || !self.end_rules_hold(hooks, started, now) {
+            return;
         }
+        let held = now.saturating_duration_since(started).as_nanos() as u64;
+        let _ =
+            self.rules_held_ns
+                .compare_exchange(UNSET, held, Ordering::SeqCst, Ordering::SeqCst);
+        let Some(end) = &self.end else {
+            stop.stop(StopReason::Done("end rules met".to_owned()));
+            return;
+        };
+        if self.arriving.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (end, stop, index) = (end.clone(), stop.clone(), self.index);
+        tokio::spawn(async move {
+            match end.end(index).await {
+                Ok(at) => {
+                    tokio::time::sleep_until(at.into()).await;
+                    stop.stop(StopReason::Done("end rules met on every shard".to_owned()));
+                }
+                Err(why) => stop.stop(StopReason::Fatal(why)),
+            }
+        });
     }
 
     /// When `steady_state_s` of steady state (after the warm-up) will be
@@ -272,11 +336,11 @@ impl Shared {
             return false;
         };
         let per_agent: Vec<u32> = self
-            .completed
+            .agents
             .iter()
-            .map(|c| c.load(Ordering::SeqCst))
+            .map(|&a| self.completed[a].load(Ordering::SeqCst))
             .collect();
-        per_agent.iter().sum::<u32>() >= self.config.min_trajectories
+        per_agent.iter().sum::<u32>() >= self.wanted
             && per_agent.iter().all(|&c| c >= self.config.min_per_agent)
             && now >= steady_end
     }

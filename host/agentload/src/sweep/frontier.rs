@@ -8,12 +8,16 @@ use agentload_results::metrics::{Definition, Interactivity};
 use agentload_telemetry::PowerSummary;
 use serde::{Deserialize, Serialize};
 
-/// One (configuration, concurrency) point.
+/// One (configuration, level) point.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Point {
     /// The run it comes from (its config name).
     pub run: String,
+    /// Concurrent agents (0 for a rate level).
     pub level: usize,
+    /// Arrivals per second (a rate level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     pub total_tps: f64,
     /// P25 per-request output speed (tokens/s after the first token).
     pub speed_p25_tps: f64,
@@ -91,8 +95,23 @@ pub fn normalize(total_tps: f64, power: Option<&PowerSummary>, n: &Normalize) ->
 #[derive(Debug, Clone, Copy)]
 pub struct LevelResult {
     pub level: usize,
+    /// A rate level's arrivals per second.
+    pub rate: Option<f64>,
     pub ttft_p90_ms: f64,
     pub speed_p25_tps: f64,
+    /// The level's load was delivered as scheduled (a rate level whose cap held arrivals
+    /// back, or whose delivered rate fell short, measured a lighter load than its own).
+    pub on_schedule: bool,
+}
+
+impl LevelResult {
+    /// Whether the level meets `tier`: its TTFT p90 and P25 speed do, and its load was
+    /// delivered on schedule.
+    pub fn meets(&self, tier: &SloTier) -> bool {
+        self.on_schedule
+            && self.ttft_p90_ms <= tier.ttft_p90_ms
+            && self.speed_p25_tps >= tier.speed_p25_tps
+    }
 }
 
 /// The largest level meeting a tier.
@@ -101,23 +120,26 @@ pub struct SloResult {
     pub tier: String,
     pub ttft_p90_ms: f64,
     pub speed_p25_tps: f64,
-    /// None when no level meets it.
+    /// The most agents meeting it (none when no level does, or in a rate sweep).
     pub max_agents: Option<usize>,
+    /// A rate sweep's highest rate meeting it (none when no rate does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<f64>,
 }
 
-/// For each tier, the most concurrent agents whose phase met it.
+/// For each tier, the most concurrent agents (or the highest rate) whose phase met it.
 pub fn max_agents(levels: &[LevelResult], tiers: &[SloTier]) -> Vec<SloResult> {
     tiers
         .iter()
-        .map(|t| SloResult {
-            tier: t.name.clone(),
-            ttft_p90_ms: t.ttft_p90_ms,
-            speed_p25_tps: t.speed_p25_tps,
-            max_agents: levels
-                .iter()
-                .filter(|l| l.ttft_p90_ms <= t.ttft_p90_ms && l.speed_p25_tps >= t.speed_p25_tps)
-                .map(|l| l.level)
-                .max(),
+        .map(|t| {
+            let meets = || levels.iter().filter(|l| l.meets(t));
+            SloResult {
+                tier: t.name.clone(),
+                ttft_p90_ms: t.ttft_p90_ms,
+                speed_p25_tps: t.speed_p25_tps,
+                max_agents: meets().filter(|l| l.rate.is_none()).map(|l| l.level).max(),
+                max_rate: meets().filter_map(|l| l.rate).reduce(f64::max),
+            }
         })
         .collect()
 }
@@ -130,6 +152,7 @@ mod tests {
         Point {
             run: "r".into(),
             level,
+            rate: None,
             total_tps: tps,
             speed_p25_tps: speed,
             interactivity: Interactivity::default(),
@@ -215,16 +238,22 @@ mod tests {
         let levels = [
             LevelResult {
                 level: 1,
+                rate: None,
+                on_schedule: true,
                 ttft_p90_ms: 100.0,
                 speed_p25_tps: 60.0,
             },
             LevelResult {
                 level: 8,
+                rate: None,
+                on_schedule: true,
                 ttft_p90_ms: 400.0,
                 speed_p25_tps: 35.0,
             },
             LevelResult {
                 level: 32,
+                rate: None,
+                on_schedule: true,
                 ttft_p90_ms: 2500.0,
                 speed_p25_tps: 12.0,
             },
@@ -244,5 +273,30 @@ mod tests {
         let r = max_agents(&levels, &tiers);
         assert_eq!(r[0].max_agents, Some(8));
         assert_eq!(r[1].max_agents, None);
+        assert_eq!(r[0].max_rate, None);
+        // A rate sweep: the highest rate meeting the tier.
+        let rate = |rate, ttft, speed, on_schedule| LevelResult {
+            level: 0,
+            rate: Some(rate),
+            ttft_p90_ms: ttft,
+            speed_p25_tps: speed,
+            on_schedule,
+        };
+        let mut rates = vec![
+            rate(2.0, 90.0, 70.0, true),
+            rate(8.0, 300.0, 40.0, true),
+            rate(4.0, 200.0, 50.0, true),
+        ];
+        let tight = SloTier {
+            name: "tight".into(),
+            ttft_p90_ms: 250.0,
+            speed_p25_tps: 45.0,
+        };
+        let r = max_agents(&rates, &[tight.clone(), tiers[1].clone()]);
+        assert_eq!((r[0].max_rate, r[0].max_agents), (Some(4.0), None));
+        assert_eq!(r[1].max_rate, None);
+        // A level delivered behind schedule measured a lighter load: it meets nothing.
+        rates.push(rate(6.0, 100.0, 60.0, false));
+        assert_eq!(max_agents(&rates, &[tight])[0].max_rate, Some(4.0));
     }
 }

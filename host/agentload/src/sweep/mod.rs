@@ -1,20 +1,27 @@
-//! The concurrency sweep (AA-AgentPerf, MLPerf datacenter agentic): the
-//! performance phase's workload under `level` concurrent simulated agents,
-//! one phase per level, each ended by its rules and measured over its steady
-//! state; then the Pareto frontier and the SLO table. Results go to
-//! `OUT/sweep/` (`summary.json`, `pareto.json`, one folder of turn logs per
-//! phase).
+//! The sweeps (AA-AgentPerf, MLPerf datacenter agentic, capacity planning): the
+//! performance phase's workload at each level, one phase per level, each ended by its
+//! rules and measured over its steady state; then the Pareto frontier and the SLO table.
+//! A level is a number of concurrent agents (`levels`, closed loop: [`agents`]) or an
+//! arrival rate (`rates`, open loop: [`rates`]). Results go to `OUT/sweep/`
+//! (`summary.json`, `pareto.json`, one folder of turn logs per phase).
 //!
-//! The sweep sets two of the workload's settings per phase (coding-replay's
-//! keys): `num_trajectories_to_issue` (levels × `max_trajectories_per_agent`,
-//! the deterministic recycling list) and `inject_tool_delay` (on for
-//! `tool_delay = "recorded"`); salts, distribution-drawn delays and the
-//! `max_tokens` cap are applied by the host.
+//! The sweep sets two of the workload's settings per phase (coding-replay's and
+//! agentic-synth's keys): `num_trajectories_to_issue` (the deterministic recycling list:
+//! levels × `max_trajectories_per_agent`, or the sessions a rate level can start) and
+//! `inject_tool_delay` (on for `tool_delay = "recorded"`); salts, distribution-drawn
+//! delays and the `max_tokens` cap are applied by the host.
+//!
+//! On shards ([`ShardSweep`]) every phase starts at the coordinator's barrier, each shard
+//! runs its slice (agents `a mod N`, or arrivals `k mod N` of the one schedule), keeps it
+//! going until every shard's end rules hold, and uploads its phase folders; shard 0 merges
+//! them ([`crate::shards::sweep`]) with the same summary code, so every percentile is an
+//! order statistic over the union.
 
 pub mod agents;
 pub mod delays;
 pub mod frontier;
 pub mod metrics;
+pub mod rates;
 pub mod salt;
 
 pub use agentload_config::SweepConfig;
@@ -22,10 +29,12 @@ pub use agentload_config::SweepConfig;
 use agentload_config::ToolDelayMode;
 use agentload_config::{table_json, PhaseConfig, RunConfig};
 use agentload_config::{SessionSlo, TokenSource};
+use agentload_engine::arrivals::OpenLoop;
 use agentload_engine::tokens::LocalCounter;
 use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
 use agentload_plugin_host::WorkloadPlugin;
+use agentload_results::arrivals::{ArrivalsSummary, Dispatch};
 use agentload_results::live::LiveSummary;
 use agentload_results::metrics::Definition;
 use agentload_results::sessions::{Ends, SessionTurn, SessionsSummary};
@@ -34,19 +43,95 @@ use anyhow::{Context as _, Result};
 use frontier::{LevelResult, Normalized, Point, SloResult};
 use metrics::PhaseMetrics;
 use serde::Serialize;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// One phase's load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Level {
+    /// Concurrent agents (closed loop).
+    Agents(usize),
+    /// Arrivals per second (open loop).
+    Rate(f64),
+}
+
+impl Level {
+    /// Every level of `sweep`, in order.
+    pub fn all(sweep: &SweepConfig) -> Vec<Level> {
+        if sweep.rates.is_empty() {
+            sweep.levels.iter().map(|&l| Level::Agents(l)).collect()
+        } else {
+            sweep.rates.iter().map(|&r| Level::Rate(r)).collect()
+        }
+    }
+
+    /// `c16` or `r2.5`: in folder names and lines.
+    pub fn label(&self) -> String {
+        match self {
+            Level::Agents(n) => format!("c{n}"),
+            Level::Rate(r) => format!("r{r}"),
+        }
+    }
+}
+
+/// The phase folder of phase `index` at `level`, in `sweep/`.
+pub fn folder(index: usize, level: Level) -> String {
+    format!("phase-{index:02}-{}", level.label())
+}
+
+/// A boxed future (a barrier's answer).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A sharded sweep's barriers: the coordinator's, through the shard's link.
+pub trait Barriers: Send + Sync {
+    /// Phase `index`'s start: when it starts, on this process's clock.
+    fn start(&self, index: usize) -> BoxFuture<'_, Result<Instant, String>>;
+    /// Phase `index`'s end: arrives (again: the same arrival) and returns when every shard
+    /// stops, on this process's clock.
+    fn end(&self, index: usize) -> BoxFuture<'_, Result<Instant, String>>;
+}
+
+/// This process's part of a sharded sweep.
+#[derive(Clone)]
+pub struct ShardSweep {
+    pub index: u32,
+    pub count: u32,
+    pub barriers: Arc<dyn Barriers>,
+}
+
+impl ShardSweep {
+    fn owns(&self, k: usize) -> bool {
+        k % self.count as usize == self.index as usize
+    }
+
+    /// This shard's share of `total` (as slots are split: the first `total mod N` one more).
+    fn share(&self, total: u32) -> u32 {
+        let n = self.count;
+        total / n + u32::from(self.index < total % n)
+    }
+}
 
 /// One phase in `summary.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseSummary {
     pub index: usize,
+    /// Concurrent agents (0 in a rate phase).
     pub level: usize,
+    /// Arrivals per second (a rate phase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     pub end_reason: String,
     pub wall_s: f64,
-    /// When every agent was active, s after the phase start.
+    /// When every agent was active (a rate phase: when its ramp ended), s after the phase
+    /// start.
     pub all_active_s: Option<f64>,
+    /// When this process's end rules held, s after the phase start (on shards: this
+    /// shard's, before every shard's had; the merged phase: when the last shard's did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules_held_s: Option<f64>,
     pub stopped_s: f64,
     pub requests: usize,
     pub trajectories_completed: u32,
@@ -58,13 +143,20 @@ pub struct PhaseSummary {
     /// The phase's sessions together (each agent's trajectories; a
     /// trajectory cut at the phase's end ended `stopped`).
     pub sessions: SessionsSummary,
+    /// A rate phase's arrivals: configured against delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<ArrivalsSummary>,
+    /// The `[[sweep.slo]]` tiers the phase meets (a phase whose arrivals were delivered
+    /// lighter than its schedule meets none).
+    pub meets_slo: Vec<String>,
     /// Server and accelerator telemetry (`[telemetry]`, the power command).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetrySummary>,
     /// Throughput per accelerator, per MW of measured power (over the
     /// steady-state window) and per rental dollar.
     pub normalized: Normalized,
-    /// The harness's own CPU time in the phase, and per request.
+    /// The harness's own CPU time in the phase (a sharded phase's: every shard's), and
+    /// per request.
     pub harness_cpu_s: Option<f64>,
     pub harness_cpu_ms_per_request: Option<f64>,
     /// The phase's turn log, relative to `sweep/`.
@@ -72,6 +164,16 @@ pub struct PhaseSummary {
     /// Live-reply replay: the phase's divergence funnel (all its turns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveSummary>,
+}
+
+impl PhaseSummary {
+    /// Its level.
+    pub fn level(&self) -> Level {
+        match self.rate {
+            Some(r) => Level::Rate(r),
+            None => Level::Agents(self.level),
+        }
+    }
 }
 
 /// The label of a live-reply sweep (`live` in `summary.json` and
@@ -86,7 +188,7 @@ pub struct LiveLabel {
 
 impl LiveLabel {
     /// The label, for a sweep whose history is live.
-    fn of(live: bool) -> Option<Self> {
+    pub fn of(live: bool) -> Option<Self> {
         live.then(|| Self {
             history: "live".into(),
             official: false,
@@ -134,6 +236,28 @@ pub struct SweepInput<'a> {
     pub stop: &'a Stop,
     /// The run's telemetry, sampled during each phase.
     pub telemetry: Option<&'a Telemetry>,
+    /// This process's part of a sharded sweep.
+    pub shard: Option<ShardSweep>,
+}
+
+/// Sessions a rate level plans: enough arrivals for the ramp, the warm-up and the steady
+/// state with half again to spare (and at least 100), never more than `max_phase_s` holds.
+pub fn planned_for_rate(config: &RunConfig, sweep: &SweepConfig, rate: f64) -> u64 {
+    let ramp = config.load.ramp.map_or(0.0, |r| r.duration_s);
+    let horizon = ((ramp + sweep.warmup_s + sweep.steady_state_s) * 1.5).min(sweep.max_phase_s);
+    ((rate * horizon).ceil() as u64)
+        .max(100)
+        .min((rate * sweep.max_phase_s).ceil().max(1.0) as u64)
+}
+
+/// What a phase ran: its records and its ends, from this process or the shards merged.
+pub struct Ran {
+    pub run: agents::PhaseRun,
+    pub wall_s: f64,
+    pub cpu_s: Option<f64>,
+    pub telemetry: Option<TelemetrySummary>,
+    /// A rate phase's dispatch (the shards': added up).
+    pub dispatch: Option<Dispatch>,
 }
 
 /// Runs every level and writes the sweep's result files.
@@ -149,6 +273,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         quiet,
         stop,
         telemetry,
+        shard,
     } = input;
     let dir = out.join("sweep");
     // Everything goes under the results directory, never through a link there.
@@ -158,14 +283,18 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let live = phase.live_history();
     let mut phases = Vec::new();
-    for (index, &level) in sweep.levels.iter().enumerate() {
+    for (index, level) in Level::all(sweep).into_iter().enumerate() {
         if stop.stopped() {
             break;
         }
+        let planned = match level {
+            Level::Agents(n) => u64::from(sweep.max_trajectories_per_agent) * n as u64,
+            Level::Rate(r) => planned_for_rate(config, sweep, r),
+        };
         let mut settings = phase.settings.clone();
         settings.insert(
             "num_trajectories_to_issue".into(),
-            toml::Value::Integer(i64::from(sweep.max_trajectories_per_agent) * level as i64),
+            toml::Value::Integer(planned as i64),
         );
         settings.insert(
             "inject_tool_delay".into(),
@@ -181,7 +310,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             .await?;
         let instances = config.plugins.workload_instances.unwrap_or(1);
         let instances = Instances::pool(workload, instances).await?;
-        let folder = format!("phase-{index:02}-c{level}");
+        let folder = folder(index, level);
         let phase_dir = Path::new("sweep").join(&folder);
         results.create_dir(&phase_dir)?;
         let recorder = Recorder::open(
@@ -193,19 +322,58 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             },
             agentload_engine::PriorTurns::default(),
             counter.clone(),
-            Console::new(&format!("sweep phase {index} (c{level})"), None, quiet),
+            Console::new(
+                &format!("sweep phase {index} ({})", level.label()),
+                None,
+                quiet,
+            ),
         )?;
-        let (client, body) = crate::endpoint::client_for(config, level)?;
-        if let Err(e) = client.warm_up(level).await {
+        // This process's agents, or its arrivals' cap share.
+        let agent_ids: Vec<usize> = match level {
+            Level::Agents(n) => (0..n)
+                .filter(|&a| shard.as_ref().is_none_or(|s| s.owns(a)))
+                .collect(),
+            Level::Rate(_) => Vec::new(),
+        };
+        let arrivals = config
+            .load
+            .arrivals
+            .clone()
+            .unwrap_or_else(default_arrivals);
+        let cap = arrivals.cap().map(|c| match &shard {
+            Some(s) => s.share(c as u32).max(1) as usize,
+            None => c,
+        });
+        let connections = match level {
+            Level::Agents(_) => agent_ids.len().max(1),
+            Level::Rate(_) => cap.unwrap_or(planned as usize).clamp(1, 1024),
+        };
+        let (client, body) = crate::endpoint::client_for(config, connections)?;
+        if let Err(e) = client.warm_up(connections).await {
             agentload_console::line(&format!("warning: {e}"));
         }
         if !quiet {
+            let what = match level {
+                Level::Agents(n) => format!("{n} agents"),
+                Level::Rate(r) => format!(
+                    "{} arrivals of {} at {r}/s",
+                    arrivals.process.name(),
+                    crate::open_loop::unit_name(arrivals.of)
+                ),
+            };
             agentload_console::line(&format!(
-                "sweep phase {index}: {level} agents against {}",
+                "sweep phase {index}: {what} against {}",
                 config.endpoint.url
             ));
         }
-        let started = Instant::now();
+        let started = match &shard {
+            Some(s) => s
+                .barriers
+                .start(index)
+                .await
+                .map_err(|e| anyhow::anyhow!("sweep phase {index}: {e}"))?,
+            None => Instant::now(),
+        };
         let sampling = match telemetry {
             Some(t) => Some(
                 t.start(
@@ -220,93 +388,224 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             None => None,
         };
         let cpu_before = cpu_seconds();
-        let run = agents::run(
-            sweep,
-            agents::PhaseInput {
-                index,
-                level,
-                plan,
-                workload: instances,
-                sender: TurnSender {
-                    client,
-                    body,
-                    origin: started,
-                    segment: 0,
-                },
-                recorder,
-                stop: stop.child(),
-                live,
-                context: crate::context::context_window(config, live, counter.as_ref()).await?,
-                failed_turn: config.load.failed_turn,
-            },
-        )
-        .await?;
+        let sender = TurnSender {
+            client,
+            body,
+            origin: started,
+            segment: 0,
+        };
+        let context = crate::context::context_window(config, live, counter.as_ref()).await?;
+        let end = shard.as_ref().map(|s| s.barriers.clone());
+        let (run, dispatch, back) = match level {
+            Level::Agents(n) => {
+                let wanted = match &shard {
+                    Some(s) => s.share(sweep.min_trajectories),
+                    None => sweep.min_trajectories,
+                };
+                let (run, back) = agents::run(
+                    sweep,
+                    agents::PhaseInput {
+                        index,
+                        level: n,
+                        agents: agent_ids,
+                        wanted,
+                        end,
+                        plan,
+                        workload: instances,
+                        sender,
+                        recorder,
+                        stop: stop.child(),
+                        live,
+                        context,
+                        failed_turn: config.load.failed_turn,
+                    },
+                )
+                .await?;
+                (run, None, back)
+            }
+            Level::Rate(r) => {
+                let (run, dispatch, back) = rates::run(
+                    sweep,
+                    rates::RateInput {
+                        index,
+                        spec: crate::open_loop::spec(&arrivals, r, config.load.ramp.as_ref())
+                            .for_level(index),
+                        open: OpenLoop {
+                            cap,
+                            one_turn: arrivals.of == agentload_config::ArrivalUnit::Requests,
+                            finished: None,
+                        },
+                        plan,
+                        workload: instances,
+                        sender,
+                        recorder,
+                        stop: stop.child(),
+                        live,
+                        context,
+                        failed_turn: config.load.failed_turn,
+                        slice: shard.as_ref().map(|s| (s.index, s.count)),
+                        end,
+                    },
+                )
+                .await?;
+                (run, Some(dispatch), back)
+            }
+        };
+        workload = back;
         let wall_s = started.elapsed().as_secs_f64();
-        let cpu = cpu_before.zip(cpu_seconds()).map(|(a, b)| b - a);
-        let measured = metrics::measure(&run, sweep.warmup_s);
+        let cpu_s = cpu_before.zip(cpu_seconds()).map(|(a, b)| b - a);
         let telemetry = match sampling {
             Some(s) => {
-                let window = measured.window.as_ref().map(|w| (w.start_ns, w.end_ns));
+                let window = metrics::measure(&run, sweep.warmup_s)
+                    .window
+                    .map(|w| (w.start_ns, w.end_ns));
                 let mut summary = s.finish(window).await;
                 summary.account(phase_tokens(&run.facts));
                 Some(summary)
             }
             None => None,
         };
-        let normalized = frontier::normalize(
-            measured.throughput.total_tps,
-            telemetry.as_ref().and_then(|t| t.power.as_ref()),
-            &sweep.normalize,
-        );
-        let requests = run.facts.len();
-        let sessions = phase_sessions(&run, config.session_slo.as_ref(), wall_s);
-        workload = run.workload;
-        let summary = PhaseSummary {
+        let summary = summarize(
+            config,
+            sweep,
             index,
             level,
-            end_reason: run.end_reason.clone(),
-            wall_s,
-            all_active_s: run.all_active_ns.map(|n| n as f64 / 1e9),
-            stopped_s: run.stopped_ns as f64 / 1e9,
-            requests,
-            trajectories_completed: run.per_agent_completed.iter().sum(),
-            min_trajectories_per_agent: run.per_agent_completed.iter().copied().min().unwrap_or(0),
-            trajectories_cut: run.trajectories_cut,
-            trajectories_failed: run.trajectories_failed,
-            metrics: measured,
-            sessions,
-            telemetry,
-            normalized,
-            harness_cpu_ms_per_request: cpu
-                .filter(|_| requests > 0)
-                .map(|c| c * 1e3 / requests as f64),
-            harness_cpu_s: cpu,
-            turns: format!("{folder}/turns.jsonl"),
-            live: LiveSummary::of_reviews(
-                run.facts
-                    .iter()
-                    .filter_map(|f| Some((&*f.session_id, f.turn, f.live?))),
-            ),
-        };
+            Ran {
+                run,
+                wall_s,
+                cpu_s,
+                telemetry,
+                dispatch,
+            },
+        );
         if !quiet {
             agentload_console::line(&phase_line(&summary));
             if let Some(t) = &summary.telemetry {
-                agentload_console::line(&format!("  c{level} {}", t.line()));
+                agentload_console::line(&format!("  {} {}", level.label(), t.line()));
+            }
+            if let Some(a) = &summary.arrivals {
+                for why in &a.behind {
+                    agentload_console::line(&format!(
+                        "warning: {} behind schedule: {why}",
+                        level.label()
+                    ));
+                }
             }
         }
         results.write_json(phase_dir.join("summary.json"), &summary)?;
         phases.push(summary);
     }
-    let levels: Vec<LevelResult> = phases
-        .iter()
-        .filter_map(|p| {
-            Some(LevelResult {
-                level: p.level,
-                ttft_p90_ms: p.metrics.ttft_ms.as_ref()?.p90,
-                speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
-            })
-        })
-        .collect();
+    finish(config, sweep, &results, phases, live)
+}
+
+/// `[load.arrivals]` of a rate sweep without one: Poisson arrivals of sessions.
+fn default_arrivals() -> agentload_config::Arrivals {
+    agentload_config::Arrivals {
+        of: agentload_config::ArrivalUnit::Sessions,
+        process: agentload_config::Process::Poisson,
+        rate: None,
+        cv: None,
+        seed: 1,
+        count: None,
+        max_in_flight: None,
+        time_scale: 1.0,
+    }
+}
+
+/// A phase's summary from what it ran (this process's, or the shards' merged).
+pub fn summarize(
+    config: &RunConfig,
+    sweep: &SweepConfig,
+    index: usize,
+    level: Level,
+    ran: Ran,
+) -> PhaseSummary {
+    let Ran {
+        run,
+        wall_s,
+        cpu_s,
+        telemetry,
+        dispatch,
+    } = ran;
+    let measured = metrics::measure(&run, sweep.warmup_s);
+    let normalized = frontier::normalize(
+        measured.throughput.total_tps,
+        telemetry.as_ref().and_then(|t| t.power.as_ref()),
+        &sweep.normalize,
+    );
+    let requests = run.facts.len();
+    let sessions = phase_sessions(&run, config.session_slo.as_ref(), wall_s);
+    let arrivals = match level {
+        Level::Rate(r) => {
+            let a = config
+                .load
+                .arrivals
+                .clone()
+                .unwrap_or_else(default_arrivals);
+            let ramp_s = crate::open_loop::spec(&a, r, config.load.ramp.as_ref()).ramp_end_s();
+            Some(ArrivalsSummary::of(
+                &run.facts,
+                crate::open_loop::configured(&a, r, None, ramp_s),
+                dispatch.unwrap_or_default(),
+            ))
+        }
+        Level::Agents(_) => None,
+    };
+    let mut summary = PhaseSummary {
+        index,
+        level: match level {
+            Level::Agents(n) => n,
+            Level::Rate(_) => 0,
+        },
+        rate: match level {
+            Level::Rate(r) => Some(r),
+            Level::Agents(_) => None,
+        },
+        end_reason: run.end_reason.clone(),
+        wall_s,
+        all_active_s: run.all_active_ns.map(|n| n as f64 / 1e9),
+        rules_held_s: run.rules_held_ns.map(|n| n as f64 / 1e9),
+        stopped_s: run.stopped_ns as f64 / 1e9,
+        requests,
+        trajectories_completed: run.completed,
+        min_trajectories_per_agent: run.min_per_agent,
+        trajectories_cut: run.trajectories_cut,
+        trajectories_failed: run.trajectories_failed,
+        metrics: measured,
+        sessions,
+        arrivals,
+        meets_slo: Vec::new(),
+        telemetry,
+        normalized,
+        harness_cpu_ms_per_request: cpu_s
+            .filter(|_| requests > 0)
+            .map(|c| c * 1e3 / requests as f64),
+        harness_cpu_s: cpu_s,
+        turns: format!("{}/turns.jsonl", folder(index, level)),
+        live: LiveSummary::of_reviews(
+            run.facts
+                .iter()
+                .filter_map(|f| Some((&*f.session_id, f.turn, f.live?))),
+        ),
+    };
+    summary.meets_slo = level_result(&summary).map_or_else(Vec::new, |l| {
+        (sweep.slo.iter())
+            .filter(|t| l.meets(t))
+            .map(|t| t.name.clone())
+            .collect()
+    });
+    summary
+}
+
+/// The sweep's `sweep/summary.json` and `sweep/pareto.json` under `results`, from its phases.
+pub fn finish(
+    config: &RunConfig,
+    sweep: &SweepConfig,
+    results: &agentload_fs::OutDir,
+    phases: Vec<PhaseSummary>,
+    live: bool,
+) -> Result<SweepSummary> {
+    let levels: Vec<LevelResult> = phases.iter().filter_map(level_result).collect();
     let summary = SweepSummary {
         run: config.name.clone(),
         live: LiveLabel::of(live),
@@ -326,6 +625,17 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         },
     )?;
     Ok(summary)
+}
+
+/// How `p` stands against the SLO tiers (none without a TTFT and a speed).
+fn level_result(p: &PhaseSummary) -> Option<LevelResult> {
+    Some(LevelResult {
+        level: p.level,
+        rate: p.rate,
+        ttft_p90_ms: p.metrics.ttft_ms.as_ref()?.p90,
+        speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
+        on_schedule: p.arrivals.as_ref().is_none_or(|a| !a.lighter),
+    })
 }
 
 /// The phase's sessions, from its facts, over its `seconds`.
@@ -380,6 +690,7 @@ pub fn points_of(summary: &SweepSummary) -> Vec<Point> {
             Some(Point {
                 run: summary.run.clone(),
                 level: p.level,
+                rate: p.rate,
                 total_tps: p.metrics.throughput.total_tps,
                 speed_p25_tps: p.metrics.output_speed_tps.as_ref()?.p25,
                 interactivity: p.metrics.interactivity.clone(),
@@ -426,7 +737,8 @@ pub fn pareto_of(paths: &[PathBuf], labels: &[String], x: Definition) -> Result<
     })
 }
 
-/// `  c16: 1,234 tok/s total, P25 speed 31.2 tok/s, TTFT p90 210 ms, e2e interactivity 28.1 tok/s, 412 requests (end rules met)`.
+/// `  c16: 1,234 tok/s total, P25 speed 31.2 tok/s, TTFT p90 210 ms, e2e interactivity 28.1 tok/s, 412 requests (end rules met)`;
+/// a rate phase adds its delivered rate and send lag.
 fn phase_line(p: &PhaseSummary) -> String {
     let speed = p
         .metrics
@@ -435,8 +747,8 @@ fn phase_line(p: &PhaseSummary) -> String {
         .map_or(f64::NAN, |s| s.p25);
     let ttft = p.metrics.ttft_ms.as_ref().map_or(f64::NAN, |s| s.p90);
     format!(
-        "  c{}: {:.0} tok/s total, P25 speed {:.1} tok/s, TTFT p90 {:.0} ms, MLPerf e2e interactivity {:.1} tok/s, tps_per_user {:.1}, AgentX P90 {:.1}, {} requests, {} measured ({})",
-        p.level,
+        "  {}: {:.0} tok/s total, P25 speed {:.1} tok/s, TTFT p90 {:.0} ms, MLPerf e2e interactivity {:.1} tok/s, tps_per_user {:.1}, AgentX P90 {:.1}, {} requests, {} measured ({}){}",
+        p.level().label(),
         p.metrics.throughput.total_tps,
         speed,
         ttft,
@@ -445,7 +757,24 @@ fn phase_line(p: &PhaseSummary) -> String {
         p.metrics.interactivity.agentx_e2e_normalized_p90.unwrap_or(f64::NAN),
         p.requests,
         p.metrics.window.as_ref().map_or(0, |w| w.measured),
-        p.end_reason
+        p.end_reason,
+        p.arrivals.as_ref().map_or_else(String::new, delivered)
+    )
+}
+
+/// `; delivered 2.491/s of 2.5/s (scheduled 2.488/s), send lag p99 0.40 ms`.
+pub fn delivered(a: &ArrivalsSummary) -> String {
+    let rate = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}"));
+    format!(
+        "; delivered {}/s of {}/s{}, send lag p99 {} ms",
+        rate(a.delivered.rate),
+        a.configured.rate,
+        a.delivered
+            .scheduled_rate
+            .map_or_else(String::new, |s| format!(" (scheduled {s:.3}/s)")),
+        a.delivered
+            .send_lag_ms
+            .map_or_else(|| "-".to_owned(), |l| format!("{:.2}", l.p99))
     )
 }
 

@@ -7,7 +7,7 @@
 //! end rules hold (the phase-end barrier).
 
 use super::agents::{self, PhaseRun};
-use super::PhaseEnd;
+use super::Barriers;
 use agentload_config::SweepConfig;
 use agentload_engine::arrivals::{run_arrivals, Dispatch, OpenLoop, Planned};
 use agentload_engine::schedule::{Endless, Spec};
@@ -36,10 +36,12 @@ pub struct RateInput {
     pub stop: Stop,
     pub live: bool,
     pub context: Option<ContextWindow>,
+    /// What follows a failed turn (`load.failed_turn`).
+    pub failed_turn: agentload_config::FailedTurn,
     /// This shard's arrivals (`k mod count == index`), and its share of `min_trajectories`.
     pub slice: Option<(u32, u32)>,
     /// The shards' phase-end barrier.
-    pub end: Option<PhaseEnd>,
+    pub end: Option<Arc<dyn Barriers>>,
 }
 
 /// The sweep's additions to every turn of a rate phase.
@@ -54,8 +56,11 @@ impl TurnHooks for RateHooks {
     }
 }
 
-/// Runs one rate phase to its end rules; returns it with its dispatch.
-pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Dispatch), PhaseError> {
+/// Runs one rate phase to its end rules; returns it, its dispatch and its workload.
+pub async fn run(
+    config: &SweepConfig,
+    input: RateInput,
+) -> Result<(PhaseRun, Dispatch, agentload_plugin_host::WorkloadPlugin), PhaseError> {
     let started = input.sender.origin;
     let stop = input.stop.clone();
     let finished = Arc::new(AtomicU64::new(0));
@@ -71,15 +76,19 @@ pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Di
         live: input.live,
         context: input.context,
         twins: None,
+        failed_turn: input.failed_turn,
     });
     let ramp_s = input.spec.ramp_end_s();
-    let steady_at = started
-        + Duration::from_secs_f64(ramp_s + config.warmup_s + config.steady_state_s);
+    let steady_at =
+        started + Duration::from_secs_f64(ramp_s + config.warmup_s + config.steady_state_s);
     let cap_at = started + Duration::from_secs_f64(config.max_phase_s);
     let (shard, shards) = input.slice.unwrap_or((0, 1));
     // This process's share of the sessions the end rules ask for.
     let wanted = u64::from(config.min_trajectories).div_ceil(u64::from(shards));
+    let held = Arc::new(AtomicU64::new(u64::MAX));
     let monitor = tokio::spawn(watch(
+        held.clone(),
+        started,
         stop.clone(),
         finished.clone(),
         wanted,
@@ -88,6 +97,7 @@ pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Di
         config.max_phase_s,
         input.end.clone().map(|end| (end, input.index)),
     ));
+    let planned = input.plan.len();
     let arrivals = Endless::new(&input.spec)
         .zip(input.plan)
         .enumerate()
@@ -108,14 +118,15 @@ pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Di
     // Every shard comes to the barrier, however its phase ended (a second arrival is the
     // first's): the others are waiting there.
     if let Some(end) = &input.end {
-        let _ = end.arrive(input.index).await;
+        let _ = end.end(input.index).await;
     }
     let (end_reason, stopped_at) = stop.reason().map_or_else(
         || {
             (
-                "the workload's planned sessions ran out before the end rules held (raise \
-                 sweep.max_trajectories_per_agent)"
-                    .to_owned(),
+                format!(
+                    "the level's {planned} planned arrivals (1.5 × its ramp, warm-up and \
+                     steady state at its rate) ran out before min_trajectories sessions finished"
+                ),
                 drained,
             )
         },
@@ -148,30 +159,36 @@ pub async fn run(config: &SweepConfig, input: RateInput) -> Result<(PhaseRun, Di
         PhaseRun {
             facts,
             sessions: run.outcomes,
-            workload: engine.workload.into_first(),
             // Open loop has no agents to wait for: steady state starts when the ramp ends.
             all_active_ns: Some((ramp_s * 1e9) as u64),
             stopped_ns: ns(stopped_at),
             drained_ns: ns(drained),
+            rules_held_ns: Some(held.load(Ordering::SeqCst)).filter(|&n| n != u64::MAX),
             end_reason,
-            per_agent_completed: vec![completed],
+            completed,
+            min_per_agent: completed,
             trajectories_cut: cut,
             trajectories_failed: failed,
         },
         run.dispatch,
+        engine.workload.into_first(),
     ))
 }
 
 /// Stops the phase once `wanted` sessions finished and steady state lasted long enough
-/// (through the shards' barrier when there is one), or at the time cap.
+/// (through the shards' barrier when there is one; `held` says when they did, ns after
+/// `started`), or at the time cap.
+#[allow(clippy::too_many_arguments)]
 async fn watch(
+    held: Arc<AtomicU64>,
+    started: Instant,
     stop: Stop,
     finished: Arc<AtomicU64>,
     wanted: u64,
     steady_at: Instant,
     cap_at: Instant,
     max_phase_s: f64,
-    end: Option<(PhaseEnd, usize)>,
+    end: Option<(Arc<dyn Barriers>, usize)>,
 ) {
     let cut = || {
         stop.stop(StopReason::Done(format!(
@@ -185,9 +202,17 @@ async fn watch(
             return cut();
         }
         if now >= steady_at && finished.load(Ordering::SeqCst) >= wanted {
+            held.store(
+                now.saturating_duration_since(started).as_nanos() as u64,
+                Ordering::SeqCst,
+            );
             break;
         }
-        let wake = if now < steady_at { steady_at } else { now + check };
+        let wake = if now < steady_at {
+            steady_at
+        } else {
+            now + check
+        };
         tokio::select! {
             () = tokio::time::sleep_until(wake.min(cap_at).into()) => {}
             () = stop.halted() => return,
@@ -197,7 +222,7 @@ async fn watch(
         None => stop.stop(StopReason::Done("end rules met".to_owned())),
         Some((end, index)) => {
             tokio::select! {
-                at = end.arrive(index) => match at {
+                at = end.end(index) => match at {
                     Ok(at) => {
                         tokio::time::sleep_until(at.into()).await;
                         stop.stop(StopReason::Done("end rules met on every shard".to_owned()));

@@ -1,0 +1,279 @@
+//! A sweep on shards: every level's phase starts at the coordinator's barrier on every
+//! shard, each runs agents `a mod N` of the level (so the union is the one-host sweep's
+//! agents and trajectories), keeps them going until every shard's end rules hold, and
+//! shard 0 merges the phase folders: the same sessions per level as one host, and every
+//! percentile an order statistic over the union of the shards' records.
+
+use crate::common::*;
+use agentload_results::metrics::Spread;
+use agentload_sim::SimConfig;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+fn config(dir: &Path, url: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"name = "sharded-sweep"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+[performance]
+workload = "coding-replay"
+[performance.data]
+trajectories = "agentic_coding_2.5h.jsonl"
+[sweep]
+levels = [2, 4, 6]
+min_trajectories = 0
+min_per_agent = 2
+steady_state_s = 0.0
+warmup_s = 0.0
+max_phase_s = 300.0
+max_tokens = 64
+tool_delay = "none"
+max_trajectories_per_agent = 2
+"#
+    );
+    let path = dir.join("sweep.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A phase's journal: its session ids, (session, turn) -> shard, and its records.
+type Journal = (
+    BTreeSet<String>,
+    BTreeMap<(String, u64), Option<u64>>,
+    Vec<Value>,
+);
+
+/// Session ids of a phase's journal, and (session, turn) -> shard.
+fn journal(out: &Path, phase: &Value) -> Journal {
+    let records = read_jsonl(&out.join("sweep").join(phase["turns"].as_str().unwrap()));
+    let sessions = records
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut keys = BTreeMap::new();
+    for r in &records {
+        let key = (
+            r["session_id"].as_str().unwrap().to_owned(),
+            r["turn"].as_u64().unwrap(),
+        );
+        assert!(
+            keys.insert(key.clone(), r["shard"].as_u64()).is_none(),
+            "{key:?} twice"
+        );
+    }
+    (sessions, keys, records)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_level_sweep_on_four_shards_is_the_one_host_sweep() {
+    let sim = start_sim(SimConfig {
+        slots: 8,
+        ..replay_sim(trajectories())
+    })
+    .await;
+    let dir = scratch("sharded-sweep");
+    let config = config(dir.path(), &sim.url());
+    let (one, four) = (dir.path().join("one"), dir.path().join("four"));
+    run_ok(&config, &one, &[], dir.path()).await;
+    let report = run_ok(&config, &four, &["--shards", "4"], dir.path()).await;
+    let (s1, s4) = (
+        json(&one.join("sweep/summary.json")),
+        json(&four.join("sweep/summary.json")),
+    );
+    let (p1, p4) = (
+        s1["phases"].as_array().unwrap(),
+        s4["phases"].as_array().unwrap(),
+    );
+    assert_eq!(p4.len(), 3, "{report}");
+    for (a, b) in p1.iter().zip(p4) {
+        let level = a["level"].as_u64().unwrap();
+        assert_eq!(b["level"].as_u64(), Some(level));
+        let (sessions1, keys1, _) = journal(&one, a);
+        let (sessions4, keys4, records) = journal(&four, b);
+        // The same trajectories, each turn once, over the union of the shards.
+        assert_eq!(sessions1, sessions4, "level {level}");
+        assert_eq!(
+            keys1.keys().collect::<Vec<_>>(),
+            keys4.keys().collect::<Vec<_>>(),
+            "level {level}"
+        );
+        assert_eq!(sessions4.len() as u64, 2 * level, "level {level}");
+        // Agent `a` ran on shard `a mod 4`.
+        for r in &records {
+            assert_eq!(
+                r["shard"].as_u64(),
+                Some(r["agent"].as_u64().unwrap() % 4),
+                "{r}"
+            );
+        }
+        assert_eq!(b["trajectories_completed"].as_u64(), Some(2 * level), "{b}");
+        // Exact percentiles over the union: the merged summary's TTFT against the merged
+        // journal's window, recomputed here.
+        let w = &b["window"];
+        let (start, end) = (
+            w["start_ns"].as_u64().unwrap(),
+            w["end_ns"].as_u64().unwrap(),
+        );
+        let ttft: Vec<f64> = records
+            .iter()
+            .filter(|r| r["status"] == "completed")
+            .filter(|r| (start..=end).contains(&r["issued_ns"].as_u64().unwrap()))
+            .map(|r| {
+                (r["first_token_ns"].as_u64().unwrap() - r["issued_ns"].as_u64().unwrap()) as f64
+                    / 1e6
+            })
+            .collect();
+        let spread = Spread::of(ttft).unwrap();
+        let got: Spread = serde_json::from_value(b["ttft_ms"].clone()).unwrap();
+        assert_eq!(got, spread, "level {level}");
+        assert_eq!(w["measured"].as_u64(), Some(spread.n as u64));
+    }
+    // The per-phase shard folders were uploaded and merged; no level was cut.
+    assert!(four
+        .join("shards/3/sweep/phase-02-c6/turns.jsonl")
+        .is_file());
+    for p in p4 {
+        let why = p["end_reason"].as_str().unwrap();
+        assert!(!why.contains("cut"), "{why}");
+    }
+    assert!(report.contains("c6"), "{report}");
+}
+
+/// The phase-end barrier: the shard whose end rules hold first keeps its agents going
+/// (its turns issued after its rules held) until every shard's hold; then every shard
+/// stops, at one time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do() {
+    let sim = start_sim(SimConfig {
+        slots: 8,
+        ..replay_sim(trajectories())
+    })
+    .await;
+    let dir = scratch("sweep-barrier");
+    let config = config(dir.path(), &sim.url());
+    // Five agents on four shards: shard 0 runs two (agents 0 and 4), the others one each,
+    // and each holds a quarter of the 8 trajectories: shard 0 gets there first.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("levels = [2, 4, 6]", "levels = [5]")
+        .replace("min_trajectories = 0", "min_trajectories = 8")
+        .replace("min_per_agent = 2", "min_per_agent = 1")
+        .replace(
+            "max_trajectories_per_agent = 2",
+            "max_trajectories_per_agent = 6",
+        );
+    std::fs::write(&config, text).unwrap();
+    let four = dir.path().join("four");
+    let report = run_ok(&config, &four, &["--shards", "4"], dir.path()).await;
+    let merged = json(&four.join("sweep/summary.json"));
+    let phase = &merged["phases"][0];
+    assert_eq!(
+        phase["end_reason"], "end rules met on every shard",
+        "{report}"
+    );
+    let held: Vec<(u32, f64, f64, Vec<Value>)> = (0..4)
+        .map(|i| {
+            let at = four.join(format!("work/{i}/sweep/phase-00-c5"));
+            let s = json(&at.join("summary.json"));
+            (
+                i,
+                s["rules_held_s"].as_f64().unwrap(),
+                s["stopped_s"].as_f64().unwrap(),
+                read_jsonl(&at.join("turns.jsonl")),
+            )
+        })
+        .collect();
+    let first = held.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+    let last = held.iter().map(|h| h.1).fold(0.0, f64::max);
+    eprintln!(
+        "rules held: {:?}; stopped {:?}",
+        held.iter().map(|h| (h.0, h.1)).collect::<Vec<_>>(),
+        held.iter().map(|h| h.2).collect::<Vec<_>>()
+    );
+    assert!(last - first.1 > 0.05, "every shard's rules held together");
+    // The first shard's agents went on after its rules held...
+    let after = first
+        .3
+        .iter()
+        .filter(|r| {
+            r["issued_ns"]
+                .as_u64()
+                .is_some_and(|t| t as f64 / 1e9 > first.1)
+        })
+        .count();
+    assert!(
+        after > 0,
+        "shard {} sent nothing after its rules held",
+        first.0
+    );
+    // ...and every shard stopped after the last shard's rules held, within a few ms of the
+    // others (one end time, converted on each shard's clock).
+    let stops: Vec<f64> = held.iter().map(|h| h.2).collect();
+    assert!(stops.iter().all(|&s| s >= last), "{stops:?} before {last}");
+    let spread =
+        stops.iter().cloned().fold(0.0, f64::max) - stops.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(spread < 0.05, "stops {stops:?}");
+}
+
+/// A sharded sweep's Kubernetes objects: valid for `kubernetes-validate --strict`
+/// (offline, as tests/all/shards.rs checks a run's), the Job's deadline covering every
+/// level at its `max_phase_s` after its ramp, plus an hour and the linger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_sweep_s_kubernetes_objects_are_valid() {
+    let dir = scratch("k8s-sweep");
+    let config = manifest_dir().join("../../tests/k8s/sweep.toml");
+    let run = agentload(
+        &[
+            "k8s",
+            "manifest",
+            config.to_str().unwrap(),
+            "--shards",
+            "4",
+            "--image",
+            "registry.example/agentload:0.1.0",
+            "--linger-s",
+            "600",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(run.status.success(), "{}", text(&run));
+    let yaml = String::from_utf8(run.stdout).unwrap();
+    // 3 levels × (1800 s + a 60 s ramp) + 3600 + 600.
+    assert!(yaml.contains("activeDeadlineSeconds: 9780"), "{yaml}");
+    assert!(yaml.contains("rates = [5.0, 10.0, 20.0]"), "{yaml}");
+    assert!(
+        yaml.contains("completions: 4") && yaml.contains("parallelism: 4"),
+        "{yaml}"
+    );
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let tool = match std::env::var_os("AGENTLOAD_K8S_VALIDATE") {
+        Some(t) => std::path::PathBuf::from(t),
+        None if std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_some() => {
+            panic!(
+                "AGENTLOAD_K8S_VALIDATE is not set (scripts/test.sh installs kubernetes-validate)"
+            )
+        }
+        None => {
+            eprintln!("skipped: kubernetes-validate not installed (scripts/test.sh installs it)");
+            return;
+        }
+    };
+    let check = std::process::Command::new(&tool)
+        .arg("--strict")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(check.status.success(), "{said}");
+    assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
+}
