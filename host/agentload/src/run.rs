@@ -766,7 +766,7 @@ fn record_inputs(
         if manifest.aa_preflight.is_some() {
             // AA binds its run before the first replay request.
             let facts = agentload_results::aa::RunFacts::from_run_dir(out)?;
-            agentload_results::aa::write_measurement(&out.join("aa"), &facts)
+            agentload_results::aa::write_measurement(&dir, &facts)
                 .context("cannot write aa/measurement.json")?;
         }
     }

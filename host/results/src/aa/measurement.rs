@@ -4,9 +4,12 @@
 //! `prepare-submission` accepts only its own client's bindings).
 
 use super::RunFacts;
+use agentload_fs::OutDir;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
 
 /// `sha256:<hex>` of `bytes`, AA's digest spelling.
 fn digest(bytes: &[u8]) -> String {
@@ -147,13 +150,22 @@ pub fn measurement(facts: &RunFacts, hardware: &HardwareSnapshot) -> Value {
     })
 }
 
-/// Writes `dir/measurement.json` for `facts` (a new private file; AA's runs write it
-/// before their first request).
-pub fn write_measurement(dir: &Path, facts: &RunFacts) -> std::io::Result<std::path::PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join("measurement.json");
+/// Writes `aa/measurement.json` in the run directory `out` for `facts` (AA's
+/// runs write it before their first request): a new private file (mode 0600,
+/// never one that exists), the `aa` folder made when missing, neither reached
+/// through a link.
+pub fn write_measurement(out: &OutDir, facts: &RunFacts) -> std::io::Result<PathBuf> {
+    let rel = Path::new(super::files::AA_DIR).join("measurement.json");
+    let path = out.path(&rel);
     let value = measurement(facts, &HardwareSnapshot::collect());
-    super::files::create(&path, &super::files::pretty(value))?;
+    let mut file = out.create_new(&rel)?;
+    let context =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(context)?;
+    file.write_all(&super::files::pretty(value))
+        .map_err(context)?;
+    file.sync_all().map_err(context)?;
     Ok(path)
 }
 
@@ -188,5 +200,41 @@ mod tests {
         assert_eq!(m["observed_context_tokens"], 65_536);
         assert_eq!(m["hardware"]["kind"], "hardware_snapshot");
         assert!(m["hardware"]["logical_cpu_count"].as_u64().unwrap() >= 1);
+    }
+
+    #[test]
+    fn is_written_once_privately_and_never_through_a_link() {
+        let facts = RunFacts::default();
+        let tmp = tempfile::tempdir().unwrap();
+        let run = OutDir::new(tmp.path().join("run"));
+        let path = write_measurement(&run, &facts).unwrap();
+        assert_eq!(path, tmp.path().join("run/aa/measurement.json"));
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(written["kind"], "measurement_binding");
+        // Never replaced.
+        let again = write_measurement(&run, &facts).unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists, "{again}");
+
+        // A run directory whose `aa` is a link elsewhere: refused, nothing written there.
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let linked = tmp.path().join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, linked.join("aa")).unwrap();
+        let err = write_measurement(&OutDir::new(&linked), &facts).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+        // A planted link at the file itself: refused, its target untouched.
+        let planted = tmp.path().join("planted");
+        std::fs::create_dir_all(planted.join("aa")).unwrap();
+        let target = tmp.path().join("target.json");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, planted.join("aa/measurement.json")).unwrap();
+        let err = write_measurement(&OutDir::new(&planted), &facts).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }
 }
