@@ -44,14 +44,7 @@ impl Workload for AaReplay {
     fn configure(&mut self, config: Config) -> Result<Vec<Session>, Error> {
         let replay = Replay::configure(&config)?;
         let sessions = replay.sessions();
-        agentload_sdk::log::info(&format!(
-            "{} ({}): {} tasks, {} turns, workload digest {}",
-            replay.manifest.name,
-            replay.manifest.file,
-            sessions.len(),
-            sessions.iter().map(|s| s.expected_turns).sum::<u32>(),
-            replay.digest
-        ));
+        agentload_sdk::log::info(&replay.summary_line(&sessions));
         self.replay = Some(replay);
         Ok(sessions)
     }

@@ -178,6 +178,28 @@ impl Replay {
             .collect()
     }
 
+    /// What `configure` read, for the log: the manifest's tasks and turns,
+    /// and the sessions planned when they are not one per task (a sweep's
+    /// passes over the tasks).
+    pub fn summary_line(&self, sessions: &[Session]) -> String {
+        let turns: usize = self.tasks.iter().map(|t| t.turns.len()).sum();
+        let mut line = format!(
+            "{} ({}): {} tasks, {turns} turns, workload digest {}",
+            self.manifest.name,
+            self.manifest.file,
+            self.tasks.len(),
+            self.digest
+        );
+        if sessions.len() != self.tasks.len() {
+            let planned: u32 = sessions.iter().map(|s| s.expected_turns).sum();
+            line.push_str(&format!(
+                "; {} sessions planned ({planned} turns)",
+                sessions.len()
+            ));
+        }
+        line
+    }
+
     /// The task a session replays (`<task_id>` or `<task_id>#<pass>`).
     fn task(&self, session: &str) -> Result<&TaskReplay, Error> {
         let find = |id: &str| self.tasks.iter().find(|t| t.task_id == id);

@@ -205,6 +205,16 @@ fn a_sweep_issues_the_tasks_again_and_sets_the_tool_mode() {
             Session::new("a#2", 2),
         ]
     );
+    // The log line counts the manifest's tasks and turns, and the sessions apart.
+    let replay = w.replay.as_ref().unwrap();
+    let line = replay.summary_line(&sessions);
+    assert!(
+        line.contains(": 2 tasks, 3 turns, workload digest sha256:"),
+        "{line}"
+    );
+    assert!(line.ends_with("; 5 sessions planned (8 turns)"), "{line}");
+    let one_each = replay.summary_line(&sessions[..2]);
+    assert!(!one_each.contains("planned"), "{one_each}");
     let first = w.start("a").unwrap().into_request("a");
     let again = w.start("a#2").unwrap().into_request("a#2");
     assert_eq!(first.messages, again.messages);
