@@ -44,13 +44,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
+
+import compare_processes as processes
 
 # Fields that name the run, its time or its place, not its measurement.
 EXCLUDED = {
@@ -135,37 +135,7 @@ def start_sim(args, req_log: Path, log_path: Path) -> tuple[subprocess.Popen, st
            "--log-requests", str(req_log)]
     if args.sim_cpus:
         cmd += ["--cpus", args.sim_cpus]
-    log("simulator: " + " ".join(cmd))
-    errf = log_path.open("w")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, text=True)
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"simulator did not print its URL (got {url!r}); see {log_path}")
-    return proc, url
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def run_logged(cmd: list[str], env: dict, log_path: Path, timeout: float) -> float:
-    log(" ".join(cmd))
-    t0 = time.monotonic()
-    with log_path.open("w") as f:
-        rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
-    dt = time.monotonic() - t0
-    if rc != 0:
-        tail = log_path.read_text(errors="replace")[-3000:]
-        log(tail)
-        raise SystemExit(2)
-    return dt
+    return processes.start_sim(cmd, log_path, log)
 
 
 def toml_value(v) -> str:
@@ -328,21 +298,21 @@ def run(args) -> int:
     # AA's harness.
     sim, url = start_sim(args, out / "aa/requests.jsonl", out / "aa/sim.log")
     try:
-        seconds["aa"] = run_logged(
+        seconds["aa"] = processes.run_logged(
             [args.aa_cli, "run", "--base-url", f"{url}/v1", "--model", args.model, "--output-dir",
              str(out / "aa/run"), "--cache-namespace", args.namespace, "--no-progress"],
-            env, out / "aa/run.log", args.timeout)
+            env, out / "aa/run.log", args.timeout, log)
     finally:
-        stop(sim)
+        processes.stop(sim)
     # agentload.
     config = agentload_config(args, out / "agentload")
     sim, url = start_sim(args, out / "agentload/requests.jsonl", out / "agentload/sim.log")
     try:
-        seconds["agentload"] = run_logged(
+        seconds["agentload"] = processes.run_logged(
             [args.agentload, "run", str(config), "--endpoint", url, "--out", str(out / "agentload/run")],
-            env, out / "agentload/run.log", args.timeout)
+            env, out / "agentload/run.log", args.timeout, log)
     finally:
-        stop(sim)
+        processes.stop(sim)
     aa_dir, al_dir = out / "aa/run", out / "agentload/run/aa"
     report = {
         "agentperf_local": "0.3.4",

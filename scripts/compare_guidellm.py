@@ -63,6 +63,8 @@ import sys
 import time
 from pathlib import Path
 
+import compare_processes as processes
+
 WORDS = (
     "the build fails when the parser reads an empty config file so check the "
     "loader handle missing keys return defaults write a test for each case run "
@@ -255,14 +257,7 @@ def start_sim(args, log_path: Path) -> tuple[subprocess.Popen, str]:
         "--prefill-tps", str(args.prefill_tps), "--decode-tps", str(args.decode_tps),
         "--time-scale", str(args.time_scale),
     ]
-    log(f"starting simulator: {' '.join(cmd)}")
-    errf = log_path.open("w")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, text=True)
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"simulator did not print its URL (got {url!r}); see {log_path}")
-    return proc, url
+    return processes.start_sim(cmd, log_path, log)
 
 
 # ---------------------------------------------------------------- parsing
@@ -502,11 +497,7 @@ def main() -> None:
                 for tool in ("guidellm", "agentload"):
                     run_tool(tool, tag, rep)
     finally:
-        sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
+        processes.stop(sim, timeout=10)
 
     with (out / "requests.jsonl").open("w") as f:
         for r in runs:

@@ -64,11 +64,12 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import compare_processes as processes
 
 SERIES_TOKENS = ("input_sequence_lengths", "output_sequence_lengths")
 SERIES_TIMES = ("ttft", "latency", "tpot")
@@ -231,37 +232,7 @@ def start_sim(args, data: Path, req_log: Path, log_path: Path, extra: list[str])
     cmd = [args.agentload, "sim", "--port", "0", "--responder", "oracle", "--dataset", str(data),
            "--time-scale", str(args.time_scale), "--slots", "8", "--tokenizer", "qwen",
            "--log-requests", str(req_log)] + extra
-    log("simulator: " + " ".join(cmd))
-    errf = log_path.open("w")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, text=True)
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"simulator did not print its URL (got {url!r}); see {log_path}")
-    return proc, url
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def run_logged(cmd: list[str], env: dict, log_path: Path, timeout: float) -> float:
-    log(" ".join(cmd))
-    t0 = time.monotonic()
-    with log_path.open("w") as f:
-        rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
-    dt = time.monotonic() - t0
-    if rc != 0:
-        tail = log_path.read_text(errors="replace")[-3000:]
-        raise SystemExit(f"{cmd[0]} exited {rc} after {dt:.0f} s; log {log_path}:\n{tail}")
-    log(f"  done in {dt:.1f} s")
-    return dt
+    return processes.start_sim(cmd, log_path, log)
 
 
 REFERENCE_YAML = """\
@@ -636,15 +607,15 @@ def run_scenario(args, out: Path, name: str, data: Path, n_conv: int, passes: in
                 cfg = sdir / "reference.yaml"
                 cfg.write_text(REFERENCE_YAML.format(tokenizer=json.dumps(args.tokenizer_dir), data=json.dumps(str(data)),
                                                      n=n, c=concurrency, url=json.dumps(url), out=json.dumps(str(cdir))))
-                walls[client] = run_logged([args.reference_cli, "benchmark", "from-config", "--config", str(cfg),
-                                            "--mode", "perf"], ref_env, sdir / "reference.log", args.timeout)
+                walls[client] = processes.run_logged([args.reference_cli, "benchmark", "from-config", "--config", str(cfg),
+                                                      "--mode", "perf"], ref_env, sdir / "reference.log", args.timeout, log)
             else:
                 cfg = sdir / "agentload.toml"
                 cfg.write_text(agentload_config(Path(args.preset), data.parent, n, concurrency, args.agentload_tokenizer))
-                walls[client] = run_logged([args.agentload, "run", str(cfg), "--endpoint", url, "--mode", "perf",
-                                            "--out", str(cdir)], al_env, sdir / "agentload.log", args.timeout)
+                walls[client] = processes.run_logged([args.agentload, "run", str(cfg), "--endpoint", url, "--mode", "perf",
+                                                      "--out", str(cdir)], al_env, sdir / "agentload.log", args.timeout, log)
         finally:
-            stop(sim)
+            processes.stop(sim)
     log(f"{name}: comparing")
     ref = parse_reference(sdir / "reference")
     al = parse_agentload(sdir / "agentload")

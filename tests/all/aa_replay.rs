@@ -417,16 +417,7 @@ async fn a_server_that_drops_ignore_eos_is_refused_leaving_nothing_behind() {
     let dir = scratch("aa-drops");
     let config = preset(dir.path(), "aa-mini.toml", &server.url, "");
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let said = text(&run);
     assert!(!run.status.success(), "{said}");
     assert!(
@@ -453,16 +444,7 @@ async fn short_exact_turns_fail_with_agentperf_locals_message_and_the_run_goes_o
     let dir = scratch("aa-short");
     let config = preset(dir.path(), "aa-mini.toml", &server.url, "");
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let said = text(&run);
     // Every turn was sent (2 probes + 6 turns), each failed with AA's words.
     assert_eq!(server.posts().len(), 8, "{said}");
@@ -547,20 +529,8 @@ async fn bad_manifests_are_refused_before_any_request_naming_file_line_and_key()
             replay.join("manifest.json").display()
         );
         let folder_grant = format!("performance.replay={}", replay.display());
-        let run = agentload(
-            &[
-                "run",
-                config.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--grant",
-                &manifest_grant,
-                "--grant",
-                &folder_grant,
-            ],
-            dir.path(),
-        )
-        .await;
+        let grants = ["--grant", &manifest_grant, "--grant", &folder_grant];
+        let run = run_config(&config, &out, &grants, dir.path()).await;
         let said = text(&run);
         assert!(!run.status.success(), "{name}: {said}");
         assert!(said.contains(says), "{name}: {said}");
@@ -571,16 +541,7 @@ async fn bad_manifests_are_refused_before_any_request_naming_file_line_and_key()
         .replace("policy = \"exact\"", "policy = \"exactly\"");
     std::fs::write(&config, bad).unwrap();
     let out = dir.path().join("out-policy");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let said = text(&run);
     assert!(!run.status.success(), "{said}");
     assert!(said.contains("unknown variant `exactly`"), "{said}");

@@ -112,16 +112,7 @@ async fn an_untrusted_ca_is_refused_before_any_request() {
     let sim = tls_sim(&pki, false).await;
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 1", "");
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let output = text(&run);
     assert!(!run.status.success(), "{output}");
     assert!(
@@ -139,18 +130,7 @@ async fn insecure_is_said_recorded_and_refused_in_a_submission() {
     let sim = tls_sim(&pki, false).await;
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 1", "");
     let out = dir.path().join("out");
-    let refused = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--insecure",
-            "--submission",
-        ],
-        dir.path(),
-    )
-    .await;
+    let refused = run_config(&config, &out, &["--insecure", "--submission"], dir.path()).await;
     let output = text(&refused);
     assert!(!refused.status.success(), "{output}");
     assert!(

@@ -87,16 +87,7 @@ async fn server_text_is_shown_escaped_on_the_console_and_in_the_reports() {
         &telemetry,
     );
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let console = text(&run);
     assert_eq!(run.status.code(), Some(4), "every turn failed: {console}");
     // The cause is shown, its escapes as text.

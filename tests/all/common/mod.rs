@@ -169,9 +169,8 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// `agentload run CONFIG --out OUT EXTRA...` in `cwd`, which must succeed;
-/// returns its output.
-pub async fn run_ok(config: &Path, out: &Path, extra: &[&str], cwd: &Path) -> String {
+/// `agentload run CONFIG --out OUT EXTRA...` in `cwd`, whatever its outcome.
+pub async fn run_config(config: &Path, out: &Path, extra: &[&str], cwd: &Path) -> Output {
     let mut args = vec![
         "run",
         config.to_str().unwrap(),
@@ -179,7 +178,12 @@ pub async fn run_ok(config: &Path, out: &Path, extra: &[&str], cwd: &Path) -> St
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let run = agentload(&args, cwd).await;
+    agentload(&args, cwd).await
+}
+
+/// [`run_config`], which must succeed; returns its output.
+pub async fn run_ok(config: &Path, out: &Path, extra: &[&str], cwd: &Path) -> String {
+    let run = run_config(config, out, extra, cwd).await;
     let output = text(&run);
     assert!(run.status.success(), "{output}");
     output
