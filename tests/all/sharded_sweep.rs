@@ -219,6 +219,135 @@ async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do(
     assert!(spread < 0.05, "stops {stops:?}");
 }
 
+/// A rate sweep on four shards: every shard draws each level's one global schedule and
+/// sends arrivals `k mod 4` of it, so each due time is the one-host sweep's, sent once, by
+/// one shard; the merged level's arrivals summary is over the union (its delivered count
+/// is the merged journal's sessions, its dispatch the shards' sum).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_sweep_on_four_shards_sends_the_one_host_schedule_once() {
+    let sim = start_sim(SimConfig {
+        time_scale: 0.001,
+        slots: 256,
+        decode_batch_slowdown: 0.0,
+        responder: agentload_sim::ResponderConfig::Fill { default_tokens: 8 },
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = scratch("sharded-rate-sweep");
+    let text = format!(
+        r#"name = "sharded-rate-sweep"
+[model]
+name = "test-model"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+[load.arrivals]
+of = "sessions"
+process = "poisson"
+seed = 3
+[performance]
+workload = "agentic-synth"
+[performance.settings]
+seed = 1
+turns_min = 2
+turns_max = 3
+system_words = 20
+max_context = 1024
+context = {{ median = 100.0, sigma = 0.3, min = 20, max = 400 }}
+tool_output = {{ median = 20.0, sigma = 0.3, min = 5, max = 80 }}
+tool_call_osl = {{ median = 4.0, sigma = 0.2, min = 2, max = 8 }}
+reasoning_osl = {{ median = 8.0, sigma = 0.2, min = 4, max = 16 }}
+tool_delay_ms = {{ median = 20.0, sigma = 0.3, min = 5, max = 50 }}
+[sweep]
+rates = [20.0, 40.0]
+min_trajectories = 12
+min_per_agent = 0
+steady_state_s = 1.0
+warmup_s = 0.2
+max_phase_s = 30.0
+max_tokens = 64
+keep_workload_max_tokens = true
+tool_delay = "recorded"
+"#,
+        url = sim.url()
+    );
+    let config = dir.path().join("sweep.toml");
+    std::fs::write(&config, text).unwrap();
+    let (one, four) = (dir.path().join("one"), dir.path().join("four"));
+    run_ok(&config, &one, &[], dir.path()).await;
+    let report = run_ok(&config, &four, &["--shards", "4"], dir.path()).await;
+    let (s1, s4) = (
+        json(&one.join("sweep/summary.json")),
+        json(&four.join("sweep/summary.json")),
+    );
+    let phases = s4["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2, "{report}");
+    for (a, b) in s1["phases"].as_array().unwrap().iter().zip(phases) {
+        let rate = b["rate"].as_f64().unwrap();
+        assert_eq!(a["rate"].as_f64(), Some(rate));
+        // Each session's first turn: its due time (the arrival's) and who sent it.
+        let arrivals = |out: &Path, p: &Value| -> BTreeMap<u64, (u64, Option<u64>)> {
+            let mut first = BTreeMap::new();
+            for r in read_jsonl(&out.join("sweep").join(p["turns"].as_str().unwrap())) {
+                if r["turn"] != 1 {
+                    continue;
+                }
+                let k: u64 = r["session_id"].as_str().unwrap()["synth-".len()..]
+                    .parse()
+                    .unwrap();
+                let due = r["scheduled_ns"].as_u64().unwrap();
+                let was = first.insert(k, (due, r["shard"].as_u64()));
+                assert!(was.is_none(), "r{rate}: arrival {k} sent twice");
+            }
+            first
+        };
+        let (a1, a4) = (arrivals(&one, a), arrivals(&four, b));
+        // The levels end by their end rules, at different times: the arrivals both sent.
+        let both: Vec<u64> = a4.keys().filter(|k| a1.contains_key(k)).copied().collect();
+        assert!(
+            both.len() >= 12,
+            "r{rate}: {} arrivals in common",
+            both.len()
+        );
+        // Both sent a prefix of the one schedule: nothing skipped (the shards stop at one
+        // end time, on clocks a few ms apart: of the last few due, one may be sent and an
+        // earlier one, on another shard, not).
+        let n1 = a1.len() as u64;
+        let n4 = a4.len() as u64;
+        assert_eq!(
+            a1.keys().copied().collect::<Vec<_>>(),
+            (0..n1).collect::<Vec<_>>()
+        );
+        let last = *a4.keys().last().unwrap();
+        let skipped: Vec<u64> = (0..last).filter(|k| !a4.contains_key(k)).collect();
+        assert!(
+            skipped.iter().all(|&k| k + 4 > last),
+            "r{rate}: skipped {skipped:?}"
+        );
+        for k in both {
+            let ((d1, _), (d4, shard)) = (a1[&k], a4[&k]);
+            // The merged time line moves each shard's by its start skew, within ms.
+            let off = d4 as i64 - d1 as i64;
+            assert!(
+                off.abs() < 50_000_000,
+                "r{rate}: arrival {k} due {off} ns off"
+            );
+            assert_eq!(shard, Some(k % 4), "r{rate}: arrival {k}");
+        }
+        // The merged level's arrivals: over the union, the dispatch summed.
+        let d = &b["arrivals"];
+        assert_eq!(d["delivered"]["arrivals"].as_u64(), Some(n4), "{d}");
+        assert_eq!(d["dispatch"]["released"].as_u64(), Some(n4), "{d}");
+        assert!(b["trajectories_completed"].as_u64().unwrap() >= 12, "{b}");
+    }
+    // Every shard uploaded its level folders.
+    for i in 0..4 {
+        assert!(four
+            .join(format!("shards/{i}/sweep/phase-01-r40/turns.jsonl"))
+            .is_file());
+    }
+}
+
 /// A sharded sweep's Kubernetes objects: valid for `kubernetes-validate --strict`
 /// (offline, as tests/all/shards.rs checks a run's), the Job's deadline covering every
 /// level at its `max_phase_s` after its ramp, plus an hour and the linger.

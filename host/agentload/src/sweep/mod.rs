@@ -112,6 +112,17 @@ impl ShardSweep {
         let n = self.count;
         total / n + u32::from(self.index < total % n)
     }
+
+    /// This shard's share of `min_trajectories` at a level of `agents`: split over the
+    /// shards that run any of them (agents `a mod N`: shards `0..min(agents, N)`), so the
+    /// union still asks for all of it when the level has fewer agents than shards.
+    fn share_of_agents(&self, total: u32, agents: usize) -> u32 {
+        let k = (agents.min(self.count as usize) as u32).max(1);
+        match self.index < k {
+            true => total / k + u32::from(self.index < total % k),
+            false => 0,
+        }
+    }
 }
 
 /// One phase in `summary.json`.
@@ -282,6 +293,14 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         .create_dir("sweep")
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let live = phase.live_history();
+    if let (Some(s), Some(cap)) = (&shard, config.load.arrivals.as_ref().and_then(|a| a.cap())) {
+        anyhow::ensure!(
+            cap >= s.count as usize || sweep.rates.is_empty(),
+            "load.arrivals.max_in_flight = {cap} cannot be split over {} shards: every shard \
+             needs at least one",
+            s.count
+        );
+    }
     let mut phases = Vec::new();
     for (index, level) in Level::all(sweep).into_iter().enumerate() {
         if stop.stopped() {
@@ -341,7 +360,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             .clone()
             .unwrap_or_else(default_arrivals);
         let cap = arrivals.cap().map(|c| match &shard {
-            Some(s) => s.share(c as u32).max(1) as usize,
+            Some(s) => s.share(c as u32) as usize,
             None => c,
         });
         let connections = match level {
@@ -399,7 +418,7 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
         let (run, dispatch, back) = match level {
             Level::Agents(n) => {
                 let wanted = match &shard {
-                    Some(s) => s.share(sweep.min_trajectories),
+                    Some(s) => s.share_of_agents(sweep.min_trajectories, n),
                     None => sweep.min_trajectories,
                 };
                 let (run, back) = agents::run(
@@ -823,5 +842,36 @@ mod tests {
         }
         assert!(x > 0);
         assert!(cpu_seconds().unwrap() > a);
+    }
+
+    struct NoBarriers;
+
+    impl Barriers for NoBarriers {
+        fn start(&self, _: usize) -> BoxFuture<'_, Result<Instant, String>> {
+            Box::pin(async { Err("none".to_owned()) })
+        }
+        fn end(&self, _: usize) -> BoxFuture<'_, Result<Instant, String>> {
+            Box::pin(async { Err("none".to_owned()) })
+        }
+    }
+
+    #[test]
+    fn the_end_rules_split_over_the_shards_that_run_agents() {
+        let shard = |index| ShardSweep {
+            index,
+            count: 4,
+            barriers: Arc::new(NoBarriers),
+        };
+        let shares = |total, agents| -> Vec<u32> {
+            (0..4)
+                .map(|i| shard(i).share_of_agents(total, agents))
+                .collect()
+        };
+        assert_eq!(shares(8, 5), [2, 2, 2, 2]);
+        assert_eq!(shares(10, 16), [3, 3, 2, 2]);
+        // One agent: shard 0 alone runs it, and holds all of the level's trajectories.
+        assert_eq!(shares(8, 1), [8, 0, 0, 0]);
+        assert_eq!(shares(7, 2), [4, 3, 0, 0]);
+        assert!((0..4).all(|i| shard(i).owns(i as usize + 4)));
     }
 }
