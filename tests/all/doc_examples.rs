@@ -11,11 +11,14 @@
 //!   suite.
 //!
 //! Each page's `test` blocks run in order as one `bash -euo pipefail` script,
-//! as a reader runs them in one shell, in a scratch directory holding
-//! `configs/` (the checkout's) and `data/` (the data directory, read-only),
-//! with the built `agentload` first on `PATH`. A job started in the
-//! background (`agentload sim ... &`) is waited for until its `--port`
-//! answers, and stopped when the page ends.
+//! as a reader runs them in one shell from the repository root: in a scratch
+//! directory holding `configs/` and `tests/` (the checkout's) and `data/` (the
+//! data directory, read-only), with the built `agentload` first on `PATH`. A
+//! job started in the background (`agentload sim ... &`) is waited for until
+//! its `--port` answers, and stopped when the page ends. A page that reads
+//! `results/demo` without running `agentload demo` itself finds there a copy
+//! of an earlier page's demo (the README's), as a reader who followed the
+//! README has it.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -185,6 +188,9 @@ async fn the_blocks_marked_test_run_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut ran = 0;
+    // `agentload demo`'s results, from the first page that made them.
+    let demo = scratch("doc-examples-demo");
+    let demo_results = demo.path().join("demo");
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         let tests: Vec<Block> = blocks(&text)
@@ -197,9 +203,23 @@ async fn the_blocks_marked_test_run_as_written() {
         let name = relative(&page);
         let dir = scratch("doc-examples");
         std::os::unix::fs::symlink(root().join("configs"), dir.path().join("configs")).unwrap();
+        std::os::unix::fs::symlink(root().join("tests"), dir.path().join("tests")).unwrap();
         std::os::unix::fs::symlink(data_dir(), dir.path().join("data")).unwrap();
+        let script = script(&name, &tests);
+        if script.contains("results/demo") && !script.contains("agentload demo") {
+            if !demo_results.is_dir() {
+                run_ok(
+                    std::process::Command::new(&bin)
+                        .args(["demo", "--out"])
+                        .arg(&demo_results)
+                        .env("AGENTLOAD_DATA_DIR", data_dir()),
+                );
+            }
+            std::fs::create_dir_all(dir.path().join("results")).unwrap();
+            copy_dir(&demo_results, &dir.path().join("results/demo"));
+        }
         let run = tokio::process::Command::new("bash")
-            .args(["-euo", "pipefail", "-c", &script(&name, &tests)])
+            .args(["-euo", "pipefail", "-c", &script])
             .current_dir(dir.path())
             .env("PATH", &path)
             .env("AGENTLOAD_DATA_DIR", data_dir())
@@ -219,8 +239,23 @@ async fn the_blocks_marked_test_run_as_written() {
             text_of(&out)
         );
         ran += tests.len();
+        let made = dir.path().join("results/demo");
+        if !demo_results.is_dir() && made.join("run_manifest.json").is_file() {
+            copy_dir(&made, &demo_results);
+        }
     }
     assert!(ran >= 3, "only {ran} blocks marked test");
+}
+
+/// Runs a command to its end; it must succeed.
+fn run_ok(command: &mut std::process::Command) {
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{command:?}: {}", text_of(&out));
+}
+
+/// A copy of the directory `from` at `to` (`cp -a`: links kept as links).
+fn copy_dir(from: &Path, to: &Path) {
+    run_ok(std::process::Command::new("cp").arg("-a").arg(from).arg(to));
 }
 
 fn text_of(out: &std::process::Output) -> String {
