@@ -215,7 +215,7 @@ pub(super) enum Command {
     },
     /// Score a finished run's recorded completions again (no endpoint).
     #[command(
-        after_help = "Examples:\n  agentload rescore results/edge                    # same scorers: reports reproduced byte for byte\n  agentload rescore results/edge --scorer target/plugins/bfcl_ast_v2.wasm --out results/edge-v2"
+        after_help = "Examples:\n  agentload rescore results/edge                    # same scorers: reports reproduced byte for byte\n  agentload rescore results/acc --scorer target/plugins/bfcl_ast_v2.wasm --out results/acc-v2   # a --mode accuracy run: --scorer replaces every phase's scorer"
     )]
     Rescore {
         /// The run's output directory.
