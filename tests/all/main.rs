@@ -19,6 +19,7 @@ mod audit_flow;
 mod authoring;
 mod bfcl_multi_turn;
 mod cli_in_process;
+mod closed_loop;
 mod config_cli;
 mod data_grants;
 mod datacenter;

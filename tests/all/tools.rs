@@ -48,7 +48,7 @@ fn repo(dir: &Path) -> PathBuf {
 }
 
 /// `agentload dataset workspace` of the repository: the archive and its sha256.
-async fn packed(dir: &Path) -> (PathBuf, String) {
+pub(super) async fn packed(dir: &Path) -> (PathBuf, String) {
     let root = repo(dir);
     let archive = dir.join("repo.tar");
     let out = agentload(

@@ -389,8 +389,9 @@ fn select(config: &mut RunConfig, overrides: &Overrides) -> Result<Selected> {
 }
 
 /// The benchmark's rules, before anything is compiled, read or sent: a
-/// submission run refuses an unverified server certificate and any
-/// deviation. Returns the config as `config.toml` records it and its
+/// submission run refuses an unverified server certificate, closed-loop
+/// replay and any deviation (and a closed-loop run's workspace must be the
+/// locked one, [`crate::tools::closed::check`]). Returns the config as `config.toml` records it and its
 /// compliance with the ruleset.
 fn check_rules(
     config: &RunConfig,
@@ -403,6 +404,7 @@ fn check_rules(
              certificate must be verified (trust a private CA with endpoint.tls.ca_file)"
         );
     }
+    crate::tools::closed::check(config, submission, overrides.resume)?;
     let config_toml = toml::to_string(config)?;
     let compliance = agentload_config::rules::check(
         &serde_json::to_value(config)?,
@@ -1020,7 +1022,7 @@ fn prepare(
             .as_deref()
             .map(|spec| scope.spawn(|| load_scorer(spec)));
         let sessions = block_on(workload.configure(PluginConfig {
-            settings_json: table_json(&phase.settings),
+            settings_json: table_json(&phase.plugin_settings()),
             files: files.clone(),
             nonce: policy.nonce.to_owned(),
         }));
@@ -1248,9 +1250,8 @@ async fn execute(
         }
         None => None,
     };
-    let context =
-        crate::context::context_window(config, prepared.config.live_history(), cx.counter.as_ref())
-            .await?;
+    let checked = prepared.config.live_history() || prepared.config.closed_history();
+    let context = crate::context::context_window(config, checked, cx.counter.as_ref()).await?;
     let engine = Arc::new(Engine {
         workload,
         sender: TurnSender {
@@ -1266,6 +1267,7 @@ async fn execute(
         context,
         twins,
         failed_turn: config.load.failed_turn,
+        closed: crate::tools::closed::start(config, &prepared.config).await?,
     });
     engine
         .stop
@@ -1529,6 +1531,10 @@ async fn run_performance(
     )
     .await?;
     cx.dir.write_json("sessions.json", &ex.sessions)?;
+    let order: Vec<String> = ex.plans.iter().map(|p| p.id.clone()).collect();
+    text.push_str(&crate::tools::closed::after_performance(
+        &ex.phase, &ex.log, &order, &cx.dir,
+    )?);
     // The metrics count the turns issued inside the performance window (closed loop: the
     // reference's; after a ramp: from its end); the tail is journalled and scored all the
     // same. Open-loop arrivals have no slots to refill: every turn after the ramp counts.
@@ -1579,7 +1585,6 @@ async fn run_performance(
         }
     }
     // Each session's numbers, and the sessions together.
-    let order: Vec<String> = ex.plans.iter().map(|p| p.id.clone()).collect();
     let ends: agentload_results::sessions::Ends = ex
         .sessions
         .iter()

@@ -82,6 +82,10 @@ pub struct RunConfig {
     /// goodput (`session_metrics.jsonl`, `agentload.sessions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_slo: Option<SessionSlo>,
+    /// The tool sandbox of closed-loop replay (`history = "closed"` in a
+    /// phase's settings): needed by such a phase, refused without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<tools::ToolsConfig>,
 }
 
 /// A session meets its SLO when it finished and at least `min_turn_share`
@@ -437,6 +441,25 @@ impl PhaseConfig {
     pub fn live_history(&self) -> bool {
         self.settings.get("history").and_then(toml::Value::as_str) == Some("live")
     }
+
+    /// Whether the workload runs closed-loop (`history = "closed"`): the
+    /// host sends the workload's first request, then owns the conversation,
+    /// answering each reply's tool calls from the sandbox (`[tools]`). Never
+    /// official.
+    pub fn closed_history(&self) -> bool {
+        self.settings.get("history").and_then(toml::Value::as_str) == Some("closed")
+    }
+
+    /// The settings the workload plugin is given: a closed-loop phase's
+    /// workload runs in recorded mode (it makes the first request and, step
+    /// by step, the recording the closed turns are compared with).
+    pub fn plugin_settings(&self) -> toml::Table {
+        let mut settings = self.settings.clone();
+        if self.closed_history() {
+            settings.insert("history".into(), toml::Value::String("recorded".into()));
+        }
+        settings
+    }
 }
 
 fn default_version() -> String {
@@ -723,6 +746,29 @@ impl RunConfig {
         }
         if let Some(telemetry) = &self.telemetry {
             telemetry.check().map_err(keyed)?;
+        }
+        if let Some(tools) = &self.tools {
+            tools.check().map_err(keyed)?;
+        }
+        let closed = [("performance", &self.performance), ("accuracy", &self.accuracy)]
+            .into_iter()
+            .filter_map(|(name, phase)| Some((name, phase.as_ref()?)))
+            .find(|(_, phase)| phase.closed_history());
+        match closed {
+            Some((name, _)) if self.tools.is_none() => {
+                return Err(invalid(
+                    &format!("{name}.settings.history"),
+                    "closed-loop replay runs the model's tool calls in the sandbox: it needs a \
+                     [tools] table with the workspace ([tools.workspace] archive and sha256)",
+                ));
+            }
+            Some((name, _)) if self.sweep.is_some() => {
+                return Err(invalid(
+                    &format!("{name}.settings.history"),
+                    "closed-loop replay runs as one pass (a [sweep] is not supported with it)",
+                ));
+            }
+            _ => {}
         }
         if let Some(slo) = &self.session_slo {
             for (key, v) in [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms)] {

@@ -1,11 +1,114 @@
-//! The tool sandbox's limits: what the tool environment's instances and
-//! sessions may use, and the step and fuel budgets of one call
+//! The tool sandbox in a run config: `[tools]`, what closed-loop replay
+//! (`history = "closed"`) runs its sessions' tool calls on (the tool
+//! environment, the granted workspace, the session's turn cap, how tool
+//! results are written), and `[tools.limits]`, what the environment's
+//! instances and sessions may use and the step and fuel budgets of one call
 //! (`agentload tools exec` and `fidelity` run under the defaults).
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// `[tools]`: closed-loop replay's sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// The tool environment: a plugin name found where plugins are
+    /// (`shell-tools`, the default) or a path to a `.wasm`.
+    #[serde(default = "default_environment")]
+    pub environment: String,
+    /// The repository every closed-loop session works in (each session on
+    /// a copy-on-write copy of its own).
+    pub workspace: WorkspaceGrant,
+    /// The most requests one closed-loop session sends: after the reply to
+    /// the last one the session ends (`turn_cap`), its calls not run.
+    #[serde(default = "default_max_turns")]
+    pub max_turns: u32,
+    /// Tool environment instances, each on a thread of its own, sessions
+    /// spread over them (each session bound to one).
+    #[serde(default = "default_instances")]
+    pub instances: usize,
+    /// How a tool result is written into the next request: as the
+    /// recording's agent harness wrote it. Default: `openclaw` for the
+    /// `aa-replay` workload, `mini-swe-agent` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<ToolMessages>,
+    #[serde(default)]
+    pub limits: ToolLimitsConfig,
+}
+
+/// `[tools.workspace]`: a workspace archive, locked by its digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceGrant {
+    /// The archive (`agentload dataset workspace DIR --out F` makes one);
+    /// relative to the data directory unless absolute.
+    pub archive: PathBuf,
+    /// Its sha256 (hex): another archive is refused before any request.
+    pub sha256: String,
+    /// Where its files are in the sandbox; the shell starts there.
+    #[serde(default = "default_mount")]
+    pub mount: String,
+    /// The branch `git` names.
+    #[serde(default = "default_branch")]
+    pub branch: String,
+}
+
+/// `tools.messages`: which harness's words a tool result is written in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolMessages {
+    /// mini-swe-agent's (the MLPerf Edge Agentic trajectories):
+    /// `<returncode>N</returncode>` then `<output>`, long outputs cut to
+    /// their ends with its warning.
+    MiniSweAgent,
+    /// OpenClaw's (AA's replays): a two-space indented JSON object,
+    /// `returncode` then `output`.
+    Openclaw,
+    /// The tool's output as it is.
+    Plain,
+}
+
+fn default_environment() -> String {
+    "shell-tools".into()
+}
+fn default_max_turns() -> u32 {
+    50
+}
+fn default_instances() -> usize {
+    2
+}
+fn default_mount() -> String {
+    "/workspace".into()
+}
+fn default_branch() -> String {
+    "main".into()
+}
+
+impl ToolsConfig {
+    /// Checks the table; the error names the key.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, why: &str| Err((format!("tools.{key}"), why.to_owned()));
+        if self.max_turns == 0 {
+            return bad("max_turns", "must be at least 1");
+        }
+        if self.instances == 0 || self.instances > 256 {
+            return bad("instances", "must be between 1 and 256");
+        }
+        let hex = self.workspace.sha256.strip_prefix("sha256:").unwrap_or(&self.workspace.sha256);
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return bad("workspace.sha256", "must be 64 hex digits (the archive's sha256)");
+        }
+        if !self.workspace.mount.starts_with('/') {
+            return bad("workspace.mount", "must be an absolute path in the sandbox");
+        }
+        self.limits.check()
+    }
+}
 
 /// `[tools.limits]`: what the environment's instances and sessions may use.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolLimitsConfig {
     /// All linear memories of one instance together (its workspaces and

@@ -23,6 +23,7 @@
 pub mod agentperf;
 pub mod arrivals;
 mod body;
+pub mod closed;
 mod console;
 mod context;
 mod counting;
@@ -39,6 +40,7 @@ pub mod schedule;
 mod session;
 mod stop;
 pub mod tokens;
+pub mod tool_messages;
 pub mod tools;
 mod turn;
 mod twin;

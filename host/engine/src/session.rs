@@ -14,6 +14,7 @@
 //! exact state the session had, and it continues with its next turn.
 
 use super::arrivals::Arrival;
+use super::closed::{ClosedLoop, ClosedSession};
 use super::body::{request_body, SessionBodies};
 use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
@@ -96,6 +97,10 @@ pub struct Engine {
     pub twins: Option<Instances>,
     /// What follows a failed turn (`load.failed_turn`).
     pub failed_turn: FailedTurn,
+    /// Closed-loop replay (`history = "closed"`, [`super::closed`]): after
+    /// the workload's first request the host makes each next one from the
+    /// reply and its tool calls' results.
+    pub closed: Option<Arc<ClosedLoop>>,
 }
 
 /// How a session ended.
@@ -263,6 +268,18 @@ pub async fn drive_on(
         Ok(req) => req,
         Err(e) => return end(engine, out, SessionEnd::PluginError, Some(&e)).await,
     };
+    let mut closed = match &engine.closed {
+        Some(c) => match ClosedSession::open(c, &plan.id, &req).await {
+            Ok(session) => Some(session),
+            Err(e) => {
+                let msg = format!("session {}: the tool sandbox: {e}", plan.id);
+                agentload_console::line(&msg);
+                out.error = Some(msg);
+                return end(engine, out, SessionEnd::PluginError, None).await;
+            }
+        },
+        None => None,
+    };
     let abort_rule = engine.failed_turn == FailedTurn::AbortSession;
     let mut aborting = false;
     for logged in history.records() {
@@ -396,6 +413,7 @@ pub async fn drive_on(
             None => None,
         };
         first = false;
+        let kept_back = unsent.is_some();
         let sent = match unsent {
             Some(record) => Sent {
                 record,
@@ -467,6 +485,40 @@ pub async fn drive_on(
                 .kept()
                 .await?;
             (next, review)
+        } else if let Some(session) = &mut closed {
+            // Closed loop: the reply's tool calls run in the sandbox and
+            // the record carries how each was answered; it is on disk
+            // before the next request (made from their results) is sent.
+            let request_bytes = match &sent.answered {
+                Some((body, _)) => body.len(),
+                None => bodies.body(&shaped, &sender.body).map_or(0, |b| b.len()),
+            };
+            let step = session
+                .answered(
+                    &req,
+                    &outcome,
+                    kept_back,
+                    request_bytes as u64,
+                    workload,
+                    &*engine.hooks,
+                    &sender.body,
+                )
+                .await;
+            if let Some(done) = step.tools_done {
+                ready = ready.max(done);
+            }
+            record.closed = Some(Box::new(step.turn));
+            engine
+                .recorder
+                .submit(record, sent.answered)?
+                .kept()
+                .await?;
+            let next = Ok(Step {
+                review: None,
+                next: step.next,
+                pause_ms: 0,
+            });
+            (next, None)
         } else {
             // The record is written (by the writer thread while the workload
             // makes the next turn, or at once when nothing else is going on);

@@ -102,6 +102,10 @@ pub struct TurnRecord {
     /// Live-reply replay: the workload's review of this reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<Box<crate::live::LiveReview>>,
+    /// Closed-loop replay (`history = "closed"`): how the reply's tool calls
+    /// were answered, and the turn beside the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed: Option<Box<crate::tools::ClosedTurn>>,
     /// The connection this turn opened, when it had to open one mid-run (none was idle, or
     /// the idle one was closed): its connect and TLS handshake are inside the turn's times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,6 +278,7 @@ impl TurnRecord {
             segment: 0,
             shard: None,
             live: None,
+            closed: None,
             opened_connection: None,
         }
     }

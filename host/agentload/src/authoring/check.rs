@@ -357,6 +357,7 @@ async fn drive_budget(
         context: None,
         twins: None,
         failed_turn: Default::default(),
+        closed: None,
     };
     let mut failure = None;
     for plan in sessions {

@@ -197,6 +197,7 @@ pub async fn run(
             context: input.context,
             twins: None,
             failed_turn: input.failed_turn,
+            closed: None,
         }),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),

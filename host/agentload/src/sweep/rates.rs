@@ -77,6 +77,7 @@ pub async fn run(
         context: input.context,
         twins: None,
         failed_turn: input.failed_turn,
+        closed: None,
     });
     let ramp_s = input.spec.ramp_end_s();
     let steady_at =

@@ -3,6 +3,7 @@
 //! and the `agentload tools` commands.
 
 pub mod cli;
+pub mod closed;
 pub mod fidelity;
 
 use agentload_config::tools::ToolLimitsConfig;

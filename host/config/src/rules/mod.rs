@@ -69,10 +69,11 @@ enum Want {
     MultipleOf(u64),
 }
 
-/// Every ruleset's history rule: live-reply replay measures another load.
+/// Every ruleset's history rule: live-reply and closed-loop replay measure
+/// another load.
 const RECORDED_HISTORY: &str =
     "recorded history: every request carries the recording, never the model's own replies \
-     (live-reply replay is not an official mode)";
+     (live-reply and closed-loop replay are not official modes)";
 
 /// A rule: `key` must be `json` (set in the config).
 const fn set(key: &'static str, rule: &'static str, phase: Phase, json: &'static str) -> Rule {
