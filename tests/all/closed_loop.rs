@@ -28,7 +28,9 @@ fn dataset(dir: &Path, conversations: &[&str]) -> PathBuf {
         rows.push(json!({"conversation_id": c, "turn": 3, "role": "tool",
             "tool_results": [{"tool_call_id": "functions.bash:0",
                 "content": "<returncode>0</returncode>\n<output>\n./src/app.py:2:    return 1\n</output>"}]}));
-        rows.push(json!({"conversation_id": c, "turn": 4, "role": "assistant", "content": "Done."}));
+        rows.push(
+            json!({"conversation_id": c, "turn": 4, "role": "assistant", "content": "Done."}),
+        );
     }
     let path = dir.join("closed.jsonl");
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
@@ -142,7 +144,12 @@ fn tool_texts(body: &Value) -> Vec<String> {
 /// without their machine-dependent wall time.
 fn closed_turns(out: &Path) -> BTreeMap<String, Vec<Value>> {
     let mut turns = read_jsonl(&out.join("turns.jsonl"));
-    turns.sort_by_key(|t| (t["session_id"].as_str().unwrap().to_owned(), t["turn"].as_u64()));
+    turns.sort_by_key(|t| {
+        (
+            t["session_id"].as_str().unwrap().to_owned(),
+            t["turn"].as_u64(),
+        )
+    });
     let mut by: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for t in turns {
         let mut block = t["closed"].clone();
@@ -168,11 +175,19 @@ fn edits() -> Vec<Value> {
         reply(
             "fix-1",
             3,
-            &["echo $RANDOM $RANDOM; date +%s; mktemp", "git diff", "python3 -c 1"],
+            &[
+                "echo $RANDOM $RANDOM; date +%s; mktemp",
+                "git diff",
+                "python3 -c 1",
+            ],
         ),
         reply("fix-1", 4, &[]),
         reply("fix-2", 1, &["grep -rn 'return 1' ."]),
-        reply("fix-2", 2, &["printf 'x\\n' > new.txt; ls; git status --short"]),
+        reply(
+            "fix-2",
+            2,
+            &["printf 'x\\n' > new.txt; ls; git status --short"],
+        ),
         reply("fix-2", 3, &[]),
     ]
 }
@@ -221,7 +236,10 @@ async fn three_closed_loop_runs_one_under_cpu_load_send_the_same_bytes() {
     let fix1 = &bodies0["fix-1"];
     assert_eq!(fix1.len(), 4, "{fix1:#?}");
     assert_eq!(fix1[0]["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(fix1[0]["messages"][1]["content"], "Make main return 2 in src/app.py.");
+    assert_eq!(
+        fix1[0]["messages"][1]["content"],
+        "Make main return 2 in src/app.py."
+    );
     assert_eq!(
         tool_texts(&fix1[1]),
         ["<returncode>0</returncode>\n<output>\n./src/app.py:2:    return 1\n</output>"]
@@ -232,10 +250,16 @@ async fn three_closed_loop_runs_one_under_cpu_load_send_the_same_bytes() {
         "<returncode>0</returncode>\n<output>\ndef main():\n    return 2\n</output>"
     );
     let third = tool_texts(&fix1[3]);
-    assert!(third[4].contains("-    return 1\n+    return 2"), "{}", third[4]);
+    assert!(
+        third[4].contains("-    return 1\n+    return 2"),
+        "{}",
+        third[4]
+    );
     assert!(third[4].starts_with("<returncode>0</returncode>"));
     assert!(
-        third[5].starts_with("<returncode>127</returncode>\n<output>\nbash: python3: command not found"),
+        third[5].starts_with(
+            "<returncode>127</returncode>\n<output>\nbash: python3: command not found"
+        ),
         "{}",
         third[5]
     );
@@ -256,7 +280,10 @@ async fn three_closed_loop_runs_one_under_cpu_load_send_the_same_bytes() {
     assert_eq!(t1.len(), 4);
     assert_eq!(t1[0]["follows_recording"], true, "{:#}", t1[0]);
     assert_eq!(t1[1]["follows_recording"], false);
-    assert!(t1[2].get("follows_recording").is_none(), "past the recording");
+    assert!(
+        t1[2].get("follows_recording").is_none(),
+        "past the recording"
+    );
     let statuses: Vec<&str> = t1[2]["calls"]
         .as_array()
         .unwrap()
@@ -304,7 +331,11 @@ async fn bad_commands_from_the_model_are_stopped_and_the_session_and_run_go_on()
     run_ok(&config, &out, &[], dir.path()).await;
     sim.shutdown().await;
     let sent = bodies(&log);
-    assert_eq!(sent["bad"].len(), 7, "every turn of the bad session was sent");
+    assert_eq!(
+        sent["bad"].len(),
+        7,
+        "every turn of the bad session was sent"
+    );
     assert_eq!(sent["good"].len(), 2);
     let last = tool_texts(&sent["bad"][6]);
     // Each result is in the last request: stopped, with a clear result.
@@ -317,7 +348,11 @@ async fn bad_commands_from_the_model_are_stopped_and_the_session_and_run_go_on()
     );
     assert!(last[3].contains("<output>\n/\n"), "{}", last[3]);
     assert!(!last[4].contains("root:x:0:0"), "{}", last[4]);
-    assert!(last[5].contains("still here\nREADME.md\npw\nsrc\ny.txt\n"), "{}", last[5]);
+    assert!(
+        last[5].contains("still here\nREADME.md\npw\nsrc\ny.txt\n"),
+        "{}",
+        last[5]
+    );
     // Nothing on the host was touched.
     assert!(!Path::new("/etc/agentload-closed-escape").exists());
     for f in ["y.txt", "big.bin", "pw"] {
@@ -331,7 +366,10 @@ async fn bad_commands_from_the_model_are_stopped_and_the_session_and_run_go_on()
     assert_eq!(statuses, ["executed"; 5], "{:#?}", turns["bad"]);
     assert_eq!(turns["bad"][6]["end"], "no_tool_call");
     let sessions = read_jsonl(&out.join("sessions.jsonl"));
-    assert!(sessions.iter().all(|s| s["ended"] == "finished"), "{sessions:?}");
+    assert!(
+        sessions.iter().all(|s| s["ended"] == "finished"),
+        "{sessions:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -356,17 +394,17 @@ async fn a_session_ends_at_its_turn_cap_and_before_a_request_over_the_context_wi
     let turns = closed_turns(&out);
     assert_eq!(turns["cap"].len(), 3);
     assert_eq!(turns["cap"][2]["end"], "turn_cap");
-    assert!(turns["cap"][2].get("calls").is_none(), "the last calls are not run");
+    assert!(
+        turns["cap"][2].get("calls").is_none(),
+        "the last calls are not run"
+    );
 
     if !vocabulary() {
         return;
     }
     // A call whose output cannot fit: the next request is counted, and
     // never sent.
-    let lines = vec![
-        reply("cap", 1, &["seq 1 3000"]),
-        reply("cap", 2, &[]),
-    ];
+    let lines = vec![reply("cap", 1, &["seq 1 3000"]), reply("cap", 2, &[])];
     let window_script = script(dir.path(), &lines);
     let log = dir.path().join("window.jsonl");
     let server = sim(&window_script, &log).await;
@@ -379,7 +417,11 @@ async fn a_session_ends_at_its_turn_cap_and_before_a_request_over_the_context_wi
     let out = dir.path().join("window");
     let output = run_ok(&windowed, &out, &[], dir.path()).await;
     server.shutdown().await;
-    assert_eq!(bodies(&log)["cap"].len(), 1, "the request over the window went out");
+    assert_eq!(
+        bodies(&log)["cap"].len(),
+        1,
+        "the request over the window went out"
+    );
     let records = read_jsonl(&out.join("turns.jsonl"));
     assert_eq!(records.len(), 2);
     let unsent = &records[1];

@@ -750,10 +750,13 @@ impl RunConfig {
         if let Some(tools) = &self.tools {
             tools.check().map_err(keyed)?;
         }
-        let closed = [("performance", &self.performance), ("accuracy", &self.accuracy)]
-            .into_iter()
-            .filter_map(|(name, phase)| Some((name, phase.as_ref()?)))
-            .find(|(_, phase)| phase.closed_history());
+        let closed = [
+            ("performance", &self.performance),
+            ("accuracy", &self.accuracy),
+        ]
+        .into_iter()
+        .filter_map(|(name, phase)| Some((name, phase.as_ref()?)))
+        .find(|(_, phase)| phase.closed_history());
         match closed {
             Some((name, _)) if self.tools.is_none() => {
                 return Err(invalid(

@@ -54,9 +54,7 @@ pub struct WorkspaceGrant {
 }
 
 /// `tools.messages`: which harness's words a tool result is written in.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolMessages {
     /// mini-swe-agent's (the MLPerf Edge Agentic trajectories):
@@ -96,9 +94,16 @@ impl ToolsConfig {
         if self.instances == 0 || self.instances > 256 {
             return bad("instances", "must be between 1 and 256");
         }
-        let hex = self.workspace.sha256.strip_prefix("sha256:").unwrap_or(&self.workspace.sha256);
+        let hex = self
+            .workspace
+            .sha256
+            .strip_prefix("sha256:")
+            .unwrap_or(&self.workspace.sha256);
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return bad("workspace.sha256", "must be 64 hex digits (the archive's sha256)");
+            return bad(
+                "workspace.sha256",
+                "must be 64 hex digits (the archive's sha256)",
+            );
         }
         if !self.workspace.mount.starts_with('/') {
             return bad("workspace.mount", "must be an absolute path in the sandbox");

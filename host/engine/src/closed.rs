@@ -144,7 +144,10 @@ impl<'a> ClosedSession<'a> {
             },
             None => None,
         };
-        if let Some(recorded_calls) = recorded.as_ref().and_then(|r| recorded_calls(r, next_recorded.as_ref())) {
+        if let Some(recorded_calls) = recorded
+            .as_ref()
+            .and_then(|r| recorded_calls(r, next_recorded.as_ref()))
+        {
             turn.follows_recording = Some(same_calls(&reply.tool_calls, &recorded_calls));
         }
         if reply.tool_calls.is_empty() {
@@ -318,9 +321,18 @@ mod tests {
     #[test]
     fn calls_follow_the_recording_by_name_order_and_json_arguments() {
         let recorded = vec![("bash".to_owned(), r#"{"command": "ls"}"#.to_owned())];
-        assert!(same_calls(&[call("bash", r#"{"command":"ls"}"#)], &recorded));
-        assert!(!same_calls(&[call("bash", r#"{"command":"pwd"}"#)], &recorded));
-        assert!(!same_calls(&[call("edit", r#"{"command":"ls"}"#)], &recorded));
+        assert!(same_calls(
+            &[call("bash", r#"{"command":"ls"}"#)],
+            &recorded
+        ));
+        assert!(!same_calls(
+            &[call("bash", r#"{"command":"pwd"}"#)],
+            &recorded
+        ));
+        assert!(!same_calls(
+            &[call("edit", r#"{"command":"ls"}"#)],
+            &recorded
+        ));
         assert!(!same_calls(&[], &recorded));
         assert!(same_calls(&[], &[]));
         // Not JSON: compared as text.
@@ -332,7 +344,10 @@ mod tests {
         let mut req = TurnRequest::new("s", 3, Vec::new());
         req.expected_json = r#"{"assistant_turn":4,"tool_calls":[{"id":"x","type":"function","function":{"name":"bash","arguments":"{\"command\": \"ls\"}"}}]}"#.into();
         let calls = recorded_calls(&req, None).unwrap();
-        assert_eq!(calls, [("bash".to_owned(), r#"{"command": "ls"}"#.to_owned())]);
+        assert_eq!(
+            calls,
+            [("bash".to_owned(), r#"{"command": "ls"}"#.to_owned())]
+        );
         req.expected_json = r#"{"assistant_turn":4,"tool_calls":[]}"#.into();
         assert_eq!(recorded_calls(&req, None), Some(Vec::new()));
         req.expected_json = "{}".into();

@@ -14,8 +14,8 @@
 //! exact state the session had, and it continues with its next turn.
 
 use super::arrivals::Arrival;
-use super::closed::{ClosedLoop, ClosedSession};
 use super::body::{request_body, SessionBodies};
+use super::closed::{ClosedLoop, ClosedSession};
 use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
 use super::journal::WriteError;
