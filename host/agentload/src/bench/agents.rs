@@ -112,75 +112,12 @@ pub async fn run(opts: &Options) -> Result<(Agents, Vec<Row>)> {
 
 async fn measure(opts: &Options, dir: &Path) -> Result<Agents> {
     let exe = std::env::current_exe().context("cannot find the agentload binary")?;
-    let slots = (opts.agents + 16).to_string();
-    let tps = opts.stream_tps.to_string();
-    let mut sim = tokio::process::Command::new(&exe)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--responder",
-            "fill",
-            "--tokenizer",
-            "approx",
-            "--slots",
-            &slots,
-            "--decode-tps",
-            &tps,
-            "--decode-batch-slowdown",
-            "0",
-            "--prefill-tps",
-            "1e9",
-            "--prefill-chunk-tokens",
-            "1000000000",
-            "--ctx-size",
-            "1000000",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot start agentload sim")?;
-    let url = super::first_line(&mut sim).await?;
-    let addr: std::net::SocketAddr = url
-        .trim_start_matches("http://")
-        .parse()
-        .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
-
+    let (mut sim, url, addr) = start_sim(&exe, opts.agents, opts.stream_tps).await?;
     let config = dir.join("agents.toml");
-    std::fs::write(&config, config_text(opts, &url))?;
+    std::fs::write(&config, config_text(opts, &url, &[opts.agents]))?;
     let out = dir.join("run");
-    let before = super::children_usage();
-    let started = Instant::now();
-    let mut run = tokio::process::Command::new(&exe)
-        .arg("run")
-        .arg(&config)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot run agentload")?;
-    // Its peak RSS as the kernel counts it (`VmHWM`), read until it exits;
-    // `getrusage` gives the exact figure when this child set a new maximum.
-    let mut hwm_kib = 0;
-    let status = loop {
-        if let Some(kib) = run.id().and_then(peak_rss_kib) {
-            hwm_kib = kib;
-        }
-        tokio::select! {
-            status = run.wait() => break status?,
-            () = tokio::time::sleep(Duration::from_millis(100)) => {}
-        }
-    };
-    let wall_s = started.elapsed().as_secs_f64();
-    let after = super::children_usage();
-    anyhow::ensure!(status.success(), "agentload run failed ({status})");
-    let peak_kib = if after.max_rss_kib > before.max_rss_kib {
-        after.max_rss_kib
-    } else {
-        hwm_kib
-    };
+    let child = run_agentload(&exe, &config, &out, &[]).await?;
+    let (peak_kib, wall_s) = (child.peak_rss_kib, child.wall_s);
     let stats = sim_stats(addr).await?;
     let turns = read_turns(&out.join(format!("sweep/phase-00-c{}/turns.jsonl", opts.agents)))?;
     let summary: Value = serde_json::from_slice(&std::fs::read(out.join("sweep/summary.json"))?)?;
@@ -225,7 +162,7 @@ async fn measure(opts: &Options, dir: &Path) -> Result<Agents> {
         agentload,
         floor,
         peak_rss_mib: peak_kib as f64 / 1024.0,
-        process_cpu_s: after.cpu_s - before.cpu_s,
+        process_cpu_s: child.cpu_s,
         process_wall_s: wall_s,
         send_lag_p50_ms: lag("p50"),
         send_lag_p99_ms: lag("p99"),
@@ -236,12 +173,134 @@ async fn measure(opts: &Options, dir: &Path) -> Result<Agents> {
     })
 }
 
+/// A simulator child (`fill` responder, a slot per agent and 16 spare, every
+/// stream at `stream_tps`), its URL and address.
+pub(super) async fn start_sim(
+    exe: &Path,
+    agents: usize,
+    stream_tps: f64,
+) -> Result<(tokio::process::Child, String, std::net::SocketAddr)> {
+    let slots = (agents + 16).to_string();
+    let tps = stream_tps.to_string();
+    let mut sim = tokio::process::Command::new(exe)
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--responder",
+            "fill",
+            "--tokenizer",
+            "approx",
+            "--slots",
+            &slots,
+            "--decode-tps",
+            &tps,
+            "--decode-batch-slowdown",
+            "0",
+            "--prefill-tps",
+            "1e9",
+            "--prefill-chunk-tokens",
+            "1000000000",
+            "--ctx-size",
+            "1000000",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start agentload sim")?;
+    let url = super::first_line(&mut sim).await?;
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .parse()
+        .with_context(|| format!("agentload sim printed `{url}`, not http://ADDR"))?;
+    Ok((sim, url, addr))
+}
+
+/// What an `agentload run` child used.
+pub(super) struct Child {
+    /// Its peak resident set, KiB.
+    pub peak_rss_kib: i64,
+    /// The largest resident set seen (sampled every 100 ms) in each stage:
+    /// stage `i` is while the first `i` of the marks exist (and not the next).
+    pub rss_by_stage_kib: Vec<i64>,
+    /// Its CPU time (start-up and reports included) and wall time, s.
+    pub cpu_s: f64,
+    pub wall_s: f64,
+}
+
+/// `agentload run CONFIG --out OUT` in a child process, to its end (a
+/// failure is an error); its resident set is sampled by stage, each `marks`
+/// file that appears (in order) starting the next.
+pub(super) async fn run_agentload(
+    exe: &Path,
+    config: &Path,
+    out: &Path,
+    marks: &[&Path],
+) -> Result<Child> {
+    let log = out.with_extension("log");
+    let stderr =
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let before = super::children_usage();
+    let started = Instant::now();
+    let mut run = tokio::process::Command::new(exe)
+        .arg("run")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot run agentload")?;
+    // Its peak RSS as the kernel counts it (`VmHWM`), read until it exits;
+    // `getrusage` gives the exact figure when this child set a new maximum.
+    let mut hwm_kib = 0;
+    let mut by_stage = vec![0; marks.len() + 1];
+    let mut stage = 0;
+    let status = loop {
+        while stage < marks.len() && marks[stage].exists() {
+            stage += 1;
+        }
+        if let Some(pid) = run.id() {
+            if let Some(kib) = status_kib(pid, "VmHWM:") {
+                hwm_kib = kib;
+            }
+            if let Some(kib) = status_kib(pid, "VmRSS:") {
+                by_stage[stage] = by_stage[stage].max(kib);
+            }
+        }
+        tokio::select! {
+            status = run.wait() => break status?,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+    };
+    let wall_s = started.elapsed().as_secs_f64();
+    let after = super::children_usage();
+    if !status.success() {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = said.lines().rev().take(10).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        anyhow::bail!("agentload run failed ({status}):\n{}", tail.join("\n"));
+    }
+    let peak_rss_kib = if after.max_rss_kib > before.max_rss_kib {
+        after.max_rss_kib
+    } else {
+        hwm_kib
+    };
+    Ok(Child {
+        peak_rss_kib,
+        rss_by_stage_kib: by_stage,
+        cpu_s: after.cpu_s - before.cpu_s,
+        wall_s,
+    })
+}
+
 /// Seconds a turn may stream at most (its output is capped to fit).
 const OSL_CAP_S: f64 = 15.0;
 
 /// The output cap: [`OSL_CAP_S`] at the stream rate.
-fn osl_cap(opts: &Options) -> u64 {
-    ((opts.stream_tps * OSL_CAP_S) as u64).max(1)
+pub(super) fn osl_cap(stream_tps: f64) -> u64 {
+    ((stream_tps * OSL_CAP_S) as u64).max(1)
 }
 
 /// Mean output of AA-AgentPerf's shape (the synthetic workload's defaults),
@@ -249,7 +308,7 @@ fn osl_cap(opts: &Options) -> u64 {
 const AA_MEAN_OSL: f64 = 440.0;
 
 /// The one-level sweep agentload runs.
-fn config_text(opts: &Options, url: &str) -> String {
+pub(super) fn config_text(opts: &Options, url: &str, levels: &[usize]) -> String {
     let s = opts.scale;
     let words = |w: f64| ((w * s).round() as u64).max(1);
     format!(
@@ -278,7 +337,7 @@ tool_output = {{ median = {tool}.0, sigma = 1.0, min = 1, max = {tool_max} }}
 tool_call_osl = {{ median = {call}.0, sigma = 0.6, min = 1, max = {call_max} }}
 reasoning_osl = {{ median = {reason}.0, sigma = 0.8, min = 1, max = {reason_max} }}
 [sweep]
-levels = [{agents}]
+levels = {levels:?}
 # On time alone: a synthetic trajectory lasts minutes at a slow stream rate.
 min_trajectories = 0
 min_per_agent = 0
@@ -306,29 +365,31 @@ max_trajectories_per_agent = 50
         call_max = words(1_024.0),
         reason = words(1_200.0),
         reason_max = words(16_384.0),
-        agents = opts.agents,
         instances = opts.instances,
         seconds = opts.seconds,
         max_phase = opts.seconds * 3.0 + 60.0,
-        max_tokens = osl_cap(opts),
+        max_tokens = osl_cap(opts.stream_tps),
     )
 }
 
 /// Totals of a phase's `turns.jsonl`.
-struct Turns {
-    turns: u64,
-    output_tokens: u64,
+pub(super) struct Turns {
+    pub turns: u64,
+    pub output_tokens: u64,
     /// Sum of the delays before the turns (due minus the previous answer's end).
-    delay_ms: u64,
+    pub delay_ms: u64,
+    /// Each sent turn's send lag (issued minus due), ms.
+    pub send_lag_ms: Vec<f64>,
 }
 
-fn read_turns(path: &Path) -> Result<Turns> {
+pub(super) fn read_turns(path: &Path) -> Result<Turns> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut t = Turns {
         turns: 0,
         output_tokens: 0,
         delay_ms: 0,
+        send_lag_ms: Vec::new(),
     };
     let mut last_end: std::collections::HashMap<String, u64> = Default::default();
     for line in text.lines() {
@@ -339,6 +400,9 @@ fn read_turns(path: &Path) -> Result<Turns> {
         if let (Some(&end), Some(due)) = (last_end.get(&session), r["scheduled_ns"].as_u64()) {
             t.delay_ms += due.saturating_sub(end) / 1_000_000;
         }
+        if let (Some(due), Some(issued)) = (r["scheduled_ns"].as_u64(), r["issued_ns"].as_u64()) {
+            t.send_lag_ms.push(issued.saturating_sub(due) as f64 / 1e6);
+        }
         if let Some(end) = r["complete_ns"].as_u64() {
             last_end.insert(session, end);
         }
@@ -347,12 +411,12 @@ fn read_turns(path: &Path) -> Result<Turns> {
 }
 
 /// The simulator's request count and request bytes so far.
-struct SimStats {
-    requests: u64,
-    request_bytes: u64,
+pub(super) struct SimStats {
+    pub requests: u64,
+    pub request_bytes: u64,
 }
 
-async fn sim_stats(addr: std::net::SocketAddr) -> Result<SimStats> {
+pub(super) async fn sim_stats(addr: std::net::SocketAddr) -> Result<SimStats> {
     let mut tcp = tokio::net::TcpStream::connect(addr).await?;
     tcp.write_all(b"GET /agentload/stats HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
         .await?;
@@ -429,10 +493,10 @@ async fn floor_agent(
     Ok((turns, tokens))
 }
 
-/// `VmHWM` of process `pid`, KiB.
-fn peak_rss_kib(pid: u32) -> Option<i64> {
+/// A `/proc/PID/status` field in KiB (`VmHWM:`, `VmRSS:`).
+fn status_kib(pid: u32, field: &str) -> Option<i64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -498,7 +562,10 @@ fn rows(opts: &Options, a: &Agents) -> Vec<Row> {
     }
     rows.push(Row::new(
         "agents",
-        format!("mean output per turn (capped at {})", osl_cap(opts)),
+        format!(
+            "mean output per turn (capped at {})",
+            osl_cap(opts.stream_tps)
+        ),
         a.mean_osl,
         "tokens",
     ));

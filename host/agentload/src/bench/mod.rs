@@ -12,6 +12,10 @@
 //!   CPU per turn, per output token and per request KiB beside a floor client
 //!   doing the same socket I/O, and the cores AA-AgentPerf's rack point
 //!   would need (see [`agents`]).
+//! - `aa-agents`: AA-AgentPerf's sweep over Artificial Analysis's own traces
+//!   (`configs/aa-agentperf-sweep.toml`) beside `agentic-synth` at the same
+//!   agent count, alternated over rounds: memory per agent, send lag and CPU
+//!   per turn of each, and their ratios (see [`aa_agents`]).
 //! - `build`: host + plugin time per turn to produce a request, at the edge
 //!   dataset's peak ISL and on average.
 //! - `counting`: local token counting at a phase's end, each edge replay
@@ -27,6 +31,7 @@
 //!   RSS), then its recorded completions re-scored (IoU over 1,007 turns,
 //!   the BFCL gate over 995 samples).
 
+pub mod aa_agents;
 pub mod affinity;
 pub mod agents;
 pub mod answers;
@@ -183,6 +188,7 @@ pub async fn sections(
     sections: &[String],
     streams_options: &streams::Options,
     agents_options: &agents::Options,
+    aa_agents_options: &aa_agents::Options,
     tls_options: &tls::Options,
     out: Option<PathBuf>,
 ) -> Result<()> {
@@ -190,6 +196,7 @@ pub async fn sections(
     let mut rows = Vec::new();
     let mut streams = None;
     let mut agents = None;
+    let mut aa_agents = None;
     let mut tls = None;
     for section in sections {
         eprintln!("bench: {section}");
@@ -202,6 +209,11 @@ pub async fn sections(
             "agents" => {
                 let (measured, r) = agents::run(agents_options).await?;
                 agents = Some(measured);
+                rows.extend(r);
+            }
+            "aa-agents" => {
+                let (measured, r) = aa_agents::run(aa_agents_options, &data_dir).await?;
+                aa_agents = Some(measured);
                 rows.extend(r);
             }
             "tls" => {
@@ -235,8 +247,8 @@ pub async fn sections(
                 rows.extend(r?);
             }
             other => anyhow::bail!(
-                "unknown bench section `{other}` (streams, tls, agents, build, answers, \
-                 counting, load, edge, shards, tools)"
+                "unknown bench section `{other}` (streams, tls, agents, aa-agents, build, \
+                 answers, counting, load, edge, shards, tools)"
             ),
         }
     }
@@ -245,7 +257,7 @@ pub async fn sections(
         let (dir, name) = agentload_fs::OutDir::of_file(&path)?;
         dir.write_json(
             name,
-            &serde_json::json!({"rows": rows, "streams": streams, "agents": agents, "tls": tls}),
+            &serde_json::json!({"rows": rows, "streams": streams, "agents": agents, "aa_agents": aa_agents, "tls": tls}),
         )?;
     }
     Ok(())

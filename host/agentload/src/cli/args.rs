@@ -373,9 +373,9 @@ pub(super) enum Command {
         after_help = "Examples:\n  agentload bench                                   # the default sections, a table\n  agentload bench --sections streams --levels 1,1000 --sim-cpus 1"
     )]
     Bench {
-        /// Sections to run: streams, tls, agents, build, answers, counting, load, edge,
-        /// shards, tools (agents, counting, shards and tools are not in the default set: they run for
-        /// minutes).
+        /// Sections to run: streams, tls, agents, aa-agents, build, answers, counting, load,
+        /// edge, shards, tools (agents, aa-agents, counting, shards and tools are not in the
+        /// default set: they run for minutes).
         #[arg(
             long,
             value_delimiter = ',',
@@ -402,13 +402,14 @@ pub(super) enum Command {
         /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
         #[arg(long, value_name = "LIST")]
         sim_cpus: Option<crate::bench::affinity::CpuList>,
-        /// Agents kept alive (agents section).
+        /// Agents kept alive (agents and aa-agents sections).
         #[arg(long, default_value_t = 1000)]
         agents: usize,
-        /// Seconds of steady state measured (agents section; after 5 s of warm-up).
+        /// Seconds of steady state measured (agents and aa-agents sections, each level; after
+        /// 5 s of warm-up).
         #[arg(long, default_value_t = 60.0)]
         agents_seconds: f64,
-        /// Tokens per second of every simulated stream (agents section).
+        /// Tokens per second of every simulated stream (agents and aa-agents sections).
         #[arg(long, default_value_t = 5.0)]
         agents_tps: f64,
         /// Factor on the synthetic workload's lengths (agents section; 1 is
@@ -422,6 +423,14 @@ pub(super) enum Command {
         /// Workload instances the sessions are spread over (agents section).
         #[arg(long, default_value_t = 1)]
         agents_instances: usize,
+        /// Agents of the aa-agents section's first level: memory per agent is the growth
+        /// from it to `--agents`.
+        #[arg(long, default_value_t = 100)]
+        aa_base_agents: usize,
+        /// Rounds of the aa-agents section, each a run of AA's traces and one of
+        /// agentic-synth (their order swapped every other round).
+        #[arg(long, default_value_t = 2)]
+        aa_rounds: usize,
         /// Streams of the TLS section's CPU comparison.
         #[arg(long, default_value_t = 1000)]
         tls_streams: usize,

@@ -393,6 +393,8 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             agents_scale,
             rack_stream_tps,
             agents_instances,
+            aa_base_agents,
+            aa_rounds,
             tls_streams,
             tls_handshakes,
             tls_rounds,
@@ -421,7 +423,14 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 rack_stream_tps,
                 instances: agents_instances,
             };
-            crate::bench::sections(&sections, &streams, &agents, &tls, out)
+            let aa_agents = crate::bench::aa_agents::Options {
+                agents: agents.agents,
+                base_agents: aa_base_agents,
+                seconds: agents.seconds,
+                stream_tps: agents.stream_tps,
+                rounds: aa_rounds,
+            };
+            crate::bench::sections(&sections, &streams, &agents, &aa_agents, &tls, out)
                 .await
                 .map(|()| exit::SUCCESS)
         }
