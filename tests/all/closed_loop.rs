@@ -15,7 +15,7 @@ const TOOLS: &str = r#"[{"type": "function", "function": {"name": "bash", "descr
 
 /// A recording of `conversations`, each a task with one recorded call
 /// (`grep -rn 'return 1' .`) and a final answer.
-fn dataset(dir: &Path, conversations: &[&str]) -> PathBuf {
+pub(super) fn dataset(dir: &Path, conversations: &[&str]) -> PathBuf {
     let tools: Value = serde_json::from_str(TOOLS).unwrap();
     let mut rows = vec![json!({"_type": "dataset_metadata", "version": 1})];
     for c in conversations {

@@ -828,3 +828,81 @@ async fn aa_mini_under_exact_generates_every_turns_target() {
     eprintln!("{summary:#}");
     assert_eq!(summary["success"], true, "{summary:#}");
 }
+
+/// (closed loop) A closed-loop session against the real server: the
+/// recording's first request, then the model's own `bash` calls (the
+/// server made to call a tool, `tool_choice = "required"`) run in the
+/// sandbox and answered, until the turn cap. Every call is tagged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_session_runs_the_models_own_tool_calls() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let server = server(4096).await;
+    let dir = scratch("llama-closed");
+    let (archive, sha) = crate::tools::packed(dir.path()).await;
+    crate::closed_loop::dataset(dir.path(), &["fix-1"]);
+    let config = dir.path().join("closed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "llama-closed"
+data_dir = "{data}"
+[model]
+name = "SmolLM2-135M-Instruct.Q4_1"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+extra_body = {{ tool_choice = "required" }}
+[load]
+turn_timeout_s = 120.0
+[performance]
+workload = "coding-replay"
+[performance.data]
+trajectories = "closed.jsonl"
+[performance.settings]
+history = "closed"
+max_completion_tokens = 48
+[tools]
+max_turns = 3
+[tools.workspace]
+archive = "{archive}"
+sha256 = "{sha}"
+"#,
+            data = dir.path().display(),
+            url = server.url,
+            archive = archive.display(),
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run_ok(&config, &out, &[], dir.path()).await;
+    let turns = records(&out);
+    assert!(!turns.is_empty() && turns.len() <= 3, "{output}");
+    let mut calls = 0;
+    for t in &turns {
+        let closed = &t["closed"];
+        assert!(closed.is_object(), "{t}");
+        for c in closed["calls"].as_array().into_iter().flatten() {
+            calls += 1;
+            let status = c["status"].as_str().unwrap();
+            assert!(["executed", "stubbed", "error"].contains(&status), "{c}");
+            eprintln!(
+                "closed loop, turn {}: {} -> {status}, exit {}, {} bytes ({})",
+                t["turn"], c["name"], c["exit_code"], c["output_bytes"], c["detail"]
+            );
+        }
+        eprintln!(
+            "closed loop, turn {}: reply {}",
+            t["turn"],
+            serde_json::to_string(&t["completion"]).unwrap()
+        );
+    }
+    // The session ended by a rule, named on its last turn.
+    let last = &turns.last().unwrap()["closed"];
+    assert!(last["end"].is_string(), "{last}");
+    let summary = json(&out.join("performance/closed_loop.json"));
+    assert_eq!(summary["official"], false);
+    eprintln!("closed loop: {calls} calls; {}", summary["ends"]);
+}

@@ -12,6 +12,7 @@
 mod aa;
 mod arrivals;
 pub mod charts;
+mod closed;
 mod compare;
 pub mod diff;
 mod error;
@@ -69,6 +70,7 @@ pub fn render(runs: &[RunDir], given_labels: &[String]) -> Result<String> {
         let mut sections = vec![run_page::header(r)];
         // A live run says it is not official before any number.
         sections.extend(live::section(r));
+        sections.extend(closed::section(r));
         sections.extend(run_page::performance(r));
         sections.extend(arrivals::section(r));
         sections.extend(aa::section(r));

@@ -457,6 +457,8 @@ pub struct RunDir {
     pub session_metrics: Vec<SessionTime>,
     /// AA's (agentperf-local's) `aa/summary.json`, for an AA replay or an export.
     pub aa_summary: Option<Value>,
+    /// A closed-loop run's `performance/closed_loop.json`.
+    pub closed_loop: Option<Value>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
@@ -654,6 +656,7 @@ impl RunDir {
             telemetry,
             session_metrics: jsonl(&dir.join("session_metrics.jsonl"))?.unwrap_or_default(),
             aa_summary: json_file(&dir.join("aa/summary.json"))?,
+            closed_loop: json_file(&dir.join("performance/closed_loop.json"))?,
             config,
             config_text,
         };

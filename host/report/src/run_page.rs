@@ -197,6 +197,10 @@ pub fn header(run: &RunDir) -> Section {
     if let Some(sealed) = sealed {
         tiles.push(Tile::new("seal", if sealed { "SEALED" } else { "UNSEALED" }).tone(sealed));
     }
+    if run.closed_loop.is_some() {
+        // Valid as a measurement, never an official result.
+        tiles.push(Tile::new("history", "CLOSED LOOP: NOT OFFICIAL").tone(false));
+    }
     if let Some(gate) = run.accuracy.as_ref().and_then(|a| a.gate.as_ref()) {
         let passed = gate["passed"].as_bool();
         tiles.push(match passed {
