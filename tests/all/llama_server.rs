@@ -830,9 +830,11 @@ async fn aa_mini_under_exact_generates_every_turns_target() {
 }
 
 /// (closed loop) A closed-loop session against the real server: the
-/// recording's first request, then the model's own `bash` calls (the
-/// server made to call a tool, `tool_choice = "required"`) run in the
-/// sandbox and answered, until the turn cap. Every call is tagged.
+/// recording's first request, then the model's own `bash` calls (asked
+/// for with `tool_choice = "required"`) run in the sandbox and answered,
+/// until a reply calls none or the turn cap. Every call is tagged, the end
+/// is named. (The cached build answers SmolLM2-135M in text, ignoring
+/// `tool_choice`: its session ends `no_tool_call` after one turn.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_loop_session_runs_the_models_own_tool_calls() {
     if skip() {
