@@ -58,6 +58,9 @@ enum Behaviour {
     Drops,
     /// The probes honoured, every replay turn answered short (3 tokens, `stop`).
     ShortTurns,
+    /// Ollama: `/api/version` and `/api/tags` answered as Ollama answers them,
+    /// `ignore_eos` dropped.
+    Ollama,
 }
 
 /// A recording OpenAI-compatible server, HTTP/1.1 keep-alive.
@@ -158,6 +161,16 @@ async fn serve(
                     .as_bytes()
                     .to_vec(),
             ),
+            ("GET", "/api/version") if behaviour == Behaviour::Ollama => (
+                "200 OK",
+                "application/json",
+                br#"{"version":"0.6.2"}"#.to_vec(),
+            ),
+            ("GET", "/api/tags") if behaviour == Behaviour::Ollama => (
+                "200 OK",
+                "application/json",
+                br#"{"models":[{"name":"m"}]}"#.to_vec(),
+            ),
             ("POST", "/v1/chat/completions") => {
                 tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
                 ("200 OK", "text/event-stream", stream(&seen.json(), behaviour))
@@ -183,7 +196,7 @@ fn stream(body: &Value, behaviour: Behaviour) -> Vec<u8> {
     let honoured = body["ignore_eos"] == true
         && match behaviour {
             Behaviour::Honours => true,
-            Behaviour::Drops => false,
+            Behaviour::Drops | Behaviour::Ollama => false,
             Behaviour::ShortTurns => probe,
         };
     let (tokens, finish) = if honoured {
@@ -408,6 +421,42 @@ async fn the_recorded_policy_sends_no_probe_and_no_ignore_eos() {
     );
     let manifest = json(&out.join("run_manifest.json"));
     assert!(manifest["aa_preflight"]["ignore_eos_probe"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ollama_without_a_policy_runs_the_recorded_policy_and_says_so() {
+    let Some(_) = replays() else { return };
+    let server = Server::start(Behaviour::Ollama, 0).await;
+    let dir = scratch("aa-ollama");
+    let config = preset(dir.path(), "aa-mini.toml", &server.url, "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("policy = \"exact\"\n", "");
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    let said = run_ok(&config, &out, &[], dir.path()).await;
+    assert!(
+        said.contains("this server is Ollama, which cannot honor ignore_eos, so the run uses the recorded output policy"),
+        "{said}"
+    );
+    let asked: Vec<String> = server.seen().iter().map(|s| s.path.clone()).collect();
+    assert!(
+        asked.iter().any(|p| p == "/api/version") && asked.iter().any(|p| p == "/api/tags"),
+        "{asked:?}"
+    );
+    // No probe, no ignore_eos: the 6 turns only, each completed.
+    let posts = server.posts();
+    assert_eq!(posts.len(), 6, "{posts:#?}");
+    assert!(posts.iter().all(|p| p.json().get("ignore_eos").is_none()));
+    let turns = read_jsonl(&out.join("turns.jsonl"));
+    assert!(
+        turns.iter().all(|t| t["status"] == "completed"),
+        "{turns:#?}"
+    );
+    let preflight = &json(&out.join("run_manifest.json"))["aa_preflight"];
+    assert_eq!(preflight["ollama"], true);
+    assert_eq!(preflight["policy"], "recorded");
+    assert!(preflight["ignore_eos_probe"].is_null());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
