@@ -320,3 +320,82 @@ impl ClosedLoopSummary {
         text
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, status: ToolStatus, bytes: u64, fuel: u64) -> ExecutedCall {
+        ExecutedCall {
+            id: "c".into(),
+            name: name.into(),
+            status,
+            exit_code: Some(0),
+            class: "view".into(),
+            output_bytes: bytes,
+            fuel,
+            detail: String::new(),
+        }
+    }
+
+    fn turn(index: u32, follows: Option<bool>, bytes: (u64, Option<u64>)) -> ClosedTurn {
+        ClosedTurn {
+            index,
+            calls: Vec::new(),
+            follows_recording: follows,
+            request_bytes: bytes.0,
+            recorded_request_bytes: bytes.1,
+            sandbox_us: 1500,
+            end: None,
+        }
+    }
+
+    #[test]
+    fn sessions_sum_their_calls_and_follow_the_recording_up_to_the_first_departure() {
+        let mut a1 = turn(1, Some(true), (100, Some(100)));
+        a1.calls = vec![
+            call("bash", ToolStatus::Executed, 10, 1000),
+            call("bash", ToolStatus::Stubbed, 5, 10),
+        ];
+        let a2 = turn(2, Some(false), (300, Some(200)));
+        // Back on the recording after a departure: not in the prefix.
+        let mut a3 = turn(3, Some(true), (400, None));
+        a3.end = Some(ClosedEnd::TurnCap);
+        let mut b1 = turn(1, Some(false), (100, Some(100)));
+        b1.end = Some(ClosedEnd::NoToolCall);
+        let blocks = [("a", &a3), ("b", &b1), ("a", &a1), ("a", &a2)];
+        let order = ["b".to_owned(), "a".to_owned()];
+        let s = ClosedLoopSummary::of(blocks, &order);
+        assert!(!s.official);
+        assert_eq!(s.sessions[0].session_id, "b");
+        let a = &s.sessions[1];
+        assert_eq!(
+            (a.turns, a.actions_followed, a.end),
+            (3, 1, Some(ClosedEnd::TurnCap))
+        );
+        assert_eq!((a.output_bytes, a.fuel), (15, 1010));
+        assert_eq!(a.calls["bash"][&ToolStatus::Executed], 1);
+        assert_eq!((a.first_request_bytes, a.last_request_bytes), (100, 400));
+        assert_eq!(s.sessions[0].actions_followed, 0);
+        assert_eq!(s.actions_followed_mean, 0.5);
+        assert_eq!(s.ends["turn_cap"], 1);
+        assert_eq!(s.ends["no_tool_call"], 1);
+        // Growth where both have the place: 1 (two sessions), 2 (one).
+        assert_eq!(s.context_growth.len(), 2);
+        assert_eq!(s.context_growth[0].sessions, 2);
+        assert_eq!(s.context_growth[1].ratio, 1.5);
+        let text = s.report_lines();
+        assert!(
+            text.starts_with("NON-OFFICIAL: closed-loop replay"),
+            "{text}"
+        );
+        assert!(text.contains("1 executed, 1 stubbed, 0 errors"), "{text}");
+        // The file round-trips (statuses as map keys).
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(
+            json.contains(r#""calls":{"executed":1,"stubbed":1}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<ClosedLoopSummary>(&json).unwrap(), s);
+    }
+}
