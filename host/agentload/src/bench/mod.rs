@@ -36,6 +36,7 @@ pub mod affinity;
 pub mod agents;
 pub mod answers;
 pub mod build;
+pub mod closed;
 pub mod counting;
 pub mod edge;
 pub mod floor;
@@ -239,6 +240,13 @@ pub async fn sections(
                 rows.extend(r?);
             }
             "tools" => rows.extend(tools::run(&tools::Options::default()).await?),
+            "closed" => {
+                let dir = std::env::temp_dir()
+                    .join(format!("agentload-bench-closed-{}", std::process::id()));
+                let r = closed::run(&dir, agents_options.agents).await;
+                std::fs::remove_dir_all(&dir).ok();
+                rows.extend(r?);
+            }
             "shards" => {
                 let dir = std::env::temp_dir()
                     .join(format!("agentload-bench-shards-{}", std::process::id()));
@@ -248,7 +256,7 @@ pub async fn sections(
             }
             other => anyhow::bail!(
                 "unknown bench section `{other}` (streams, tls, agents, aa-agents, build, \
-                 answers, counting, load, edge, shards, tools)"
+                 answers, counting, load, edge, shards, tools, closed)"
             ),
         }
     }

@@ -80,7 +80,7 @@ const MIX: &[&str] = &[
 ];
 
 /// A repository of `files` files, written under `root`.
-fn generate(root: &Path, files: usize) -> Result<()> {
+pub(super) fn generate(root: &Path, files: usize) -> Result<()> {
     for i in 0..files {
         let dir = root.join(format!("pkg_{}/mod_{}", i % 10, (i / 10) % 10));
         std::fs::create_dir_all(&dir)?;

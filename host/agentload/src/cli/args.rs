@@ -374,8 +374,8 @@ pub(super) enum Command {
     )]
     Bench {
         /// Sections to run: streams, tls, agents, aa-agents, build, answers, counting, load,
-        /// edge, shards, tools (agents, aa-agents, counting, shards and tools are not in the
-        /// default set: they run for minutes).
+        /// edge, shards, tools, closed (agents, aa-agents, counting, shards, tools and closed
+        /// are not in the default set: they run for minutes).
         #[arg(
             long,
             value_delimiter = ',',
@@ -402,7 +402,8 @@ pub(super) enum Command {
         /// Pin the simulator to these CPUs (e.g. `1`, `2-3`) and agentload to the others.
         #[arg(long, value_name = "LIST")]
         sim_cpus: Option<crate::bench::affinity::CpuList>,
-        /// Agents kept alive (agents and aa-agents sections).
+        /// Agents kept alive (agents and aa-agents sections); closed-loop agents (closed
+        /// section).
         #[arg(long, default_value_t = 1000)]
         agents: usize,
         /// Seconds of steady state measured (agents and aa-agents sections, each level; after

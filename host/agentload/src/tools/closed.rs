@@ -135,3 +135,13 @@ pub fn after_performance(
     dir.write_json("performance/closed_loop.json", &summary)?;
     Ok(summary.report_lines())
 }
+
+/// A run's turn records as JSON, in log order (the closed-loop bench reads
+/// their times and `closed` blocks).
+pub fn read_turns(log: &std::path::Path) -> Result<Vec<serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
+    text.lines()
+        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: not JSON", log.display())))
+        .collect()
+}
