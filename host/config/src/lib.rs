@@ -451,12 +451,14 @@ impl PhaseConfig {
     }
 
     /// The settings the workload plugin is given: a closed-loop phase's
-    /// workload runs in recorded mode (it makes the first request and, step
-    /// by step, the recording the closed turns are compared with).
+    /// workload runs in its default, recorded mode (it makes the first
+    /// request and, step by step, the recording the closed turns are
+    /// compared with): `history` is not passed on (the AA replay has no such
+    /// setting).
     pub fn plugin_settings(&self) -> toml::Table {
         let mut settings = self.settings.clone();
         if self.closed_history() {
-            settings.insert("history".into(), toml::Value::String("recorded".into()));
+            settings.remove("history");
         }
         settings
     }
