@@ -219,7 +219,7 @@ fn stream(body: &Value, behaviour: Behaviour) -> Vec<u8> {
 }
 
 /// AA's replays in the data directory or the cache, if fetched.
-fn replays() -> Option<PathBuf> {
+pub(super) fn replays() -> Option<PathBuf> {
     let dir = agentload_config::data::locate(&data_dir(), "aa_replays/aa-mini-v1/manifest.json")
         .map(|manifest| manifest.parent().unwrap().parent().unwrap().to_path_buf());
     if dir.is_none() {
@@ -230,7 +230,7 @@ fn replays() -> Option<PathBuf> {
 
 /// The preset `name` (configs/), pointed at `url` with model `m`, with
 /// `settings` added to its workload settings.
-fn preset(dir: &Path, name: &str, url: &str, settings: &str) -> PathBuf {
+pub(super) fn preset(dir: &Path, name: &str, url: &str, settings: &str) -> PathBuf {
     let text = std::fs::read_to_string(manifest_dir().join("../../configs").join(name)).unwrap();
     let text = text
         .replacen(

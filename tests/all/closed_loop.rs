@@ -490,3 +490,50 @@ async fn a_submission_run_and_a_workspace_not_the_locked_one_are_refused_before_
     let served = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(served.is_empty(), "requests were sent: {served}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_aa_replay_runs_closed_loop_from_its_recorded_first_request() {
+    let Some(replays) = super::aa_replay::replays() else {
+        return;
+    };
+    let dir = scratch("closed-aa");
+    let (archive, sha) = packed(dir.path()).await;
+    let log = dir.path().join("requests.jsonl");
+    // Echo answers text: the model calls no tool, each session ends there.
+    let server = start_sim(SimConfig {
+        time_scale: 0.0,
+        request_log: Some(log.clone()),
+        ..Default::default()
+    })
+    .await;
+    let config = super::aa_replay::preset(
+        dir.path(),
+        "aa-mini.toml",
+        &server.url(),
+        "history = \"closed\"",
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = format!(
+        "data_dir = \"{}\"\n{text}\n[tools.workspace]\narchive = \"{}\"\nsha256 = \"{sha}\"\n",
+        replays.parent().unwrap().display(),
+        archive.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    let output = run_ok(&config, &out, &[], dir.path()).await;
+    server.shutdown().await;
+    assert!(output.contains("NON-OFFICIAL: closed-loop"), "{output}");
+    let turns = closed_turns(&out);
+    assert!(!turns.is_empty());
+    for blocks in turns.values() {
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0]["end"], "no_tool_call");
+        // The first request is the recording's, byte for byte.
+        assert_eq!(
+            blocks[0]["request_bytes"],
+            blocks[0]["recorded_request_bytes"]
+        );
+    }
+    // The server saw the sessions' requests (and the client's probes).
+    assert!(read_jsonl(&log).len() >= turns.len());
+}
