@@ -556,3 +556,82 @@ fn subset_of(id: &str) -> &str {
         .unwrap_or(id.len());
     &id[..cut]
 }
+
+/// `--phase accuracy` re-scores an edge run's accuracy phase alone with a
+/// BFCL scorer; the performance phase (whose items are not BFCL samples) is
+/// left as it was, and a phase the run does not have is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_phase_of_a_two_phase_run_is_rescored_alone() {
+    bfcl_dir();
+    let dir = scratch("rescore-phase");
+    let run = dir.path().join("demo");
+    let demo = agentload(
+        &[
+            "demo",
+            "--out",
+            run.to_str().unwrap(),
+            "--time-scale",
+            "0.0005",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(demo.status.success(), "{}", text(&demo));
+    assert!(run.join("turns.jsonl").is_file() && run.join("accuracy/turns.jsonl").is_file());
+
+    let v2 = dir.path().join("v2");
+    let out = agentload(
+        &[
+            "rescore",
+            run.to_str().unwrap(),
+            "--phase",
+            "accuracy",
+            "--scorer",
+            v2_scorer().to_str().unwrap(),
+            "--out",
+            v2.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let out_text = text(&out);
+    assert!(out.status.success(), "{out_text}");
+    assert!(out_text.contains("accuracy: bfcl-ast@0.2.0"), "{out_text}");
+    let manifest = json(&v2.join("rescore_manifest.json"));
+    let phases = manifest["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "{manifest}");
+    assert_eq!(phases[0]["phase"], "accuracy");
+    assert_eq!(phases[0]["scorer"]["version"], "0.2.0");
+    assert!(v2.join("accuracy/samples.jsonl").is_file());
+
+    let again = dir.path().join("perf");
+    let out = agentload(
+        &[
+            "rescore",
+            run.to_str().unwrap(),
+            "--phase",
+            "performance",
+            "--out",
+            again.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let out_text = text(&out);
+    assert!(out.status.success(), "{out_text}");
+    let manifest = json(&again.join("rescore_manifest.json"));
+    assert_eq!(
+        manifest["phases"].as_array().unwrap().len(),
+        1,
+        "{manifest}"
+    );
+    assert_eq!(manifest["phases"][0]["phase"], "performance");
+
+    let bad = agentload(
+        &["rescore", run.to_str().unwrap(), "--phase", "warmup"],
+        dir.path(),
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(text(&bad).contains("--phase"), "{}", text(&bad));
+}

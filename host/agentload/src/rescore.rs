@@ -20,6 +20,9 @@ pub struct RescoreOptions {
     pub run_dir: PathBuf,
     /// Scorer name or `.wasm` path; default: each phase's configured scorer.
     pub scorer: Option<String>,
+    /// The one phase to re-score (`performance` or `accuracy`); default every
+    /// phase with a scorer and a turn log.
+    pub phase: Option<String>,
     /// Output directory; default `RUN_DIR/rescore/<scorer>@<version>`.
     pub out: Option<PathBuf>,
     /// The most scorer instances side by side; default the run config's
@@ -53,7 +56,8 @@ pub struct RescoreResult {
     pub phases: Vec<RescoredPhase>,
 }
 
-/// Re-scores every phase of the run that has a scorer and a turn log.
+/// Re-scores every phase of the run that has a scorer and a turn log, or the
+/// one phase named in [`RescoreOptions::phase`].
 pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     let config_path = opts.run_dir.join("config.toml");
     let config = RunConfig::load(&config_path).with_context(|| {
@@ -84,7 +88,15 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     let mut done = Vec::new();
     // The entries of `accuracy/accuracy_results.json`, as the run wrote them.
     let mut entries = Vec::new();
+    if let Some(wanted) = &opts.phase {
+        if !phases.iter().any(|(name, _, _)| name == wanted) {
+            anyhow::bail!("--phase {wanted}: a run's phases are performance and accuracy");
+        }
+    }
     for (name, phase, log) in phases {
+        if opts.phase.as_deref().is_some_and(|wanted| wanted != name) {
+            continue;
+        }
         let Some(phase) = phase else { continue };
         if !log.exists() {
             continue;
@@ -159,11 +171,15 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             timings: scored.timings,
         });
     }
-    let out = out_dir.with_context(|| {
-        format!(
+    let out = out_dir.with_context(|| match &opts.phase {
+        Some(wanted) => format!(
+            "nothing to re-score in {}: its {wanted} phase has no scorer or no turn log",
+            opts.run_dir.display()
+        ),
+        None => format!(
             "nothing to re-score in {}: no phase with a scorer and a turn log",
             opts.run_dir.display()
-        )
+        ),
     })?;
     agentload_results::write_accuracy_results(&out, &entries)?;
     let partial = crate::run_state::RunState::load(&opts.run_dir).is_ok_and(|s| !s.complete);

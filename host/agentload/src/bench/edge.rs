@@ -65,6 +65,7 @@ pub fn run(dir: &Path, repeats: usize) -> Result<Vec<Row>> {
         let result = rescore(&RescoreOptions {
             run_dir: dir.to_path_buf(),
             scorer: None,
+            phase: None,
             out: Some(out),
             instances: None,
         })?;

@@ -215,7 +215,7 @@ pub(super) enum Command {
     },
     /// Score a finished run's recorded completions again (no endpoint).
     #[command(
-        after_help = "Examples:\n  agentload rescore results/edge                    # same scorers: reports reproduced byte for byte\n  agentload rescore results/acc --scorer target/plugins/bfcl_ast_v2.wasm --out results/acc-v2   # a --mode accuracy run: --scorer replaces every phase's scorer"
+        after_help = "Examples:\n  agentload rescore results/edge                    # same scorers: reports reproduced byte for byte\n  agentload rescore results/edge --phase accuracy --scorer target/plugins/bfcl_ast_v2.wasm --out results/edge-v2   # the accuracy gate alone, with another scorer"
     )]
     Rescore {
         /// The run's output directory.
@@ -223,6 +223,9 @@ pub(super) enum Command {
         /// Scorer to use instead of each phase's own: a name or a `.wasm` path.
         #[arg(long)]
         scorer: Option<String>,
+        /// Re-score this phase alone (default: every phase with a scorer).
+        #[arg(long, value_parser = ["performance", "accuracy"])]
+        phase: Option<String>,
         /// Output directory (default RUN_DIR/rescore/<scorer>@<version>).
         #[arg(long)]
         out: Option<PathBuf>,

@@ -234,6 +234,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
         Command::Rescore {
             run_dir,
             scorer,
+            phase,
             out,
             instances,
         } => {
@@ -241,6 +242,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 crate::rescore::rescore(&crate::rescore::RescoreOptions {
                     run_dir,
                     scorer,
+                    phase,
                     out,
                     instances,
                 })
