@@ -398,6 +398,12 @@ async fn a_session_ends_at_its_turn_cap_and_before_a_request_over_the_context_wi
         turns["cap"][2].get("calls").is_none(),
         "the last calls are not run"
     );
+    // Shorter than its recording, ended by its own rule: nothing is missing.
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("performance: 0 of ") && report.contains("run VALID"),
+        "{report}"
+    );
 
     if !vocabulary() {
         return;
@@ -433,6 +439,12 @@ async fn a_session_ends_at_its_turn_cap_and_before_a_request_over_the_context_wi
     );
     assert_eq!(unsent["closed"]["end"], "context_window");
     assert!(output.contains("not sent"), "{output}");
+    // The request not sent is missing, as a live-reply run counts it.
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("performance: 1 of ") && report.contains("run INVALID"),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -536,4 +548,11 @@ async fn the_aa_replay_runs_closed_loop_from_its_recorded_first_request() {
     }
     // The server saw the sessions' requests (and the client's probes).
     assert!(read_jsonl(&log).len() >= turns.len());
+    // Each session answered at once, far shorter than its recording, and
+    // ended by its own rule: no turn is missing.
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("performance: 0 of ") && report.contains("run VALID"),
+        "{report}"
+    );
 }

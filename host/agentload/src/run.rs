@@ -19,8 +19,8 @@ use agentload_config::swe_bench::SweBench;
 use agentload_config::{base_url, table_json, ClientKind, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
-    missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
-    Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
+    missing_closed_turns, missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior,
+    Recorder, SessionOutcome, Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
 };
 use agentload_fs::OutDir;
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
@@ -1633,8 +1633,15 @@ async fn run_performance(
         .write_json("performance/result_summary.json", &summary)?;
 
     let succeeded = summary.agentload.n_samples_succeeded;
-    let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
-    let missing = missing_turns(&ex.plans, &ex.turns);
+    // A closed-loop session is as long as the model makes it: only its first
+    // request, the recording's, is expected of it.
+    let (expected, missing) = if ex.phase.closed_history() {
+        let expected = u32::try_from(ex.plans.len()).unwrap_or(u32::MAX);
+        (expected, missing_closed_turns(&ex.plans, &ex.turns))
+    } else {
+        let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
+        (expected, missing_turns(&ex.plans, &ex.turns))
+    };
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &ex.scorer {
