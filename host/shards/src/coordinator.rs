@@ -610,7 +610,43 @@ fn lead(inner: &Inner) -> Duration {
     Duration::from_millis(200).max(Duration::from_nanos(worst.saturating_mul(8)))
 }
 
+/// The two points every shard meets at: a phase's start and a sweep level's end.
+#[derive(Debug, Clone, Copy)]
+enum Meeting {
+    Start,
+    End,
+}
+
+impl Inner {
+    fn meetings(&mut self, meeting: Meeting) -> &mut BTreeMap<String, Barrier> {
+        match meeting {
+            Meeting::Start => &mut self.barriers,
+            Meeting::End => &mut self.ends,
+        }
+    }
+}
+
+/// A phase's start: answers every shard with one start time once all have arrived.
 async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let start_ns = meet(state, req, Meeting::Start).await?;
+    Ok(json(StatusCode::OK, &Start { start_ns }))
+}
+
+/// A sweep level's end: answers every shard with one end time once all have arrived (a
+/// shard whose end rules hold keeps its load going until then). A shard arriving again
+/// (its phase ended another way after it arrived) is the same arrival.
+async fn phase_end(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
+    let end_ns = meet(state, req, Meeting::End).await?;
+    Ok(json(StatusCode::OK, &End { end_ns }))
+}
+
+/// Records a shard's arrival at `meeting` of its phase and waits for the time
+/// every shard is given once the last has arrived: the lead after that arrival.
+async fn meet(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    meeting: Meeting,
+) -> Result<u64, Refusal> {
     let (head, body) = req.into_parts();
     let a: Arrive = read_json(body).await?;
     bounded(&a.offset, &a.phase)?;
@@ -619,9 +655,11 @@ async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, R
         let mut inner = state.inner.lock().expect("coordinator lock");
         let shard = seen(&mut inner, a.index, token(&head.headers))?;
         shard.offset = a.offset;
-        shard.phase = Some(a.phase.clone());
+        if let Meeting::Start = meeting {
+            shard.phase = Some(a.phase.clone());
+        }
         let lead = lead(&inner);
-        let b = inner.barriers.entry(a.phase.clone()).or_default();
+        let b = inner.meetings(meeting).entry(a.phase.clone()).or_default();
         b.first.get_or_insert_with(Instant::now);
         b.arrived.insert(a.index);
         if b.start_ns.is_none() && b.arrived.len() == state.setup.count as usize {
@@ -631,49 +669,13 @@ async fn barrier(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, R
     }
     loop {
         {
-            let inner = state.inner.lock().expect("coordinator lock");
-            if let Some(start_ns) = inner.barriers.get(&a.phase).and_then(|b| b.start_ns) {
-                return Ok(json(StatusCode::OK, &Start { start_ns }));
-            }
-            if let Some(why) = &inner.failed {
-                return Err(error(StatusCode::CONFLICT, why.clone()));
-            }
-        }
-        if changed.changed().await.is_err() {
-            return Err(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "coordinator stopping",
-            ));
-        }
-    }
-}
-
-/// A sweep level's end: answers every shard with one end time once all have arrived (a
-/// shard whose end rules hold keeps its load going until then). A shard arriving again
-/// (its phase ended another way after it arrived) is the same arrival.
-async fn phase_end(state: &Arc<State>, req: Request<Incoming>) -> Result<Answer, Refusal> {
-    let (head, body) = req.into_parts();
-    let a: Arrive = read_json(body).await?;
-    bounded(&a.offset, &a.phase)?;
-    let mut changed = state.changed.subscribe();
-    {
-        let mut inner = state.inner.lock().expect("coordinator lock");
-        let shard = seen(&mut inner, a.index, token(&head.headers))?;
-        shard.offset = a.offset;
-        let lead = lead(&inner);
-        let e = inner.ends.entry(a.phase.clone()).or_default();
-        e.first.get_or_insert_with(Instant::now);
-        e.arrived.insert(a.index);
-        if e.start_ns.is_none() && e.arrived.len() == state.setup.count as usize {
-            e.start_ns = Some(agentload_wire::clock::clock_monotonic_ns() + lead.as_nanos() as u64);
-        }
-        state.bump();
-    }
-    loop {
-        {
-            let inner = state.inner.lock().expect("coordinator lock");
-            if let Some(end_ns) = inner.ends.get(&a.phase).and_then(|e| e.start_ns) {
-                return Ok(json(StatusCode::OK, &End { end_ns }));
+            let mut inner = state.inner.lock().expect("coordinator lock");
+            if let Some(at) = inner
+                .meetings(meeting)
+                .get(&a.phase)
+                .and_then(|b| b.start_ns)
+            {
+                return Ok(at);
             }
             if let Some(why) = &inner.failed {
                 return Err(error(StatusCode::CONFLICT, why.clone()));
