@@ -361,15 +361,18 @@ async fn replaying_proxy(upstream: &str, n: usize) -> String {
                         read = client.read(&mut up) => {
                             let Ok(got @ 1..) = read else { return };
                             let request = &up[..got];
+                            // Forwarded first: the simulator has the request
+                            // before the client can read the replayed answer
+                            // and close the connection.
+                            if server.write_all(request).await.is_err() {
+                                return;
+                            }
                             if request.starts_with(CHAT) {
                                 let i = requests.fetch_add(1, Ordering::SeqCst) + 1;
                                 if i == n && !answer.is_empty() {
                                     let _ = client.write_all(&answer).await;
                                 }
                                 answer.clear();
-                            }
-                            if server.write_all(request).await.is_err() {
-                                return;
                             }
                         }
                         read = server.read(&mut down) => {
