@@ -7,11 +7,11 @@
 //! shard), holds its share of `min_trajectories`, and keeps its agents going
 //! until every shard's end rules hold (the phase-end barrier).
 
-use super::{delays, salt, Barriers};
+use super::{delays, salt, Barriers, PhaseInput};
 use agentload_config::{SweepConfig, ToolDelayMode};
 use agentload_engine::{
-    drive_or_restart, ContextWindow, Engine, Instances, PhaseError, Recorder, SessionEnd,
-    SessionOutcome, SessionTask, Stop, StopReason, TurnFacts, TurnHooks, TurnRecord, TurnSender,
+    drive_or_restart, Engine, PhaseError, SessionEnd, SessionOutcome, SessionTask, StopReason,
+    TurnFacts, TurnHooks, TurnRecord,
 };
 use agentload_plugin_host::SessionPlan;
 use agentload_plugin_host::TurnRequest;
@@ -19,31 +19,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// What a phase needs.
-pub struct PhaseInput {
-    /// 0-based phase number (keys the salts and delay draws).
-    pub index: usize,
+/// What a phase at a level of agents needs.
+pub struct AgentsInput {
+    /// What every phase needs: its `plan` is the recycling list (agent `i`'s `j`-th
+    /// trajectory is `plan[i + j·level]`).
+    pub phase: PhaseInput,
     /// Concurrent agents.
     pub level: usize,
     /// The agents this process runs (all of the level, or a shard's `a mod N`).
     pub agents: Vec<usize>,
     /// Trajectories this process's end rules ask for (its share of `min_trajectories`).
     pub wanted: u32,
-    /// The shards' phase-end barrier.
-    pub end: Option<Arc<dyn Barriers>>,
-    /// The recycling list: agent `i`'s `j`-th trajectory is `plan[i + j·level]`.
-    pub plan: Vec<SessionPlan>,
-    /// The workload, configured for this phase, on its instances.
-    pub workload: Instances,
-    pub sender: TurnSender,
-    pub recorder: Recorder,
-    /// The phase's stop (a child of the run's).
-    pub stop: Stop,
-    /// Live-reply replay (`history = "live"`), and its context pre-check.
-    pub live: bool,
-    pub context: Option<ContextWindow>,
-    /// What follows a failed turn (`load.failed_turn`).
-    pub failed_turn: agentload_config::FailedTurn,
 }
 
 /// How a phase went (a process's, or the shards' merged).
@@ -164,41 +150,32 @@ struct Shared {
 /// Runs one phase to its end rules (see [`SweepConfig`]); returns it and its workload.
 pub async fn run(
     config: &SweepConfig,
-    input: PhaseInput,
+    input: AgentsInput,
 ) -> Result<(PhaseRun, agentload_plugin_host::WorkloadPlugin), PhaseError> {
-    let started = input.sender.origin;
+    let started = input.phase.sender.origin;
+    let (index, end) = (input.phase.index, input.phase.end.clone());
     let hooks = Arc::new(SweepHooks {
         config: config.clone(),
-        index: input.index,
+        index,
         level: input.agents.len() as u32,
         active: (0..input.level).map(|_| AtomicBool::new(false)).collect(),
         n_active: AtomicU32::new(0),
         all_active_ns: AtomicU64::new(UNSET),
         all_active_set: tokio::sync::Notify::new(),
     });
-    let stop = input.stop.clone();
+    let stop = input.phase.stop.clone();
+    let (engine, plan) = input.phase.into_engine(Box::new(hooks.clone()));
     let shared = Arc::new(Shared {
         config: config.clone(),
-        index: input.index,
+        index,
         level: input.level,
         agents: input.agents.clone(),
         wanted: input.wanted,
-        end: input.end.clone(),
+        end: end.clone(),
         arriving: AtomicBool::new(false),
         rules_held_ns: AtomicU64::new(UNSET),
-        plan: input.plan,
-        engine: Arc::new(Engine {
-            workload: input.workload,
-            sender: input.sender,
-            recorder: input.recorder,
-            stop: input.stop,
-            hooks: Box::new(hooks.clone()),
-            live: input.live,
-            context: input.context,
-            twins: None,
-            failed_turn: input.failed_turn,
-            closed: None,
-        }),
+        plan,
+        engine: Arc::new(engine),
         completed: (0..input.level).map(|_| AtomicU32::new(0)).collect(),
         cut: AtomicU32::new(0),
         failed: AtomicU32::new(0),
@@ -241,8 +218,8 @@ pub async fn run(
     }
     // Every shard comes to the barrier, however its phase ended (a second arrival is the
     // first's): the others are waiting there.
-    if let Some(end) = &input.end {
-        let _ = end.end(input.index).await;
+    if let Some(end) = &end {
+        let _ = end.end(index).await;
     }
     let drained = Instant::now();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("agents joined"));
@@ -307,15 +284,7 @@ impl Shared {
             return;
         }
         let (end, stop, index) = (end.clone(), stop.clone(), self.index);
-        tokio::spawn(async move {
-            match end.end(index).await {
-                Ok(at) => {
-                    tokio::time::sleep_until(at.into()).await;
-                    stop.stop(StopReason::Done("end rules met on every shard".to_owned()));
-                }
-                Err(why) => stop.stop(StopReason::Fatal(why)),
-            }
-        });
+        tokio::spawn(async move { super::stop_with_shards(&stop, end.end(index).await).await });
     }
 
     /// When `steady_state_s` of steady state (after the warm-up) will be

@@ -26,14 +26,18 @@ pub mod salt;
 
 pub use agentload_config::SweepConfig;
 
+use agentload_config::FailedTurn;
 use agentload_config::ToolDelayMode;
 use agentload_config::{table_json, PhaseConfig, RunConfig};
 use agentload_config::{SessionSlo, TokenSource};
 use agentload_engine::arrivals::OpenLoop;
 use agentload_engine::tokens::LocalCounter;
-use agentload_engine::{Console, Instances, LogFiles, Recorder, Stop, TurnSender};
+use agentload_engine::{
+    Console, ContextWindow, Engine, Instances, LogFiles, Recorder, Stop, StopReason, TurnHooks,
+    TurnSender,
+};
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
-use agentload_plugin_host::WorkloadPlugin;
+use agentload_plugin_host::{SessionPlan, WorkloadPlugin};
 use agentload_results::arrivals::{ArrivalsSummary, Dispatch};
 use agentload_results::live::LiveSummary;
 use agentload_results::metrics::Definition;
@@ -251,6 +255,60 @@ pub struct SweepInput<'a> {
     pub shard: Option<ShardSweep>,
 }
 
+/// What a phase needs at either kind of level; [`agents::AgentsInput`] and
+/// [`rates::RateInput`] add their level's own part.
+pub struct PhaseInput {
+    /// 0-based phase number (keys the salts, the delay draws and a rate level's schedule).
+    pub index: usize,
+    /// The sessions the phase can start: agent `i`'s `j`-th trajectory is
+    /// `plan[i + j·level]`; a rate level's arrival `k` starts `plan[k]`.
+    pub plan: Vec<SessionPlan>,
+    /// The workload, configured for this phase, on its instances.
+    pub workload: Instances,
+    pub sender: TurnSender,
+    pub recorder: Recorder,
+    /// The phase's stop (a child of the run's).
+    pub stop: Stop,
+    /// Live-reply replay (`history = "live"`), and its context pre-check.
+    pub live: bool,
+    pub context: Option<ContextWindow>,
+    /// What follows a failed turn (`load.failed_turn`).
+    pub failed_turn: FailedTurn,
+    /// The shards' phase-end barrier.
+    pub end: Option<Arc<dyn Barriers>>,
+}
+
+impl PhaseInput {
+    /// The engine of the phase's sessions, with the sweep's `hooks`; and the phase's plan.
+    fn into_engine(self, hooks: Box<dyn TurnHooks>) -> (Engine, Vec<SessionPlan>) {
+        let engine = Engine {
+            workload: self.workload,
+            sender: self.sender,
+            recorder: self.recorder,
+            stop: self.stop,
+            hooks,
+            live: self.live,
+            context: self.context,
+            twins: None,
+            failed_turn: self.failed_turn,
+            closed: None,
+        };
+        (engine, self.plan)
+    }
+}
+
+/// Stops a sharded phase once every shard's end rules held: at the instant the
+/// coordinator set (`met`), or at once with the barrier's error.
+async fn stop_with_shards(stop: &Stop, met: Result<Instant, String>) {
+    match met {
+        Ok(at) => {
+            tokio::time::sleep_until(at.into()).await;
+            stop.stop(StopReason::Done("end rules met on every shard".to_owned()));
+        }
+        Err(why) => stop.stop(StopReason::Fatal(why)),
+    }
+}
+
 /// Sessions a rate level plans: enough arrivals for the ramp, the warm-up and the steady
 /// state with half again to spare (and at least 100), never more than `max_phase_s` holds.
 pub fn planned_for_rate(config: &RunConfig, sweep: &SweepConfig, rate: f64) -> u64 {
@@ -414,59 +472,46 @@ pub async fn run(input: SweepInput<'_>) -> Result<SweepSummary> {
             segment: 0,
         };
         let context = crate::context::context_window(config, live, counter.as_ref()).await?;
-        let end = shard.as_ref().map(|s| s.barriers.clone());
+        let input = PhaseInput {
+            index,
+            plan,
+            workload: instances,
+            sender,
+            recorder,
+            stop: stop.child(),
+            live,
+            context,
+            failed_turn: config.load.failed_turn,
+            end: shard.as_ref().map(|s| s.barriers.clone()),
+        };
         let (run, dispatch, back) = match level {
             Level::Agents(n) => {
                 let wanted = match &shard {
                     Some(s) => s.share_of_agents(sweep.min_trajectories, n),
                     None => sweep.min_trajectories,
                 };
-                let (run, back) = agents::run(
-                    sweep,
-                    agents::PhaseInput {
-                        index,
-                        level: n,
-                        agents: agent_ids,
-                        wanted,
-                        end,
-                        plan,
-                        workload: instances,
-                        sender,
-                        recorder,
-                        stop: stop.child(),
-                        live,
-                        context,
-                        failed_turn: config.load.failed_turn,
-                    },
-                )
-                .await?;
+                let level = agents::AgentsInput {
+                    phase: input,
+                    level: n,
+                    agents: agent_ids,
+                    wanted,
+                };
+                let (run, back) = agents::run(sweep, level).await?;
                 (run, None, back)
             }
             Level::Rate(r) => {
-                let (run, dispatch, back) = rates::run(
-                    sweep,
-                    rates::RateInput {
-                        index,
-                        spec: crate::open_loop::spec(&arrivals, r, config.load.ramp.as_ref())
-                            .for_level(index),
-                        open: OpenLoop {
-                            cap,
-                            one_turn: arrivals.of == agentload_config::ArrivalUnit::Requests,
-                            finished: None,
-                        },
-                        plan,
-                        workload: instances,
-                        sender,
-                        recorder,
-                        stop: stop.child(),
-                        live,
-                        context,
-                        failed_turn: config.load.failed_turn,
-                        slice: shard.as_ref().map(|s| (s.index, s.count)),
-                        end,
+                let level = rates::RateInput {
+                    phase: input,
+                    spec: crate::open_loop::spec(&arrivals, r, config.load.ramp.as_ref())
+                        .for_level(index),
+                    open: OpenLoop {
+                        cap,
+                        one_turn: arrivals.of == agentload_config::ArrivalUnit::Requests,
+                        finished: None,
                     },
-                )
-                .await?;
+                    slice: shard.as_ref().map(|s| (s.index, s.count)),
+                };
+                let (run, dispatch, back) = rates::run(sweep, level).await?;
                 (run, Some(dispatch), back)
             }
         };

@@ -7,41 +7,26 @@
 //! end rules hold (the phase-end barrier).
 
 use super::agents::{self, PhaseRun};
-use super::Barriers;
+use super::{Barriers, PhaseInput};
 use agentload_config::SweepConfig;
 use agentload_engine::arrivals::{run_arrivals, Dispatch, OpenLoop, Planned};
 use agentload_engine::schedule::{Endless, Spec};
-use agentload_engine::{
-    ContextWindow, Engine, Instances, PhaseError, Recorder, SessionEnd, Stop, StopReason,
-    TurnHooks, TurnSender,
-};
-use agentload_plugin_host::{SessionPlan, TurnRequest};
+use agentload_engine::{PhaseError, SessionEnd, Stop, StopReason, TurnHooks};
+use agentload_plugin_host::TurnRequest;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What a rate phase needs.
+/// What a phase at a rate level needs.
 pub struct RateInput {
-    /// 0-based phase number (keys the salts, the delay draws and the schedule's seed).
-    pub index: usize,
+    /// What every phase needs: arrival `k` starts `plan[k]`.
+    pub phase: PhaseInput,
     /// The level's schedule (its rate, law, seed and ramp).
     pub spec: Spec,
     /// The in-flight cap (this process's share) and whether arrivals are single requests.
     pub open: OpenLoop,
-    /// Arrival `k` starts `plan[k]`.
-    pub plan: Vec<SessionPlan>,
-    pub workload: Instances,
-    pub sender: TurnSender,
-    pub recorder: Recorder,
-    pub stop: Stop,
-    pub live: bool,
-    pub context: Option<ContextWindow>,
-    /// What follows a failed turn (`load.failed_turn`).
-    pub failed_turn: agentload_config::FailedTurn,
     /// This shard's arrivals (`k mod count == index`), and its share of `min_trajectories`.
     pub slice: Option<(u32, u32)>,
-    /// The shards' phase-end barrier.
-    pub end: Option<Arc<dyn Barriers>>,
 }
 
 /// The sweep's additions to every turn of a rate phase.
@@ -61,24 +46,16 @@ pub async fn run(
     config: &SweepConfig,
     input: RateInput,
 ) -> Result<(PhaseRun, Dispatch, agentload_plugin_host::WorkloadPlugin), PhaseError> {
-    let started = input.sender.origin;
-    let stop = input.stop.clone();
+    let started = input.phase.sender.origin;
+    let stop = input.phase.stop.clone();
     let finished = Arc::new(AtomicU64::new(0));
-    let engine = Arc::new(Engine {
-        workload: input.workload,
-        sender: input.sender,
-        recorder: input.recorder,
-        stop: input.stop,
-        hooks: Box::new(RateHooks {
-            config: config.clone(),
-            index: input.index,
-        }),
-        live: input.live,
-        context: input.context,
-        twins: None,
-        failed_turn: input.failed_turn,
-        closed: None,
+    let (index, end) = (input.phase.index, input.phase.end.clone());
+    let hooks = Box::new(RateHooks {
+        config: config.clone(),
+        index,
     });
+    let (engine, plan) = input.phase.into_engine(hooks);
+    let engine = Arc::new(engine);
     let ramp_s = input.spec.ramp_end_s();
     let steady_at =
         started + Duration::from_secs_f64(ramp_s + config.warmup_s + config.steady_state_s);
@@ -96,11 +73,11 @@ pub async fn run(
         steady_at,
         cap_at,
         config.max_phase_s,
-        input.end.clone().map(|end| (end, input.index)),
+        end.clone().map(|end| (end, index)),
     ));
-    let planned = input.plan.len();
+    let planned = plan.len();
     let arrivals = Endless::new(&input.spec)
-        .zip(input.plan)
+        .zip(plan)
         .enumerate()
         .filter(move |(k, _)| *k as u64 % u64::from(shards) == u64::from(shard))
         .map(|(k, (due_ns, plan))| Planned {
@@ -118,8 +95,8 @@ pub async fn run(
     let run = ran?;
     // Every shard comes to the barrier, however its phase ended (a second arrival is the
     // first's): the others are waiting there.
-    if let Some(end) = &input.end {
-        let _ = end.end(input.index).await;
+    if let Some(end) = &end {
+        let _ = end.end(index).await;
     }
     let (end_reason, stopped_at) = stop.reason().map_or_else(
         || {
@@ -223,13 +200,7 @@ async fn watch(
         None => stop.stop(StopReason::Done("end rules met".to_owned())),
         Some((end, index)) => {
             tokio::select! {
-                at = end.end(index) => match at {
-                    Ok(at) => {
-                        tokio::time::sleep_until(at.into()).await;
-                        stop.stop(StopReason::Done("end rules met on every shard".to_owned()));
-                    }
-                    Err(why) => stop.stop(StopReason::Fatal(why)),
-                },
+                met = end.end(index) => super::stop_with_shards(&stop, met).await,
                 () = tokio::time::sleep_until(cap_at.into()) => cut(),
             }
         }
