@@ -68,25 +68,16 @@ fn write_trace(path: &Path, lines: &[(f64, u32, u32, Vec<u64>)]) {
 
 /// A run config: the trace-replay workload over `dir/trace.jsonl`, `load` as given.
 fn config(dir: &Path, url: &str, load: &str) -> PathBuf {
-    let text = format!(
-        r#"name = "load-shapes"
-data_dir = "{data}"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-{load}
-[performance]
-workload = "trace-replay"
-[performance.data]
-trace = "trace.jsonl"
-"#,
-        data = dir.display()
-    );
-    let path = dir.join("run.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    RunToml {
+        name: "load-shapes",
+        url,
+        top: &format!("data_dir = \"{}\"\n", dir.display()),
+        load: &format!("{load}\n"),
+        workload: "[performance]\nworkload = \"trace-replay\"\n\
+                   [performance.data]\ntrace = \"trace.jsonl\"\n",
+        ..RunToml::default()
+    }
+    .write(&dir.join("run.toml"))
 }
 
 /// The stamp log's finished requests: arrival (ns, CLOCK_MONOTONIC) by session.
@@ -520,41 +511,16 @@ async fn a_rate_sweep_delivers_each_rate_and_finds_the_highest_meeting_the_slo()
         ..SimConfig::default()
     })
     .await;
-    let toml_text = format!(
-        r#"name = "rate-sweep"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-[load.arrivals]
-of = "sessions"
-process = "poisson"
-seed = 5
-[performance]
-workload = "agentic-synth"
-[performance.settings]
-seed = 1
-turns_min = 2
-turns_max = 3
-system_words = 20
-max_context = 1024
-context = {{ median = 100.0, sigma = 0.3, min = 20, max = 400 }}
-tool_output = {{ median = 20.0, sigma = 0.3, min = 5, max = 80 }}
-tool_call_osl = {{ median = 4.0, sigma = 0.2, min = 2, max = 8 }}
-reasoning_osl = {{ median = 8.0, sigma = 0.2, min = 4, max = 16 }}
-tool_delay_ms = {{ median = 20.0, sigma = 0.3, min = 5, max = 50 }}
-[sweep]
-rates = [20.0, 40.0, 80.0]
+    let config = RunToml {
+        name: "rate-sweep",
+        url: &sim.url(),
+        load: &poisson_sessions(5),
+        workload: SMALL_SYNTH,
+        sweep: Some(&format!(
+            r#"rates = [20.0, 40.0, 80.0]
 min_trajectories = 10
-min_per_agent = 0
-steady_state_s = 1.0
-warmup_s = 0.2
 max_phase_s = 20.0
-max_tokens = 64
-keep_workload_max_tokens = true
-tool_delay = "recorded"
-[[sweep.slo]]
+{SHORT_RATE_RULES}[[sweep.slo]]
 name = "loose"
 ttft_p90_ms = 60000.0
 speed_p25_tps = 0.0
@@ -562,11 +528,11 @@ speed_p25_tps = 0.0
 name = "impossible"
 ttft_p90_ms = 0.000001
 speed_p25_tps = 1000000000.0
-"#,
-        url = sim.url()
-    );
-    let config = dir.path().join("sweep.toml");
-    std::fs::write(&config, toml_text).unwrap();
+"#
+        )),
+        ..RunToml::default()
+    }
+    .write(&dir.path().join("sweep.toml"));
     let out = dir.path().join("out");
     let report = run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));

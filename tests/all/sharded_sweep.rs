@@ -11,20 +11,15 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// A coding-replay sweep at 2, 4 and 6 agents, each level ended when every agent ran its
+/// two trajectories.
 fn config(dir: &Path, url: &str) -> std::path::PathBuf {
-    let text = format!(
-        r#"name = "sharded-sweep"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-[performance]
-workload = "coding-replay"
-[performance.data]
-trajectories = "agentic_coding_2.5h.jsonl"
-[sweep]
-levels = [2, 4, 6]
+    RunToml {
+        name: "sharded-sweep",
+        url,
+        workload: CODING_REPLAY,
+        sweep: Some(
+            r#"levels = [2, 4, 6]
 min_trajectories = 0
 min_per_agent = 2
 steady_state_s = 0.0
@@ -33,11 +28,11 @@ max_phase_s = 300.0
 max_tokens = 64
 tool_delay = "none"
 max_trajectories_per_agent = 2
-"#
-    );
-    let path = dir.join("sweep.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+"#,
+        ),
+        ..RunToml::default()
+    }
+    .write(&dir.join("sweep.toml"))
 }
 
 /// A phase's journal: its session ids, (session, turn) -> shard, and its records.
@@ -157,16 +152,18 @@ async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do(
     let config = config(dir.path(), &sim.url());
     // Five agents on four shards: shard 0 runs two (agents 0 and 4), the others one each,
     // and each holds a quarter of the 8 trajectories: shard 0 gets there first.
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("levels = [2, 4, 6]", "levels = [5]")
-        .replace("min_trajectories = 0", "min_trajectories = 8")
-        .replace("min_per_agent = 2", "min_per_agent = 1")
-        .replace(
-            "max_trajectories_per_agent = 2",
-            "max_trajectories_per_agent = 6",
-        );
-    std::fs::write(&config, text).unwrap();
+    edit_config(
+        &config,
+        &[
+            ("levels = [2, 4, 6]", "levels = [5]"),
+            ("min_trajectories = 0", "min_trajectories = 8"),
+            ("min_per_agent = 2", "min_per_agent = 1"),
+            (
+                "max_trajectories_per_agent = 2",
+                "max_trajectories_per_agent = 6",
+            ),
+        ],
+    );
     let four = dir.path().join("four");
     let report = run_ok(&config, &four, &["--shards", "4"], dir.path()).await;
     let merged = json(&four.join("sweep/summary.json"));
@@ -234,45 +231,17 @@ async fn a_rate_sweep_on_four_shards_sends_the_one_host_schedule_once() {
     })
     .await;
     let dir = scratch("sharded-rate-sweep");
-    let text = format!(
-        r#"name = "sharded-rate-sweep"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-[load.arrivals]
-of = "sessions"
-process = "poisson"
-seed = 3
-[performance]
-workload = "agentic-synth"
-[performance.settings]
-seed = 1
-turns_min = 2
-turns_max = 3
-system_words = 20
-max_context = 1024
-context = {{ median = 100.0, sigma = 0.3, min = 20, max = 400 }}
-tool_output = {{ median = 20.0, sigma = 0.3, min = 5, max = 80 }}
-tool_call_osl = {{ median = 4.0, sigma = 0.2, min = 2, max = 8 }}
-reasoning_osl = {{ median = 8.0, sigma = 0.2, min = 4, max = 16 }}
-tool_delay_ms = {{ median = 20.0, sigma = 0.3, min = 5, max = 50 }}
-[sweep]
-rates = [20.0, 40.0]
-min_trajectories = 12
-min_per_agent = 0
-steady_state_s = 1.0
-warmup_s = 0.2
-max_phase_s = 30.0
-max_tokens = 64
-keep_workload_max_tokens = true
-tool_delay = "recorded"
-"#,
-        url = sim.url()
-    );
-    let config = dir.path().join("sweep.toml");
-    std::fs::write(&config, text).unwrap();
+    let config = RunToml {
+        name: "sharded-rate-sweep",
+        url: &sim.url(),
+        load: &poisson_sessions(3),
+        workload: SMALL_SYNTH,
+        sweep: Some(&format!(
+            "rates = [20.0, 40.0]\nmin_trajectories = 12\nmax_phase_s = 30.0\n{SHORT_RATE_RULES}"
+        )),
+        ..RunToml::default()
+    }
+    .write(&dir.path().join("sweep.toml"));
     let (one, four) = (dir.path().join("one"), dir.path().join("four"));
     run_ok(&config, &one, &[], dir.path()).await;
     let report = run_ok(&config, &four, &["--shards", "4"], dir.path()).await;

@@ -7,43 +7,16 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// A coding-replay sweep at `levels` with the short end rules, and `extra` `[sweep]` keys.
 fn sweep_config(dir: &Path, url: &str, levels: &str, extra: &str) -> std::path::PathBuf {
-    let text = format!(
-        r#"name = "sweep-test"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-[performance]
-workload = "coding-replay"
-[performance.data]
-trajectories = "agentic_coding_2.5h.jsonl"
-[sweep]
-levels = {levels}
-min_trajectories = 3
-min_per_agent = 1
-steady_state_s = 0.3
-warmup_s = 0.1
-max_tokens = 64
-tool_delay = "none"
-max_trajectories_per_agent = 20
-{extra}
-"#
-    );
-    let path = dir.join("sweep.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Rewrites `config`, each `(from, to)` replaced; every `from` must be there.
-fn edit(config: &Path, pairs: &[(&str, &str)]) {
-    let mut text = std::fs::read_to_string(config).unwrap();
-    for (from, to) in pairs {
-        assert!(text.contains(from), "{from:?} is not in the config");
-        text = text.replace(from, to);
+    RunToml {
+        name: "sweep-test",
+        url,
+        workload: CODING_REPLAY,
+        sweep: Some(&format!("levels = {levels}\n{SHORT_AGENT_RULES}{extra}\n")),
+        ..RunToml::default()
     }
-    std::fs::write(config, text).unwrap();
+    .write(&dir.join("sweep.toml"))
 }
 
 fn records(out: &Path, phase: &Value) -> Vec<Value> {
@@ -216,7 +189,7 @@ async fn second_phase_reuse(url: &str, salt: bool) -> ((u64, u64), Vec<u64>) {
     let dir = scratch("salt");
     let extra = format!("salt = {salt}");
     let config = sweep_config(dir.path(), url, "[1, 1]", &extra);
-    edit(
+    edit_config(
         &config,
         &[
             ("min_trajectories = 3\n", "min_trajectories = 1\n"),
@@ -340,11 +313,13 @@ async fn a_live_sweep_is_labelled_and_funnels_each_phase() {
     .await;
     let dir = scratch("sweep-live");
     let config = sweep_config(dir.path(), &sim.url(), "[1, 2]", "");
-    let edited = std::fs::read_to_string(&config).unwrap().replace(
-        "[sweep]",
-        "[performance.settings]\nhistory = \"live\"\n[sweep]",
+    edit_config(
+        &config,
+        &[(
+            "[sweep]",
+            "[performance.settings]\nhistory = \"live\"\n[sweep]",
+        )],
     );
-    std::fs::write(&config, edited).unwrap();
     let out = dir.path().join("out");
     let console = run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));
@@ -433,7 +408,7 @@ async fn a_phase_whose_rules_cannot_hold_is_cut_at_its_time_cap() {
     .await;
     let dir = scratch("sweep-cap");
     let config = sweep_config(dir.path(), &sim.url(), "[2]", "max_phase_s = 0.8");
-    edit(
+    edit_config(
         &config,
         &[
             ("min_trajectories = 3\n", "min_trajectories = 1000000\n"),

@@ -148,39 +148,26 @@ async fn a_sweep_phase_keeps_its_telemetry_and_normalizes_by_measured_power() {
     })
     .await;
     let dir = scratch("telemetry-sweep");
-    let text = format!(
-        r#"name = "telemetry-sweep"
-[model]
-name = "test-model"
-tokenizer = "none"
-[endpoint]
-url = "{url}"
-include_usage = true
-[performance]
-workload = "coding-replay"
-[performance.data]
-trajectories = "agentic_coding_2.5h.jsonl"
-[sweep]
-levels = [2]
-min_trajectories = 3
-min_per_agent = 1
-steady_state_s = 0.3
-warmup_s = 0.1
-max_tokens = 64
-tool_delay = "none"
-max_trajectories_per_agent = 20
-[sweep.normalize]
+    let url = sim.url();
+    let config = RunToml {
+        name: "telemetry-sweep",
+        url: &url,
+        endpoint: "include_usage = true\n",
+        workload: CODING_REPLAY,
+        sweep: Some(&format!(
+            r#"levels = [2]
+{SHORT_AGENT_RULES}[sweep.normalize]
 power_command = "echo 250; echo 250"
 power_interval_s = 0.05
 [telemetry]
 interval_s = 0.05
 [[telemetry.scrape]]
 url = "{url}/metrics"
-"#,
-        url = sim.url()
-    );
-    let config = dir.path().join("sweep.toml");
-    std::fs::write(&config, text).unwrap();
+"#
+        )),
+        ..RunToml::default()
+    }
+    .write(&dir.path().join("sweep.toml"));
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
     let summary = json(&out.join("sweep/summary.json"));

@@ -163,6 +163,110 @@ trajectories = "agentic_coding_2.5h.jsonl"
     path
 }
 
+/// A run config against the simulator at `url` for the test model (no tokenizer), built
+/// from its parts in the order TOML needs (top-level keys, then tables).
+#[derive(Default)]
+pub struct RunToml<'a> {
+    pub name: &'a str,
+    pub url: &'a str,
+    /// More top-level keys (`data_dir = ...`).
+    pub top: &'a str,
+    /// More `[endpoint]` keys.
+    pub endpoint: &'a str,
+    /// Tables before the workload's (`[load.arrivals]`).
+    pub load: &'a str,
+    /// The workload's tables ([`CODING_REPLAY`], [`SMALL_SYNTH`], ...).
+    pub workload: &'a str,
+    /// `[sweep]`'s keys and the tables after it; none: no sweep.
+    pub sweep: Option<&'a str>,
+}
+
+impl RunToml<'_> {
+    /// The config's text.
+    pub fn text(&self) -> String {
+        let Self {
+            name,
+            url,
+            top,
+            endpoint,
+            load,
+            workload,
+            sweep,
+        } = self;
+        let sweep = sweep.map_or_else(String::new, |s| format!("[sweep]\n{s}"));
+        format!(
+            "name = \"{name}\"\n{top}[model]\nname = \"test-model\"\ntokenizer = \"none\"\n\
+             [endpoint]\nurl = \"{url}\"\n{endpoint}{load}{workload}{sweep}"
+        )
+    }
+
+    /// Writes it to `path`; returns `path`.
+    pub fn write(&self, path: &Path) -> PathBuf {
+        std::fs::write(path, self.text()).unwrap();
+        path.to_owned()
+    }
+}
+
+/// coding-replay over the edge trajectories.
+pub const CODING_REPLAY: &str = r#"[performance]
+workload = "coding-replay"
+[performance.data]
+trajectories = "agentic_coding_2.5h.jsonl"
+"#;
+
+/// agentic-synth's small sessions: 2 or 3 turns of about 100 words of context, 8 output
+/// tokens, 20 ms tool delays.
+pub const SMALL_SYNTH: &str = r#"[performance]
+workload = "agentic-synth"
+[performance.settings]
+seed = 1
+turns_min = 2
+turns_max = 3
+system_words = 20
+max_context = 1024
+context = { median = 100.0, sigma = 0.3, min = 20, max = 400 }
+tool_output = { median = 20.0, sigma = 0.3, min = 5, max = 80 }
+tool_call_osl = { median = 4.0, sigma = 0.2, min = 2, max = 8 }
+reasoning_osl = { median = 8.0, sigma = 0.2, min = 4, max = 16 }
+tool_delay_ms = { median = 20.0, sigma = 0.3, min = 5, max = 50 }
+"#;
+
+/// A short agents sweep's end rules: 3 trajectories, 1 per agent, 0.3 s of steady state
+/// after 0.1 s of warm-up (`levels` not included).
+pub const SHORT_AGENT_RULES: &str = r#"min_trajectories = 3
+min_per_agent = 1
+steady_state_s = 0.3
+warmup_s = 0.1
+max_tokens = 64
+tool_delay = "none"
+max_trajectories_per_agent = 20
+"#;
+
+/// A short rate sweep's rules: 1 s of steady state after 0.2 s of warm-up, the recorded
+/// tool delays (`rates`, `min_trajectories` and `max_phase_s` not included).
+pub const SHORT_RATE_RULES: &str = r#"min_per_agent = 0
+steady_state_s = 1.0
+warmup_s = 0.2
+max_tokens = 64
+keep_workload_max_tokens = true
+tool_delay = "recorded"
+"#;
+
+/// Poisson arrivals of sessions, seeded `seed`.
+pub fn poisson_sessions(seed: u64) -> String {
+    format!("[load.arrivals]\nof = \"sessions\"\nprocess = \"poisson\"\nseed = {seed}\n")
+}
+
+/// Rewrites `config`, each `(from, to)` replaced; every `from` must be there.
+pub fn edit_config(config: &Path, pairs: &[(&str, &str)]) {
+    let mut text = std::fs::read_to_string(config).unwrap();
+    for (from, to) in pairs {
+        assert!(text.contains(from), "{from:?} is not in the config");
+        text = text.replace(from, to);
+    }
+    std::fs::write(config, text).unwrap();
+}
+
 /// Reads a JSON result file.
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
