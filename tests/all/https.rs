@@ -9,11 +9,6 @@ use agentload_sim::pki::Pki;
 use serde_json::Value;
 use std::path::Path;
 
-fn u(v: &Value, k: &str) -> i64 {
-    v[k].as_u64()
-        .unwrap_or_else(|| panic!("`{k}` missing in {v}")) as i64
-}
-
 /// The simulator replaying the trajectories over TLS with `pki`'s server certificate.
 async fn tls_sim(pki: &Pki, mtls: bool) -> agentload_sim::SimHandle {
     let server = pki.server().unwrap();
@@ -30,14 +25,14 @@ async fn a_replay_over_https_keeps_its_stamps_and_records_its_sessions() {
     let dir = scratch("https");
     let pki = Pki::new(&dir.path().join("pki")).unwrap();
     let sim = tls_sim(&pki, false).await;
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 2", "");
     // The simulator's /metrics page is scraped over the same TLS settings.
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "[performance]\n",
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 2",
         "[load]\nconcurrency = 2\n[telemetry]\ninterval_s = 0.2\n\
-         [[telemetry.scrape]]\nurl = \"/metrics\"\nname = \"sim\"\n[performance]\n",
+         [[telemetry.scrape]]\nurl = \"/metrics\"\nname = \"sim\"\n",
     );
-    std::fs::write(&config, text).unwrap();
     let out = dir.path().join("out");
     let ca = pki.ca_file();
     run_ok(
@@ -93,10 +88,10 @@ async fn a_replay_over_https_keeps_its_stamps_and_records_its_sessions() {
     assert!(done.len() > 10, "{} turns", done.len());
     for t in &done {
         let s = &t["server_timestamps"];
-        let issued = u(t, "issued_mono_ns");
-        let first_token = issued + u(t, "first_token_ns") - u(t, "issued_ns");
-        assert!(u(s, "received_mono_ns") >= issued, "{t}");
-        assert!(first_token >= u(s, "received_mono_ns"), "{t}");
+        let issued = stamp(t, "issued_mono_ns");
+        let first_token = issued + stamp(t, "first_token_ns") - stamp(t, "issued_ns");
+        assert!(stamp(s, "received_mono_ns") >= issued, "{t}");
+        assert!(first_token >= stamp(s, "received_mono_ns"), "{t}");
         // (The simulator's first-token stamp is its write's return; loopback delivers the
         // bytes inside that write, and the reader it wakes may run first: the response path
         // can be below zero, as over plain TCP. The Python server's test bounds it instead.)
@@ -259,8 +254,13 @@ async fn against_python(split: Option<u32>) -> Vec<(i64, i64, i64)> {
         .iter()
         .zip(&sends)
         .map(|(t, s)| {
-            let first_token = u(t, "issued_mono_ns") + u(t, "first_token_ns") - u(t, "issued_ns");
-            (first_token, u(s, "send_start_ns"), u(s, "send_end_ns"))
+            let first_token =
+                stamp(t, "issued_mono_ns") + stamp(t, "first_token_ns") - stamp(t, "issued_ns");
+            (
+                first_token,
+                stamp(s, "send_start_ns"),
+                stamp(s, "send_end_ns"),
+            )
         })
         .collect()
 }
@@ -376,10 +376,9 @@ async fn a_proxy_in_the_environment_is_named_and_not_used() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_measures_tls_beside_plain() {
     let dir = scratch("https-bench");
-    let json_out = dir.path().join("bench.json");
-    let run = agentload(
+    let (table, v) = bench_ok(
+        dir.path(),
         &[
-            "bench",
             "--sections",
             "tls",
             "--samples",
@@ -394,29 +393,22 @@ async fn bench_measures_tls_beside_plain() {
             "3",
             "--tls-rounds",
             "2",
-            "--out",
-            json_out.to_str().unwrap(),
         ],
-        dir.path(),
+        &[
+            "c=1 TTFT error p99, plain (4 req)",
+            "c=1 TTFT error p99, TLS minus plain",
+            "c=1 request path p99, TLS minus plain",
+            "c=3 harness CPU, plain (median of 2 rounds)",
+            "c=3 harness CPU, TLS / plain (medians)",
+            "c=3 harness CPU, TLS / plain, highest round",
+            "handshake (full, 3 conns, 0 resumed) p50",
+            "handshake (resumed, 3 conns, 2 resumed) p50",
+            "handshake (resumed) client CPU per connection",
+        ],
     )
     .await;
-    let table = text(&run);
-    assert!(run.status.success(), "{table}");
-    for row in [
-        "c=1 TTFT error p99, plain (4 req)",
-        "c=1 TTFT error p99, TLS minus plain",
-        "c=1 request path p99, TLS minus plain",
-        "c=3 harness CPU, plain (median of 2 rounds)",
-        "c=3 harness CPU, TLS / plain (medians)",
-        "c=3 harness CPU, TLS / plain, highest round",
-        "handshake (full, 3 conns, 0 resumed) p50",
-        "handshake (resumed, 3 conns, 2 resumed) p50",
-        "handshake (resumed) client CPU per connection",
-    ] {
-        assert!(table.contains(row), "`{row}` missing:\n{table}");
-    }
     assert!(!table.contains("failed requests"), "{table}");
-    let tls = &json(&json_out)["tls"];
+    let tls = &v["tls"];
     assert_eq!(tls["plain_c1"]["requests"], 4, "{tls}");
     assert_eq!(tls["tls_c1"]["requests"], 4, "{tls}");
     let rounds = tls["cpu_rounds"].as_array().unwrap();

@@ -13,21 +13,16 @@ fn oracle() -> SimConfig {
     }
 }
 
-fn u(v: &Value, k: &str) -> i64 {
-    v[k].as_u64()
-        .unwrap_or_else(|| panic!("`{k}` missing in {v}")) as i64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_by_direction_set_up_and_start_up_are_reported() {
     let sim = start_sim(oracle()).await;
     let dir = scratch("wire");
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "[performance]\n",
-        "[load]\nconcurrency = 3\n[performance]\n",
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 3",
+        "[load]\nconcurrency = 3\n",
     );
-    std::fs::write(&config, text).unwrap();
     let out = dir.path().join("out");
     let report = run_ok(&config, &out, &[], dir.path()).await;
 
@@ -41,25 +36,25 @@ async fn error_by_direction_set_up_and_start_up_are_reported() {
         .expect("a window");
     let done: Vec<&Value> = turns
         .iter()
-        .filter(|t| t["status"] == "completed" && u(t, "issued_ns") < stop as i64)
+        .filter(|t| t["status"] == "completed" && stamp(t, "issued_ns") < stop as i64)
         .collect();
     assert!(done.len() > 20, "{} turns", done.len());
     let mut paths = Vec::new();
     for t in &done {
         let s = &t["server_timestamps"];
-        let issued = u(t, "issued_mono_ns");
-        let ttft = u(t, "first_token_ns") - u(t, "issued_ns");
-        let request = u(s, "received_mono_ns") - issued;
-        let response = issued + ttft - u(s, "first_token_mono_ns");
-        let total = ttft - u(s, "first_token_ns");
+        let issued = stamp(t, "issued_mono_ns");
+        let ttft = stamp(t, "first_token_ns") - stamp(t, "issued_ns");
+        let request = stamp(s, "received_mono_ns") - issued;
+        let response = issued + ttft - stamp(s, "first_token_mono_ns");
+        let total = ttft - stamp(s, "first_token_ns");
         // The simulator reads the request after agentload sent it, and agentload reads the
         // first token after the request arrived. The response path may be below zero: the
         // simulator's first-token stamp is its write(2)'s return, and loopback delivers the
         // bytes inside that write (a preempted writer returns late; pinning avoids it).
         assert!(request >= 0, "request path {request} ns: {t}");
-        assert!(issued + ttft >= u(s, "received_mono_ns"), "{t}");
+        assert!(issued + ttft >= stamp(s, "received_mono_ns"), "{t}");
         assert!(
-            u(s, "first_token_mono_ns") >= u(s, "received_mono_ns"),
+            stamp(s, "first_token_mono_ns") >= stamp(s, "received_mono_ns"),
             "{t}"
         );
         paths.push((request, response, total));
@@ -99,9 +94,9 @@ async fn error_by_direction_set_up_and_start_up_are_reported() {
     let total: i64 = done
         .iter()
         .map(|t| {
-            u(t, "first_token_ns")
-                - u(t, "issued_ns")
-                - u(&t["server_timestamps"], "first_token_ns")
+            stamp(t, "first_token_ns")
+                - stamp(t, "issued_ns")
+                - stamp(&t["server_timestamps"], "first_token_ns")
         })
         .sum();
     assert!(
@@ -135,15 +130,16 @@ async fn local_counting_runs_after_the_streams_and_counts_every_turn() {
     }
     let sim = start_sim(oracle()).await;
     let dir = scratch("wire-count");
-    let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 3", "");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"")
-        .replace(
-            "[performance]\n",
-            "[load]\nconcurrency = 2\n[performance]\n",
-        );
-    std::fs::write(&config, text).unwrap();
+    let config = edge_config(
+        dir.path(),
+        &sim.url(),
+        "num_trajectories_to_issue = 3",
+        "[load]\nconcurrency = 2\n",
+    );
+    edit_config(
+        &config,
+        &[("tokenizer = \"none\"", "tokenizer = \"qwen3.6\"")],
+    );
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
 
@@ -177,10 +173,9 @@ async fn local_counting_runs_after_the_streams_and_counts_every_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_prints_the_floor_and_the_ratio_to_it() {
     let dir = scratch("wire-bench");
-    let json_out = dir.path().join("bench.json");
-    let run = agentload(
+    let (_, v) = bench_ok(
+        dir.path(),
         &[
-            "bench",
             "--sections",
             "streams",
             "--levels",
@@ -191,36 +186,28 @@ async fn bench_prints_the_floor_and_the_ratio_to_it() {
             "2",
             "--answer-tokens",
             "2",
-            "--out",
-            json_out.to_str().unwrap(),
         ],
-        dir.path(),
+        &[
+            "floor c=1 (5 req, alternated) TTFT error p99",
+            "floor c=1 (5 req, alternated) request path p50",
+            "floor c=1 (5 req, alternated) response path p99",
+            "c=1 (5 req) TTFT error p99",
+            "c=1 p99 error / floor p99",
+            "c=3 (3 req) TTFT error p50",
+            "c=3 first request TTFT error p99",
+            "c=3 connection set-up",
+            "c=3 ingest / demand",
+            "c=3 harness CPU busy",
+            "c=3 simulator CPU busy",
+            "c=1 floor CPU",
+            "c=3 floor CPU",
+            "c=3 harness CPU / floor",
+            "c=3 harness CPU in user space",
+            "c=3 floor CPU in user space",
+            "c=3 harness CPU in the kernel / floor's",
+        ],
     )
     .await;
-    let table = text(&run);
-    assert!(run.status.success(), "{table}");
-    for row in [
-        "floor c=1 (5 req, alternated) TTFT error p99",
-        "floor c=1 (5 req, alternated) request path p50",
-        "floor c=1 (5 req, alternated) response path p99",
-        "c=1 (5 req) TTFT error p99",
-        "c=1 p99 error / floor p99",
-        "c=3 (3 req) TTFT error p50",
-        "c=3 first request TTFT error p99",
-        "c=3 connection set-up",
-        "c=3 ingest / demand",
-        "c=3 harness CPU busy",
-        "c=3 simulator CPU busy",
-        "c=1 floor CPU",
-        "c=3 floor CPU",
-        "c=3 harness CPU / floor",
-        "c=3 harness CPU in user space",
-        "c=3 floor CPU in user space",
-        "c=3 harness CPU in the kernel / floor's",
-    ] {
-        assert!(table.contains(row), "`{row}` missing:\n{table}");
-    }
-    let v = json(&json_out);
     let streams = &v["streams"];
     assert_eq!(streams["floor"]["after_first"]["requests"], 5, "{streams}");
     assert_eq!(streams["floor"]["first"]["requests"], 1);
@@ -325,10 +312,9 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
     child.kill().await.unwrap();
 
     // `agentload bench --sim-cpus`: the client on the others, said in the JSON.
-    let json_out = dir.path().join("bench.json");
-    let run = agentload(
+    let (_, v) = bench_ok(
+        dir.path(),
         &[
-            "bench",
             "--sections",
             "streams",
             "--levels",
@@ -339,14 +325,10 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
             "2",
             "--sim-cpus",
             &sim_cpu,
-            "--out",
-            json_out.to_str().unwrap(),
         ],
-        dir.path(),
+        &[],
     )
     .await;
-    assert!(run.status.success(), "{}", text(&run));
-    let v = json(&json_out);
     let want_sim: Vec<usize> = vec![sim_cpu.parse().unwrap()];
     let got_sim: Vec<usize> = serde_json::from_value(v["streams"]["sim_cpus"].clone()).unwrap();
     let client: Vec<usize> = serde_json::from_value(v["streams"]["client_cpus"].clone()).unwrap();
@@ -392,10 +374,9 @@ async fn the_simulator_and_the_bench_pin_to_the_cpus_asked_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_agents_measures_agentload_beside_the_floor() {
     let dir = scratch("bench-agents");
-    let json_out = dir.path().join("bench.json");
-    let run = agentload(
+    let (table, v) = bench_ok(
+        dir.path(),
         &[
-            "bench",
             "--sections",
             "agents",
             "--agents",
@@ -406,25 +387,17 @@ async fn bench_agents_measures_agentload_beside_the_floor() {
             "0.01",
             "--agents-tps",
             "50",
-            "--out",
-            json_out.to_str().unwrap(),
         ],
-        dir.path(),
+        &[
+            "agentload peak RSS",
+            "send lag p99",
+            "CPU per turn / floor",
+            "CPU per output token / floor",
+            "CPU per request KiB / floor",
+            "projected cores by CPU per turn (4140 agents",
+        ],
     )
     .await;
-    let table = text(&run);
-    assert!(run.status.success(), "{table}");
-    for row in [
-        "agentload peak RSS",
-        "send lag p99",
-        "CPU per turn / floor",
-        "CPU per output token / floor",
-        "CPU per request KiB / floor",
-        "projected cores by CPU per turn (4140 agents",
-    ] {
-        assert!(table.contains(row), "no `{row}` row:\n{table}");
-    }
-    let v = json(&json_out);
     let a = &v["agents"];
     assert_eq!(a["agents"], 12);
     assert_eq!(a["failed_turns"], 0, "{table}");

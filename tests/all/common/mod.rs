@@ -267,6 +267,29 @@ pub fn edit_config(config: &Path, pairs: &[(&str, &str)]) {
     std::fs::write(config, text).unwrap();
 }
 
+/// `v[key]`, a whole number (a stamp in ns, say); panics naming the key.
+pub fn stamp(v: &serde_json::Value, key: &str) -> i64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("`{key}` missing in {v}")) as i64
+}
+
+/// `agentload bench ARGS --out DIR/bench.json` in `dir`, which must succeed and print a
+/// row with each of `rows`; returns its table and its JSON file.
+pub async fn bench_ok(dir: &Path, args: &[&str], rows: &[&str]) -> (String, serde_json::Value) {
+    let out = dir.join("bench.json");
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let run = agentload(&all, dir).await;
+    let table = text(&run);
+    assert!(run.status.success(), "{table}");
+    for row in rows {
+        assert!(table.contains(row), "`{row}` missing:\n{table}");
+    }
+    (table, json(&out))
+}
+
 /// Reads a JSON result file.
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
