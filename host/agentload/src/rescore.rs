@@ -3,7 +3,7 @@
 //! An auditor swaps a scorer version this way; with the run's own scorer the
 //! report files come out byte for byte as the run wrote them.
 
-use crate::scoring;
+use crate::scoring::{self, PhaseKind};
 use agentload_config::{PhaseConfig, RunConfig};
 use agentload_fs::OutDir;
 use agentload_plugin_host::{Limits, PluginEngine, PluginIdentity, ScoreTimings, ScorerPlugin};
@@ -20,9 +20,8 @@ pub struct RescoreOptions {
     pub run_dir: PathBuf,
     /// Scorer name or `.wasm` path; default: each phase's configured scorer.
     pub scorer: Option<String>,
-    /// The one phase to re-score (`performance` or `accuracy`); default every
-    /// phase with a scorer and a turn log.
-    pub phase: Option<String>,
+    /// The one phase to re-score; default every phase with a scorer and a turn log.
+    pub phase: Option<PhaseKind>,
     /// Output directory; default `RUN_DIR/rescore/<scorer>@<version>`.
     pub out: Option<PathBuf>,
     /// The most scorer instances side by side; default the run config's
@@ -70,14 +69,14 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     // process at a time, never beside a run or resume still writing them.
     let _writer = agentload_results::run_dir::lock(&opts.run_dir, "rescore")?;
     let engine = Arc::new(PluginEngine::new(agentload_config::cache_dir())?);
-    let phases: [(&'static str, Option<&PhaseConfig>, PathBuf); 2] = [
+    let phases: [(PhaseKind, Option<&PhaseConfig>, PathBuf); 2] = [
         (
-            "performance",
+            PhaseKind::Performance,
             config.performance.as_ref(),
             opts.run_dir.join("turns.jsonl"),
         ),
         (
-            "accuracy",
+            PhaseKind::Accuracy,
             config.accuracy.as_ref(),
             opts.run_dir.join("accuracy/turns.jsonl"),
         ),
@@ -88,13 +87,8 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
     let mut done = Vec::new();
     // The entries of `accuracy/accuracy_results.json`, as the run wrote them.
     let mut entries = Vec::new();
-    if let Some(wanted) = &opts.phase {
-        if !phases.iter().any(|(name, _, _)| name == wanted) {
-            anyhow::bail!("--phase {wanted}: a run's phases are performance and accuracy");
-        }
-    }
-    for (name, phase, log) in phases {
-        if opts.phase.as_deref().is_some_and(|wanted| wanted != name) {
+    for (kind, phase, log) in phases {
+        if opts.phase.is_some_and(|wanted| wanted != kind) {
             continue;
         }
         let Some(phase) = phase else { continue };
@@ -142,11 +136,6 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             },
         )?;
         let started = Instant::now();
-        let kind = if name == "accuracy" {
-            scoring::PhaseKind::Accuracy
-        } else {
-            scoring::PhaseKind::Performance
-        };
         let scored = scoring::score(
             &scorer,
             phase,
@@ -158,11 +147,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             &mut entries,
         )?;
         let scoring_ms = started.elapsed().as_secs_f64() * 1e3;
-        if name == "accuracy" {
+        if kind == PhaseKind::Accuracy {
             scoring::write_samples(&out, "accuracy/samples.jsonl", &scored)?;
         }
         done.push(RescoredPhase {
-            phase: name,
+            phase: kind.name(),
             scorer: identity,
             items: scored.verdicts.len(),
             score: scored.report.score,
@@ -171,10 +160,11 @@ pub fn rescore(opts: &RescoreOptions) -> Result<RescoreResult> {
             timings: scored.timings,
         });
     }
-    let out = out_dir.with_context(|| match &opts.phase {
+    let out = out_dir.with_context(|| match opts.phase {
         Some(wanted) => format!(
-            "nothing to re-score in {}: its {wanted} phase has no scorer or no turn log",
-            opts.run_dir.display()
+            "nothing to re-score in {}: its {} phase has no scorer or no turn log",
+            opts.run_dir.display(),
+            wanted.name()
         ),
         None => format!(
             "nothing to re-score in {}: no phase with a scorer and a turn log",

@@ -20,6 +20,16 @@ pub enum PhaseKind {
     Accuracy,
 }
 
+impl PhaseKind {
+    /// `performance` or `accuracy`: as the run's folders and the rescore manifest say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Performance => "performance",
+            Self::Accuracy => "accuracy",
+        }
+    }
+}
+
 /// Scores a phase's `items` (granting the scorer `files`) and writes the
 /// scorer's report to `out/<report_file>`, except the reference's
 /// `accuracy/accuracy_results.json`: a report shaped as the reference's

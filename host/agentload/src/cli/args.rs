@@ -224,8 +224,8 @@ pub(super) enum Command {
         #[arg(long)]
         scorer: Option<String>,
         /// Re-score this phase alone (default: every phase with a scorer).
-        #[arg(long, value_parser = ["performance", "accuracy"])]
-        phase: Option<String>,
+        #[arg(long, value_enum)]
+        phase: Option<RescorePhase>,
         /// Output directory (default RUN_DIR/rescore/<scorer>@<version>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -731,6 +731,24 @@ impl From<Interactivity> for agentload_results::metrics::Definition {
             Interactivity::MlperfE2e => Self::MlperfE2e,
             Interactivity::MlperfTpsPerUser => Self::MlperfTpsPerUser,
             Interactivity::AgentxP90 => Self::AgentxP90,
+        }
+    }
+}
+
+/// A run's phase that `agentload rescore --phase` re-scores alone.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum RescorePhase {
+    /// The performance phase (`turns.jsonl`).
+    Performance,
+    /// The accuracy gate (`accuracy/turns.jsonl`).
+    Accuracy,
+}
+
+impl From<RescorePhase> for crate::scoring::PhaseKind {
+    fn from(p: RescorePhase) -> Self {
+        match p {
+            RescorePhase::Performance => Self::Performance,
+            RescorePhase::Accuracy => Self::Accuracy,
         }
     }
 }

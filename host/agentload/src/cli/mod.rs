@@ -242,7 +242,7 @@ pub async fn execute(cli: Opts) -> Result<u8> {
                 crate::rescore::rescore(&crate::rescore::RescoreOptions {
                     run_dir,
                     scorer,
-                    phase,
+                    phase: phase.map(Into::into),
                     out,
                     instances,
                 })
