@@ -248,6 +248,14 @@ pub(crate) fn unconfined(file: &str) -> Option<String> {
 /// (else the cache's data folder) and confined to it, and checks its
 /// digest when the lock or manifest knows it.
 pub fn read(dir: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataError> {
+    let (path, real) = confined(dir, file)?;
+    checked(&real, file, max_bytes).map(|f| DataFile { path, ..f })
+}
+
+/// Where the config grant `file` (relative to `dir`, else the cache's data folder) is,
+/// and where it resolves to: refused when it is absolute, has `..`, or resolves (through
+/// a link) outside the folder it was found in.
+fn confined(dir: &Path, file: &str) -> Result<(PathBuf, PathBuf), DataError> {
     let outside = |reason: String| DataError::Outside {
         file: file.to_string(),
         dir: dir.to_path_buf(),
@@ -276,7 +284,7 @@ pub fn read(dir: &Path, file: &str, max_bytes: u64) -> Result<DataFile, DataErro
             real_base.display()
         )));
     }
-    checked(&real, file, max_bytes).map(|f| DataFile { path, ..f })
+    Ok((path, real))
 }
 
 /// Whether a config grant names a folder (its path ends with `/`): every
@@ -311,34 +319,7 @@ pub fn read_folder(
     folder: &str,
     max_bytes: u64,
 ) -> Result<Vec<(String, DataFile)>, DataError> {
-    let outside = |reason: String| DataError::Outside {
-        file: folder.to_string(),
-        dir: dir.to_path_buf(),
-        reason,
-    };
-    if let Some(reason) = unconfined(folder) {
-        return Err(outside(reason));
-    }
-    let Some((base, path)) = find(dir, folder) else {
-        return Err(DataError::Missing {
-            path: dir.join(folder),
-            dir: dir.to_path_buf(),
-            fallback: cache_data_dir(),
-        });
-    };
-    let io = |source| DataError::Read {
-        path: path.clone(),
-        source,
-    };
-    let real = path.canonicalize().map_err(io)?;
-    let real_base = base.canonicalize().map_err(io)?;
-    if !real.starts_with(&real_base) {
-        return Err(outside(format!(
-            "it resolves to {}, outside {}",
-            real.display(),
-            real_base.display()
-        )));
-    }
+    let (path, real) = confined(dir, folder)?;
     read_tree(&path, &real, folder, max_bytes)
 }
 
