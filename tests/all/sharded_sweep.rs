@@ -350,28 +350,10 @@ async fn a_sharded_sweep_s_kubernetes_objects_are_valid() {
     );
     let file = dir.path().join("objects.yaml");
     std::fs::write(&file, &yaml).unwrap();
-    let tool = match std::env::var_os("AGENTLOAD_K8S_VALIDATE") {
-        Some(t) => std::path::PathBuf::from(t),
-        None if std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_some() => {
-            panic!(
-                "AGENTLOAD_K8S_VALIDATE is not set (scripts/test.sh installs kubernetes-validate)"
-            )
-        }
-        None => {
-            eprintln!("skipped: kubernetes-validate not installed (scripts/test.sh installs it)");
-            return;
-        }
+    let Some(tool) = k8s_validator() else {
+        return;
     };
-    let check = std::process::Command::new(&tool)
-        .arg("--strict")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
-    assert!(check.status.success(), "{said}");
+    let (passed, said) = k8s_validate(&tool, &file);
+    assert!(passed, "{said}");
     assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
 }

@@ -290,6 +290,38 @@ pub async fn bench_ok(dir: &Path, args: &[&str], rows: &[&str]) -> (String, serd
     (table, json(&out))
 }
 
+/// `kubernetes-validate` (`AGENTLOAD_K8S_VALIDATE`; scripts/test.sh installs it), or none
+/// where it is not installed and the test data is not required: the test skips, saying so.
+pub fn k8s_validator() -> Option<PathBuf> {
+    match std::env::var_os("AGENTLOAD_K8S_VALIDATE") {
+        Some(t) => Some(PathBuf::from(t)),
+        None if std::env::var_os("AGENTLOAD_REQUIRE_DATA").is_some() => {
+            panic!(
+                "AGENTLOAD_K8S_VALIDATE is not set (scripts/test.sh installs kubernetes-validate)"
+            )
+        }
+        None => {
+            eprintln!("skipped: kubernetes-validate not installed (scripts/test.sh installs it)");
+            None
+        }
+    }
+}
+
+/// `TOOL --strict FILE` ([`k8s_validator`]): whether the objects passed, and what it said.
+pub fn k8s_validate(tool: &Path, file: &Path) -> (bool, String) {
+    let check = std::process::Command::new(tool)
+        .arg("--strict")
+        .arg(file)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    (check.status.success(), said)
+}
+
 /// Reads a JSON result file.
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
