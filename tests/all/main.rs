@@ -20,6 +20,7 @@ mod authoring;
 mod bfcl_multi_turn;
 mod cli_in_process;
 mod closed_loop;
+mod closed_tasks;
 mod config_cli;
 mod data_grants;
 mod datacenter;

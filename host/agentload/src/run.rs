@@ -19,8 +19,8 @@ use agentload_config::swe_bench::SweBench;
 use agentload_config::{base_url, table_json, ClientKind, PhaseConfig, RunConfig, RunKind};
 use agentload_engine::tokens::{find_qwen, LocalCounter};
 use agentload_engine::{
-    missing_closed_turns, missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior,
-    Recorder, SessionOutcome, Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
+    missing_turns, run_pool, Console, Engine, Instances, LogFiles, Prior, Recorder, SessionOutcome,
+    Stop, StopReason, TurnFacts, TurnSender, TurnStatus, WorkloadDelays,
 };
 use agentload_fs::OutDir;
 use agentload_plugin_host::types::{GrantedFile, PluginConfig};
@@ -698,14 +698,15 @@ async fn agentperf_preflight(
             p.config
                 .settings
                 .insert("policy".into(), toml::Value::String(found.policy.clone()));
-            p.sessions = p
+            let sessions = p
                 .workload
                 .configure(PluginConfig {
-                    settings_json: table_json(&p.config.settings),
+                    settings_json: table_json(&p.config.plugin_settings()),
                     files: p.files.clone(),
                     nonce: p.nonce.clone(),
                 })
                 .await?;
+            p.sessions = crate::tools::closed::planned(config, &p.config, sessions)?;
         }
     }
     Ok(serde_json::to_value(&found)?)
@@ -1032,7 +1033,7 @@ fn prepare(
         });
         (sessions, scorer)
     });
-    let sessions = sessions?;
+    let sessions = crate::tools::closed::planned(config, &phase, sessions?)?;
     let mut seals = vec![workload_seal];
     let scorer = match scorer.transpose()? {
         Some((scorer, sealed)) => {
@@ -1267,7 +1268,12 @@ async fn execute(
         context,
         twins,
         failed_turn: config.load.failed_turn,
-        closed: crate::tools::closed::start(config, &prepared.config).await?,
+        closed: crate::tools::closed::start(
+            config,
+            &prepared.config,
+            &plans.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
+        )
+        .await?,
     });
     engine
         .stop
@@ -1633,15 +1639,8 @@ async fn run_performance(
         .write_json("performance/result_summary.json", &summary)?;
 
     let succeeded = summary.agentload.n_samples_succeeded;
-    // A closed-loop session is as long as the model makes it: only its first
-    // request, the recording's, is expected of it.
-    let (expected, missing) = if ex.phase.closed_history() {
-        let expected = u32::try_from(ex.plans.len()).unwrap_or(u32::MAX);
-        (expected, missing_closed_turns(&ex.plans, &ex.turns))
-    } else {
-        let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
-        (expected, missing_turns(&ex.plans, &ex.turns))
-    };
+    let expected: u32 = ex.plans.iter().map(|p| p.expected_turns).sum();
+    let missing = missing_turns(&ex.plans, &ex.turns);
     let mut score = None;
     let mut score_line = None;
     if let Some(scorer) = &ex.scorer {

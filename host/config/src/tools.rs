@@ -6,6 +6,7 @@
 //! (`agentload tools exec` and `fidelity` run under the defaults).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `[tools]`: closed-loop replay's sandbox.
@@ -16,9 +17,18 @@ pub struct ToolsConfig {
     /// (`shell-tools`, the default) or a path to a `.wasm`.
     #[serde(default = "default_environment")]
     pub environment: String,
-    /// The repository every closed-loop session works in (each session on
-    /// a copy-on-write copy of its own).
-    pub workspace: WorkspaceGrant,
+    /// The repository a closed-loop session works in (each session on a
+    /// copy-on-write copy of its own) when `workspaces` has none for its
+    /// task. A session with neither works in an empty workspace, and
+    /// `closed_loop.json` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceGrant>,
+    /// A workspace per task: `[tools.workspaces.<task>]`, the task being
+    /// the session id up to its first `#` (the AA replay's `task_id`; a
+    /// sweep's later pass `<task_id>#<pass>` is the same task). Every key
+    /// must be a task of the phase: another is refused before any request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workspaces: BTreeMap<String, WorkspaceGrant>,
     /// The most requests one closed-loop session sends: after the reply to
     /// the last one the session ends (`turn_cap`), its calls not run.
     #[serde(default = "default_max_turns")]
@@ -36,7 +46,8 @@ pub struct ToolsConfig {
     pub limits: ToolLimitsConfig,
 }
 
-/// `[tools.workspace]`: a workspace archive, locked by its digest.
+/// A workspace archive, locked by its digest (`[tools.workspace]`,
+/// `[tools.workspaces.<task>]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceGrant {
@@ -94,21 +105,70 @@ impl ToolsConfig {
         if self.instances == 0 || self.instances > 256 {
             return bad("instances", "must be between 1 and 256");
         }
-        let hex = self
-            .workspace
-            .sha256
-            .strip_prefix("sha256:")
-            .unwrap_or(&self.workspace.sha256);
-        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if self.workspace.is_none() && self.workspaces.is_empty() {
             return bad(
-                "workspace.sha256",
-                "must be 64 hex digits (the archive's sha256)",
+                "workspace",
+                "a [tools.workspace] table or at least one [tools.workspaces.<task>] is needed",
             );
         }
-        if !self.workspace.mount.starts_with('/') {
-            return bad("workspace.mount", "must be an absolute path in the sandbox");
+        for (_, key, grant) in self.grants() {
+            grant
+                .check()
+                .map_err(|(k, why)| (format!("{key}.{k}"), why))?;
         }
         self.limits.check()
+    }
+
+    /// Every granted workspace: its task (none: `[tools.workspace]`, the
+    /// other sessions'), its key (`tools.workspace`,
+    /// `tools.workspaces.<task>`) and the grant.
+    pub fn grants(&self) -> impl Iterator<Item = (Option<&str>, String, &WorkspaceGrant)> {
+        let default = self
+            .workspace
+            .as_ref()
+            .map(|g| (None, "tools.workspace".to_owned(), g));
+        let tasks = self.workspaces.iter().map(|(task, g)| {
+            let key = format!("tools.workspaces.{}", quoted_key(task));
+            (Some(task.as_str()), key, g)
+        });
+        default.into_iter().chain(tasks)
+    }
+}
+
+/// The task a session belongs to: its id up to the first `#`.
+pub fn task_of(session: &str) -> &str {
+    session.split_once('#').map_or(session, |(task, _)| task)
+}
+
+/// A TOML key as a config writes it (quoted unless bare).
+pub fn quoted_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    match bare {
+        true => key.to_owned(),
+        false => format!("{key:?}"),
+    }
+}
+
+impl WorkspaceGrant {
+    /// Checks the grant; the error names the key below the grant's own.
+    fn check(&self) -> Result<(), (String, String)> {
+        let hex = self.sha256.strip_prefix("sha256:").unwrap_or(&self.sha256);
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err((
+                "sha256".into(),
+                "must be 64 hex digits (the archive's sha256)".into(),
+            ));
+        }
+        if !self.mount.starts_with('/') {
+            return Err((
+                "mount".into(),
+                "must be an absolute path in the sandbox".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -198,6 +258,22 @@ impl ToolLimitsConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_is_the_session_id_up_to_its_pass_and_grants_name_their_key() {
+        assert_eq!(task_of("task_k8s_debugging"), "task_k8s_debugging");
+        assert_eq!(task_of("task_k8s_debugging#2"), "task_k8s_debugging");
+        let tools: ToolsConfig = toml::from_str(
+            "[workspaces.a]\narchive = \"a.tar\"\nsha256 = \"00\"\n\
+             [workspaces.\"x y\"]\narchive = \"b.tar\"\nsha256 = \"00\"\n",
+        )
+        .unwrap();
+        let keys: Vec<String> = tools.grants().map(|(_, k, _)| k).collect();
+        assert_eq!(keys, ["tools.workspaces.a", "tools.workspaces.\"x y\""]);
+        assert_eq!(tools.check().unwrap_err().0, "tools.workspaces.a.sha256");
+        let none: ToolsConfig = toml::from_str("max_turns = 3\n").unwrap();
+        assert_eq!(none.check().unwrap_err().0, "tools.workspace");
+    }
 
     #[test]
     fn bad_limits_name_their_key() {

@@ -29,6 +29,7 @@ use agentload_plugin_host::tools::ToolCall;
 use agentload_plugin_host::types::{ChatMessage, Role, TurnOutcome};
 use agentload_plugin_host::{Message, TurnRequest, WorkloadPlugin};
 use agentload_results::tools::{ClosedEnd, ClosedTurn};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Mutex;
@@ -36,12 +37,33 @@ use tokio::sync::Mutex;
 /// What every closed-loop session of a phase shares.
 pub struct ClosedLoop {
     pub pool: Arc<ToolPool>,
-    /// The workspace every session opens.
-    pub workspace: String,
+    /// Each task's workspace, by task (a session's task is its id up to
+    /// its first `#`).
+    pub workspaces: HashMap<String, Workspace>,
+    /// The workspace of a session whose task has none of its own.
+    pub default: Workspace,
     /// The most requests one session sends.
     pub max_turns: u32,
     /// How tool results are written.
     pub messages: Harness,
+}
+
+/// A workspace sessions open.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// Its name in the pool.
+    pub name: String,
+    /// Where it came from, as `closed_loop.json` names it: the config key
+    /// (`tools.workspace`, `tools.workspaces.<task>`) or `empty`.
+    pub grant: String,
+}
+
+impl ClosedLoop {
+    /// The workspace session `id` works in.
+    pub fn workspace_of(&self, id: &str) -> &Workspace {
+        let task = id.split_once('#').map_or(id, |(task, _)| task);
+        self.workspaces.get(task).unwrap_or(&self.default)
+    }
 }
 
 /// One closed-loop session's state.
@@ -73,9 +95,10 @@ impl<'a> ClosedSession<'a> {
         id: &str,
         first: &TurnRequest,
     ) -> Result<ClosedSession<'a>, String> {
+        let workspace = closed.workspace_of(id);
         closed
             .pool
-            .open(id, &closed.workspace, session_seed(id))
+            .open(id, &workspace.name, session_seed(id))
             .await?;
         Ok(Self {
             closed,
@@ -115,18 +138,15 @@ impl<'a> ClosedSession<'a> {
             recorded_request_bytes,
             sandbox_us: 0,
             end: None,
+            workspace: (self.sent == 1).then(|| self.closed.workspace_of(&self.id).grant.clone()),
+            overlay_bytes: None,
         };
         let TurnOutcome::Completed(reply) = outcome else {
-            turn.end = Some(if unsent {
-                ClosedEnd::ContextWindow
-            } else {
-                ClosedEnd::Failed
-            });
-            return Answered {
-                turn,
-                next: None,
-                tools_done: None,
+            let end = match unsent {
+                true => ClosedEnd::ContextWindow,
+                false => ClosedEnd::Failed,
             };
+            return self.end(turn, end).await;
         };
         // The recording's next request (the workload in recorded mode goes
         // on whatever the reply said) and the recorded reply in it.
@@ -151,20 +171,10 @@ impl<'a> ClosedSession<'a> {
             turn.follows_recording = Some(same_calls(&reply.tool_calls, &recorded_calls));
         }
         if reply.tool_calls.is_empty() {
-            turn.end = Some(ClosedEnd::NoToolCall);
-            return Answered {
-                turn,
-                next: None,
-                tools_done: None,
-            };
+            return self.end(turn, ClosedEnd::NoToolCall).await;
         }
         if self.sent >= self.closed.max_turns {
-            turn.end = Some(ClosedEnd::TurnCap);
-            return Answered {
-                turn,
-                next: None,
-                tools_done: None,
-            };
+            return self.end(turn, ClosedEnd::TurnCap).await;
         }
         let calls: Vec<(String, ToolCall)> = reply
             .tool_calls
@@ -233,6 +243,25 @@ impl<'a> ClosedSession<'a> {
             turn,
             next: Some(next),
             tools_done: Some(tools_done),
+        }
+    }
+}
+
+impl ClosedSession<'_> {
+    /// The session ends after `turn`: what its copy-on-write overlay holds
+    /// (its own changes to the workspace) recorded with it.
+    async fn end(&self, mut turn: ClosedTurn, end: ClosedEnd) -> Answered {
+        turn.end = Some(end);
+        turn.overlay_bytes = self
+            .closed
+            .pool
+            .stats(&self.id)
+            .await
+            .map(|s| s.overlay_bytes);
+        Answered {
+            turn,
+            next: None,
+            tools_done: None,
         }
     }
 }

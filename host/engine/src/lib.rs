@@ -56,7 +56,7 @@ pub use context::{Checked, ContextWindow, LastPrompt};
 pub use counting::RecordedTurn;
 pub use instances::Instances;
 pub use journal::{each_record, read_records, Durability, WriteError};
-pub use missing::{missing_closed_turns, missing_turns};
+pub use missing::missing_turns;
 pub use pool::{drive_or_restart, run_pool, run_pool_ramped, PhaseError};
 pub use prior::{History, Prior, PriorTurns};
 pub use recorder::{Keeping, LogFiles, Recorder};

@@ -11,24 +11,6 @@ use std::collections::HashMap;
 /// as in bfcl-multi's one request per step). A session never issued counts
 /// all its turns: no other session's extra turns can hide it.
 pub fn missing_turns(plans: &[SessionPlan], turns: &[TurnFacts]) -> u64 {
-    missing_with(plans, turns, |p| u64::from(p.expected_turns))
-}
-
-/// The same count for a closed-loop phase, whose sessions are as long as the
-/// model makes them: only each session's first request (the recording's) is
-/// planned, so a session counts 1 when no turn of it completed, or its failed
-/// and aborted turns (a request over the context window, not sent, among
-/// them), whichever is more. A session that ended by its own rule (no tool
-/// call, the turn cap) is whole, however much shorter than the recording.
-pub fn missing_closed_turns(plans: &[SessionPlan], turns: &[TurnFacts]) -> u64 {
-    missing_with(plans, turns, |_| 1)
-}
-
-fn missing_with(
-    plans: &[SessionPlan],
-    turns: &[TurnFacts],
-    expected: impl Fn(&SessionPlan) -> u64,
-) -> u64 {
     let mut per: HashMap<&str, (u64, u64)> = HashMap::new();
     for r in turns {
         let (completed, unanswered) = per.entry(&r.session_id).or_default();
@@ -42,7 +24,9 @@ fn missing_with(
         .iter()
         .map(|p| {
             let (completed, unanswered) = per.get(p.id.as_str()).copied().unwrap_or_default();
-            expected(p).saturating_sub(completed).max(unanswered)
+            u64::from(p.expected_turns)
+                .saturating_sub(completed)
+                .max(unanswered)
         })
         .sum()
 }
@@ -91,7 +75,8 @@ mod tests {
 
     #[test]
     fn a_closed_loop_session_is_whole_when_it_ends_by_its_own_rule() {
-        let plans = [plan("a", 30), plan("b", 30), plan("c", 30)];
+        // Planned with one expected turn (the recording's first request).
+        let plans = [plan("a", 1), plan("b", 1), plan("c", 1)];
         let records = vec![
             rec("a", TurnStatus::Completed),
             rec("a", TurnStatus::Completed),
@@ -100,7 +85,8 @@ mod tests {
         ];
         // a: shorter than its recording, whole; b: one turn failed (or not
         // sent); c: never issued.
-        assert_eq!(missing_closed_turns(&plans, &records), 2);
-        assert_eq!(missing_turns(&plans, &records), 28 + 29 + 30);
+        assert_eq!(missing_turns(&plans, &records), 2);
+        let recorded = [plan("a", 30), plan("b", 30), plan("c", 30)];
+        assert_eq!(missing_turns(&recorded, &records), 28 + 29 + 30);
     }
 }

@@ -39,6 +39,17 @@ pub fn section(run: &RunDir) -> Option<Section> {
                 format!("{:.2} G", int(&c["fuel"]) as f64 / 1e9),
             ),
             Tile::new(
+                "overlay per session (mean / max)",
+                match int(&c["overlay_bytes"]["sessions"]) {
+                    0 => "-".to_owned(),
+                    _ => format!(
+                        "{:.1} / {:.1} KiB",
+                        c["overlay_bytes"]["mean"].as_f64().unwrap_or(0.0) / 1024.0,
+                        int(&c["overlay_bytes"]["max"]) as f64 / 1024.0
+                    ),
+                },
+            ),
+            Tile::new(
                 "turns following the recording",
                 format!(
                     "{:.1} (mean)",
@@ -88,8 +99,14 @@ pub fn section(run: &RunDir) -> Option<Section> {
         .flatten()
         .map(|(k, v)| format!("{k} {}", int(v)))
         .collect();
+    let empty = match int(&c["workspaces"]["empty"]) {
+        0 => String::new(),
+        n => format!(
+            " {n} session(s) of a task with no workspace granted worked in an empty workspace."
+        ),
+    };
     s.note(format!(
-        "Sessions ended: {}. Per turn: `closed` in turns.jsonl; per session and run: \
+        "Sessions ended: {}.{empty} Per turn: `closed` in turns.jsonl; per session and run: \
          performance/closed_loop.json.",
         ends.join(", ")
     ));
@@ -97,6 +114,7 @@ pub fn section(run: &RunDir) -> Option<Section> {
         "Sessions",
         &[
             "session",
+            "workspace",
             "turns",
             "end",
             "calls (executed / stubbed / error)",
@@ -105,6 +123,7 @@ pub fn section(run: &RunDir) -> Option<Section> {
             "sandbox ms",
             "followed recording",
             "last request bytes",
+            "overlay KiB",
         ],
     );
     for x in sessions.iter().take(200) {
@@ -116,6 +135,7 @@ pub fn section(run: &RunDir) -> Option<Section> {
         }
         table.rows.push(vec![
             Cell::text(x["session_id"].as_str().unwrap_or("?")),
+            Cell::text(x["workspace"].as_str().unwrap_or("")),
             Cell::num(int(&x["turns"]).to_string()),
             Cell::text(x["end"].as_str().unwrap_or("stopped")),
             Cell::num(format!("{} / {} / {}", by[0], by[1], by[2])),
@@ -124,6 +144,10 @@ pub fn section(run: &RunDir) -> Option<Section> {
             Cell::num(format!("{:.1}", x["sandbox_ms"].as_f64().unwrap_or(0.0))),
             Cell::num(int(&x["actions_followed"]).to_string()),
             Cell::num(int(&x["last_request_bytes"]).to_string()),
+            Cell::num(match x["overlay_bytes"].as_u64() {
+                Some(b) => format!("{:.1}", b as f64 / 1024.0),
+                None => "-".to_owned(),
+            }),
         ]);
     }
     s.push(Block::Table(table));
@@ -149,12 +173,15 @@ mod tests {
             "calls": {"executed": 3, "stubbed": 1}, "classes": {"search": 2},
             "output_bytes": 900, "fuel": 12_000_000, "sandbox_ms": 4.5,
             "ends": {"no_tool_call": 1, "turn_cap": 1},
+            "workspaces": {"empty": 1, "tools.workspaces.fix": 1},
+            "overlay_bytes": {"sessions": 2, "mean": 1536.0, "max": 2048, "total": 3072},
             "actions_followed": {"0": 1, "2": 1}, "actions_followed_mean": 1.0,
             "context_growth": [
                 {"index": 1, "sessions": 2, "closed_bytes": 400.0, "recorded_bytes": 400.0, "ratio": 1.0},
                 {"index": 2, "sessions": 2, "closed_bytes": 900.0, "recorded_bytes": 700.0, "ratio": 1.29}
             ],
             "sessions": [{"session_id": "fix-1", "turns": 3, "end": "no_tool_call",
+                "workspace": "tools.workspaces.fix", "overlay_bytes": 2048,
                 "calls": {"bash": {"executed": 3, "stubbed": 1}}, "output_bytes": 900,
                 "fuel": 12_000_000, "sandbox_ms": 4.5, "actions_followed": 2,
                 "first_request_bytes": 400, "last_request_bytes": 1200}]
@@ -170,5 +197,11 @@ mod tests {
         assert!(text.contains("no_tool_call 1, turn_cap 1"), "{text}");
         assert!(text.contains("closed-context-growth"), "{text}");
         assert!(text.contains("fix-1") && text.contains("12.0"), "{text}");
+        assert!(text.contains("1.5 / 2.0 KiB"), "{text}");
+        assert!(text.contains("tools.workspaces.fix"), "{text}");
+        assert!(
+            text.contains("1 session(s) of a task with no workspace granted worked in an empty"),
+            "{text}"
+        );
     }
 }

@@ -116,12 +116,29 @@ pub struct ClosedTurn {
     /// Why the session ended after this turn; none when it went on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<ClosedEnd>,
+    /// On a session's first turn: the workspace it works in, as the config
+    /// names it (`tools.workspace`, `tools.workspaces.<task>`), or `empty`
+    /// (its task has none granted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// On the turn that ends the session: bytes its copy-on-write overlay
+    /// holds (its own changes; the workspace itself is shared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay_bytes: Option<u64>,
 }
 
 /// One closed-loop session's numbers (`closed_loop.json`'s `sessions`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClosedSessionStats {
     pub session_id: String,
+    /// The workspace it worked in: `tools.workspace`,
+    /// `tools.workspaces.<task>`, or `empty` (its task has none granted).
+    #[serde(default)]
+    pub workspace: String,
+    /// Bytes its copy-on-write overlay held when it ended (its own changes;
+    /// none when it stopped otherwise).
+    #[serde(default)]
+    pub overlay_bytes: Option<u64>,
     /// Requests sent or refused before sending (the closed turns).
     pub turns: u32,
     /// Why it ended (`no_tool_call`, `turn_cap`, `context_window`, `failed`);
@@ -183,6 +200,24 @@ pub struct ClosedLoopSummary {
     pub actions_followed_mean: f64,
     /// Request size against the recording's, by place.
     pub context_growth: Vec<ContextGrowth>,
+    /// Sessions by the workspace they worked in (`tools.workspace`,
+    /// `tools.workspaces.<task>`, `empty`: a task with none granted).
+    #[serde(default)]
+    pub workspaces: BTreeMap<String, u64>,
+    /// The copy-on-write overlays of the sessions that ended by a rule
+    /// (their own changes; the workspaces are shared), bytes.
+    #[serde(default)]
+    pub overlay_bytes: OverlayBytes,
+}
+
+/// Overlay sizes over sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverlayBytes {
+    /// Sessions measured.
+    pub sessions: u64,
+    pub mean: f64,
+    pub max: u64,
+    pub total: u64,
 }
 
 impl ClosedLoopSummary {
@@ -211,6 +246,8 @@ impl ClosedLoopSummary {
             actions_followed: BTreeMap::new(),
             actions_followed_mean: 0.0,
             context_growth: Vec::new(),
+            workspaces: BTreeMap::new(),
+            overlay_bytes: OverlayBytes::default(),
         };
         let ordered = order
             .iter()
@@ -221,6 +258,11 @@ impl ClosedLoopSummary {
             turns.sort_by_key(|t| t.index);
             let mut s = ClosedSessionStats {
                 session_id: (*id).to_owned(),
+                workspace: turns
+                    .iter()
+                    .find_map(|t| t.workspace.clone())
+                    .unwrap_or_default(),
+                overlay_bytes: turns.iter().find_map(|t| t.overlay_bytes),
                 turns: turns.len() as u32,
                 end: turns.iter().find_map(|t| t.end),
                 calls: BTreeMap::new(),
@@ -259,7 +301,18 @@ impl ClosedLoopSummary {
             let end = s.end.map_or("stopped", ClosedEnd::name);
             *out.ends.entry(end.to_owned()).or_insert(0) += 1;
             *out.actions_followed.entry(s.actions_followed).or_insert(0) += 1;
+            if !s.workspace.is_empty() {
+                *out.workspaces.entry(s.workspace.clone()).or_insert(0) += 1;
+            }
+            if let Some(bytes) = s.overlay_bytes {
+                let o = &mut out.overlay_bytes;
+                (o.sessions, o.total, o.max) = (o.sessions + 1, o.total + bytes, o.max.max(bytes));
+            }
             out.sessions.push(s);
+        }
+        if out.overlay_bytes.sessions > 0 {
+            out.overlay_bytes.mean =
+                out.overlay_bytes.total as f64 / out.overlay_bytes.sessions as f64;
         }
         if !out.sessions.is_empty() {
             out.actions_followed_mean = out
@@ -310,6 +363,33 @@ impl ClosedLoopSummary {
             ends.join(", "),
             self.actions_followed_mean
         ));
+        if !self.workspaces.is_empty() {
+            let by: Vec<String> = self
+                .workspaces
+                .iter()
+                .map(|(w, n)| format!("{w} {n}"))
+                .collect();
+            let empty = match self.workspaces.get("empty") {
+                Some(n) => format!(
+                    " ({n} of a task with no workspace granted worked in an empty workspace)"
+                ),
+                None => String::new(),
+            };
+            text.push_str(&format!(
+                "closed loop: sessions by workspace: {}{empty}\n",
+                by.join(", ")
+            ));
+        }
+        if self.overlay_bytes.sessions > 0 {
+            let o = &self.overlay_bytes;
+            text.push_str(&format!(
+                "closed loop: copy-on-write overlay per session at its end: mean {:.1} KiB, max \
+                 {:.1} KiB ({} sessions)\n",
+                o.mean / 1024.0,
+                o.max as f64 / 1024.0,
+                o.sessions
+            ));
+        }
         if let Some(last) = self.context_growth.last() {
             text.push_str(&format!(
                 "closed loop: request {} (the recording's last place) is {:.2}x the recorded \
@@ -347,6 +427,8 @@ mod tests {
             recorded_request_bytes: bytes.1,
             sandbox_us: 1500,
             end: None,
+            workspace: (index == 1).then(|| "tools.workspace".to_owned()),
+            overlay_bytes: None,
         }
     }
 
@@ -361,8 +443,11 @@ mod tests {
         // Back on the recording after a departure: not in the prefix.
         let mut a3 = turn(3, Some(true), (400, None));
         a3.end = Some(ClosedEnd::TurnCap);
+        a3.overlay_bytes = Some(3072);
         let mut b1 = turn(1, Some(false), (100, Some(100)));
         b1.end = Some(ClosedEnd::NoToolCall);
+        b1.workspace = Some("empty".into());
+        b1.overlay_bytes = Some(1024);
         let blocks = [("a", &a3), ("b", &b1), ("a", &a1), ("a", &a2)];
         let order = ["b".to_owned(), "a".to_owned()];
         let s = ClosedLoopSummary::of(blocks, &order);
@@ -390,6 +475,28 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 executed, 1 stubbed, 0 errors"), "{text}");
+        // Each session's workspace and overlay, and the run's.
+        assert_eq!(
+            (
+                s.sessions[0].workspace.as_str(),
+                s.sessions[1].workspace.as_str()
+            ),
+            ("empty", "tools.workspace")
+        );
+        assert_eq!(s.sessions[1].overlay_bytes, Some(3072));
+        assert_eq!(
+            (s.workspaces["empty"], s.workspaces["tools.workspace"]),
+            (1, 1)
+        );
+        assert_eq!((s.overlay_bytes.mean, s.overlay_bytes.max), (2048.0, 3072));
+        assert!(
+            text.contains("1 of a task with no workspace granted worked in an empty workspace"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mean 2.0 KiB, max 3.0 KiB (2 sessions)"),
+            "{text}"
+        );
         // The file round-trips (statuses as map keys).
         let json = serde_json::to_string(&s).unwrap();
         assert!(

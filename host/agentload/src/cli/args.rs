@@ -621,6 +621,20 @@ pub(super) enum DatasetCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Pack the workspaces of an AA replay's tasks (each task's
+    /// `tool_environment.workspace_path`) as workspace archives, one per
+    /// task; prints the `[tools.workspaces.<task>]` tables of a closed-loop
+    /// run.
+    #[command(
+        after_help = "Examples:\n  agentload dataset aa-workspaces ~/.cache/agentload/data/aa_replays/agentperf-default-v1/manifest-x86_64.json --out ~/.cache/agentload/data/aa_replays/workspaces"
+    )]
+    AaWorkspaces {
+        /// The replay's manifest.
+        manifest: PathBuf,
+        /// The folder the archives are written to (`<task_id>.tar`).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// `agentload tools`.

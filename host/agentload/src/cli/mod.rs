@@ -556,6 +556,27 @@ pub async fn execute(cli: Opts) -> Result<u8> {
             ));
             Ok(exit::SUCCESS)
         }
+        Command::Dataset {
+            command: DatasetCommand::AaWorkspaces { manifest, out },
+        } => {
+            use crate::tools::aa_workspaces::{pack, tables, Task};
+            let tasks = pack(&manifest, &out)?;
+            for t in &tasks {
+                if let Task::Packed {
+                    task,
+                    archive,
+                    files,
+                    ..
+                } = t
+                {
+                    agentload_console::line(&format!(
+                        "wrote {archive}: task {task}, {files} files"
+                    ));
+                }
+            }
+            agentload_console::out(&tables(&tasks));
+            Ok(exit::SUCCESS)
+        }
         Command::Tools { command } => match command {
             ToolsCommand::Exec(args) => crate::tools::cli::exec(args).await.map(|()| exit::SUCCESS),
             ToolsCommand::Fidelity(args) => crate::tools::fidelity::run(args)

@@ -2,6 +2,7 @@
 //! its limits, workspace archives read and checked against their digest;
 //! and the `agentload tools` commands.
 
+pub mod aa_workspaces;
 pub mod cli;
 pub mod closed;
 pub mod fidelity;
