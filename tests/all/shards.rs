@@ -241,6 +241,51 @@ fn spawn_sharded(config: &Path, out: &Path, extra: &[&str]) -> tokio::process::C
     spawn(&args, out.parent().unwrap())
 }
 
+/// A two-shard run `run_id` started by hand, each shard `agentload shard CONFIG --shards 2
+/// --index I --run-id RUN_ID --listen 127.0.0.1:0` and `both`: shard 0 (the coordinator,
+/// writing `out`, with `zero` too) spawned, shard 1 (writing `dir/one`) run to its end
+/// against it. Returns shard 0, shard 1's output and the coordinator's URL.
+async fn two_shards(
+    dir: &Path,
+    config: &Path,
+    run_id: &str,
+    out: &Path,
+    both: &[&str],
+    zero: &[&str],
+) -> (tokio::process::Child, std::process::Output, String) {
+    let (addr_file, one) = (dir.join("addr"), dir.join("one"));
+    let head = [
+        "shard",
+        config.to_str().unwrap(),
+        "--shards",
+        "2",
+        "--run-id",
+        run_id,
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    let own = [
+        "--index",
+        "0",
+        "--addr-file",
+        addr_file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let coordinator = spawn(&[&head[..], both, &own, zero].concat(), dir);
+    let url = format!("http://{}", coordinator_addr(&addr_file).await);
+    let own = [
+        "--index",
+        "1",
+        "--coordinator",
+        &url,
+        "--out",
+        one.to_str().unwrap(),
+    ];
+    let worker = agentload(&[&head[..], both, &own].concat(), dir).await;
+    (coordinator, worker, url)
+}
+
 /// The pid of the `agentload shard` process with this index writing to `out`.
 fn shard_pid(out: &Path, index: u32) -> Option<i32> {
     let want = format!("--index\0{index}\0");
@@ -362,44 +407,15 @@ async fn shards_whose_uploads_are_refused_fail_the_run_closed() {
         "[load]\nconcurrency = 2",
     );
     let out = dir.path().join("out");
-    let addr_file = dir.path().join("addr");
-    let args = |index: &str| {
-        vec![
-            "shard".to_owned(),
-            config.to_str().unwrap().into(),
-            "--shards".into(),
-            "2".into(),
-            "--index".into(),
-            index.into(),
-            "--run-id".into(),
-            "budget".into(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--silence-timeout-s".into(),
-            "2".into(),
-        ]
-    };
-    let mut zero = args("0");
-    zero.extend([
-        "--addr-file".to_owned(),
-        addr_file.to_str().unwrap().into(),
-        "--out".into(),
-        out.to_str().unwrap().into(),
-        "--upload-budget-mib".into(),
-        "0".into(),
-    ]);
-    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
-    let coordinator = spawn(&zero, dir.path());
-    let addr = coordinator_addr(&addr_file).await;
-    let mut one = args("1");
-    one.extend([
-        "--coordinator".to_owned(),
-        format!("http://{addr}"),
-        "--out".into(),
-        dir.path().join("one").to_str().unwrap().into(),
-    ]);
-    let one: Vec<&str> = one.iter().map(String::as_str).collect();
-    let worker = agentload(&one, dir.path()).await;
+    let (coordinator, worker, _) = two_shards(
+        dir.path(),
+        &config,
+        "budget",
+        &out,
+        &["--silence-timeout-s", "2"],
+        &["--upload-budget-mib", "0"],
+    )
+    .await;
     assert!(!worker.status.success());
     assert!(
         text(&worker).contains("would pass their budget of 0 bytes"),
@@ -902,43 +918,15 @@ async fn the_merged_run_is_fetched_from_the_coordinator() {
         "[load]\nconcurrency = 2",
     );
     let out = dir.path().join("out");
-    let addr_file = dir.path().join("addr");
-    let args = |index: &str| {
-        vec![
-            "shard".to_owned(),
-            config.to_str().unwrap().into(),
-            "--shards".into(),
-            "2".into(),
-            "--index".into(),
-            index.into(),
-            "--run-id".into(),
-            "fetch".into(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-        ]
-    };
-    let mut zero = args("0");
-    zero.extend([
-        "--addr-file".to_owned(),
-        addr_file.to_str().unwrap().into(),
-        "--out".into(),
-        out.to_str().unwrap().into(),
-        "--linger-s".into(),
-        "120".into(),
-    ]);
-    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
-    let mut coordinator = spawn(&zero, dir.path());
-    let addr = coordinator_addr(&addr_file).await;
-    let url = format!("http://{addr}");
-    let mut one = args("1");
-    one.extend([
-        "--coordinator".to_owned(),
-        url.clone(),
-        "--out".into(),
-        dir.path().join("one").to_str().unwrap().into(),
-    ]);
-    let one: Vec<&str> = one.iter().map(String::as_str).collect();
-    let worker = agentload(&one, dir.path()).await;
+    let (mut coordinator, worker, url) = two_shards(
+        dir.path(),
+        &config,
+        "fetch",
+        &out,
+        &[],
+        &["--linger-s", "120"],
+    )
+    .await;
     assert!(worker.status.success(), "{}", text(&worker));
     // Before the merge is written, fetch says why there is nothing yet;
     // then it brings the files.
