@@ -633,6 +633,19 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+    /// `t` sampling into `dir/telemetry.jsonl` from `origin`, as segment `segment`.
+    async fn start_in(t: &Telemetry, dir: &Path, origin: Instant, segment: u32) -> Running {
+        t.start(
+            origin,
+            &OutDir::new(dir),
+            Path::new("telemetry.jsonl"),
+            "telemetry.jsonl",
+            segment,
+        )
+        .await
+        .unwrap()
+    }
+
     /// A one-route HTTP server: `answer(n)` is the status and body of the
     /// n-th request.
     async fn serve(answer: impl Fn(u64) -> (u16, String) + Send + Sync + 'static) -> String {
@@ -728,16 +741,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let origin = Instant::now();
-        let running = t
-            .start(
-                origin,
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                0,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), origin, 0).await;
         let started = origin.elapsed().as_nanos() as u64;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before_finish = origin.elapsed().as_nanos() as u64;
@@ -784,16 +788,7 @@ mod tests {
         let t = Telemetry::with_sources(Some(&config(&urls)), "http://127.0.0.1:9", None, None)
             .unwrap()
             .unwrap();
-        let running = t
-            .start(
-                Instant::now(),
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                0,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), Instant::now(), 0).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
         let s = running.finish(None).await;
         let by = |name: &str| s.sources.iter().find(|x| x.name == name).unwrap();
@@ -870,16 +865,7 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        let running = t
-            .start(
-                Instant::now(),
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                0,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), Instant::now(), 0).await;
         tokio::time::sleep(Duration::from_millis(250)).await;
         let s = running.finish(Some((0, u64::MAX))).await;
         let p = s.power.unwrap();
@@ -913,16 +899,7 @@ mod tests {
         let t = Telemetry::with_sources(Some(&config(&[])), "http://127.0.0.1:9", Some(gpus), None)
             .unwrap()
             .unwrap();
-        let running = t
-            .start(
-                Instant::now(),
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                0,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), Instant::now(), 0).await;
         tokio::time::sleep(Duration::from_millis(250)).await;
         let s = running.finish(None).await;
         let nvml = &s.sources[0];
@@ -974,16 +951,7 @@ mod tests {
         let t = Telemetry::with_sources(Some(&config(&[&url])), "http://127.0.0.1:9", None, None)
             .unwrap()
             .unwrap();
-        let running = t
-            .start(
-                Instant::now(),
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                0,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), Instant::now(), 0).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let s = running.finish(None).await;
         let server = &s.sources[0];
@@ -1048,16 +1016,7 @@ mod tests {
         let t = Telemetry::with_sources(Some(&config(&[&url])), "http://127.0.0.1:9", None, None)
             .unwrap()
             .unwrap();
-        let running = t
-            .start(
-                Instant::now(),
-                &OutDir::new(dir.path()),
-                Path::new("telemetry.jsonl"),
-                "telemetry.jsonl",
-                1,
-            )
-            .await
-            .unwrap();
+        let running = start_in(&t, dir.path(), Instant::now(), 1).await;
         let s = running.finish(None).await;
         let written = lines(&file);
         assert_eq!(written.len(), 1 + s.sources[0].samples);
