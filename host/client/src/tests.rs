@@ -152,13 +152,36 @@ fn body() -> serde_json::Value {
 /// The error of one request answered with `response`.
 async fn failure(response: Vec<u8>) -> String {
     let server = canned(vec![response]).await;
-    let ex = client(&server.url, 0, Duration::from_secs(10))
-        .send(&body(), "s")
-        .await;
-    match ex.result {
+    failure_at(&server.url, Duration::from_secs(10)).await
+}
+
+/// The error of one request to `url` with a turn timeout of `timeout`.
+async fn failure_at(url: &str, timeout: Duration) -> String {
+    match client(url, 0, timeout).send(&body(), "s").await.result {
         Ok(a) => panic!("completed: {a:?}"),
         Err(e) => e.to_string(),
     }
+}
+
+/// A server whose one connection, once the request came, is written `chunks` one after
+/// another, `every` apart, for as long as the client listens; its URL.
+async fn dripping(
+    chunks: impl Iterator<Item = Vec<u8>> + Send + 'static,
+    every: Duration,
+) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let _ = socket.read(&mut [0u8; 4096]).await;
+        for chunk in chunks {
+            if socket.write_all(&chunk).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+    url
 }
 
 #[tokio::test]
@@ -462,27 +485,16 @@ async fn the_response_cap_fails_a_longer_answer() {
 /// A stream still arriving when the turn's time runs out is not "stalled".
 #[tokio::test]
 async fn a_stream_still_arriving_at_the_limit_says_so() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let mut buf = [0u8; 4096];
-        let _ = socket.read(&mut buf).await;
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-        if socket.write_all(head.as_bytes()).await.is_err() {
-            return;
-        }
-        // A keep-alive comment every 20 ms, for as long as the client listens.
-        while socket.write_all(b"4\r\n: x\n\r\n").await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    let e = client(&url, 0, Duration::from_millis(400))
-        .send(&body(), "s")
-        .await
-        .result
-        .unwrap_err()
-        .to_string();
+    let head =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    // A keep-alive comment every 20 ms, for as long as the client listens.
+    let keep_alive = std::iter::repeat(b"4\r\n: x\n\r\n".to_vec());
+    let url = dripping(
+        std::iter::once(head.to_vec()).chain(keep_alive),
+        Duration::from_millis(20),
+    )
+    .await;
+    let e = failure_at(&url, Duration::from_millis(400)).await;
     assert!(
         e.starts_with("turn timed out after 0.4 s (still streaming: ")
             && e.contains("the answer takes longer than load.turn_timeout_s"),
@@ -510,12 +522,7 @@ async fn a_stalled_stream_times_out_saying_what_came() {
         "{e}"
     );
     let server = canned(vec![Vec::new()]).await;
-    let e = client(&server.url, 0, Duration::from_millis(200))
-        .send(&body(), "s")
-        .await
-        .result
-        .unwrap_err()
-        .to_string();
+    let e = failure_at(&server.url, Duration::from_millis(200)).await;
     assert_eq!(e, "turn timed out after 0.2 s (no response)");
     let e = client(&server.url, 0, Duration::from_secs(60))
         .get("/v1/models", Duration::from_millis(200))

@@ -160,25 +160,12 @@ async fn endless_interim_heads_fail_saying_what_came() {
         e.ends_with("more than 32 interim (1xx) heads came, and no answer"),
         "{e}"
     );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let _ = socket.read(&mut [0u8; 4096]).await;
-        while socket
-            .write_all(b"HTTP/1.1 103 Early Hints\r\n\r\n")
-            .await
-            .is_ok()
-        {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
-    let e = client(&url, 0, Duration::from_millis(450))
-        .send(&body(), "s")
-        .await
-        .result
-        .unwrap_err()
-        .to_string();
+    let url = dripping(
+        std::iter::repeat(b"HTTP/1.1 103 Early Hints\r\n\r\n".to_vec()),
+        Duration::from_millis(100),
+    )
+    .await;
+    let e = failure_at(&url, Duration::from_millis(450)).await;
     assert!(
         e.starts_with("turn timed out after 0.45 s (no final response head: ")
             && e.contains(" interim (1xx) heads, "),
@@ -190,27 +177,13 @@ async fn endless_interim_heads_fail_saying_what_came() {
 /// response".
 #[tokio::test]
 async fn a_head_dripping_a_byte_at_a_time_times_out_saying_what_came() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let _ = socket.read(&mut [0u8; 4096]).await;
-        for byte in b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            .iter()
-            .cycle()
-        {
-            if socket.write_all(&[*byte]).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    let e = client(&url, 0, Duration::from_millis(500))
-        .send(&body(), "s")
-        .await
-        .result
-        .unwrap_err()
-        .to_string();
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n";
+    let url = dripping(
+        head.iter().cycle().map(|byte| vec![*byte]),
+        Duration::from_millis(50),
+    )
+    .await;
+    let e = failure_at(&url, Duration::from_millis(500)).await;
     assert!(
         e.starts_with("turn timed out after 0.5 s (no complete response head: ")
             && e.ends_with(" bytes of one received)"),
