@@ -274,17 +274,7 @@ async fn context_overflow_fails_the_turn_and_aborts_its_conversation() {
         "",
     );
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--require-valid",
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &["--require-valid"], dir.path()).await;
     assert!(
         !run.status.success(),
         "an invalid run fails --require-valid"

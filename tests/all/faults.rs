@@ -110,17 +110,7 @@ async fn replay_through(faults: &[&str], endpoint: &str, replay_at: Option<usize
         );
     std::fs::write(&config, config_text).unwrap();
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--require-valid",
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &["--require-valid"], dir.path()).await;
     let result = Run {
         records: read_jsonl(&out.join("turns.jsonl")),
         report: std::fs::read_to_string(out.join("report.txt")).unwrap_or_default(),

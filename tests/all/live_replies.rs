@@ -301,16 +301,7 @@ async fn live_run(dir: &Path, name: &str, policy: &str) -> (std::path::PathBuf, 
     let config = edge_config(dir, &sim.url(), &settings, "");
     counted_locally(&config);
     let out = dir.join(name);
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir,
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir).await;
     let output = text(&run);
     let served = sim.requests_served();
     sim.shutdown().await;

@@ -293,17 +293,7 @@ async fn bad_load_shapes_are_refused_before_any_request() {
         ),
     ] {
         let config = config(dir.path(), &sim.url(), load);
-        let out = agentload(
-            &[
-                "run",
-                config.to_str().unwrap(),
-                "--out",
-                dir.path().join("o").to_str().unwrap(),
-                "--force",
-            ],
-            dir.path(),
-        )
-        .await;
+        let out = run_config(&config, &dir.path().join("o"), &["--force"], dir.path()).await;
         let text = text(&out);
         assert!(!out.status.success(), "{load}: {text}");
         assert!(text.contains(want), "{load}: {text}");
@@ -320,17 +310,7 @@ async fn bad_load_shapes_are_refused_before_any_request() {
         &sim.url(),
         "[load.arrivals]\nprocess = \"trace\"",
     );
-    let out = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            dir.path().join("o").to_str().unwrap(),
-            "--force",
-        ],
-        dir.path(),
-    )
-    .await;
+    let out = run_config(&config, &dir.path().join("o"), &["--force"], dir.path()).await;
     let text = text(&out);
     assert!(
         text.contains("output_length") && text.contains('2'),

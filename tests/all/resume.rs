@@ -217,16 +217,7 @@ async fn a_full_disk_stops_the_run_naming_the_file() {
         "this test mounts a 256 KiB tmpfs as a full disk (needs root, as CI has)"
     );
     let out = disk.join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let output = text(&run);
     let records = std::fs::read_to_string(out.join("turns.jsonl"));
     let report = std::fs::read_to_string(out.join("report.txt"));

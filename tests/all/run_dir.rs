@@ -95,17 +95,7 @@ async fn force_refuses_a_users_folder_and_keeps_a_users_files_in_a_run() {
         std::fs::create_dir_all(project.join(rel).parent().unwrap()).unwrap();
         std::fs::write(project.join(rel), text).unwrap();
     }
-    let refused = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            project.to_str().unwrap(),
-            "--force",
-        ],
-        dir.path(),
-    )
-    .await;
+    let refused = run_config(&config, &project, &["--force"], dir.path()).await;
     let msg = text(&refused);
     assert!(!refused.status.success(), "{msg}");
     assert!(msg.contains("holds no agentload run"), "{msg}");

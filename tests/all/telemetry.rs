@@ -235,16 +235,7 @@ async fn nvml_without_the_driver_stops_the_run_before_any_request() {
         "[telemetry.nvml]\n",
     );
     let out = dir.path().join("out");
-    let run = agentload(
-        &[
-            "run",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_config(&config, &out, &[], dir.path()).await;
     let output = text(&run);
     assert!(!run.status.success(), "{output}");
     assert!(
