@@ -259,54 +259,47 @@ pub fn section(run: &RunDir) -> Option<Section> {
         })
         .ticks(levels.clone())
     };
-    let ttft = Plot::new(agents(), Axis::log("TTFT (ms, log scale)"))
-        .layer(Layer::new(
-            "p50",
-            color(0),
-            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p50"]))),
-        ))
-        .layer(Layer::new(
-            "p90",
-            color(1),
-            Shape::Line(lv(&|p| f(&p["ttft_ms"]["p90"]))),
-        ))
-        .layer(Layer::new(
-            "p99",
-            color(3),
-            Shape::Dashed(lv(&|p| f(&p["ttft_ms"]["p99"]))),
-        ));
-    let speed = Plot::new(agents(), Axis::linear("output speed per request (tok/s)"))
-        .layer(Layer::new(
-            "P25",
-            color(0),
-            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p25"]))),
-        ))
-        .layer(Layer::new(
-            "P50",
-            color(1),
-            Shape::Line(lv(&|p| f(&p["output_speed_tps"]["p50"]))),
-        ))
-        .layer(Layer::new(
-            "P90",
-            color(2),
-            Shape::Dashed(lv(&|p| f(&p["output_speed_tps"]["p90"]))),
-        ));
-    let throughput = Plot::new(agents(), Axis::linear("server throughput (tok/s)"))
-        .layer(Layer::new(
-            "total",
-            color(0),
-            Shape::Line(lv(&|p| f(&p["throughput"]["total_tps"]))),
-        ))
-        .layer(Layer::new(
-            "input",
-            color(1),
-            Shape::Line(lv(&|p| f(&p["throughput"]["input_tps"]))),
-        ))
-        .layer(Layer::new(
-            "output",
-            color(2),
-            Shape::Line(lv(&|p| f(&p["throughput"]["output_tps"]))),
-        ));
+    // `phase[group][key]` by level: a line (or, `dashed`, a dashed line) per
+    // `(label, key, color, dashed)`.
+    let lines = |y: Axis, group: &str, lines: &[(&str, &str, usize, bool)]| {
+        lines
+            .iter()
+            .fold(Plot::new(agents(), y), |plot, &(label, key, c, dashed)| {
+                let values = lv(&|p| f(&p[group][key]));
+                let shape = match dashed {
+                    true => Shape::Dashed(values),
+                    false => Shape::Line(values),
+                };
+                plot.layer(Layer::new(label, color(c), shape))
+            })
+    };
+    let ttft = lines(
+        Axis::log("TTFT (ms, log scale)"),
+        "ttft_ms",
+        &[
+            ("p50", "p50", 0, false),
+            ("p90", "p90", 1, false),
+            ("p99", "p99", 3, true),
+        ],
+    );
+    let speed = lines(
+        Axis::linear("output speed per request (tok/s)"),
+        "output_speed_tps",
+        &[
+            ("P25", "p25", 0, false),
+            ("P50", "p50", 1, false),
+            ("P90", "p90", 2, true),
+        ],
+    );
+    let throughput = lines(
+        Axis::linear("server throughput (tok/s)"),
+        "throughput",
+        &[
+            ("total", "total_tps", 0, false),
+            ("input", "input_tps", 1, false),
+            ("output", "output_tps", 2, false),
+        ],
+    );
     let cached = lv(&|p| f(&p["throughput"]["cached_fraction"]).map(|c| c * 100.0));
     let cached_plot = Plot::new(
         agents(),
@@ -329,27 +322,26 @@ pub fn section(run: &RunDir) -> Option<Section> {
             color(3),
             Shape::Line(lv(&|p| f(&p["send_lag_ms"]["p99"]).map(|v| v.max(1e-3)))),
         ));
-    let by_definition = Plot::new(agents(), Axis::linear("interactivity (tok/s)"))
-        .layer(Layer::new(
-            "AA P25 output speed",
-            color(0),
-            Shape::Line(lv(&|p| f(&p["interactivity"]["aa_output_speed_p25"]))),
-        ))
-        .layer(Layer::new(
-            "MLPerf e2e interactivity",
-            color(1),
-            Shape::Line(lv(&|p| f(&p["interactivity"]["mlperf_e2e_interactivity"]))),
-        ))
-        .layer(Layer::new(
-            "MLPerf tps_per_user",
-            color(2),
-            Shape::Dashed(lv(&|p| f(&p["interactivity"]["mlperf_tps_per_user"]))),
-        ))
-        .layer(Layer::new(
-            "AgentX E2E-normalized P90",
-            color(3),
-            Shape::Line(lv(&|p| f(&p["interactivity"]["agentx_e2e_normalized_p90"]))),
-        ));
+    let by_definition = lines(
+        Axis::linear("interactivity (tok/s)"),
+        "interactivity",
+        &[
+            ("AA P25 output speed", "aa_output_speed_p25", 0, false),
+            (
+                "MLPerf e2e interactivity",
+                "mlperf_e2e_interactivity",
+                1,
+                false,
+            ),
+            ("MLPerf tps_per_user", "mlperf_tps_per_user", 2, true),
+            (
+                "AgentX E2E-normalized P90",
+                "agentx_e2e_normalized_p90",
+                3,
+                false,
+            ),
+        ],
+    );
     s.figures(vec![
         figure("pareto", "Total throughput vs P25 output speed", "One point per phase (label: its level, c = agents, r = arrivals per second); line: the frontier; dashed: each SLO tier's speed floor (its TTFT ceiling is in the label).", &pareto),
         figure("interactivity-by-level", "Interactivity by level, each definition", "MLPerf Endpoints: Σ output tokens / Σ turn seconds, and 1000 / TPOT p90; InferenceX AgentX: 1 / P90(E2EL / OSL); AA-AgentPerf: P25 output speed after the first token.", &by_definition),
