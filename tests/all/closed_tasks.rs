@@ -4,7 +4,10 @@
 //! with none granted works in an empty workspace and says so; a wrong
 //! digest and a task no session has are refused before any request. The
 //! shipped `configs/aa-closed-loop.toml` locks what packing AA's pinned
-//! data gives.
+//! data gives. Without `model.context_window` (and without a tokenizer)
+//! the window is the server's (llama.cpp's `GET /props`, vLLM's `GET
+//! /v1/models`), and a session ends `context_window` before a request its
+//! lower bound puts over it, or when the server refuses one as over it.
 
 use super::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
@@ -18,6 +21,11 @@ const TASKS: [&str; 3] = ["task-a", "task-b", "task-c"];
 /// An AA replay (manifest, traces, workspaces) of one recorded turn per
 /// task, in `dir/replay`.
 fn replay(dir: &Path) -> PathBuf {
+    replay_of(dir, 16)
+}
+
+/// [`replay`] with each turn's recorded length `tokens`.
+fn replay_of(dir: &Path, tokens: u32) -> PathBuf {
     let root = dir.join("replay");
     std::fs::create_dir_all(root.join("traces")).unwrap();
     let bash = json!({"type": "function", "function": {"name": "bash",
@@ -29,7 +37,7 @@ fn replay(dir: &Path) -> PathBuf {
             "conversation_id": task, "conversation_idx": 0,
             "messages": [{"role": "system", "content": "You are an agent with a shell."},
                          {"role": "user", "content": format!("Summarise the notes of {task}.")}],
-            "tools": [bash], "target_output_tokens": 16, "simulated_tool_delay_ms_after": 0,
+            "tools": [bash], "target_output_tokens": tokens, "simulated_tool_delay_ms_after": 0,
             "recorded_tool_calls_after": []});
         std::fs::write(
             root.join(format!("traces/{task}.jsonl")),
@@ -65,10 +73,15 @@ fn replay(dir: &Path) -> PathBuf {
 /// The script: every session's model lists its workspace and reads its
 /// notes, then answers.
 fn script(dir: &Path) -> PathBuf {
+    script_of(dir, "pwd; find . -type f | sort; cat notes.txt")
+}
+
+/// [`script`] with the first reply's `command`.
+fn script_of(dir: &Path, command: &str) -> PathBuf {
     let mut text = String::new();
     for task in TASKS {
         let call = json!({"id": "call_1", "type": "function", "function": {"name": "bash",
-            "arguments": {"command": "pwd; find . -type f | sort; cat notes.txt"}}});
+            "arguments": {"command": command}}});
         text.push_str(&format!(
             "{}\n{}\n",
             json!({"session_id": task, "turn": 1, "tool_calls": [call]}),
@@ -82,6 +95,16 @@ fn script(dir: &Path) -> PathBuf {
 
 /// A closed-loop run of the replay with `tables` (`[tools.workspaces.*]`).
 fn config(dir: &Path, url: &str, tables: &str) -> PathBuf {
+    config_with(
+        dir,
+        url,
+        "policy = \"fixed\"\nmax_output_tokens = 64",
+        tables,
+    )
+}
+
+/// [`config`] with the workload's `policy` lines.
+fn config_with(dir: &Path, url: &str, policy: &str, tables: &str) -> PathBuf {
     let text = format!(
         r#"name = "closed-tasks"
 data_dir = "{data}"
@@ -99,8 +122,7 @@ manifest = "replay/manifest.json"
 replay = "replay/"
 [performance.settings]
 history = "closed"
-policy = "fixed"
-max_output_tokens = 64
+{policy}
 [tools]
 max_turns = 4
 {tables}"#,
@@ -295,4 +317,134 @@ async fn the_shipped_aa_config_locks_what_packing_the_pinned_workspaces_gives() 
     let shipped = &shipped["tools"]["workspaces"];
     assert_eq!(packed.as_table().unwrap().len(), 5, "{packed:#?}");
     assert_eq!(packed, shipped);
+}
+
+/// A run of the replay against the simulator serving as `serve_as` with a
+/// window of `ctx` tokens; `(output, run dir, requests the server saw)`.
+async fn window_run(
+    name: &str,
+    serve_as: agentload_sim::ServeAs,
+    ctx: u32,
+    recorded_tokens: u32,
+    policy: &str,
+    command: &str,
+) -> (String, PathBuf, Vec<Value>, tempfile::TempDir) {
+    let dir = scratch(name);
+    replay_of(dir.path(), recorded_tokens);
+    let log = dir.path().join("requests.jsonl");
+    let sim = start_sim(SimConfig {
+        time_scale: 0.0,
+        ctx_size: ctx,
+        serve_as,
+        responder: ResponderConfig::Script {
+            path: script_of(dir.path(), command),
+        },
+        request_log: Some(log.clone()),
+        ..Default::default()
+    })
+    .await;
+    let tables = "[tools.workspace]\narchive = \"empty.tar\"\nsha256 = \"5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef\"\n";
+    std::fs::write(dir.path().join("empty.tar"), [0u8; 1024]).unwrap();
+    let config = config_with(dir.path(), &sim.url(), policy, tables);
+    let out = dir.path().join("out");
+    let output = run_ok(&config, &out, &[], dir.path()).await;
+    sim.shutdown().await;
+    let seen = read_jsonl(&log);
+    (output, out, seen, dir)
+}
+
+/// The closed blocks and errors of a run's turns, by session.
+fn turns_of(out: &Path) -> BTreeMap<String, Vec<Value>> {
+    let mut by: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut turns = read_jsonl(&out.join("turns.jsonl"));
+    turns.sort_by_key(|t| t["turn"].as_u64());
+    for t in turns {
+        by.entry(t["session_id"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(t);
+    }
+    by
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_comes_from_props_and_a_request_its_lower_bound_puts_over_is_not_sent() {
+    // Each recorded turn asks for more tokens than the window holds, with
+    // ignore_eos: the reply fills the window after its tool call, so the
+    // next request (that prompt, that reply, the tool's result) cannot fit.
+    let (output, out, seen, _dir) = window_run(
+        "closed-window-props",
+        agentload_sim::ServeAs::LlamaCpp,
+        1024,
+        4000,
+        "policy = \"exact\"",
+        "echo hello",
+    )
+    .await;
+    let source = "GET /props default_generation_settings.n_ctx";
+    assert!(
+        output.contains(&format!("context window: 1024 tokens ({source})")),
+        "{output}"
+    );
+    let manifest = json(&out.join("run_manifest.json"));
+    assert_eq!(manifest["context_window"]["tokens"], 1024);
+    assert_eq!(manifest["context_window"]["source"], source);
+    // The server saw each session's first request only.
+    assert_eq!(seen.len(), 3, "{seen:#?}");
+    for (session, turns) in turns_of(&out) {
+        assert_eq!(turns.len(), 2, "{session}: {turns:#?}");
+        let first = &turns[0];
+        let prompt = first["usage"]["prompt_tokens"].as_u64().unwrap();
+        let reply = first["usage"]["completion_tokens"].as_u64().unwrap();
+        assert_eq!(prompt + reply, 1024, "{first}");
+        assert_eq!(first["closed"]["calls"][0]["status"], "executed");
+        let unsent = &turns[1];
+        assert_eq!(unsent["status"], "failed");
+        assert_eq!(unsent["closed"]["end"], "context_window");
+        let error = unsent["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("not sent")
+                && error.contains(&format!("at least 1024 tokens: the previous request's {prompt} prompt tokens and its reply's {reply}"))
+                && error.contains(&format!("(1024 tokens, {source})")),
+            "{error}"
+        );
+    }
+    let summary = json(&out.join("performance/closed_loop.json"));
+    assert_eq!(summary["ends"]["context_window"], 3, "{summary:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_comes_from_v1_models_and_a_request_the_server_refuses_ends_the_session() {
+    // vLLM's facts (no /props): the window is the model's max_model_len.
+    // The lower bound of the second request is far inside it, so it is
+    // sent; the tool's long output puts it over, and the server refuses it.
+    let (output, out, seen, _dir) = window_run(
+        "closed-window-models",
+        agentload_sim::ServeAs::Vllm,
+        2048,
+        16,
+        "policy = \"fixed\"\nmax_output_tokens = 64",
+        "seq 1 3000",
+    )
+    .await;
+    let source = "GET /v1/models max_model_len of `agentload-sim`";
+    assert!(
+        output.contains(&format!("context window: 2048 tokens ({source})")),
+        "{output}"
+    );
+    assert_eq!(
+        json(&out.join("run_manifest.json"))["context_window"]["source"],
+        source
+    );
+    assert_eq!(seen.len(), 6, "both requests of each session were sent");
+    for (session, turns) in turns_of(&out) {
+        assert_eq!(turns.len(), 2, "{session}: {turns:#?}");
+        let refused = &turns[1];
+        assert_eq!(refused["status"], "failed");
+        let error = refused["error"].as_str().unwrap();
+        assert!(
+            !error.starts_with("not sent") && error.contains("exceeds the available context size"),
+            "{error}"
+        );
+        assert_eq!(refused["closed"]["end"], "context_window", "{session}");
+    }
 }

@@ -193,6 +193,9 @@ struct Context<'a> {
     segment: u32,
     /// The client the endpoint check ran on, for the first phase.
     checked: Mutex<Option<ChatClient>>,
+    /// The context window live-reply and closed-loop requests are checked
+    /// against (configured, or the server's).
+    window: Option<crate::context::Window>,
     /// Server and accelerator telemetry, sampled during each phase.
     telemetry: Option<Telemetry>,
 }
@@ -281,7 +284,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         nonce: &nonce,
     };
     let (mut perf, mut acc) = prepare_phases(&config, overrides, perf_cfg, acc_cfg, policy)?;
-    let (checked, aa_preflight) =
+    let (checked, aa_preflight, window) =
         preflight(&config, overrides, &mut perf, &mut acc, &out, existed).await?;
     let identities = Identities::of(perf.as_ref(), &acc);
     let manifest = manifest(
@@ -291,6 +294,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         identities,
         &compliance,
         aa_preflight,
+        window.clone(),
     );
     let sealed = manifest.seal.sealed;
     let (dir, reference) = record_inputs(
@@ -316,6 +320,7 @@ pub async fn run(mut config: RunConfig, overrides: &Overrides) -> Result<RunResu
         state: Mutex::new(state),
         segment,
         checked: Mutex::new(checked),
+        window,
         telemetry,
     };
     let mut text = String::new();
@@ -614,7 +619,11 @@ async fn preflight(
     acc: &mut Option<Accuracy>,
     out: &Path,
     existed: bool,
-) -> Result<(Option<ChatClient>, Option<serde_json::Value>)> {
+) -> Result<(
+    Option<ChatClient>,
+    Option<serde_json::Value>,
+    Option<crate::context::Window>,
+)> {
     if let Some(Accuracy::SweBench(swe)) = acc {
         swe.preflight().await?;
     }
@@ -646,7 +655,20 @@ async fn preflight(
         aa_preflight = Some(found);
         checked = Some(client);
     }
-    Ok((checked, aa_preflight))
+    // The window live-reply and closed-loop requests are checked against.
+    let checks = |p: &PhaseConfig| p.live_history() || p.closed_history();
+    let needed = overrides.merge.is_none()
+        && (perf.as_ref().is_some_and(|p| checks(&p.config))
+            || matches!(acc, Some(Accuracy::Plugins(p)) if checks(&p.config)));
+    let window = match (&checked, needed) {
+        (_, false) => None,
+        (Some(client), true) => crate::context::window(config, client, true, overrides.quiet).await,
+        (None, true) => {
+            let client = client_for(config, 1)?.0;
+            crate::context::window(config, &client, true, overrides.quiet).await
+        }
+    };
+    Ok((checked, aa_preflight, window))
 }
 
 /// AA's preflight on `client`, for the first phase: a refusal leaves nothing
@@ -721,6 +743,7 @@ fn manifest(
     identities: Identities,
     compliance: &Compliance,
     aa_preflight: Option<serde_json::Value>,
+    window: Option<crate::context::Window>,
 ) -> RunManifest {
     RunManifest {
         agentload_version: env!("CARGO_PKG_VERSION"),
@@ -742,6 +765,10 @@ fn manifest(
         nonce: state.nonce.clone(),
         workload_facts: identities.workload_facts,
         aa_preflight,
+        context_window: window.map(|w| agentload_results::ContextWindowFact {
+            tokens: w.tokens,
+            source: w.source,
+        }),
     }
 }
 
@@ -1251,8 +1278,13 @@ async fn execute(
         }
         None => None,
     };
-    let checked = prepared.config.live_history() || prepared.config.closed_history();
-    let context = crate::context::context_window(config, checked, cx.counter.as_ref()).await?;
+    let context = crate::context::checked_window(
+        cx.window.as_ref(),
+        prepared.config.live_history(),
+        prepared.config.closed_history(),
+        cx.counter.as_ref(),
+    )
+    .await?;
     let engine = Arc::new(Engine {
         workload,
         sender: TurnSender {

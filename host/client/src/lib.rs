@@ -23,7 +23,7 @@ pub use assemble::{
 };
 pub use body::RequestBody;
 pub use connection::{EndpointError, Opened};
-pub use preflight::{preflight, PreflightError};
+pub use preflight::{preflight, served_window, PreflightError, ServedWindow};
 pub use proxy::{Proxy, ProxyError, ProxyOptions, ProxyRoute};
 pub use request::ClientStyle;
 pub use sse::{SseEvent, SseParser};

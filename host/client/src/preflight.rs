@@ -65,3 +65,56 @@ pub async fn preflight(
         .filter_map(|m| m.get("id")?.as_str().map(str::to_string))
         .collect())
 }
+
+/// The context window a server reports, and where it said so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ServedWindow {
+    pub tokens: u64,
+    /// `GET /props` (llama.cpp's `default_generation_settings.n_ctx`, one
+    /// slot's window) or `GET /v1/models` (the model's `max_model_len`, as
+    /// vLLM and SGLang report it, else its `meta.n_ctx`).
+    pub source: String,
+}
+
+/// The context window the server serves `model` at: llama.cpp's `GET
+/// /props`, else the model's entry in `GET /v1/models` (the only entry
+/// when one is listed under another name). None when neither says.
+pub async fn served_window(
+    client: &ChatClient,
+    model: &str,
+    timeout: Duration,
+) -> Option<ServedWindow> {
+    let json = |route: &'static str| async move {
+        let answer = client.get(route, timeout).await.ok()?;
+        if !(200..300).contains(&answer.status) {
+            return None;
+        }
+        serde_json::from_slice::<serde_json::Value>(&answer.body).ok()
+    };
+    let positive = |v: &serde_json::Value| v.as_u64().filter(|&t| t > 0);
+    if let Some(props) = json("/props").await {
+        if let Some(tokens) = positive(&props["default_generation_settings"]["n_ctx"]) {
+            return Some(ServedWindow {
+                tokens,
+                source: "GET /props default_generation_settings.n_ctx".into(),
+            });
+        }
+    }
+    let list = json("/v1/models").await?;
+    let models = list["data"].as_array()?;
+    let entry = models
+        .iter()
+        .find(|m| m["id"].as_str() == Some(model))
+        .or_else(|| (models.len() == 1).then(|| &models[0]))?;
+    let id = entry["id"].as_str().unwrap_or("?");
+    if let Some(tokens) = positive(&entry["max_model_len"]) {
+        return Some(ServedWindow {
+            tokens,
+            source: format!("GET /v1/models max_model_len of `{id}`"),
+        });
+    }
+    positive(&entry["meta"]["n_ctx"]).map(|tokens| ServedWindow {
+        tokens,
+        source: format!("GET /v1/models meta.n_ctx of `{id}`"),
+    })
+}

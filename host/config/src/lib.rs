@@ -148,9 +148,13 @@ pub struct ModelConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_counts: Option<TokenSource>,
     /// The served context window in tokens (llama.cpp's per-slot `n_ctx`,
-    /// vLLM's `max_model_len`). Live-reply replay checks each request
-    /// against it before sending, counting with `tokenizer`; recorded
-    /// replay sends every recorded request, as the reference does.
+    /// vLLM's `max_model_len`). Live-reply and closed-loop replay check
+    /// each request against it before sending, counting with `tokenizer`
+    /// (closed-loop without one: by a lower bound from the server's
+    /// `usage`); recorded replay sends every recorded request, as the
+    /// reference does. Default: what the server reports at preflight
+    /// (`GET /props`, else `GET /v1/models`), recorded in
+    /// `run_manifest.json` with its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
 }

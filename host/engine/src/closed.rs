@@ -28,6 +28,7 @@ use super::tools::ToolPool;
 use agentload_plugin_host::tools::ToolCall;
 use agentload_plugin_host::types::{ChatMessage, Role, TurnOutcome};
 use agentload_plugin_host::{Message, TurnRequest, WorkloadPlugin};
+use agentload_results::record::context_overflow_error;
 use agentload_results::tools::{ClosedEnd, ClosedTurn};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -142,7 +143,13 @@ impl<'a> ClosedSession<'a> {
             overlay_bytes: None,
         };
         let TurnOutcome::Completed(reply) = outcome else {
-            let end = match unsent {
+            // Kept back by the pre-check, or refused by the server as over
+            // its context (the turn failed with the server's cause).
+            let over = match outcome {
+                TurnOutcome::Failed(error) => context_overflow_error(error),
+                _ => false,
+            };
+            let end = match unsent || over {
                 true => ClosedEnd::ContextWindow,
                 false => ClosedEnd::Failed,
             };

@@ -583,12 +583,23 @@ async fn too_long(
     Some(sender.unsent(req, due, error))
 }
 
-/// The size of a request the server answered with its prompt's count.
+/// The size of a request the server answered with its prompt's count,
+/// and its reply's completion tokens (0 when the reply carried reasoning,
+/// which a chat template may drop from the history, or when not reported).
 fn prompt_size(sent: &Sent) -> Option<LastPrompt> {
     let (body, _) = sent.answered.as_ref()?;
+    let record = &sent.record;
+    let reasoned = record
+        .completion
+        .as_ref()
+        .is_none_or(|c| !c.reasoning_content.is_empty());
     Some(LastPrompt {
         bytes: body.len(),
-        tokens: sent.record.server_isl()?,
+        tokens: record.server_isl()?,
+        reply_tokens: match reasoned {
+            true => 0,
+            false => record.server_osl().unwrap_or(0),
+        },
     })
 }
 

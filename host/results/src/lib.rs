@@ -37,7 +37,7 @@ pub use accuracy::{
     accuracy_entry, accuracy_results, find_breakdown_entry, performance_entry, swe_bench_entry,
     write_accuracy_results, ACCURACY_RESULTS,
 };
-pub use manifest::{DatasetIdentity, PluginSeal, RunManifest, SealRecord};
+pub use manifest::{ContextWindowFact, DatasetIdentity, PluginSeal, RunManifest, SealRecord};
 pub use record::{
     CompletionRecord, CountingStats, Failure, Interner, LocalTokens, RecordedTokens, TurnFacts,
     TurnRecord, TurnStatus,

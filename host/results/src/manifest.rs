@@ -41,6 +41,18 @@ pub struct RunManifest {
     /// `ignore_eos` probe.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aa_preflight: Option<serde_json::Value>,
+    /// The context window live-reply and closed-loop requests were checked
+    /// against, and its source (`model.context_window`, or the server's
+    /// answer that reported it); absent when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<ContextWindowFact>,
+}
+
+/// A context window and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextWindowFact {
+    pub tokens: u64,
+    pub source: String,
 }
 
 /// The run's sealing: its mode and each plugin's status against

@@ -417,15 +417,25 @@ pub enum Failure {
     Other,
 }
 
+/// Whether a failed turn's error is a refusal for exceeding the context:
+/// llama.cpp's (`exceed_context_size_error`, `exceeds the available
+/// context size`, also agentload's own pre-check's words), vLLM's (`This
+/// model's maximum context length is ...`) or SGLang's (`... is longer than
+/// the model's context length ...`).
+pub fn context_overflow_error(error: &str) -> bool {
+    error.contains("exceed_context_size")
+        || error.contains("exceeds the available context")
+        || error.contains("maximum context length")
+        || error.contains("longer than the model's context length")
+}
+
 impl Failure {
     /// The cause of `record`'s failure (`None` unless it failed).
     pub fn of(record: &TurnRecord) -> Self {
         let error = record.error.as_deref().unwrap_or("");
         if record.status != TurnStatus::Failed {
             Self::None
-        } else if error.contains("exceed_context_size")
-            || error.contains("exceeds the available context")
-        {
+        } else if context_overflow_error(error) {
             Self::ContextOverflow
         } else if error.contains("timed out") || error.contains("timeout") {
             Self::Timeout
@@ -629,6 +639,19 @@ impl TurnFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_over_the_context_are_read_in_each_servers_words() {
+        for refusal in [
+            r#"HTTP 400: {"error":{"type":"exceed_context_size_error"}}"#,
+            "not sent: the request (5000 tokens, local count) exceeds the available context size",
+            "HTTP 400: This model's maximum context length is 4096 tokens. However, you requested 5000 tokens",
+            "HTTP 400: The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+        ] {
+            assert!(context_overflow_error(refusal), "{refusal}");
+        }
+        assert!(!context_overflow_error("HTTP 500: overloaded"));
+    }
 
     /// A phase keeps one of these per turn in memory: hundreds of thousands of them in a
     /// long one. The budget is the figure docs/performance.md projects from.

@@ -767,6 +767,7 @@ mod tests {
             nonce: String::new(),
             workload_facts: Default::default(),
             aa_preflight: None,
+            context_window: None,
         }
     }
 

@@ -63,8 +63,10 @@ pub enum ClosedEnd {
     NoToolCall,
     /// The session reached `tools.max_turns`; the reply's calls were not run.
     TurnCap,
-    /// The next request would not fit `model.context_window`: it was never
-    /// sent (the turn is recorded failed, `not sent: ...`).
+    /// The next request would not fit the context window (`model.context_window`,
+    /// else the server's): it was never sent (the turn is recorded failed,
+    /// `not sent: ...`), or the server refused it as over its context (the
+    /// turn failed with the server's cause).
     ContextWindow,
     /// The turn failed (the server's error): there is no reply to go on from.
     Failed,

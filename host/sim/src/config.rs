@@ -6,6 +6,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Fault, SimError};
 
+/// Whose model facts the simulator reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServeAs {
+    /// llama-server's: `GET /props`, `meta.n_ctx` in `/v1/models`.
+    #[default]
+    LlamaCpp,
+    /// vLLM's: `max_model_len` in `/v1/models`, no `/props`.
+    Vllm,
+}
+
 /// Configuration of the simulated endpoint. Every field has a default, so `{}` is a valid config.
 ///
 /// Durations follow a llama.cpp-like batching model (see the crate docs): prefill of the uncached
@@ -59,6 +70,10 @@ pub struct SimConfig {
     /// a client delivered, on the server's clock: open-loop arrivals and prefix-cache hits are
     /// checked against it.
     pub request_stamps: Option<std::path::PathBuf>,
+    /// Whose model facts the server reports (default `llama-cpp`): llama-server's (`GET
+    /// /props` with `default_generation_settings.n_ctx`, and `meta.n_ctx` in `/v1/models`) or
+    /// vLLM's (no `/props`; `max_model_len` in `/v1/models`).
+    pub serve_as: ServeAs,
     /// Serve HTTPS from a certificate and key (default: plain HTTP).
     pub tls: Option<SimTls>,
 }
@@ -96,6 +111,7 @@ impl Default for SimConfig {
             request_log: None,
             tls: None,
             request_stamps: None,
+            serve_as: ServeAs::LlamaCpp,
         }
     }
 }

@@ -132,7 +132,7 @@ mod tls;
 mod tokens;
 mod wire;
 
-pub use config::{ResponderConfig, SimConfig, SimTls};
+pub use config::{ResponderConfig, ServeAs, SimConfig, SimTls};
 pub use error::SimError;
 pub use fault::{Fault, FaultKind, FaultParseError, FAULT_HELP, OVERSIZE_BYTES};
 pub use server::{start, SimHandle};

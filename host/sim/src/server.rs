@@ -34,7 +34,7 @@ use crate::stream::ChunkMeta;
 use crate::timing::Generation;
 use crate::tokens::TokenCounter;
 use crate::wire::{cipher_io, wire_io, TlsWire, WireStamps};
-use crate::{SimConfig, SimError};
+use crate::{ServeAs, SimConfig, SimError};
 
 /// Largest request body accepted.
 const MAX_BODY_BYTES: usize = 64 << 20;
@@ -43,6 +43,7 @@ const MAX_BODY_BYTES: usize = 64 << 20;
 struct State {
     model: String,
     ctx_size: u32,
+    serve_as: ServeAs,
     counter: Arc<dyn TokenCounter>,
     responder: Box<dyn Responder>,
     scheduler: SchedulerHandle,
@@ -178,6 +179,7 @@ pub async fn start(
         request_log,
         model: config.model.clone(),
         ctx_size: config.ctx_size,
+        serve_as: config.serve_as,
         scheduler: scheduler::spawn(
             &config,
             Arc::clone(&counter),
@@ -368,19 +370,33 @@ async fn route(
                 }
             }
         }
-        (&Method::GET, "/v1/models" | "/models") => json_response(
-            200,
-            &json!({
-                "object": "list",
-                "data": [{
+        (&Method::GET, "/v1/models" | "/models") => {
+            let model = match state.serve_as {
+                // llama-server's model facts; `n_ctx` is what clients read as the
+                // served context (AA's preflight does).
+                ServeAs::LlamaCpp => json!({
                     "id": state.model,
                     "object": "model",
                     "created": unix_now(),
                     "owned_by": "llamacpp",
-                    // llama-server's model facts; `n_ctx` is what clients read as the
-                    // served context (AA's preflight does).
                     "meta": {"n_ctx": state.ctx_size, "n_ctx_train": state.ctx_size},
-                }],
+                }),
+                ServeAs::Vllm => json!({
+                    "id": state.model,
+                    "object": "model",
+                    "created": unix_now(),
+                    "owned_by": "vllm",
+                    "max_model_len": state.ctx_size,
+                }),
+            };
+            json_response(200, &json!({"object": "list", "data": [model]}))
+        }
+        // llama-server's server facts: one slot's window.
+        (&Method::GET, "/props") if state.serve_as == ServeAs::LlamaCpp => json_response(
+            200,
+            &json!({
+                "default_generation_settings": {"n_ctx": state.ctx_size},
+                "model_path": state.model,
             }),
         ),
         (&Method::GET, "/health") => json_response(200, &json!({ "status": "ok" })),
