@@ -206,21 +206,14 @@ pub async fn run(
             () = hooks.all_active_set.notified(), if hooks.all_active().is_none() => {}
             () = tokio::time::sleep_until(wake.into()), if !stop.stopped() => {
                 if Instant::now() >= cap_at {
-                    stop.stop(StopReason::Done(format!(
-                        "cut at max_phase_s = {} s before the end rules held",
-                        config.max_phase_s
-                    )));
+                    super::cut(&stop, config.max_phase_s);
                 } else {
                     shared.check_end_rules(&hooks, started);
                 }
             }
         }
     }
-    // Every shard comes to the barrier, however its phase ended (a second arrival is the
-    // first's): the others are waiting there.
-    if let Some(end) = &end {
-        let _ = end.end(index).await;
-    }
+    super::arrive(end.as_ref(), index).await;
     let drained = Instant::now();
     let shared = Arc::try_unwrap(shared).unwrap_or_else(|_| unreachable!("agents joined"));
     if let Some(e) = shared.error.into_inner().expect("error lock") {

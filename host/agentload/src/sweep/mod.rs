@@ -309,6 +309,21 @@ async fn stop_with_shards(stop: &Stop, met: Result<Instant, String>) {
     }
 }
 
+/// Cuts a phase at its time cap, `max_phase_s`, before its end rules held.
+fn cut(stop: &Stop, max_phase_s: f64) {
+    stop.stop(StopReason::Done(format!(
+        "cut at max_phase_s = {max_phase_s} s before the end rules held"
+    )));
+}
+
+/// Every shard comes to the phase-end barrier, however its phase ended (a second arrival
+/// is the first's): the others are waiting there.
+async fn arrive(end: Option<&Arc<dyn Barriers>>, index: usize) {
+    if let Some(end) = end {
+        let _ = end.end(index).await;
+    }
+}
+
 /// Sessions a rate level plans: enough arrivals for the ramp, the warm-up and the steady
 /// state with half again to spare (and at least 100), never more than `max_phase_s` holds.
 pub fn planned_for_rate(config: &RunConfig, sweep: &SweepConfig, rate: f64) -> u64 {

@@ -93,11 +93,7 @@ pub async fn run(
     let drained = Instant::now();
     monitor.abort();
     let run = ran?;
-    // Every shard comes to the barrier, however its phase ended (a second arrival is the
-    // first's): the others are waiting there.
-    if let Some(end) = &end {
-        let _ = end.end(index).await;
-    }
+    super::arrive(end.as_ref(), index).await;
     let (end_reason, stopped_at) = stop.reason().map_or_else(
         || {
             (
@@ -168,11 +164,7 @@ async fn watch(
     max_phase_s: f64,
     end: Option<(Arc<dyn Barriers>, usize)>,
 ) {
-    let cut = || {
-        stop.stop(StopReason::Done(format!(
-            "cut at max_phase_s = {max_phase_s} s before the end rules held"
-        )))
-    };
+    let cut = || super::cut(&stop, max_phase_s);
     let check = Duration::from_millis(50);
     loop {
         let now = Instant::now();
