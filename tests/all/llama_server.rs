@@ -10,7 +10,9 @@
 //!
 //! The assertions are about structure and semantics (streaming, usage and
 //! timings recorded, failures and aborts accounted), never about what the
-//! 135M model answers.
+//! 135M model answers, but for one: the closed-loop test needs its first
+//! reply to be a tool call (greedy, under a pinned template whose grammar
+//! for `tool_choice: "required"` offers the call first).
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -78,6 +80,12 @@ async fn server_with(ctx: u32, args: &[&str]) -> Server {
             port: None,
         };
     }
+    own_server(ctx, args).await
+}
+
+/// Starts llama-server with `--ctx-size ctx` and `args`, whatever
+/// `AGENTLOAD_LLAMA_URL` says.
+async fn own_server(ctx: u32, args: &[&str]) -> Server {
     let check = tokio::process::Command::new("bash")
         .arg(script())
         .arg("check")
@@ -829,22 +837,76 @@ async fn aa_mini_under_exact_generates_every_turns_target() {
     assert_eq!(summary["success"], true, "{summary:#}");
 }
 
-/// (closed loop) A closed-loop session against the real server: the
-/// recording's first request, then the model's own `bash` calls (asked
-/// for with `tool_choice = "required"`) run in the sandbox and answered,
-/// until a reply calls none or the turn cap. Every call is tagged, the end
-/// is named. (The cached build answers SmolLM2-135M in text, ignoring
-/// `tool_choice`: its session ends `no_tool_call` after one turn.)
+/// Runs `scripts/llama-server.sh ARGS` and returns what it printed.
+async fn script_says(args: &[&str]) -> String {
+    let out = tokio::process::Command::new("bash")
+        .arg(script())
+        .args(args)
+        .output()
+        .await
+        .expect("bash runs scripts/llama-server.sh");
+    assert!(
+        out.status.success(),
+        "llama-server.sh {args:?}:\n{}",
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The closed-loop recording: one task whose first request is a
+/// mini-swe-agent-style system prompt, the task and the `bash` tool. Only
+/// that request is sent as recorded; the rest is the model's.
+fn closed_dataset(dir: &Path) {
+    let tools = json!([{"type": "function", "function": {"name": "bash",
+        "description": "Execute a bash command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                       "required": ["command"]}}}]);
+    let rows = [
+        json!({"_type": "dataset_metadata", "version": 1}),
+        json!({"conversation_id": "fix-1", "turn": 1, "role": "user",
+            "system": "You are a helpful assistant that can interact with a computer shell. \
+                       Use the bash tool to run one command at a time, for example `ls` or `cat FILE`.",
+            "content": "Make main return 2 in src/app.py.", "tools": tools}),
+        json!({"conversation_id": "fix-1", "turn": 2, "role": "assistant",
+            "tool_calls": [{"id": "call_0", "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\": \"cat src/app.py\"}"}}]}),
+        json!({"conversation_id": "fix-1", "turn": 3, "role": "tool",
+            "tool_results": [{"tool_call_id": "call_0",
+                "content": "<returncode>0</returncode>\n<output>\ndef main():\n    return 1\n</output>"}]}),
+        json!({"conversation_id": "fix-1", "turn": 4, "role": "assistant", "content": "Done."}),
+    ];
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(dir.join("closed.jsonl"), text).unwrap();
+}
+
+/// (closed loop) A real model's own tool call, run in the sandbox and
+/// answered, end to end. SmolLM2-135M never calls a tool by itself: under
+/// Qwen2.5's template llama-server's grammar for `tool_choice: "required"`
+/// lets free text come first, and the model writes prose until its token
+/// limit. Under Command R+'s tool-use template (same llama.cpp source,
+/// `scripts/llama-server.sh template command-r-plus-tool-use`) the grammar
+/// opens a reply with either the call (`Action:` and JSON) or text wrapped
+/// in `<|CHATBOT_TOKEN|>` before one. Greedy, the model's first reply is a
+/// `bash` call whose command it writes (`ls`); the sandbox runs it, its
+/// output goes into the next request (checked in the prompt the server
+/// logged), and the second reply takes the text branch without closing it
+/// in 96 tokens: the session ends `no_tool_call`. What the model writes is
+/// fixed by the pinned build, model and template at temperature 0. This
+/// test always starts its own server (it needs that template and the log),
+/// whatever `AGENTLOAD_LLAMA_URL` says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_loop_session_runs_the_models_own_tool_calls() {
     if skip() {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let server = server(4096).await;
+    let template = script_says(&["template", "command-r-plus-tool-use"]).await;
+    let server = own_server(4096, &["--chat-template-file", &template, "--verbose"]).await;
+    let port = server.port.unwrap().to_string();
+    let log = PathBuf::from(script_says(&["log", &port]).await);
     let dir = scratch("llama-closed");
     let (archive, sha) = crate::tools::packed(dir.path()).await;
-    crate::closed_loop::dataset(dir.path(), &["fix-1"]);
+    closed_dataset(dir.path());
     let config = dir.path().join("closed.toml");
     std::fs::write(
         &config,
@@ -865,7 +927,9 @@ workload = "coding-replay"
 trajectories = "closed.jsonl"
 [performance.settings]
 history = "closed"
-max_completion_tokens = 48
+temperature = 0.0
+seed = 42
+max_completion_tokens = 96
 [tools]
 max_turns = 3
 [tools.workspace]
@@ -881,18 +945,11 @@ sha256 = "{sha}"
     let out = dir.path().join("out");
     let output = run_ok(&config, &out, &[], dir.path()).await;
     let turns = records(&out);
-    assert!(!turns.is_empty() && turns.len() <= 3, "{output}");
-    let mut calls = 0;
     for t in &turns {
-        let closed = &t["closed"];
-        assert!(closed.is_object(), "{t}");
-        for c in closed["calls"].as_array().into_iter().flatten() {
-            calls += 1;
-            let status = c["status"].as_str().unwrap();
-            assert!(["executed", "stubbed", "error"].contains(&status), "{c}");
+        for c in t["closed"]["calls"].as_array().into_iter().flatten() {
             eprintln!(
-                "closed loop, turn {}: {} -> {status}, exit {}, {} bytes ({})",
-                t["turn"], c["name"], c["exit_code"], c["output_bytes"], c["detail"]
+                "closed loop, turn {}: {} -> {}, exit {}, {} bytes",
+                t["turn"], c["name"], c["status"], c["exit_code"], c["output_bytes"]
             );
         }
         eprintln!(
@@ -901,10 +958,84 @@ sha256 = "{sha}"
             serde_json::to_string(&t["completion"]).unwrap()
         );
     }
-    // The session ended by a rule, named on its last turn.
+    assert!(!turns.is_empty() && turns.len() <= 3, "{output}");
+    for (i, t) in turns.iter().enumerate() {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["closed"]["index"], i + 1, "{t}");
+    }
+    // The model's first reply is a call, run in the sandbox.
+    let first = &turns[0];
+    let calls = first["closed"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!calls.is_empty(), "the first reply called no tool: {first}");
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    for call in &calls {
+        assert_eq!(call["status"], "executed", "{call}");
+        // The command the model wrote, run again on the archive alone: the
+        // sandbox's answer, as the tool message mini-swe-agent writes, is
+        // in the next prompt the server rendered (its verbose log).
+        let asked = first["completion"]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == call["id"])
+            .unwrap_or_else(|| panic!("no reply call with id {}: {first}", call["id"]));
+        let arguments: Value = serde_json::from_str(asked["arguments"].as_str().unwrap()).unwrap();
+        let command = arguments["command"].as_str().unwrap();
+        let ran = agentload(
+            &[
+                "tools",
+                "exec",
+                "--json",
+                "--workspace",
+                archive.to_str().unwrap(),
+                command,
+            ],
+            dir.path(),
+        )
+        .await;
+        assert!(ran.status.success(), "{}", text(&ran));
+        let result: Value = serde_json::from_slice(&ran.stdout).unwrap();
+        assert_eq!(result["exit_code"], call["exit_code"], "{result}");
+        let output = result["output"].as_str().unwrap();
+        assert_eq!(output.len() as u64, call["output_bytes"].as_u64().unwrap());
+        let message = format!(
+            "<returncode>{}</returncode>\n<output>\n{output}</output>",
+            result["exit_code"]
+        );
+        let escaped = serde_json::to_string(&message).unwrap();
+        assert!(
+            log_text.contains(escaped.trim_matches('"')),
+            "the server never saw {message:?} for `{command}` (log: {})",
+            log.display()
+        );
+    }
+    // ... and the server answered that next request.
+    let second = turns
+        .get(1)
+        .unwrap_or_else(|| panic!("no second turn: {output}"));
+    assert!(
+        ns(&second["usage"], "prompt_tokens") > ns(&first["usage"], "prompt_tokens"),
+        "{second}"
+    );
+    // The session ended by a rule, named on its last turn and in the summary.
     let last = &turns.last().unwrap()["closed"];
-    assert!(last["end"].is_string(), "{last}");
+    let end = last["end"].as_str().unwrap_or_else(|| panic!("{last}"));
+    assert!(["no_tool_call", "turn_cap"].contains(&end), "{last}");
     let summary = json(&out.join("performance/closed_loop.json"));
     assert_eq!(summary["official"], false);
-    eprintln!("closed loop: {calls} calls; {}", summary["ends"]);
+    assert_eq!(summary["ends"][end], 1, "{summary:#}");
+    let executed = turns
+        .iter()
+        .flat_map(|t| t["closed"]["calls"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["status"] == "executed")
+        .count();
+    assert_eq!(summary["calls"]["executed"], executed, "{summary:#}");
+    eprintln!(
+        "closed loop: {} turns, ended {end}; calls {}",
+        turns.len(),
+        summary["calls"]
+    );
 }
