@@ -853,6 +853,21 @@ async fn script_says(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Whether the server's log at `path` has `needle`, waiting up to 10 s
+/// for its logger thread to write the last answer's lines.
+async fn logged(path: &Path, needle: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The closed-loop recording: one task whose first request is a
 /// mini-swe-agent-style system prompt, the task and the `bash` tool. Only
 /// that request is sent as recorded; the rest is the model's.
@@ -970,7 +985,6 @@ sha256 = "{sha}"
         .cloned()
         .unwrap_or_default();
     assert!(!calls.is_empty(), "the first reply called no tool: {first}");
-    let log_text = std::fs::read_to_string(&log).unwrap();
     for call in &calls {
         assert_eq!(call["status"], "executed", "{call}");
         // The command the model wrote, run again on the archive alone: the
@@ -1007,7 +1021,7 @@ sha256 = "{sha}"
         );
         let escaped = serde_json::to_string(&message).unwrap();
         assert!(
-            log_text.contains(escaped.trim_matches('"')),
+            logged(&log, escaped.trim_matches('"')).await,
             "the server never saw {message:?} for `{command}` (log: {})",
             log.display()
         );
