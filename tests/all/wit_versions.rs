@@ -15,6 +15,24 @@
 use crate::common::*;
 use agentload_sim::{ResponderConfig, SimConfig};
 
+/// `session`'s third request (its five messages) in the simulator's request log, and its
+/// messages' texts.
+fn third_request(log: &std::path::Path, session: &str) -> (serde_json::Value, Vec<String>) {
+    let requests = read_jsonl(log);
+    let third = requests
+        .iter()
+        .find(|r| r["session"] == session && r["body"]["messages"].as_array().unwrap().len() == 5)
+        .unwrap_or_else(|| panic!("no third request of {session} in {requests:#?}"))
+        .clone();
+    let texts = third["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    (third, texts)
+}
+
 /// `agentload run` of the fixture workload `plugin` (2 sessions of `turns`
 /// turns) against the simulator at `url`, which must succeed: the output
 /// folder and the console output.
@@ -250,17 +268,7 @@ async fn a_run_loads_a_workload_built_against_the_previous_wit() {
     }
     // The third request of a session: the kept first two turns, each
     // answer (the echo of its user message) and the new user message.
-    let requests = read_jsonl(&log);
-    let third = requests
-        .iter()
-        .find(|r| r["session"] == "prev-1" && r["body"]["messages"].as_array().unwrap().len() == 5)
-        .unwrap_or_else(|| panic!("no third request of prev-1 in {requests:#?}"));
-    let texts: Vec<&str> = third["body"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let (_, texts) = third_request(&log, "prev-1");
     assert_eq!(
         texts,
         [
@@ -303,17 +311,7 @@ async fn a_run_loads_a_workload_built_against_0_3_0() {
     for s in json(&out.join("sessions.json")).as_array().unwrap() {
         assert_eq!(s["completed"], 3, "{s}");
     }
-    let requests = read_jsonl(&log);
-    let third = requests
-        .iter()
-        .find(|r| r["session"] == "v030-2" && r["body"]["messages"].as_array().unwrap().len() == 5)
-        .unwrap_or_else(|| panic!("no third request of v030-2 in {requests:#?}"));
-    let texts: Vec<&str> = third["body"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let (third, texts) = third_request(&log, "v030-2");
     assert_eq!(
         texts,
         [
