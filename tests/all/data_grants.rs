@@ -21,18 +21,7 @@ async fn run_with_grant(
         "num_trajectories_to_issue = 1",
         "",
     );
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace(
-            "trajectories = \"agentic_coding_2.5h.jsonl\"",
-            &format!("trajectories = \"{file}\""),
-        )
-        .replacen(
-            "[model]",
-            &format!("data_dir = \"{}\"\n[model]", data.display()),
-            1,
-        );
-    std::fs::write(&config, text).unwrap();
+    with_trajectories(&config, data, file);
     let mut args = vec!["run", config.to_str().unwrap(), "--out", "out"];
     args.extend_from_slice(extra);
     agentload(&args, dir).await

@@ -327,14 +327,7 @@ async fn malformed_trajectory_line_is_named() {
     lines[6] = "{\"conversation_id\": \"x\", \"turn\": ".into();
     std::fs::write(data.join("broken.jsonl"), lines.join("\n")).unwrap();
     let config = edge_config(dir.path(), "http://127.0.0.1:9", "", "");
-    let config_text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("agentic_coding_2.5h.jsonl", "broken.jsonl")
-        .replace(
-            "name = \"test\"",
-            &format!("name = \"test\"\ndata_dir = \"{}\"", data.display()),
-        );
-    std::fs::write(&config, config_text).unwrap();
+    with_trajectories(&config, &data, "broken.jsonl");
     let run = agentload(
         &["run", config.to_str().unwrap(), "--out", "out"],
         dir.path(),
@@ -365,14 +358,7 @@ async fn tool_delay_gap_ms(sim_url: &str, inject: bool) -> f64 {
         &format!("inject_tool_delay = {inject}"),
         "",
     );
-    let config_text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("agentic_coding_2.5h.jsonl", "delay.jsonl")
-        .replace(
-            "name = \"test\"",
-            &format!("name = \"test\"\ndata_dir = \"{}\"", data.display()),
-        );
-    std::fs::write(&config, config_text).unwrap();
+    with_trajectories(&config, &data, "delay.jsonl");
     let out = dir.path().join("out");
     run_ok(&config, &out, &[], dir.path()).await;
     let records: Vec<Value> = read_jsonl(&out.join("turns.jsonl"));

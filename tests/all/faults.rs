@@ -101,14 +101,7 @@ async fn replay_through(faults: &[&str], endpoint: &str, replay_at: Option<usize
         None => sim.url(),
     };
     let config = edge_config(dir.path(), &url, "", endpoint);
-    let config_text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("agentic_coding_2.5h.jsonl", "three.jsonl")
-        .replace(
-            "name = \"test\"",
-            &format!("name = \"test\"\ndata_dir = \"{}\"", data.display()),
-        );
-    std::fs::write(&config, config_text).unwrap();
+    with_trajectories(&config, &data, "three.jsonl");
     let out = dir.path().join("out");
     let run = run_config(&config, &out, &["--require-valid"], dir.path()).await;
     let result = Run {

@@ -454,15 +454,7 @@ async fn a_data_file_changed_after_the_kill_is_refused_on_resume() {
     // Under a name no lock knows, so only the run's own manifest pins it.
     std::fs::copy(trajectories(), data.join("mine.jsonl")).unwrap();
     let config = edge_config(dir.path(), &sim.url(), "num_trajectories_to_issue = 5", "");
-    let text_cfg = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("\"agentic_coding_2.5h.jsonl\"", "\"mine.jsonl\"")
-        .replacen(
-            "[model]",
-            &format!("data_dir = \"{}\"\n[model]", data.display()),
-            1,
-        );
-    std::fs::write(&config, text_cfg).unwrap();
+    with_trajectories(&config, &data, "mine.jsonl");
     let out = killed_run(dir.path(), &config, 20).await;
     // Drop the last trajectory: the first five, which the run plans, are unchanged.
     let rows = std::fs::read_to_string(data.join("mine.jsonl")).unwrap();

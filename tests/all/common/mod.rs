@@ -257,6 +257,23 @@ pub fn poisson_sessions(seed: u64) -> String {
     format!("[load.arrivals]\nof = \"sessions\"\nprocess = \"poisson\"\nseed = {seed}\n")
 }
 
+/// Points an [`edge_config`] at the trajectories `file` of the data directory `data`.
+pub fn with_trajectories(config: &Path, data: &Path, file: &str) {
+    edit_config(
+        config,
+        &[
+            (
+                "trajectories = \"agentic_coding_2.5h.jsonl\"",
+                &format!("trajectories = \"{file}\""),
+            ),
+            (
+                "[model]",
+                &format!("data_dir = \"{}\"\n[model]", data.display()),
+            ),
+        ],
+    );
+}
+
 /// Rewrites `config`, each `(from, to)` replaced; every `from` must be there.
 pub fn edit_config(config: &Path, pairs: &[(&str, &str)]) {
     let mut text = std::fs::read_to_string(config).unwrap();
