@@ -556,3 +556,104 @@ async fn the_aa_replay_runs_closed_loop_from_its_recorded_first_request() {
         "{report}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_closed_loop_run_resumes_with_the_same_requests_and_tool_results() {
+    let dir = scratch("closed-resume");
+    let (archive, sha) = packed(dir.path()).await;
+    dataset(dir.path(), &["fix-1", "fix-2"]);
+    // The whole run.
+    let whole_log = dir.path().join("whole.requests.jsonl");
+    let sim_whole = sim(&script(dir.path(), &edits()), &whole_log).await;
+    let config = config(dir.path(), &sim_whole.url(), &archive, &sha, "");
+    let whole = dir.path().join("whole");
+    run_ok(&config, &whole, &[], dir.path()).await;
+    sim_whole.shutdown().await;
+
+    // The same run killed (SIGKILL) while fix-1's third request, the one
+    // after its edit, waits for its answer.
+    let mut slow = edits();
+    slow[2]["delay_ms"] = json!(5_000);
+    let cut_log = dir.path().join("cut.requests.jsonl");
+    let sim_cut = sim(&script(dir.path(), &slow), &cut_log).await;
+    let config = self::config(dir.path(), &sim_cut.url(), &archive, &sha, "");
+    let cut = dir.path().join("cut");
+    let cut_s = cut.to_str().unwrap();
+    let mut run = spawn(
+        &["run", config.to_str().unwrap(), "--out", cut_s],
+        dir.path(),
+    );
+    // fix-2's three turns and fix-1's first two are on disk.
+    wait_for_lines(&cut.join("turns.jsonl"), 5, &mut run).await;
+    while bodies(&cut_log).get("fix-1").map_or(0, Vec::len) < 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+    sim_cut.shutdown().await;
+    let done = closed_turns(&cut);
+    assert_eq!(
+        (done["fix-1"].len(), done["fix-2"].len()),
+        (2, 3),
+        "{done:#?}"
+    );
+
+    // The resume, against a server whose script goes on from fix-1's third
+    // request: only the requests not answered are sent again.
+    let rest: Vec<Value> = edits()[2..4]
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            l["turn"] = json!(l["turn"].as_u64().unwrap() - 2);
+            l
+        })
+        .collect();
+    let rest_path = dir.path().join("rest");
+    std::fs::create_dir_all(&rest_path).unwrap();
+    let resume_log = dir.path().join("resume.requests.jsonl");
+    let sim_resume = sim(&script(&rest_path, &rest), &resume_log).await;
+    // Another archive under the locked name: the resume is refused.
+    let good = std::fs::read(&archive).unwrap();
+    std::fs::write(&archive, b"another archive").unwrap();
+    let refused = agentload(
+        &["resume", cut_s, "--endpoint", &sim_resume.url()],
+        dir.path(),
+    )
+    .await;
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("tools.workspace.sha256"),
+        "{}",
+        text(&refused)
+    );
+    std::fs::write(&archive, good).unwrap();
+    let resumed = agentload(
+        &["resume", cut_s, "--endpoint", &sim_resume.url()],
+        dir.path(),
+    )
+    .await;
+    let said = text(&resumed);
+    assert!(resumed.status.success(), "{said}");
+    sim_resume.shutdown().await;
+
+    // Every request, the answered ones of the killed process then the
+    // resume's, is the whole run's, byte for byte; so is every tool result.
+    let mut sent = digests(&cut_log);
+    sent.get_mut("fix-1").unwrap().truncate(2);
+    for (session, more) in digests(&resume_log) {
+        sent.entry(session).or_default().extend(more);
+    }
+    assert_eq!(sent, digests(&whole_log), "{said}");
+    assert_eq!(closed_turns(&cut), closed_turns(&whole));
+    let summary = |out: &Path| {
+        let mut s = json(&out.join("performance/closed_loop.json"));
+        s.as_object_mut().unwrap().remove("sandbox_ms");
+        for x in s["sessions"].as_array_mut().unwrap() {
+            x.as_object_mut().unwrap().remove("sandbox_ms");
+        }
+        s
+    };
+    assert_eq!(summary(&cut), summary(&whole));
+    let report = std::fs::read_to_string(cut.join("report.txt")).unwrap();
+    assert!(report.contains("run VALID"), "{report}");
+}

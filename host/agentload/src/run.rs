@@ -409,7 +409,7 @@ fn check_rules(
              certificate must be verified (trust a private CA with endpoint.tls.ca_file)"
         );
     }
-    crate::tools::closed::check(config, submission, overrides.resume)?;
+    crate::tools::closed::check(config, submission)?;
     let config_toml = toml::to_string(config)?;
     let compliance = agentload_config::rules::check(
         &serde_json::to_value(config)?,

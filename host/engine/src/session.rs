@@ -331,6 +331,47 @@ pub async fn drive_on(
                 );
             }
         }
+        if let Some(session) = &mut closed {
+            // Closed loop: the recorded reply's calls run again in the
+            // session's sandbox (deterministic: the same files, the same
+            // results), the recording is stepped, and the next request is
+            // made again from them, as the first process made it.
+            let Some(block) = r.closed.as_deref() else {
+                return Err(DriveError::Diverged {
+                    session: plan.id.clone(),
+                    turn: r.turn,
+                    why: "a closed-loop turn without its closed block",
+                });
+            };
+            let body = request_body(&req, &engine.sender.body).map_or(0, |b| b.len());
+            if body as u64 != block.request_bytes {
+                return Err(DriveError::Diverged {
+                    session: plan.id.clone(),
+                    turn: r.turn,
+                    why: "the closed-loop request made again is not the one sent",
+                });
+            }
+            let unsent = r.status == TurnStatus::Failed
+                && r.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("not sent"));
+            let step = session
+                .answered(
+                    &req,
+                    &outcome,
+                    unsent,
+                    block.request_bytes,
+                    workload,
+                    &*engine.hooks,
+                    &engine.sender.body,
+                )
+                .await;
+            match step.next {
+                Some(n) => req = n,
+                None => return end(engine, out, ending(aborting, None), None).await,
+            }
+            continue;
+        }
         // The reviews of replayed turns are in their records already.
         let next = workload.lock().await.next_turn(&req, &outcome).await;
         match next {

@@ -1,6 +1,6 @@
 //! Closed-loop replay in a run (`history = "closed"`): the checks made
-//! before anything is compiled or sent (never in a submission run, never
-//! resumed, the granted workspace the locked one), and the tool pool the
+//! before anything is compiled or sent (never in a submission run, the
+//! granted workspaces the locked ones), and the tool pool the
 //! phase's sessions run their calls in.
 
 use agentload_config::tools::{task_of, ToolMessages, ToolsConfig};
@@ -31,9 +31,9 @@ fn closed_phase(config: &RunConfig) -> Option<(&'static str, &PhaseConfig)> {
 
 /// Refuses a closed-loop run that cannot be made, before anything is
 /// compiled, read or sent: in a submission run (closed-loop replay is not
-/// official), on a resume, or with a workspace archive that is not the
-/// locked one.
-pub fn check(config: &RunConfig, submission: bool, resume: bool) -> Result<()> {
+/// official), or with a workspace archive that is not the locked one (on a
+/// resume too: the sessions' files are made again from it).
+pub fn check(config: &RunConfig, submission: bool) -> Result<()> {
     let Some((name, _)) = closed_phase(config) else {
         return Ok(());
     };
@@ -42,12 +42,6 @@ pub fn check(config: &RunConfig, submission: bool, resume: bool) -> Result<()> {
             "{name}.settings.history = \"closed\" is refused in a submission run: closed-loop \
              replay answers the model with its own tool calls' results, not the recording, and \
              is not an official mode"
-        );
-    }
-    if resume {
-        bail!(
-            "{name}.settings.history = \"closed\": a closed-loop run cannot be resumed (run it \
-             again)"
         );
     }
     let tools = config
