@@ -10,9 +10,9 @@
 //!
 //! The assertions are about structure and semantics (streaming, usage and
 //! timings recorded, failures and aborts accounted), never about what the
-//! 135M model answers, but for one: the closed-loop test needs its first
-//! reply to be a tool call (greedy, under a pinned template whose grammar
-//! for `tool_choice: "required"` offers the call first).
+//! 135M model answers, but in the closed-loop tests, which need replies
+//! that are tool calls (greedy, under a pinned template whose grammar for
+//! `tool_choice: "required"` offers the call first).
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -894,27 +894,15 @@ fn closed_dataset(dir: &Path) {
     std::fs::write(dir.join("closed.jsonl"), text).unwrap();
 }
 
-/// (closed loop) A real model's own tool call, run in the sandbox and
-/// answered, end to end. SmolLM2-135M never calls a tool by itself: under
-/// Qwen2.5's template llama-server's grammar for `tool_choice: "required"`
-/// lets free text come first, and the model writes prose until its token
-/// limit. Under Command R+'s tool-use template (same llama.cpp source,
-/// `scripts/llama-server.sh template command-r-plus-tool-use`) the grammar
-/// opens a reply with either the call (`Action:` and JSON) or text wrapped
-/// in `<|CHATBOT_TOKEN|>` before one. Greedy, the model's first reply is a
-/// `bash` call whose command it writes (`ls`); the sandbox runs it, its
-/// output goes into the next request (checked in the prompt the server
-/// logged), and the second reply takes the text branch without closing it
-/// in 96 tokens: the session ends `no_tool_call`. What the model writes is
-/// fixed by the pinned build, model and template at temperature 0. This
-/// test always starts its own server (it needs that template and the log),
-/// whatever `AGENTLOAD_LLAMA_URL` says.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_closed_loop_session_runs_the_models_own_tool_calls() {
-    if skip() {
-        return;
-    }
-    let _serial = SERIAL.lock().await;
+/// A closed-loop run of [`closed_dataset`] against a server of our own
+/// under Command R+'s tool-use template, with `extra_body` (TOML inline
+/// table) and `max_turns`; its turns, checked as every closed run must be:
+/// each completed at its place; each executed call of a turn with a next
+/// one run again on the archive alone (`tools exec`), its answer, as the
+/// tool message mini-swe-agent writes, in the prompt the server rendered
+/// next (its verbose log); the server's answer to that prompt; the end
+/// named on the last turn and in `closed_loop.json`.
+async fn closed_run(extra_body: &str, max_turns: u32) -> (Vec<Value>, Value) {
     let template = script_says(&["template", "command-r-plus-tool-use"]).await;
     let server = own_server(4096, &["--chat-template-file", &template, "--verbose"]).await;
     let port = server.port.unwrap().to_string();
@@ -933,7 +921,7 @@ name = "SmolLM2-135M-Instruct.Q4_1"
 tokenizer = "none"
 [endpoint]
 url = "{url}"
-extra_body = {{ tool_choice = "required" }}
+extra_body = {extra_body}
 [load]
 turn_timeout_s = 120.0
 [performance]
@@ -946,7 +934,7 @@ temperature = 0.0
 seed = 42
 max_completion_tokens = 96
 [tools]
-max_turns = 3
+max_turns = {max_turns}
 [tools.workspace]
 archive = "{archive}"
 sha256 = "{sha}"
@@ -973,83 +961,135 @@ sha256 = "{sha}"
             serde_json::to_string(&t["completion"]).unwrap()
         );
     }
-    assert!(!turns.is_empty() && turns.len() <= 3, "{output}");
+    assert!(
+        !turns.is_empty() && turns.len() <= max_turns as usize,
+        "{output}"
+    );
     for (i, t) in turns.iter().enumerate() {
         assert_eq!(t["status"], "completed", "{t}");
         assert_eq!(t["closed"]["index"], i + 1, "{t}");
     }
-    // The model's first reply is a call, run in the sandbox.
-    let first = &turns[0];
-    let calls = first["closed"]["calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(!calls.is_empty(), "the first reply called no tool: {first}");
-    for call in &calls {
-        assert_eq!(call["status"], "executed", "{call}");
-        // The command the model wrote, run again on the archive alone: the
-        // sandbox's answer, as the tool message mini-swe-agent writes, is
-        // in the next prompt the server rendered (its verbose log).
-        let asked = first["completion"]["tool_calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == call["id"])
-            .unwrap_or_else(|| panic!("no reply call with id {}: {first}", call["id"]));
-        let arguments: Value = serde_json::from_str(asked["arguments"].as_str().unwrap()).unwrap();
-        let command = arguments["command"].as_str().unwrap();
-        let ran = agentload(
-            &[
-                "tools",
-                "exec",
-                "--json",
-                "--workspace",
-                archive.to_str().unwrap(),
-                command,
-            ],
-            dir.path(),
-        )
-        .await;
-        assert!(ran.status.success(), "{}", text(&ran));
-        let result: Value = serde_json::from_slice(&ran.stdout).unwrap();
-        assert_eq!(result["exit_code"], call["exit_code"], "{result}");
-        let output = result["output"].as_str().unwrap();
-        assert_eq!(output.len() as u64, call["output_bytes"].as_u64().unwrap());
-        let message = format!(
-            "<returncode>{}</returncode>\n<output>\n{output}</output>",
-            result["exit_code"]
-        );
-        let escaped = serde_json::to_string(&message).unwrap();
+    for pair in turns.windows(2) {
+        let (turn, next) = (&pair[0], &pair[1]);
+        for call in calls_of(turn) {
+            assert_eq!(call["status"], "executed", "{call}");
+            let asked = turn["completion"]["tool_calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["id"] == call["id"])
+                .unwrap_or_else(|| panic!("no reply call with id {}: {turn}", call["id"]));
+            let arguments: Value =
+                serde_json::from_str(asked["arguments"].as_str().unwrap()).unwrap();
+            let command = arguments["command"].as_str().unwrap();
+            let ran = agentload(
+                &[
+                    "tools",
+                    "exec",
+                    "--json",
+                    "--workspace",
+                    archive.to_str().unwrap(),
+                    command,
+                ],
+                dir.path(),
+            )
+            .await;
+            assert!(ran.status.success(), "{}", text(&ran));
+            let result: Value = serde_json::from_slice(&ran.stdout).unwrap();
+            assert_eq!(result["exit_code"], call["exit_code"], "{result}");
+            let printed = result["output"].as_str().unwrap();
+            assert_eq!(printed.len() as u64, call["output_bytes"].as_u64().unwrap());
+            let message = format!(
+                "<returncode>{}</returncode>\n<output>\n{printed}</output>",
+                result["exit_code"]
+            );
+            let escaped = serde_json::to_string(&message).unwrap();
+            assert!(
+                logged(&log, escaped.trim_matches('"')).await,
+                "the server never saw {message:?} for `{command}` (log: {})",
+                log.display()
+            );
+        }
+        // The server answered that next request, longer by what was added.
         assert!(
-            logged(&log, escaped.trim_matches('"')).await,
-            "the server never saw {message:?} for `{command}` (log: {})",
-            log.display()
+            ns(&next["usage"], "prompt_tokens") > ns(&turn["usage"], "prompt_tokens"),
+            "{next}"
         );
     }
-    // ... and the server answered that next request.
-    let second = turns
-        .get(1)
-        .unwrap_or_else(|| panic!("no second turn: {output}"));
-    assert!(
-        ns(&second["usage"], "prompt_tokens") > ns(&first["usage"], "prompt_tokens"),
-        "{second}"
-    );
-    // The session ended by a rule, named on its last turn and in the summary.
     let last = &turns.last().unwrap()["closed"];
     let end = last["end"].as_str().unwrap_or_else(|| panic!("{last}"));
-    assert!(["no_tool_call", "turn_cap"].contains(&end), "{last}");
     let summary = json(&out.join("performance/closed_loop.json"));
     assert_eq!(summary["official"], false);
     assert_eq!(summary["ends"][end], 1, "{summary:#}");
-    let executed = turns
-        .iter()
-        .flat_map(|t| t["closed"]["calls"].as_array().cloned().unwrap_or_default())
-        .filter(|c| c["status"] == "executed")
-        .count();
+    let executed = turns.iter().flat_map(calls_of).count();
     assert_eq!(summary["calls"]["executed"], executed, "{summary:#}");
     eprintln!(
         "closed loop: {} turns, ended {end}; calls {}",
         turns.len(),
         summary["calls"]
     );
+    (turns, summary)
+}
+
+/// A closed turn's calls as the sandbox answered them.
+fn calls_of(turn: &Value) -> Vec<Value> {
+    turn["closed"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// (closed loop) A real model's own tool call, run in the sandbox and
+/// answered, end to end. SmolLM2-135M never calls a tool by itself: under
+/// Qwen2.5's template llama-server's grammar for `tool_choice: "required"`
+/// lets free text come first, and the model writes prose until its token
+/// limit. Under Command R+'s tool-use template (same llama.cpp source,
+/// `scripts/llama-server.sh template command-r-plus-tool-use`) the grammar
+/// opens a reply with either the call (`Action:` and JSON) or text wrapped
+/// in `<|CHATBOT_TOKEN|>` before one. Greedy, the model's first reply is a
+/// `bash` call whose command it writes (`ls`); the sandbox runs it, its
+/// output goes into the next request, and the second reply takes the text
+/// branch without closing it in 96 tokens: the session ends
+/// `no_tool_call`. What the model writes is fixed by the pinned build,
+/// model and template at temperature 0. These tests always start their
+/// own server (they need that template and the log), whatever
+/// `AGENTLOAD_LLAMA_URL` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_session_runs_the_models_own_tool_calls() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let (turns, _) = closed_run(r#"{ tool_choice = "required" }"#, 3).await;
+    assert!(
+        !calls_of(&turns[0]).is_empty(),
+        "the first reply called no tool: {}",
+        turns[0]
+    );
+    assert!(turns.len() >= 2, "the call's result was never sent");
+    let end = &turns.last().unwrap()["closed"]["end"];
+    assert!(end == "no_tool_call" || end == "turn_cap", "{end}");
+}
+
+/// (closed loop) The same with `<` banned (`logit_bias`): the grammar's
+/// text branch opens with `<|CHATBOT_TOKEN|>`, so every reply is a call
+/// (`ls`, then `echo `) and the session runs to its turn cap, the last
+/// reply's call not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_session_of_calls_only_ends_at_the_turn_cap() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let extra = r#"{ tool_choice = "required", logit_bias = [["<", false]] }"#;
+    let (turns, summary) = closed_run(extra, 3).await;
+    assert_eq!(turns.len(), 3, "{summary:#}");
+    for t in &turns[..2] {
+        assert!(!calls_of(t).is_empty(), "{t}");
+    }
+    let last = &turns[2];
+    assert_eq!(last["closed"]["end"], "turn_cap", "{last}");
+    assert_eq!(last["completion"]["finish_reason"], "tool_calls", "{last}");
+    assert!(calls_of(last).is_empty(), "{last}");
+    assert_eq!(summary["ends"]["turn_cap"], 1, "{summary:#}");
 }
