@@ -43,14 +43,14 @@ pub async fn run(dir: &Path, agents: usize) -> Result<Vec<Row>> {
         let second = if i == 0 {
             SLOW
         } else {
-            "sed -n '1,20p' pkg_0/mod_0/module_0.py"
+            "sed -n '1,20p' pkg_0/mod_0/file_0.py"
         };
         for (n, reply) in [
             (1, vec![call("grep -rn 'TODO: check 7' .")]),
             (2, vec![call(second)]),
             (
                 3,
-                vec![call("sed -i 's/TODO/DONE/' pkg_0/mod_0/module_0.py")],
+                vec![call("sed -i 's/TODO/DONE/' pkg_0/mod_0/file_0.py")],
             ),
             (4, vec![call("git diff --stat")]),
         ] {
@@ -163,6 +163,17 @@ pub async fn run(dir: &Path, agents: usize) -> Result<Vec<Row>> {
         sandbox_ms / 1e3,
         "s",
     ));
+    // What each session's copy-on-write overlay held when it ended.
+    let mut overlay: Vec<f64> = turns
+        .iter()
+        .filter_map(|t| t["closed"]["overlay_bytes"].as_f64())
+        .map(|b| b / 1024.0)
+        .collect();
+    let n = overlay.len();
+    for p in [50.0, 100.0] {
+        let what = format!("overlay per session at its end, p{p:.0} ({n} sessions)");
+        rows.push(Row::new(SECTION, what, percentile(&mut overlay, p), "KiB"));
+    }
     // Send lag: every request, then the others' while the slow call ran
     // (from its turn's answer to its session's next request).
     let ns = |t: &Value, k: &str| t[k].as_u64();
