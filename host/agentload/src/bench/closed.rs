@@ -48,10 +48,7 @@ pub async fn run(dir: &Path, agents: usize) -> Result<Vec<Row>> {
         for (n, reply) in [
             (1, vec![call("grep -rn 'TODO: check 7' .")]),
             (2, vec![call(second)]),
-            (
-                3,
-                vec![call("sed -i 's/TODO/DONE/' pkg_0/mod_0/file_0.py")],
-            ),
+            (3, vec![call("sed -i 's/TODO/DONE/' pkg_0/mod_0/file_0.py")]),
             (4, vec![call("git diff --stat")]),
         ] {
             let line = json!({"session_id": id, "turn": n, "tool_calls": reply});
