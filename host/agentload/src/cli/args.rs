@@ -836,6 +836,11 @@ pub(super) struct SimArgs {
     /// token, needs no data).
     #[arg(long, value_enum, default_value_t = SimTokenizer::Qwen)]
     pub(super) tokenizer: SimTokenizer,
+    /// Whose model facts to report: `llama-cpp` (`GET /props` with
+    /// `default_generation_settings.n_ctx`, `meta.n_ctx` in `/v1/models`) or
+    /// `vllm` (no `/props`; `max_model_len` in `/v1/models`).
+    #[arg(long, value_enum, default_value_t = SimServeAs::LlamaCpp)]
+    pub(super) serve_as: SimServeAs,
     /// Inject a fault into the N-th chat-completions request (repeatable;
     /// `--help` lists the kinds).
     #[arg(long = "fault", value_name = "KIND@N", long_help = agentload_sim::FAULT_HELP)]
@@ -869,6 +874,12 @@ pub(super) struct SimArgs {
     /// 127.0.0.1 and ::1), DIR/client.pem and DIR/client.key (for mTLS).
     #[arg(long, value_name = "DIR")]
     pub(super) tls_self_signed: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum SimServeAs {
+    LlamaCpp,
+    Vllm,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

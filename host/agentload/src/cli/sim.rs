@@ -1,6 +1,6 @@
 //! `agentload sim`: the embedded simulator as a server of its own.
 
-use super::args::{ResponderKind, SimArgs, SimTokenizer};
+use super::args::{ResponderKind, SimArgs, SimServeAs, SimTokenizer};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
@@ -39,6 +39,10 @@ fn sim_config(args: &SimArgs) -> Result<agentload_sim::SimConfig> {
         request_log: args.log_requests.clone(),
         request_stamps: args.request_stamps.clone(),
         tls: sim_tls(args)?,
+        serve_as: match args.serve_as {
+            SimServeAs::LlamaCpp => agentload_sim::ServeAs::LlamaCpp,
+            SimServeAs::Vllm => agentload_sim::ServeAs::Vllm,
+        },
         ..Default::default()
     })
 }
