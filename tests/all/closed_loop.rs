@@ -162,6 +162,25 @@ fn closed_turns(out: &Path) -> BTreeMap<String, Vec<Value>> {
     by
 }
 
+/// A copy of run directory `from` at `to`, each line of its turns.jsonl
+/// rewritten by `edit` (given the record and its text).
+fn copy_run(from: &Path, to: &Path, edit: impl Fn(&Value, &str) -> String) {
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let journal = to.join("turns.jsonl");
+    let text: String = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|line| edit(&serde_json::from_str(line).unwrap(), line) + "\n")
+        .collect();
+    std::fs::write(&journal, text).unwrap();
+}
+
 /// The determinism scenario's script: two sessions that read, edit, look
 /// at the clock and entropy, diff, run something stubbed, then finish.
 fn edits() -> Vec<Value> {
@@ -571,9 +590,10 @@ async fn a_killed_closed_loop_run_resumes_with_the_same_requests_and_tool_result
     sim_whole.shutdown().await;
 
     // The same run killed (SIGKILL) while fix-1's third request, the one
-    // after its edit, waits for its answer.
+    // after its edit, waits for its answer (held far longer than fix-2's
+    // turns can take on a loaded machine; the kill ends the wait).
     let mut slow = edits();
-    slow[2]["delay_ms"] = json!(5_000);
+    slow[2]["delay_ms"] = json!(120_000);
     let cut_log = dir.path().join("cut.requests.jsonl");
     let sim_cut = sim(&script(dir.path(), &slow), &cut_log).await;
     let config = self::config(dir.path(), &sim_cut.url(), &archive, &sha, "");
@@ -597,6 +617,60 @@ async fn a_killed_closed_loop_run_resumes_with_the_same_requests_and_tool_result
         (2, 3),
         "{done:#?}"
     );
+
+    // A copy of the killed run with one character of fix-1's first recorded
+    // reply flipped (its call's id, in the next request twice: the same
+    // size, other bytes). Its resume makes fix-1's second request again,
+    // sees by the digest that it is not the one sent and restarts fix-1
+    // whole, saying so; fix-2 is not sent again.
+    let tampered = dir.path().join("tampered");
+    copy_run(&cut, &tampered, |t, line| {
+        match (t["session_id"].as_str(), t["turn"].as_u64()) {
+            (Some("fix-1"), Some(1)) => {
+                assert!(line.contains("\"call_1_0\""), "{line}");
+                line.replace("\"call_1_0\"", "\"call_1_9\"")
+            }
+            _ => line.to_owned(),
+        }
+    });
+    // A copy as an older agentload wrote it: no request digests.
+    let older = dir.path().join("older");
+    copy_run(&cut, &older, |t, _| {
+        let mut t = t.clone();
+        let digest = t["closed"]
+            .as_object_mut()
+            .unwrap()
+            .remove("request_sha256");
+        assert!(digest.is_some(), "{t}");
+        t.to_string()
+    });
+    let again_log = dir.path().join("tampered.requests.jsonl");
+    let sim_again = sim(&script(dir.path(), &edits()), &again_log).await;
+    let again = agentload(
+        &[
+            "resume",
+            tampered.to_str().unwrap(),
+            "--endpoint",
+            &sim_again.url(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let said = text(&again);
+    assert!(again.status.success(), "{said}");
+    sim_again.shutdown().await;
+    assert!(
+        said.contains("resume: session fix-1: the workload's turn 2 differs")
+            && said.contains("is not the one sent")
+            && said.contains("restarting it whole"),
+        "{said}"
+    );
+    assert!(!said.contains("session fix-2: the workload"), "{said}");
+    assert!(!said.contains("checked by size only"), "{said}");
+    // The restarted session is the whole run's, request for request.
+    let resent = digests(&again_log);
+    assert_eq!(resent.keys().collect::<Vec<_>>(), ["fix-1"], "{said}");
+    assert_eq!(resent["fix-1"], digests(&whole_log)["fix-1"], "{said}");
 
     // The resume, against a server whose script goes on from fix-1's third
     // request: only the requests not answered are sent again.
@@ -634,7 +708,28 @@ async fn a_killed_closed_loop_run_resumes_with_the_same_requests_and_tool_result
     .await;
     let said = text(&resumed);
     assert!(resumed.status.success(), "{said}");
+    assert!(!said.contains("resume: session"), "{said}");
     sim_resume.shutdown().await;
+    // Without digests the sizes are compared, and the console says so;
+    // the same requests are sent.
+    let older_log = dir.path().join("older.requests.jsonl");
+    let sim_older = sim(&rest_path.join("script.jsonl"), &older_log).await;
+    let resumed = agentload(
+        &[
+            "resume",
+            older.to_str().unwrap(),
+            "--endpoint",
+            &sim_older.url(),
+        ],
+        dir.path(),
+    )
+    .await;
+    let said_older = text(&resumed);
+    assert!(resumed.status.success(), "{said_older}");
+    sim_older.shutdown().await;
+    assert!(said_older.contains("checked by size only"), "{said_older}");
+    assert!(!said_older.contains("resume: session"), "{said_older}");
+    assert_eq!(digests(&older_log), digests(&resume_log), "{said_older}");
 
     // Every request, the answered ones of the killed process then the
     // resume's, is the whole run's, byte for byte; so is every tool result.

@@ -25,13 +25,15 @@ use super::body::{BodyOptions, SessionBodies};
 use super::session::TurnHooks;
 use super::tool_messages::{render, Harness};
 use super::tools::ToolPool;
+use agentload_client::RequestBody;
 use agentload_plugin_host::tools::ToolCall;
 use agentload_plugin_host::types::{ChatMessage, Role, TurnOutcome};
 use agentload_plugin_host::{Message, TurnRequest, WorkloadPlugin};
 use agentload_results::record::context_overflow_error;
 use agentload_results::tools::{ClosedEnd, ClosedTurn};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Instant;
 use tokio::sync::Mutex;
 
@@ -78,6 +80,67 @@ pub struct ClosedSession<'a> {
     recorded: Option<TurnRequest>,
 }
 
+/// A closed-loop request as its turn records it: the body's size and
+/// sha256 (hex).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentRequest {
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+impl SentRequest {
+    /// The size and digest of `body` (none: a body that could not be
+    /// made, recorded as 0 bytes without a digest).
+    pub fn of(body: Option<&RequestBody>) -> Option<Self> {
+        let body = body?;
+        let mut digest = Sha256::new();
+        for part in body.parts() {
+            digest.update(part);
+        }
+        Some(Self {
+            bytes: body.len() as u64,
+            sha256: hex::encode(digest.finalize()),
+        })
+    }
+
+    /// Why the request a resume made again (`self`) is not the one the
+    /// turn `recorded` sent, if it is not: compared by digest, or by size
+    /// alone in a record written before digests were kept (said once).
+    pub fn differs_from(&self, recorded: &ClosedTurn) -> Option<String> {
+        let Some(sha256) = &recorded.request_sha256 else {
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                agentload_console::line(
+                    "note: resume: closed-loop turns recorded without their request's sha256 \
+                     (an older agentload): the requests made again are checked by size only",
+                )
+            });
+            return (self.bytes != recorded.request_bytes).then(|| {
+                format!(
+                    "the closed-loop request made again is {} bytes, the one sent {} \
+                     (compared by size: the record has no digest)",
+                    self.bytes, recorded.request_bytes
+                )
+            });
+        };
+        (&self.sha256 != sha256).then(|| {
+            format!(
+                "the closed-loop request made again (sha256 {}, {} bytes) is not the one sent \
+                 (sha256 {}, {} bytes)",
+                short(&self.sha256),
+                self.bytes,
+                short(sha256),
+                recorded.request_bytes
+            )
+        })
+    }
+}
+
+/// A digest's first 12 hex digits, to name it on the console.
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
+}
+
 /// What a closed turn leads to.
 pub struct Answered {
     /// The turn's record block.
@@ -109,8 +172,8 @@ impl<'a> ClosedSession<'a> {
         })
     }
 
-    /// The turn `req` ended with `outcome` (its request `request_bytes`
-    /// long; `unsent` when the context check kept it back): the recording
+    /// The turn `req` ended with `outcome` (its request `request`;
+    /// `unsent` when the context check kept it back): the recording
     /// stepped, the reply's calls run, the next request made.
     #[allow(clippy::too_many_arguments)]
     pub async fn answered(
@@ -118,7 +181,7 @@ impl<'a> ClosedSession<'a> {
         req: &TurnRequest,
         outcome: &TurnOutcome,
         unsent: bool,
-        request_bytes: u64,
+        request: Option<SentRequest>,
         workload: &Mutex<WorkloadPlugin>,
         hooks: &dyn TurnHooks,
         body: &BodyOptions,
@@ -135,7 +198,8 @@ impl<'a> ClosedSession<'a> {
             index: self.sent,
             calls: Vec::new(),
             follows_recording: None,
-            request_bytes,
+            request_bytes: request.as_ref().map_or(0, |r| r.bytes),
+            request_sha256: request.map(|r| r.sha256),
             recorded_request_bytes,
             sandbox_us: 0,
             end: None,
@@ -388,6 +452,47 @@ mod tests {
         assert_eq!(recorded_calls(&req, None), Some(Vec::new()));
         req.expected_json = "{}".into();
         assert_eq!(recorded_calls(&req, None), None);
+    }
+
+    #[test]
+    fn a_request_made_again_is_compared_by_digest_and_by_size_without_one() {
+        use bytes::Bytes;
+        let of = |parts: &[&'static str]| {
+            let body = RequestBody::from_parts(parts.iter().map(|p| Bytes::from(*p)).collect());
+            SentRequest::of(Some(&body)).unwrap()
+        };
+        // The digest of the whole body, however it is cut into slices.
+        let sent = of(&[r#"{"messages":"#, r#"[{"content":"Done."}]}"#]);
+        assert_eq!(sent, of(&[r#"{"messages":[{"content":"Done."}]}"#]));
+        assert_eq!(sent.bytes, 34);
+        let recorded = ClosedTurn {
+            index: 2,
+            calls: Vec::new(),
+            follows_recording: None,
+            request_bytes: sent.bytes,
+            request_sha256: Some(sent.sha256.clone()),
+            recorded_request_bytes: None,
+            sandbox_us: 0,
+            end: None,
+            workspace: None,
+            overlay_bytes: None,
+        };
+        assert_eq!(sent.differs_from(&recorded), None);
+        // One character flipped: the same size, another request.
+        let flipped = of(&[r#"{"messages":[{"content":"Dune."}]}"#]);
+        assert_eq!(flipped.bytes, sent.bytes);
+        let why = flipped.differs_from(&recorded).unwrap();
+        assert!(why.contains(&sent.sha256[..12]), "{why}");
+        assert!(why.contains(&flipped.sha256[..12]), "{why}");
+        // A record without a digest: only a size that differs is seen.
+        let older = ClosedTurn {
+            request_sha256: None,
+            ..recorded
+        };
+        assert_eq!(flipped.differs_from(&older), None);
+        let longer = of(&[r#"{"messages":[{"content":"Done!!"}]}"#]);
+        let why = longer.differs_from(&older).unwrap();
+        assert!(why.contains("35 bytes") && why.contains("by size"), "{why}");
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use super::arrivals::Arrival;
 use super::body::{request_body, SessionBodies};
-use super::closed::{ClosedLoop, ClosedSession};
+use super::closed::{ClosedLoop, ClosedSession, SentRequest};
 use super::context::{ContextWindow, LastPrompt};
 use super::instances::Instances;
 use super::journal::WriteError;
@@ -204,7 +204,7 @@ pub enum DriveError {
     Diverged {
         session: String,
         turn: u32,
-        why: &'static str,
+        why: String,
     },
 }
 
@@ -292,7 +292,7 @@ pub async fn drive_on(
             return Err(DriveError::Diverged {
                 session: plan.id.clone(),
                 turn: r.turn,
-                why,
+                why: why.to_owned(),
             });
         }
         let outcome = match r.status {
@@ -340,15 +340,24 @@ pub async fn drive_on(
                 return Err(DriveError::Diverged {
                     session: plan.id.clone(),
                     turn: r.turn,
-                    why: "a closed-loop turn without its closed block",
+                    why: "a closed-loop turn without its closed block".into(),
                 });
             };
-            let body = request_body(&req, &engine.sender.body).map_or(0, |b| b.len());
-            if body as u64 != block.request_bytes {
+            // Made again as it was sent (shaped by the schedule), then
+            // compared byte for byte (by its digest) with the one sent.
+            let mut shaped = req.clone();
+            engine.hooks.shape(&mut shaped);
+            let made = SessionBodies::default().body(&shaped, &engine.sender.body);
+            let made = SentRequest::of(made.as_ref().ok());
+            let why = match &made {
+                Some(made) => made.differs_from(block),
+                None => Some("the closed-loop request could not be made again".to_owned()),
+            };
+            if let Some(why) = why {
                 return Err(DriveError::Diverged {
                     session: plan.id.clone(),
                     turn: r.turn,
-                    why: "the closed-loop request made again is not the one sent",
+                    why,
                 });
             }
             let unsent = r.status == TurnStatus::Failed
@@ -360,7 +369,7 @@ pub async fn drive_on(
                     &req,
                     &outcome,
                     unsent,
-                    block.request_bytes,
+                    made,
                     workload,
                     &*engine.hooks,
                     &engine.sender.body,
@@ -530,16 +539,16 @@ pub async fn drive_on(
             // Closed loop: the reply's tool calls run in the sandbox and
             // the record carries how each was answered; it is on disk
             // before the next request (made from their results) is sent.
-            let request_bytes = match &sent.answered {
-                Some((body, _)) => body.len(),
-                None => bodies.body(&shaped, &sender.body).map_or(0, |b| b.len()),
+            let request = match &sent.answered {
+                Some((body, _)) => SentRequest::of(Some(body)),
+                None => SentRequest::of(bodies.body(&shaped, &sender.body).ok().as_ref()),
             };
             let step = session
                 .answered(
                     &req,
                     &outcome,
                     kept_back,
-                    request_bytes as u64,
+                    request,
                     workload,
                     &*engine.hooks,
                     &sender.body,

@@ -108,6 +108,11 @@ pub struct ClosedTurn {
     pub follows_recording: Option<bool>,
     /// Bytes of the request body (as sent, or as it would have been).
     pub request_bytes: u64,
+    /// The request body's sha256 (hex), as sent or as it would have been:
+    /// a resume checks the request it makes again against it. None in
+    /// records written before it was kept (a resume then compares sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
     /// Bytes of the recording's request at the same place; none past its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_request_bytes: Option<u64>,
@@ -426,6 +431,7 @@ mod tests {
             calls: Vec::new(),
             follows_recording: follows,
             request_bytes: bytes.0,
+            request_sha256: None,
             recorded_request_bytes: bytes.1,
             sandbox_us: 1500,
             end: None,
