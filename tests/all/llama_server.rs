@@ -894,19 +894,21 @@ fn closed_dataset(dir: &Path) {
     std::fs::write(dir.join("closed.jsonl"), text).unwrap();
 }
 
-/// A closed-loop run of [`closed_dataset`] against a server of our own
-/// under Command R+'s tool-use template, with `extra_body` (TOML inline
-/// table) and `max_turns`; its turns, checked as every closed run must be:
-/// each completed at its place; each executed call of a turn with a next
-/// one run again on the archive alone (`tools exec`), its answer, as the
-/// tool message mini-swe-agent writes, in the prompt the server rendered
-/// next (its verbose log); the server's answer to that prompt; the end
-/// named on the last turn and in `closed_loop.json`.
-async fn closed_run(extra_body: &str, max_turns: u32) -> (Vec<Value>, Value) {
+/// Starts a server of our own under Command R+'s tool-use template, with
+/// its verbose log (the prompts it rendered); returns it and the log's path.
+async fn tool_use_server(ctx: u32) -> (Server, PathBuf) {
     let template = script_says(&["template", "command-r-plus-tool-use"]).await;
-    let server = own_server(4096, &["--chat-template-file", &template, "--verbose"]).await;
+    let server = own_server(ctx, &["--chat-template-file", &template, "--verbose"]).await;
     let port = server.port.unwrap().to_string();
     let log = PathBuf::from(script_says(&["log", &port]).await);
+    (server, log)
+}
+
+/// A closed-loop run of [`closed_dataset`] against a server of our own
+/// under Command R+'s tool-use template, with `extra_body` (TOML inline
+/// table) and `max_turns`; its turns, checked by [`check_closed_run`].
+async fn closed_run(extra_body: &str, max_turns: u32) -> (Vec<Value>, Value) {
+    let (server, log) = tool_use_server(4096).await;
     let dir = scratch("llama-closed");
     let (archive, sha) = crate::tools::packed(dir.path()).await;
     closed_dataset(dir.path());
@@ -947,7 +949,29 @@ sha256 = "{sha}"
     .unwrap();
     let out = dir.path().join("out");
     let output = run_ok(&config, &out, &[], dir.path()).await;
-    let turns = records(&out);
+    let mini_swe_agent = |rc: &Value, printed: &str| {
+        let message = format!("<returncode>{rc}</returncode>\n<output>\n{printed}</output>");
+        serde_json::to_string(&message).unwrap()
+    };
+    check_closed_run(&output, &out, &archive, &log, max_turns, &mini_swe_agent).await
+}
+
+/// A closed-loop run's turns (in `out`), checked as every closed run must
+/// be: each completed at its place; each executed call of a turn with a
+/// next one run again on `archive` alone (`tools exec`), the same exit code
+/// and output size; its tool message (`message(exit code, output)`, as JSON
+/// text) in the prompt the server rendered next (its verbose `log`); the
+/// server's answer to that prompt; the end named on the last turn and in
+/// `closed_loop.json`. Returns the turns and `closed_loop.json`.
+async fn check_closed_run(
+    output: &str,
+    out: &Path,
+    archive: &Path,
+    log: &Path,
+    max_turns: u32,
+    message: &dyn Fn(&Value, &str) -> String,
+) -> (Vec<Value>, Value) {
+    let turns = records(out);
     for t in &turns {
         for c in t["closed"]["calls"].as_array().into_iter().flatten() {
             eprintln!(
@@ -973,40 +997,15 @@ sha256 = "{sha}"
         let (turn, next) = (&pair[0], &pair[1]);
         for call in calls_of(turn) {
             assert_eq!(call["status"], "executed", "{call}");
-            let asked = turn["completion"]["tool_calls"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["id"] == call["id"])
-                .unwrap_or_else(|| panic!("no reply call with id {}: {turn}", call["id"]));
-            let arguments: Value =
-                serde_json::from_str(asked["arguments"].as_str().unwrap()).unwrap();
-            let command = arguments["command"].as_str().unwrap();
-            let ran = agentload(
-                &[
-                    "tools",
-                    "exec",
-                    "--json",
-                    "--workspace",
-                    archive.to_str().unwrap(),
-                    command,
-                ],
-                dir.path(),
-            )
-            .await;
-            assert!(ran.status.success(), "{}", text(&ran));
-            let result: Value = serde_json::from_slice(&ran.stdout).unwrap();
+            let command = command_of(turn, &call);
+            let result = exec_on(archive, &command).await;
             assert_eq!(result["exit_code"], call["exit_code"], "{result}");
             let printed = result["output"].as_str().unwrap();
             assert_eq!(printed.len() as u64, call["output_bytes"].as_u64().unwrap());
-            let message = format!(
-                "<returncode>{}</returncode>\n<output>\n{printed}</output>",
-                result["exit_code"]
-            );
-            let escaped = serde_json::to_string(&message).unwrap();
+            let escaped = message(&result["exit_code"], printed);
             assert!(
-                logged(&log, escaped.trim_matches('"')).await,
-                "the server never saw {message:?} for `{command}` (log: {})",
+                logged(log, escaped.trim_matches('"')).await,
+                "the server never saw {escaped} for `{command}` (log: {})",
                 log.display()
             );
         }
@@ -1029,6 +1028,37 @@ sha256 = "{sha}"
         summary["calls"]
     );
     (turns, summary)
+}
+
+/// The shell command of `call` (as the sandbox answered it), read from the
+/// reply of `turn` that asked for it.
+fn command_of(turn: &Value, call: &Value) -> String {
+    let asked = turn["completion"]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == call["id"])
+        .unwrap_or_else(|| panic!("no reply call with id {}: {turn}", call["id"]));
+    let arguments: Value = serde_json::from_str(asked["arguments"].as_str().unwrap()).unwrap();
+    arguments["command"].as_str().unwrap().to_owned()
+}
+
+/// What `command` gives run alone on `archive` (`tools exec --json`).
+async fn exec_on(archive: &Path, command: &str) -> Value {
+    let ran = agentload(
+        &[
+            "tools",
+            "exec",
+            "--json",
+            "--workspace",
+            archive.to_str().unwrap(),
+            command,
+        ],
+        archive.parent().unwrap(),
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    serde_json::from_slice(&ran.stdout).unwrap()
 }
 
 /// A closed turn's calls as the sandbox answered them.
@@ -1092,4 +1122,163 @@ async fn a_closed_loop_session_of_calls_only_ends_at_the_turn_cap() {
     assert_eq!(last["completion"]["finish_reason"], "tool_calls", "{last}");
     assert!(calls_of(last).is_empty(), "{last}");
     assert_eq!(summary["ends"]["turn_cap"], 1, "{summary:#}");
+}
+
+/// An AA-shaped replay in `dir/replay` (AA's manifest, trace and workspace
+/// layout, OpenClaw's system prompt opening and AA's `bash` tool) of one
+/// task, `task_notes`, whose workspace holds `notes.txt` and
+/// `docs/plan.md`; packed by `agentload dataset aa-workspaces`, whose
+/// `[tools.workspaces.task_notes]` table is returned with its archive.
+async fn aa_notes_replay(dir: &Path) -> (String, PathBuf) {
+    let root = dir.join("replay");
+    std::fs::create_dir_all(root.join("traces")).unwrap();
+    let workspace = root.join("workspaces/task_notes");
+    std::fs::create_dir_all(workspace.join("docs")).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "the notes of task_notes\n").unwrap();
+    std::fs::write(workspace.join("docs/plan.md"), "# plan\n").unwrap();
+    let bash = json!({"type": "function", "function": {"name": "bash",
+        "description": "Execute a bash command", "parameters": {"type": "object",
+        "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
+        "required": ["command"]}}});
+    let row = json!({"version": 1, "turn_id": "task_notes:0000", "task_id": "task_notes",
+        "conversation_id": "task_notes", "conversation_idx": 0,
+        "messages": [
+            {"role": "system", "content": "You are a personal assistant running inside OpenClaw. \
+                Use the bash tool to run one command at a time, for example `ls` or `cat FILE`."},
+            {"role": "user", "content": "Summarise the notes in the workspace."}],
+        "tools": [bash], "target_output_tokens": 64, "simulated_tool_delay_ms_after": 0,
+        "recorded_tool_calls_after": []});
+    std::fs::write(root.join("traces/task_notes.jsonl"), format!("{row}\n")).unwrap();
+    let manifest = json!({"name": "notes", "source": "generated",
+        "mode": "single_user_agentic_replay", "version": 1,
+        "tasks": [{"task_id": "task_notes", "trace": "traces/task_notes.jsonl",
+            "source_recording": "generated", "model_calls": 1, "tool_calls": 0,
+            "total_recorded_tool_delay_ms": 0,
+            "tool_environment": {"type": "docker", "image": "agentperf-pinchbench:latest",
+                "cwd": "/workspace", "network": "none", "interpreter": ["bash", "-c"],
+                "workspace_mount": true, "workspace_path": "workspaces/task_notes"}}]});
+    std::fs::write(root.join("manifest.json"), manifest.to_string()).unwrap();
+    let packed = agentload(
+        &[
+            "dataset",
+            "aa-workspaces",
+            "replay/manifest.json",
+            "--out",
+            "ws",
+        ],
+        dir,
+    )
+    .await;
+    assert!(packed.status.success(), "{}", text(&packed));
+    let tables = String::from_utf8_lossy(&packed.stdout).into_owned();
+    assert!(tables.contains("[tools.workspaces.task_notes]"), "{tables}");
+    (tables, dir.join("ws/task_notes.tar"))
+}
+
+/// (closed loop, AA) An AA replay's session runs the real model's own
+/// call of AA's `bash` tool in its task's workspace. The replay is
+/// AA-shaped ([`aa_notes_replay`]: AA's own tasks open with a system prompt
+/// of about 7,000 tokens, minutes of prefill for this CPU model per test);
+/// agentload's aa-replay workload sends its first request (greedy,
+/// `tool_choice: "required"` and a seed through `extra_body`, no cache
+/// namespace so that the prompt is the same in every run), and under
+/// Command R+'s tool-use template the model's first reply calls `bash`
+/// (`ls`). The call runs on the task's own workspace at `/workspace`: the
+/// same command run alone on the task's archive gives the recorded result,
+/// on an empty workspace another one; its result goes back as the JSON
+/// tool message OpenClaw writes, in the prompt the server rendered next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aa_session_runs_the_models_own_tool_call_in_its_tasks_workspace() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let (server, log) = tool_use_server(4096).await;
+    let dir = scratch("llama-aa-closed");
+    let (tables, archive) = aa_notes_replay(dir.path()).await;
+    let config = dir.path().join("aa-closed.toml");
+    let max_turns = 2;
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "llama-aa-closed"
+data_dir = "{data}"
+[model]
+name = "SmolLM2-135M-Instruct.Q4_1"
+tokenizer = "none"
+[endpoint]
+url = "{url}"
+extra_body = {{ tool_choice = "required", seed = 42 }}
+[load]
+turn_timeout_s = 120.0
+[performance]
+workload = "aa-replay"
+[performance.data]
+manifest = "replay/manifest.json"
+replay = "replay/"
+[performance.settings]
+history = "closed"
+policy = "fixed"
+max_output_tokens = 96
+sampling = "custom"
+temperature = 0.0
+cache_isolation = false
+[tools]
+max_turns = {max_turns}
+{tables}"#,
+            data = dir.path().display(),
+            url = server.url,
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run_ok(&config, &out, &[], dir.path()).await;
+    let openclaw = |rc: &Value, printed: &str| {
+        let message = format!(
+            "{{\n  \"returncode\": {rc},\n  \"output\": {}\n}}",
+            serde_json::to_string(printed).unwrap()
+        );
+        serde_json::to_string(&message).unwrap()
+    };
+    let (turns, summary) =
+        check_closed_run(&output, &out, &archive, &log, max_turns, &openclaw).await;
+    let first = &turns[0];
+    assert_eq!(
+        first["closed"]["workspace"], "tools.workspaces.task_notes",
+        "{first}"
+    );
+    let calls = calls_of(first);
+    assert!(!calls.is_empty(), "the first reply called no tool: {first}");
+    assert!(turns.len() >= 2, "the call's result was never sent");
+    assert_eq!(
+        summary["workspaces"]["tools.workspaces.task_notes"], 1,
+        "{summary:#}"
+    );
+    // What the call gave depends on the task's files: the same command
+    // over an empty workspace gives something else.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let empty_tar = dir.path().join("empty.tar");
+    let packed = agentload(
+        &[
+            "dataset",
+            "workspace",
+            empty.to_str().unwrap(),
+            "--out",
+            empty_tar.to_str().unwrap(),
+        ],
+        dir.path(),
+    )
+    .await;
+    assert!(packed.status.success(), "{}", text(&packed));
+    for call in &calls {
+        let command = command_of(first, call);
+        let own = exec_on(&archive, &command).await;
+        let bare = exec_on(&empty_tar, &command).await;
+        assert_ne!(
+            (&own["exit_code"], &own["output"]),
+            (&bare["exit_code"], &bare["output"]),
+            "`{command}` gives the same without the task's files"
+        );
+    }
 }
