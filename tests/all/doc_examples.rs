@@ -12,7 +12,8 @@
 //! runs in seconds, its full size said in the text.
 //!
 //! Each page's `test` blocks run in order as one `bash -euo pipefail` script,
-//! as a reader runs them in one shell from the repository root: in a scratch
+//! as a reader runs them in one shell from the repository root (the README
+//! first, then the other pages two at a time): in a scratch
 //! directory holding `configs/`, `tests/` and `plugins/sdk/` (the
 //! checkout's) and `data/` (the data directory's files and the cache's, as
 //! `scripts/fetch-data.sh data` lays them out; read-only), with the built
@@ -290,9 +291,17 @@ fn a_page_s_simulator_ports_are_replaced_by_free_ones() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_blocks_marked_test_run_as_written() {
-    trajectories();
+/// The `test` blocks of a page.
+struct Page {
+    name: String,
+    tests: Vec<Block>,
+}
+
+/// Runs a page's `test` blocks in a scratch directory of its own; `demo`
+/// holds the results of `agentload demo` once a page made them (copied
+/// there from the first page that does, made here for a page that reads
+/// them before any did). Panics, naming the block, when one fails.
+async fn run_page(page: Page, demo: PathBuf) -> usize {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_agentload"));
     let path = format!(
         "{}:{}",
@@ -302,92 +311,130 @@ async fn the_blocks_marked_test_run_as_written() {
     // Intermediate build files of the pages' `cargo build`s: the authoring
     // tests' target folder, so the plugin's dependencies are built once.
     let build_dir = bin.parent().unwrap().join("../authoring");
+    let Page { name, tests } = page;
+    let dir = scratch("doc-examples");
+    std::os::unix::fs::symlink(root().join("configs"), dir.path().join("configs")).unwrap();
+    std::os::unix::fs::symlink(root().join("tests"), dir.path().join("tests")).unwrap();
+    reader_data(&dir.path().join("data"));
+    std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
+    std::os::unix::fs::symlink(root().join("plugins/sdk"), dir.path().join("plugins/sdk")).unwrap();
+    std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+    let script = script(&name, &tests, &free_ports(&tests));
+    if needs_demo(&script) {
+        if !demo.is_dir() {
+            run_ok(
+                std::process::Command::new(&bin)
+                    .args(["demo", "--out"])
+                    .arg(&demo)
+                    .env("AGENTLOAD_DATA_DIR", data_dir()),
+            );
+        }
+        std::fs::create_dir_all(dir.path().join("results")).unwrap();
+        copy_dir(&demo, &dir.path().join("results/demo"));
+    }
+    let started = std::time::Instant::now();
+    let run = tokio::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("PATH", &path)
+        .env("AGENTLOAD_DATA_DIR", data_dir())
+        .env("TMPDIR", dir.path().join("tmp"))
+        .env("CARGO_BUILD_BUILD_DIR", &build_dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        // A page that commits to a git repository of its own.
+        .envs([
+            ("GIT_AUTHOR_NAME", "A Reader"),
+            ("GIT_AUTHOR_EMAIL", "reader@example.org"),
+            ("GIT_COMMITTER_NAME", "A Reader"),
+            ("GIT_COMMITTER_EMAIL", "reader@example.org"),
+        ])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(900), run)
+        .await
+        .unwrap_or_else(|_| panic!("{name}: still running after 900 s"))
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().rfind(|l| l.starts_with("block "));
+    assert!(
+        out.status.success(),
+        "{} failed ({}):\n{}",
+        last.unwrap_or(&name),
+        out.status,
+        text_of(&out)
+    );
+    eprintln!(
+        "{name}: {} blocks ran in {:.1} s",
+        tests.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let made = dir.path().join("results/demo");
+    if !demo.is_dir() && made.join("run_manifest.json").is_file() {
+        copy_dir(&made, &demo);
+    }
+    tests.len()
+}
+
+/// Whether a page's script reads `results/demo` without making it.
+fn needs_demo(script: &str) -> bool {
+    script.contains("results/demo") && !script.contains("agentload demo")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_blocks_marked_test_run_as_written() {
+    trajectories();
     // While editing pages: `AGENTLOAD_DOC_PAGE=authoring,sweeps` runs only
     // the pages whose path contains one of the words.
     let only = std::env::var("AGENTLOAD_DOC_PAGE").ok();
-    let mut ran = 0;
-    // `agentload demo`'s results, from the first page that made them.
-    let demo = scratch("doc-examples-demo");
-    let demo_results = demo.path().join("demo");
-    for page in pages() {
+    let mut pages = pages().into_iter().filter_map(|page| {
+        let name = relative(&page);
         if only
             .as_ref()
-            .is_some_and(|o| !o.split(',').any(|w| relative(&page).contains(w)))
+            .is_some_and(|o| !o.split(',').any(|w| name.contains(w)))
         {
-            continue;
+            return None;
         }
         let text = std::fs::read_to_string(&page).unwrap();
         let tests: Vec<Block> = blocks(&text)
             .into_iter()
             .filter(|b| b.marks.iter().any(|m| m == "test"))
             .collect();
-        if tests.is_empty() {
-            continue;
-        }
-        let name = relative(&page);
-        let dir = scratch("doc-examples");
-        std::os::unix::fs::symlink(root().join("configs"), dir.path().join("configs")).unwrap();
-        std::os::unix::fs::symlink(root().join("tests"), dir.path().join("tests")).unwrap();
-        reader_data(&dir.path().join("data"));
-        std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
-        std::os::unix::fs::symlink(root().join("plugins/sdk"), dir.path().join("plugins/sdk"))
-            .unwrap();
-        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
-        let script = script(&name, &tests, &free_ports(&tests));
-        if script.contains("results/demo") && !script.contains("agentload demo") {
-            if !demo_results.is_dir() {
-                run_ok(
-                    std::process::Command::new(&bin)
-                        .args(["demo", "--out"])
-                        .arg(&demo_results)
-                        .env("AGENTLOAD_DATA_DIR", data_dir()),
-                );
-            }
-            std::fs::create_dir_all(dir.path().join("results")).unwrap();
-            copy_dir(&demo_results, &dir.path().join("results/demo"));
-        }
-        let started = std::time::Instant::now();
-        let run = tokio::process::Command::new("bash")
-            .args(["-euo", "pipefail", "-c", &script])
-            .current_dir(dir.path())
-            .env("PATH", &path)
-            .env("AGENTLOAD_DATA_DIR", data_dir())
-            .env("TMPDIR", dir.path().join("tmp"))
-            .env("CARGO_BUILD_BUILD_DIR", &build_dir)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
-            // A page that commits to a git repository of its own.
-            .envs([
-                ("GIT_AUTHOR_NAME", "A Reader"),
-                ("GIT_AUTHOR_EMAIL", "reader@example.org"),
-                ("GIT_COMMITTER_NAME", "A Reader"),
-                ("GIT_COMMITTER_EMAIL", "reader@example.org"),
-            ])
-            .kill_on_drop(true)
-            .output();
-        let out = tokio::time::timeout(Duration::from_secs(900), run)
-            .await
-            .unwrap_or_else(|_| panic!("{name}: still running after 900 s"))
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rfind(|l| l.starts_with("block "));
-        assert!(
-            out.status.success(),
-            "{} failed ({}):\n{}",
-            last.unwrap_or(&name),
-            out.status,
-            text_of(&out)
+        (!tests.is_empty()).then_some(Page { name, tests })
+    });
+    let demo = scratch("doc-examples-demo");
+    let demo_results = demo.path().join("demo");
+    // The first page (the README, whose demo the later pages read) alone,
+    // then the others two at a time: most of a page's time is simulated
+    // time, and each page has its own directory and ports.
+    let mut ran = 0;
+    if let Some(first) = pages.next() {
+        ran += run_page(first, demo_results.clone()).await;
+    }
+    let rest: Vec<Page> = pages.collect();
+    let needs = |p: &Page| {
+        let bodies: Vec<String> = p.tests.iter().map(|b| b.body.join("\n")).collect();
+        needs_demo(&bodies.join("\n"))
+    };
+    if !demo_results.is_dir() && rest.iter().any(needs) {
+        run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_agentload"))
+                .args(["demo", "--out"])
+                .arg(&demo_results)
+                .env("AGENTLOAD_DATA_DIR", data_dir()),
         );
-        ran += tests.len();
-        eprintln!(
-            "{name}: {} blocks ran in {:.1} s",
-            tests.len(),
-            started.elapsed().as_secs_f64()
-        );
-        let made = dir.path().join("results/demo");
-        if !demo_results.is_dir() && made.join("run_manifest.json").is_file() {
-            copy_dir(&made, &demo_results);
+    }
+    let mut rest = rest.into_iter();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < 2 {
+            let Some(page) = rest.next() else { break };
+            running.spawn(run_page(page, demo_results.clone()));
         }
+        let Some(done) = running.join_next().await else {
+            break;
+        };
+        ran += done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     }
     assert!(only.is_some() || ran >= 3, "only {ran} blocks marked test");
 }
