@@ -76,5 +76,6 @@ scripts/book.sh
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
-# Open-loop schedules checked at the simulator: timing, so alone on the machine.
-cargo test --locked -p agentload --test all load_shapes -- --ignored --test-threads=1
+# Timing, so alone on the machine: open-loop schedules checked at the simulator, and the
+# shards' one end time of a sweep level.
+cargo test --locked -p agentload --test all -- --ignored --test-threads=1 load_shapes:: sharded_sweep::

@@ -63,6 +63,22 @@ fn journal(out: &Path, phase: &Value) -> Journal {
     (sessions, keys, records)
 }
 
+/// A phase journal's first turns: arrival `k` (session `synth-k`) -> its record; each once.
+fn first_turns(journal: &Path) -> BTreeMap<u64, Value> {
+    let mut first = BTreeMap::new();
+    for r in read_jsonl(journal).into_iter().filter(|r| r["turn"] == 1) {
+        let k: u64 = r["session_id"].as_str().unwrap()["synth-".len()..]
+            .parse()
+            .unwrap();
+        assert!(
+            first.insert(k, r).is_none(),
+            "{}: arrival {k} twice",
+            journal.display()
+        );
+    }
+    first
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_level_sweep_on_four_shards_is_the_one_host_sweep() {
     let sim = start_sim(SimConfig {
@@ -138,20 +154,21 @@ async fn a_three_level_sweep_on_four_shards_is_the_one_host_sweep() {
     assert!(report.contains("c6"), "{report}");
 }
 
-/// The phase-end barrier: the shard whose end rules hold first keeps its agents going
-/// (its turns issued after its rules held) until every shard's hold; then every shard
-/// stops, at one time.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do() {
+/// Each shard's phase as it ran it: its index, when its end rules held and when it
+/// stopped (s on its own clock), and its records.
+type Held = Vec<(u32, f64, f64, Vec<Value>)>;
+
+/// One agents level run on four shards whose end rules hold at different times: five
+/// agents, so shard 0 runs two (agents 0 and 4) and the others one each, and each holds
+/// a quarter of the 8 trajectories: shard 0 gets there first.
+async fn uneven_level_on_four_shards(name: &str) -> Held {
     let sim = start_sim(SimConfig {
         slots: 8,
         ..replay_sim(trajectories())
     })
     .await;
-    let dir = scratch("sweep-barrier");
+    let dir = scratch(name);
     let config = config(dir.path(), &sim.url());
-    // Five agents on four shards: shard 0 runs two (agents 0 and 4), the others one each,
-    // and each holds a quarter of the 8 trajectories: shard 0 gets there first.
     edit_config(
         &config,
         &[
@@ -172,7 +189,7 @@ async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do(
         phase["end_reason"], "end rules met on every shard",
         "{report}"
     );
-    let held: Vec<(u32, f64, f64, Vec<Value>)> = (0..4)
+    let held: Held = (0..4)
         .map(|i| {
             let at = four.join(format!("work/{i}/sweep/phase-00-c5"));
             let s = json(&at.join("summary.json"));
@@ -184,13 +201,22 @@ async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do(
             )
         })
         .collect();
-    let first = held.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
-    let last = held.iter().map(|h| h.1).fold(0.0, f64::max);
     eprintln!(
         "rules held: {:?}; stopped {:?}",
         held.iter().map(|h| (h.0, h.1)).collect::<Vec<_>>(),
         held.iter().map(|h| h.2).collect::<Vec<_>>()
     );
+    held
+}
+
+/// The phase-end barrier: the shard whose end rules hold first keeps its agents going
+/// (its turns issued after its rules held) until every shard's hold; then every shard
+/// stops (at one end time: `every_shard_stops_a_level_within_a_few_ms_of_the_others`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do() {
+    let held = uneven_level_on_four_shards("sweep-barrier").await;
+    let first = held.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+    let last = held.iter().map(|h| h.1).fold(0.0, f64::max);
     assert!(last - first.1 > 0.05, "every shard's rules held together");
     // The first shard's agents went on after its rules held...
     let after = first
@@ -207,10 +233,19 @@ async fn a_shard_whose_rules_hold_keeps_its_agents_going_until_every_shard_s_do(
         "shard {} sent nothing after its rules held",
         first.0
     );
-    // ...and every shard stopped after the last shard's rules held, within a few ms of the
-    // others (one end time, converted on each shard's clock).
+    // ...and every shard stopped after the last shard's rules held.
     let stops: Vec<f64> = held.iter().map(|h| h.2).collect();
     assert!(stops.iter().all(|&s| s >= last), "{stops:?} before {last}");
+}
+
+/// The phase-end barrier's one end time, converted on each shard's clock: every shard
+/// stops within a few ms of the others. Timing (a loaded machine wakes a shard's stop
+/// late), so alone, after the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
+async fn every_shard_stops_a_level_within_a_few_ms_of_the_others() {
+    let held = uneven_level_on_four_shards("sweep-stops").await;
+    let stops: Vec<f64> = held.iter().map(|h| h.2).collect();
     let spread =
         stops.iter().cloned().fold(0.0, f64::max) - stops.iter().cloned().fold(f64::MAX, f64::min);
     assert!(spread < 0.05, "stops {stops:?}");
@@ -254,59 +289,80 @@ async fn a_rate_sweep_on_four_shards_sends_the_one_host_schedule_once() {
     for (a, b) in s1["phases"].as_array().unwrap().iter().zip(phases) {
         let rate = b["rate"].as_f64().unwrap();
         assert_eq!(a["rate"].as_f64(), Some(rate));
-        // Each session's first turn: its due time (the arrival's) and who sent it.
-        let arrivals = |out: &Path, p: &Value| -> BTreeMap<u64, (u64, Option<u64>)> {
-            let mut first = BTreeMap::new();
-            for r in read_jsonl(&out.join("sweep").join(p["turns"].as_str().unwrap())) {
-                if r["turn"] != 1 {
-                    continue;
-                }
-                let k: u64 = r["session_id"].as_str().unwrap()["synth-".len()..]
-                    .parse()
-                    .unwrap();
+        let turns = b["turns"].as_str().unwrap();
+        let a1 = first_turns(&one.join("sweep").join(a["turns"].as_str().unwrap()));
+        let a4 = first_turns(&four.join("sweep").join(turns));
+        assert!(a1.values().all(|r| r["shard"].is_null()), "r{rate}");
+        // Each shard, on its own clock: every arrival it sent is of its slice (`k mod 4`),
+        // due exactly when one host had it due; the merge moves all of a shard's records
+        // by one constant (its start on the merged time line) and loses or adds none.
+        let mut sent = BTreeMap::new();
+        let mut shifts = BTreeMap::new();
+        for i in 0..4u64 {
+            let own = first_turns(&four.join(format!("shards/{i}/sweep")).join(turns));
+            for (&k, r) in &own {
+                assert_eq!(k % 4, i, "r{rate}: arrival {k} sent by shard {i}");
                 let due = r["scheduled_ns"].as_u64().unwrap();
-                let was = first.insert(k, (due, r["shard"].as_u64()));
-                assert!(was.is_none(), "r{rate}: arrival {k} sent twice");
+                if let Some(one_host) = a1.get(&k) {
+                    assert_eq!(
+                        due, one_host["scheduled_ns"],
+                        "r{rate}: arrival {k}'s due time"
+                    );
+                }
+                let m = &a4[&k];
+                assert_eq!(m["shard"].as_u64(), Some(i), "r{rate}: arrival {k}");
+                for t in ["scheduled_ns", "issued_ns", "complete_ns"] {
+                    let by = m[t].as_u64().unwrap() - r[t].as_u64().unwrap();
+                    let was = *shifts.entry(i).or_insert(by);
+                    assert_eq!(
+                        by, was,
+                        "r{rate}: shard {i}'s {t} of arrival {k} moved apart"
+                    );
+                }
+                assert!(
+                    sent.insert(k, due).is_none(),
+                    "r{rate}: arrival {k} sent twice"
+                );
             }
-            first
-        };
-        let (a1, a4) = (arrivals(&one, a), arrivals(&four, b));
-        // The levels end by their end rules, at different times: the arrivals both sent.
-        let both: Vec<u64> = a4.keys().filter(|k| a1.contains_key(k)).copied().collect();
-        assert!(
-            both.len() >= 12,
-            "r{rate}: {} arrivals in common",
-            both.len()
-        );
-        // Both sent a prefix of the one schedule: nothing skipped (the shards stop at one
-        // end time, on clocks a few ms apart: of the last few due, one may be sent and an
-        // earlier one, on another shard, not).
-        let n1 = a1.len() as u64;
-        let n4 = a4.len() as u64;
-        assert_eq!(
-            a1.keys().copied().collect::<Vec<_>>(),
-            (0..n1).collect::<Vec<_>>()
-        );
-        let last = *a4.keys().last().unwrap();
-        let skipped: Vec<u64> = (0..last).filter(|k| !a4.contains_key(k)).collect();
-        assert!(
-            skipped.iter().all(|&k| k + 4 > last),
-            "r{rate}: skipped {skipped:?}"
-        );
-        for k in both {
-            let ((d1, _), (d4, shard)) = (a1[&k], a4[&k]);
-            // The merged time line moves each shard's by its start skew, within ms.
-            let off = d4 as i64 - d1 as i64;
-            assert!(
-                off.abs() < 50_000_000,
-                "r{rate}: arrival {k} due {off} ns off"
-            );
-            assert_eq!(shard, Some(k % 4), "r{rate}: arrival {k}");
         }
-        // The merged level's arrivals: over the union, the dispatch summed.
+        assert_eq!(
+            sent.keys().collect::<Vec<_>>(),
+            a4.keys().collect::<Vec<_>>(),
+            "r{rate}: the merged journal's arrivals are the shards'"
+        );
+        assert_eq!(shifts.values().min(), Some(&0), "r{rate}: {shifts:?}");
+        // Nothing left out: the first two arrivals of every shard's slice went out, from
+        // one host and from the shards. (Which of the last few due make it before a level's
+        // stop is a race on a loaded machine, on one host as on four: a session woken late
+        // meets the stop first. Every due time of a schedule issued exactly once is
+        // `load_shapes::four_shards_issue_every_due_time_of_the_one_schedule_once`'s.)
+        for k in 0..8 {
+            assert!(
+                a1.contains_key(&k),
+                "r{rate}: one host left arrival {k} out"
+            );
+            assert!(
+                sent.contains_key(&k),
+                "r{rate}: the shards left arrival {k} out"
+            );
+        }
+        // The levels end by their end rules, at different times: the arrivals both sent.
+        let both = sent.keys().filter(|k| a1.contains_key(k)).count();
+        assert!(both >= 12, "r{rate}: {both} arrivals in common");
+        // The merged level's arrivals: over the union, the dispatch the shards' sum (each
+        // arrival sent was let in; one let in may meet the stop before it is sent).
+        let n4 = sent.len() as u64;
         let d = &b["arrivals"];
         assert_eq!(d["delivered"]["arrivals"].as_u64(), Some(n4), "{d}");
-        assert_eq!(d["dispatch"]["released"].as_u64(), Some(n4), "{d}");
+        let released: u64 = (0..4)
+            .map(|i| {
+                let own = four.join(format!("shards/{i}/sweep")).join(turns);
+                let s = json(&own.with_file_name("summary.json"));
+                s["arrivals"]["dispatch"]["released"].as_u64().unwrap()
+            })
+            .sum();
+        assert_eq!(d["dispatch"]["released"].as_u64(), Some(released), "{d}");
+        assert!(released >= n4, "r{rate}: {released} let in, {n4} sent");
         assert!(b["trajectories_completed"].as_u64().unwrap() >= 12, "{b}");
     }
     // Every shard uploaded its level folders.
