@@ -339,9 +339,10 @@ async fn malformed_trajectory_line_is_named() {
 }
 
 /// Runs a one-conversation replay (user, assistant call, tool row recording
-/// a 0.3 s delay, assistant) and returns the gap between the first turn's
-/// completion and the second turn's request, in ms.
-async fn tool_delay_gap_ms(sim_url: &str, inject: bool) -> f64 {
+/// a 0.3 s delay, assistant) and returns the second turn's due time after the
+/// first turn's completion (the delay applied), and its issue time after it,
+/// in ns.
+async fn tool_delay_gap_ns(sim_url: &str, inject: bool) -> (u64, u64) {
     let dir = scratch("delay");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -363,17 +364,24 @@ async fn tool_delay_gap_ms(sim_url: &str, inject: bool) -> f64 {
     run_ok(&config, &out, &[], dir.path()).await;
     let records: Vec<Value> = read_jsonl(&out.join("turns.jsonl"));
     assert_eq!(records.len(), 2);
-    let gap =
-        records[1]["issued_ns"].as_u64().unwrap() - records[0]["complete_ns"].as_u64().unwrap();
-    gap as f64 / 1e6
+    let at = |r: &Value, key: &str| r[key].as_u64().unwrap();
+    let answered = at(&records[0], "complete_ns");
+    (
+        at(&records[1], "scheduled_ns") - answered,
+        at(&records[1], "issued_ns") - answered,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_tool_delays_apply_only_when_injected() {
     let sim = start_sim(fast(ResponderConfig::Echo)).await;
-    let with_delay = tool_delay_gap_ms(&sim.url(), true).await;
-    let without = tool_delay_gap_ms(&sim.url(), false).await;
-    assert!(with_delay >= 300.0, "injected gap {with_delay} ms");
-    assert!(without < 300.0, "gap without delays {without} ms");
+    // The second turn is due the recorded 0.3 s after the first's answer, and sent no
+    // earlier; without injection it is due at the answer itself.
+    let (due, sent) = tool_delay_gap_ns(&sim.url(), true).await;
+    assert_eq!(due, 300_000_000, "injected delay");
+    assert!(sent >= due, "sent {sent} ns after the answer, due {due}");
+    let (due, sent) = tool_delay_gap_ns(&sim.url(), false).await;
+    assert_eq!(due, 0, "a delay without injection");
+    assert!(sent >= due);
     sim.shutdown().await;
 }
