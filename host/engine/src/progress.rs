@@ -418,6 +418,16 @@ mod tests {
         }
     }
 
+    /// Waits until `done` holds: a loaded machine runs the printing thread late, so
+    /// up to a minute.
+    fn until(done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "not within a minute");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn lines(every_ms: u64, planned: Option<u64>) -> (Progress, Buffer) {
         let buf = Buffer::default();
         let p = Progress::with_output(
@@ -465,7 +475,8 @@ mod tests {
             p.turn(TurnStatus::Completed, 100, Some(Duration::from_millis(5)));
         }
         p.turn(TurnStatus::Failed, 0, None);
-        std::thread::sleep(Duration::from_millis(120));
+        // Two periodic lines (a loaded machine may print them late).
+        until(|| buf.text().lines().count() >= 2);
         p.finish();
         let text = buf.text();
         let all: Vec<&str> = text.lines().collect();
@@ -519,8 +530,7 @@ mod tests {
         let (p, buf) = lines(5, None);
         let weak = Arc::downgrade(&p.inner);
         drop(p);
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(weak.upgrade().is_none());
+        until(|| weak.upgrade().is_none());
         let before = buf.text();
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(buf.text(), before);

@@ -715,6 +715,25 @@ mod tests {
         }
     }
 
+    /// Waits until `path` holds `n` lines that `want` takes: a loaded machine samples
+    /// late, so up to a minute.
+    async fn until_lines(path: &Path, n: usize, want: impl Fn(&Sample) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let got = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Sample>(l).ok())
+                .filter(|l| want(l))
+                .count();
+            if got >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{got} of {n} lines in a minute");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     fn lines(path: &Path) -> Vec<Sample> {
         std::fs::read_to_string(path)
             .unwrap()
@@ -743,7 +762,7 @@ mod tests {
         let origin = Instant::now();
         let running = start_in(&t, dir.path(), origin, 0).await;
         let started = origin.elapsed().as_nanos() as u64;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        until_lines(&file, 3, |_| true).await;
         let before_finish = origin.elapsed().as_nanos() as u64;
         let s = running.finish(None).await;
         let written = lines(&file);
@@ -789,7 +808,10 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = start_in(&t, dir.path(), Instant::now(), 0).await;
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        until_lines(&file, 3, |l| l.source == "server").await;
+        for name in ["refused", "silent", "plain"] {
+            until_lines(&file, 2, |l| l.source == name).await;
+        }
         let s = running.finish(None).await;
         let by = |name: &str| s.sources.iter().find(|x| x.name == name).unwrap();
         assert_eq!(by("server").failed, 0);
@@ -866,7 +888,10 @@ mod tests {
         .unwrap()
         .unwrap();
         let running = start_in(&t, dir.path(), Instant::now(), 0).await;
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        until_lines(&dir.path().join("telemetry.jsonl"), 2, |l| {
+            l.source == "power"
+        })
+        .await;
         let s = running.finish(Some((0, u64::MAX))).await;
         let p = s.power.unwrap();
         assert_eq!(p.source, "nvml");
@@ -900,7 +925,8 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = start_in(&t, dir.path(), Instant::now(), 0).await;
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        // Two complete readings, then one of GPU 0 alone.
+        until_lines(&file, 3, |_| true).await;
         let s = running.finish(None).await;
         let nvml = &s.sources[0];
         assert_eq!(nvml.failed, nvml.samples - 2, "{nvml:?}");
@@ -952,7 +978,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let running = start_in(&t, dir.path(), Instant::now(), 0).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until_lines(&file, 3, |_| true).await;
         let s = running.finish(None).await;
         let server = &s.sources[0];
         assert_eq!(server.failed, 0, "{server:?}");
