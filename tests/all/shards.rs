@@ -516,14 +516,21 @@ async fn the_coordinator_out_of_descriptors_does_not_spin() {
             .collect();
         fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
     };
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count();
-    assert!(
-        open >= 120,
-        "{open} descriptors open: the limit was not reached"
-    );
+    // The coordinator accepts what it can (late on a loaded machine: up to a minute).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count();
+        if open >= 120 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{open} descriptors open: the limit was not reached"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let before = ticks();
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let spent = ticks() - before;
