@@ -76,6 +76,8 @@ scripts/book.sh
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
-# Timing, so alone on the machine: open-loop schedules checked at the simulator, and the
-# shards' one end time of a sweep level.
+# Timing, so alone on the machine: open-loop schedules checked at the simulator, the
+# shards' one end time of a sweep level, and the simulator's own batching and queueing.
 cargo test --locked -p agentload --test all -- --ignored --test-threads=1 load_shapes:: sharded_sweep::
+cargo test --locked -p agentload-sim --test batching --test server -- --ignored --test-threads=1 \
+    concurrency_sweep_shows_batching prefill_chunks_stretch single_slot_queues

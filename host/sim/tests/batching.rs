@@ -1,9 +1,10 @@
 //! The multi-slot batching model, end to end: concurrency sweeps against `slots = 8`, chunked
 //! prefill competing with decode, and the shared prefix cache with eviction.
 //!
-//! Timing assertions compare ratios between runs with generous tolerances, so a loaded machine
-//! does not make them flaky; the simulated step (a few milliseconds) stays well above the timer
-//! resolution.
+//! Timing assertions compare ratios between runs with generous tolerances; the simulated step (a
+//! few milliseconds) stays well above the timer resolution. A loaded machine still upsets them
+//! (one run slowed more than the other), so those tests run alone, after the suite
+//! (scripts/test.sh).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -127,6 +128,7 @@ async fn level(concurrency: usize, text: &'static str) -> Level {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
 async fn concurrency_sweep_shows_batching_and_queueing() {
     // About 80 tokens to echo back: 0.4 s of decode alone.
     let text = "Batching lets one server decode many sequences at once; each step serves every \
@@ -181,6 +183,7 @@ async fn concurrency_sweep_shows_batching_and_queueing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run alone, after the suite (scripts/test.sh)"]
 async fn prefill_chunks_stretch_the_others_decode_steps() {
     // One generating sequence alone vs the same with a long prompt arriving meanwhile: the
     // prompt's chunks ride in the same iterations and make them longer.
