@@ -221,7 +221,8 @@ async fn downloads_stop_at_the_service_deadline() {
     .await
     .expect("a dripping artifact is waited for past the deadline")
     .unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // At the 2 s deadline (late on a loaded machine), long before the 100 s drip ends.
+    assert!(started.elapsed() < Duration::from_secs(20));
     assert!(
         outcome.warnings[0].contains("not downloaded: service_timeout_s ran out (2 s after"),
         "{:?}",
@@ -253,6 +254,7 @@ async fn an_interrupt_ends_the_downloads() {
     .unwrap_err();
     // The run had ended on the service: nothing to cancel.
     assert!(matches!(err, Error::Interrupted), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // At the interrupt (0.5 s; late on a loaded machine), long before the 100 s drip ends.
+    assert!(started.elapsed() < Duration::from_secs(20));
     no_partial(dir.path());
 }
