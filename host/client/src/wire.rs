@@ -212,8 +212,10 @@ mod tests {
         reads.first_token_due(true);
         let mut sent = Vec::new();
         for (i, len) in [300usize, 200, 900, 40].into_iter().enumerate() {
-            server.write_all(&vec![i as u8; len]).await.unwrap();
+            // Its bytes cannot arrive before their write began (a loaded machine may run
+            // this thread again long after the write returned).
             sent.push((len, Instant::now()));
+            server.write_all(&vec![i as u8; len]).await.unwrap();
             std::thread::sleep(Duration::from_millis(2));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -223,7 +225,8 @@ mod tests {
             let n = stamped.read(&mut buf).await.unwrap();
             got.extend_from_slice(&buf[..n]);
             total += n;
-            // The packet holding the read's last byte was sent by then (3 ms: conversion).
+            // Stamped no earlier than the write of the packet holding the read's last byte began
+            // (3 ms: conversion).
             let mut end = 0;
             let sent_by = sent
                 .iter()
