@@ -592,10 +592,21 @@ async fn a_killed_closed_loop_run_resumes_with_the_same_requests_and_tool_result
     // The same run killed (SIGKILL) while fix-1's third request, the one
     // after its edit, waits for its answer (held far longer than fix-2's
     // turns can take on a loaded machine; the kill ends the wait).
+    // Two slots, one a session: the held answer keeps its slot, and fix-2's
+    // turns, however late on a loaded machine, take the other.
     let mut slow = edits();
     slow[2]["delay_ms"] = json!(120_000);
     let cut_log = dir.path().join("cut.requests.jsonl");
-    let sim_cut = sim(&script(dir.path(), &slow), &cut_log).await;
+    let sim_cut = start_sim(SimConfig {
+        time_scale: 0.0,
+        slots: 2,
+        responder: ResponderConfig::Script {
+            path: script(dir.path(), &slow),
+        },
+        request_log: Some(cut_log.clone()),
+        ..Default::default()
+    })
+    .await;
     let config = self::config(dir.path(), &sim_cut.url(), &archive, &sha, "");
     let cut = dir.path().join("cut");
     let cut_s = cut.to_str().unwrap();

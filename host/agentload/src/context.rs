@@ -9,23 +9,40 @@ use agentload_config::RunConfig;
 use agentload_engine::tokens::LocalCounter;
 use agentload_engine::ContextWindow;
 use anyhow::Result;
-use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The window requests are checked against, and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
     pub tokens: u64,
-    /// `model.context_window`, or the server's answer that said it.
-    pub source: String,
+    pub source: Source,
+}
+
+/// Where a run's context window came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `model.context_window`.
+    Configured,
+    /// The server's answer that said it (route and field).
+    Served(String),
+}
+
+impl Source {
+    /// As the console and `run_manifest.json` say it.
+    pub fn text(&self) -> &str {
+        match self {
+            Source::Configured => "model.context_window",
+            Source::Served(said) => said,
+        }
+    }
 }
 
 /// The configured window, if any.
 fn configured(config: &RunConfig) -> Option<Window> {
     config.model.context_window.map(|tokens| Window {
         tokens,
-        source: "model.context_window".into(),
+        source: Source::Configured,
     })
 }
 
@@ -57,7 +74,7 @@ pub(crate) async fn window(
     }
     served.map(|w| Window {
         tokens: w.tokens,
-        source: w.source,
+        source: Source::Served(w.source),
     })
 }
 
@@ -88,11 +105,11 @@ pub(crate) async fn checked_window(
         if closed {
             return Ok(Some(ContextWindow::new(
                 window.tokens,
-                &window.source,
+                window.source.text(),
                 None,
             )));
         }
-        if window.source != "model.context_window" {
+        if window.source != Source::Configured {
             // The server's window, and no tokenizer to count with: the
             // server judges (the note names the missing tokenizer).
             return Ok(None);
@@ -107,7 +124,7 @@ pub(crate) async fn checked_window(
         .map_err(|e| anyhow::anyhow!("model.context_window: the pre-check's tokenizer: {e}"))?;
     Ok(Some(ContextWindow::new(
         window.tokens,
-        &window.source,
+        window.source.text(),
         Some(counter.clone()),
     )))
 }

@@ -767,7 +767,7 @@ fn manifest(
         aa_preflight,
         context_window: window.map(|w| agentload_results::ContextWindowFact {
             tokens: w.tokens,
-            source: w.source,
+            source: w.source.text().to_owned(),
         }),
     }
 }
