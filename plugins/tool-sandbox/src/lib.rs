@@ -33,6 +33,7 @@ pub mod clock;
 pub mod editor;
 pub mod fs;
 pub mod git;
+pub mod mktemp;
 pub mod patch;
 pub mod rng;
 pub mod shell;

@@ -11,7 +11,8 @@
 //! the call's step budgets. The command runs as `exec 2>&1; COMMAND`, so
 //! stdout and stderr come back merged in the order they were written, as
 //! an agent harness's `subprocess.run(..., stderr=STDOUT)` gives them.
-//! Added commands: `sleep` (moves the virtual clock, never waits), `git`,
+//! Added commands: `sleep` (moves the virtual clock, never waits), `mktemp`
+//! (named from the call's seed, [`crate::mktemp`]), `git`,
 //! `apply_patch`, and the stubs.
 
 use crate::classify::{self, Class};
@@ -53,7 +54,7 @@ pub async fn run_tool(
 /// Runs `command` in a fresh shell of `session`.
 pub async fn run(session: &Session, command: &str, budgets: Budgets, seed: u64) -> ToolResult {
     let stubbed = Arc::new(Mutex::new(Vec::new()));
-    let mut bash = build(session, budgets, &stubbed);
+    let mut bash = build(session, budgets, seed, &stubbed);
     let class = classify::command(&bash, command);
     let seeded = bash.exec(&format!("RANDOM={}", seed % 32768)).await;
     debug_assert!(seeded.is_ok());
@@ -104,8 +105,13 @@ pub async fn run(session: &Session, command: &str, budgets: Budgets, seed: u64) 
     }
 }
 
-/// The shell for one call.
-fn build(session: &Session, budgets: Budgets, stubbed: &Arc<Mutex<Vec<String>>>) -> Bash {
+/// The shell for one call (`seed`: the call's).
+fn build(
+    session: &Session,
+    budgets: Budgets,
+    seed: u64,
+    stubbed: &Arc<Mutex<Vec<String>>>,
+) -> Bash {
     let limits = ExecutionLimits::new()
         .max_commands(budgets.commands)
         .max_loop_iterations(budgets.loop_iterations)
@@ -159,6 +165,7 @@ fn build(session: &Session, budgets: Budgets, stubbed: &Arc<Mutex<Vec<String>>>)
                 stubbed: stubbed.clone(),
             }),
         )
+        .builtin("mktemp", Box::new(crate::mktemp::SeededMktemp::new(seed)))
         .builtin(
             crate::patch::NAME,
             Box::new(crate::patch::PatchCommand {

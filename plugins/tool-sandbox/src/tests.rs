@@ -417,11 +417,45 @@ fn no_path_reaches_outside_the_sandbox() {
 }
 
 #[test]
+fn mktemp_names_are_the_calls_own_whatever_ran_before() {
+    let calls = "mktemp; mktemp -d; mktemp -u x.XXXXXX; mktemp --suffix=.py -p src";
+    let mut s = repo();
+    let a = out(&mut s, calls);
+    // Another sandbox, in which another session's calls (and their hash
+    // maps) ran first, as in an instance shared with other sessions.
+    let mut t = repo();
+    t.open("other", "repo", 9).unwrap();
+    for _ in 0..3 {
+        let args = serde_json::json!({ "command": "mktemp; ls -R; declare -A m=([a]=1 [b]=2)" });
+        let call = ToolCall {
+            name: "bash".into(),
+            arguments: args.to_string(),
+        };
+        t.call("other", &call).unwrap();
+    }
+    assert_eq!(out(&mut t, calls), a);
+    let names: Vec<&str> = a.lines().collect();
+    assert_eq!(names.len(), 4, "{a}");
+    assert!(names[0].starts_with("/tmp/tmp.") && names[0].len() == "/tmp/tmp.".len() + 10);
+    assert_ne!(names[0], names[1]);
+    assert!(names[2].starts_with("x.") && names[2].len() == 8, "{a}");
+    assert!(
+        names[3].starts_with("src/tmp.") && names[3].ends_with(".py"),
+        "{a}"
+    );
+    let made = format!(
+        "test -f {} && test -d {} && test ! -e {} && test -f {} && echo made",
+        names[0], names[1], names[2], names[3]
+    );
+    assert_eq!(out(&mut s, &made), "made\n");
+    // Another call draws other names.
+    assert_ne!(out(&mut s, "mktemp"), format!("{}\n", names[0]));
+}
+
+#[test]
 fn the_same_calls_give_the_same_bytes() {
-    // (`mktemp` draws from the host's entropy here; in the component the
-    // host seeds it per call, which the component tests check.)
     let script = [
-        "ls -la src; date; echo $RANDOM",
+        "ls -la src; date; echo $RANDOM; mktemp; mktemp -d",
         "sed -i 's/X = 1/X = 2/' src/util.py; git diff; git status",
         "find / -maxdepth 1 | sort; cat /dev/urandom | head -c 8 | od -An -tx1",
     ];
