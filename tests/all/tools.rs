@@ -352,3 +352,54 @@ async fn archives_that_leave_their_tree_or_are_not_the_locked_ones_are_refused()
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn random_orders_and_names_do_not_depend_on_what_else_ran_in_the_instance() {
+    let dir = scratch("tools-history");
+    let (archive, _) = packed(dir.path()).await;
+    let env = environment("shell-tools", None, limits(&ToolLimitsConfig::default())).unwrap();
+    let random = [
+        "seq 1 30 | sort -R | tr '\\n' ' '; seq 1 30 | shuf -n 8 | tr '\\n' ' '; mktemp; echo $RANDOM",
+        "declare -A m=([alpha]=1 [beta]=2 [gamma]=3 [delta]=4); echo ${!m[@]}; seq 1 9 | shuf | tr '\\n' ' '",
+    ];
+    let mut answers = Vec::new();
+    for history in [false, true] {
+        let (env, archive) = (env.clone(), archive.clone());
+        let pool =
+            tokio::task::spawn_blocking(move || ToolPool::start(env, vec![spec(&archive)], 1))
+                .await
+                .unwrap()
+                .unwrap();
+        pool.open("a", "repo", 1).await.unwrap();
+        if history {
+            // Another session of the same instance, its hash maps, sorts
+            // and shuffles first.
+            pool.open("b", "repo", 2).await.unwrap();
+            for i in 0..4 {
+                let command = "ls -R; sort -R README.md; shuf -e x y z; mktemp; env | sort";
+                pool.call("b", vec![(format!("b{i}"), bash(command))]).await;
+            }
+        }
+        let mut outputs = Vec::new();
+        for (i, command) in random.iter().enumerate() {
+            let answered = pool.call("a", vec![(format!("a{i}"), bash(command))]).await;
+            assert_eq!(
+                answered[0].call.status,
+                ToolStatus::Executed,
+                "{answered:?}"
+            );
+            outputs.push(answered[0].output.clone());
+        }
+        answers.push(outputs);
+    }
+    assert_eq!(answers[0], answers[1]);
+    // Shuffled: neither the sort of 1..30 nor the shuffle of 1..9 comes
+    // out in order.
+    let first: Vec<&str> = answers[0][0].split(' ').take(30).collect();
+    assert_ne!(first, (1..=30).map(|n| n.to_string()).collect::<Vec<_>>());
+    assert!(
+        !answers[0][1].ends_with("1 2 3 4 5 6 7 8 9 "),
+        "{:?}",
+        answers[0]
+    );
+}

@@ -30,6 +30,7 @@
 pub mod archive;
 pub mod classify;
 pub mod clock;
+pub mod delegate;
 pub mod editor;
 pub mod fs;
 pub mod git;
@@ -37,6 +38,8 @@ pub mod mktemp;
 pub mod patch;
 pub mod rng;
 pub mod shell;
+pub mod shuf;
+pub mod sort;
 pub mod stubs;
 pub mod tree;
 

@@ -22,7 +22,7 @@ const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 
 /// `mktemp` for one call; `rng` is seeded from the call's seed.
 pub struct SeededMktemp {
-    pub rng: Mutex<SplitMix>,
+    rng: Mutex<SplitMix>,
 }
 
 impl SeededMktemp {

@@ -1,6 +1,6 @@
 //! A small seeded generator (SplitMix64): the sandbox's only source of
-//! randomness, so `$RANDOM`, `mktemp` names and `/dev/urandom` are the same
-//! on every run of the same calls.
+//! randomness, so `$RANDOM`, `mktemp` names, `sort -R` and `shuf` orders and
+//! `/dev/urandom` are the same on every run of the same calls.
 
 /// SplitMix64 (Steele, Lea and Flood, 2014).
 #[derive(Debug, Clone)]
@@ -42,6 +42,23 @@ pub fn seed_of(parts: &[&[u8]]) -> u64 {
     h
 }
 
+/// A 64-bit hash of `bytes` under `key`: the order a seeded random sort
+/// puts lines in (SplitMix64's finalizer over 8-byte words).
+pub fn keyed_hash(key: u64, bytes: &[u8]) -> u64 {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut h = mix(key ^ bytes.len() as u64);
+    for word in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..word.len()].copy_from_slice(word);
+        h = mix(h.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ u64::from_le_bytes(w));
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +68,13 @@ mod tests {
         assert_eq!(SplitMix::new(7).bytes(20), SplitMix::new(7).bytes(20));
         assert_ne!(SplitMix::new(7).bytes(20), SplitMix::new(8).bytes(20));
         assert_ne!(seed_of(&[b"a", b"bc"]), seed_of(&[b"ab", b"c"]));
+    }
+
+    #[test]
+    fn a_keyed_hash_depends_on_key_and_every_byte() {
+        assert_eq!(keyed_hash(1, b"line"), keyed_hash(1, b"line"));
+        assert_ne!(keyed_hash(1, b"line"), keyed_hash(2, b"line"));
+        assert_ne!(keyed_hash(1, b"line"), keyed_hash(1, b"line\0"));
+        assert_ne!(keyed_hash(1, b"abcdefgh1"), keyed_hash(1, b"abcdefgh2"));
     }
 }

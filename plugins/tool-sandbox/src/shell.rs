@@ -11,8 +11,9 @@
 //! the call's step budgets. The command runs as `exec 2>&1; COMMAND`, so
 //! stdout and stderr come back merged in the order they were written, as
 //! an agent harness's `subprocess.run(..., stderr=STDOUT)` gives them.
-//! Added commands: `sleep` (moves the virtual clock, never waits), `mktemp`
-//! (named from the call's seed, [`crate::mktemp`]), `git`,
+//! Added commands: `sleep` (moves the virtual clock, never waits), `mktemp`,
+//! `sort` and `shuf` (their names and orders drawn from the call's seed,
+//! [`crate::mktemp`], [`crate::sort`], [`crate::shuf`]), `git`,
 //! `apply_patch`, and the stubs.
 
 use crate::classify::{self, Class};
@@ -142,7 +143,7 @@ fn build(
         .env("SHELL", "/bin/bash")
         .env("TERM", "dumb")
         .fixed_epoch(session.fs.clock().now_secs())
-        .limits(limits)
+        .limits(limits.clone())
         // One shell per call: the per-call budgets above are the ones.
         .session_limits(
             SessionLimits::new()
@@ -166,6 +167,18 @@ fn build(
             }),
         )
         .builtin("mktemp", Box::new(crate::mktemp::SeededMktemp::new(seed)))
+        .builtin(
+            "sort",
+            Box::new(crate::sort::SeededSort::new(
+                seed,
+                limits.clone(),
+                stubbed.clone(),
+            )),
+        )
+        .builtin(
+            "shuf",
+            Box::new(crate::shuf::SeededShuf::new(seed, limits.clone())),
+        )
         .builtin(
             crate::patch::NAME,
             Box::new(crate::patch::PatchCommand {

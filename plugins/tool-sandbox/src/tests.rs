@@ -513,3 +513,157 @@ fn refused_workspaces_and_misuse_are_errors() {
         assert!(matches!(e, SandboxError::Input(_)), "{mount}: {e:?}");
     }
 }
+
+/// Runs `command` in session `other` of `sandbox` (opened on first use).
+fn other_session(sandbox: &mut Sandbox, command: &str) {
+    if sandbox.stats("other").is_err() {
+        sandbox.open("other", "repo", 9).unwrap();
+    }
+    let args = serde_json::json!({ "command": command });
+    let call = ToolCall {
+        name: "bash".into(),
+        arguments: args.to_string(),
+    };
+    sandbox.call("other", &call).unwrap();
+}
+
+#[test]
+fn no_command_answers_from_the_instances_history() {
+    // bashkit draws `sort -R`, `shuf`, `mktemp` and the first `$RANDOM`
+    // from std's `RandomState` or the clock; the listings beside them come
+    // from its hash maps.
+    let commands = [
+        "printf 'b\\na\\nc\\nd\\ne\\nf\\n' | sort -R",
+        "printf 'b\\na\\nc\\nB\\n' | sort -Rfu; sort -R --random-sort README.md src/util.py",
+        "printf 'b\\na\\nc\\nd\\ne\\nf\\n' | shuf",
+        "seq 1 50 | shuf -n 5; shuf -i 1-1000000 -n 3; shuf -e x y z",
+        "mktemp; mktemp -d",
+        "echo $RANDOM; head -c 8 /dev/urandom | od -An -tx1",
+        "env; export -p; declare -p | head -c 3000; compgen -v | head -50",
+        "alias a=1 b=2 c=3 d=4 e=5; alias; f(){ :; }; g(){ :; }; declare -F",
+        "declare -A m=([alpha]=1 [beta]=2 [gamma]=3 [delta]=4 [eps]=5 [zeta]=6); echo ${!m[@]}",
+        "printf 'a\\nb\\nc\\nd\\ne\\nf\\na\\n' | awk '{c[$1]++} END {for (k in c) print k, c[k]}'",
+        "hash -r; ls >/dev/null; hash; trap 'echo x' EXIT INT TERM; trap",
+        "ls -la; find . | sort; du -a",
+    ];
+    let mut s = repo();
+    let fresh: Vec<String> = commands.iter().map(|c| out(&mut s, c)).collect();
+    // Another sandbox, in which another session's calls (and their hash
+    // maps, sorts and shuffles) ran first, as in an instance shared with
+    // other sessions.
+    let mut t = repo();
+    for _ in 0..5 {
+        other_session(
+            &mut t,
+            "mktemp; ls -R; declare -A m=([a]=1 [b]=2); env; sort -R README.md; shuf -e a b c",
+        );
+    }
+    for (command, fresh) in commands.iter().zip(&fresh) {
+        assert_eq!(&out(&mut t, command), fresh, "{command}");
+    }
+}
+
+#[test]
+fn random_orders_are_drawn_anew_for_each_sort_and_shuf() {
+    let mut s = repo();
+    let lines = "seq 1 20 > n;";
+    let once = out(&mut s, &format!("{lines} sort -R n; echo; sort -R n"));
+    let (a, b) = once.split_once("\n\n").unwrap();
+    assert_ne!(a, b, "two sorts of one call are two draws");
+    assert_ne!(out(&mut s, "sort -R n"), format!("{a}\n"), "another call");
+    let mut sorted: Vec<u32> = a.lines().map(|l| l.parse().unwrap()).collect();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=20).collect::<Vec<_>>());
+    let two = out(&mut s, "shuf n | tr '\\n' ' '; echo; shuf n | tr '\\n' ' '");
+    let (a, b) = two.split_once('\n').unwrap();
+    assert_ne!(a, b.trim_end());
+    // A random source is its bytes: the same file, the same order.
+    let sourced =
+        "shuf --random-source=README.md n | head -3; sort -R --random-source=README.md n | head -3";
+    assert_eq!(out(&mut s, sourced), out(&mut s, sourced));
+}
+
+#[test]
+fn sort_and_shuf_answer_as_gnu_does() {
+    let mut s = repo();
+    let cases = [
+        ("printf '10\\n9\\n100\\n' | sort -n", "9\n10\n100\n", 0),
+        (
+            "printf 'b,2\\na,3\\nc,1\\n' | sort -t, -k2,2n",
+            "c,1\nb,2\na,3\n",
+            0,
+        ),
+        (
+            "printf 'b\\na\\nb\\n' | sort -u -o out; cat out",
+            "a\nb\n",
+            0,
+        ),
+        (
+            "sort -r README.md src/util.py",
+            "X = 1\nSome text.\n# Demo\n",
+            0,
+        ),
+        (
+            "printf 'a\\nb\\n' | sort -Rn",
+            "sort: options '-nR' are incompatible\n",
+            2,
+        ),
+        (
+            "printf 'a\\nb\\n' | sort -R -x",
+            "sort: invalid option -- 'x'\nTry 'sort --help' for more information.\n",
+            2,
+        ),
+        ("printf 'a\\na\\nA\\n' | sort -Ruf", "a\n", 0),
+        ("printf 'x\\n' | sort -R -o out; cat out", "x\n", 0),
+        ("shuf -i 3-5 | sort -n", "3\n4\n5\n", 0),
+        ("shuf -i 1-9 -n 4 -n 2 | wc -l", "2\n", 0),
+        ("shuf -r -n 6 -e x | tr -d '\\n'; echo", "xxxxxx\n", 0),
+        ("shuf -e a -o out; cat out", "a\n", 0),
+        ("shuf -i 3-2; shuf -e", "", 0),
+        (
+            "shuf nofile",
+            "shuf: nofile: No such file or directory\n",
+            1,
+        ),
+        ("shuf -r < /dev/null", "shuf: no lines to repeat\n", 1),
+        (
+            "shuf a b",
+            "shuf: extra operand 'b'\nTry 'shuf --help' for more information.\n",
+            1,
+        ),
+        ("shuf -i 5-3", "shuf: invalid input range: '5-3'\n", 1),
+    ];
+    for (command, want, code) in cases {
+        let r = bash(&mut s, command);
+        assert_eq!(r.status, Status::Executed, "{command}: {r:?}");
+        assert_eq!(
+            (r.output.as_str(), r.exit_code),
+            (want, Some(code)),
+            "{command}"
+        );
+    }
+    // bashkit's own answer where it has one: a missing file, `--help`.
+    let r = bash(&mut s, "sort -R nofile");
+    assert_ne!(r.exit_code, Some(0));
+    assert!(r.output.contains("nofile"), "{r:?}");
+    assert!(out(&mut s, "sort --help").contains("sort"));
+    // `shuf -r` without a count stops at the output budget.
+    let r = bash(&mut s, "shuf -r -e y");
+    assert!(r.detail.contains("output cut"), "{r:?}");
+}
+
+#[test]
+fn a_random_order_sort_cannot_run_is_stubbed_not_faked() {
+    let mut s = repo();
+    for command in [
+        "sort -k1,1R README.md",
+        "sort -R -c README.md",
+        "sort -mR README.md",
+    ] {
+        let r = bash(&mut s, command);
+        assert_eq!(r.status, Status::Stubbed, "{command}: {r:?}");
+        assert_eq!(r.output, crate::sort::STUB_MESSAGE, "{command}");
+        assert_eq!(r.exit_code, Some(2));
+        assert!(r.detail.contains("sort -R"), "{r:?}");
+    }
+}
