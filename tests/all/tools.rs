@@ -403,3 +403,69 @@ async fn random_orders_and_names_do_not_depend_on_what_else_ran_in_the_instance(
         answers[0]
     );
 }
+
+/// A pool of one instance of shell-tools whose calls may spend `fuel`.
+async fn pool_of_one(archive: &Path, fuel: u64) -> ToolPool {
+    let config = ToolLimitsConfig {
+        fuel_per_call: fuel,
+        ..ToolLimitsConfig::default()
+    };
+    let env = environment("shell-tools", None, limits(&config)).unwrap();
+    let spec = spec(archive);
+    tokio::task::spawn_blocking(move || ToolPool::start(env, vec![spec], 1))
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn whether_a_call_runs_out_of_fuel_does_not_depend_on_what_else_ran_in_its_instance() {
+    let dir = scratch("tools-fuel-settled");
+    let (archive, _) = packed(dir.path()).await;
+    let parts = [
+        "true",
+        "seq 1 200 | sort -R | tail -1",
+        "ls -R",
+        "git status",
+        "grep -rn return .",
+    ];
+    let whole = parts.join("; ");
+    // Session `a`'s call alone in its instance, and after session `b` ran
+    // its parts there (building what an instance builds on first use).
+    let run = |fuel: u64, warmed: bool| {
+        let (archive, whole) = (archive.clone(), whole.clone());
+        async move {
+            let pool = pool_of_one(&archive, fuel).await;
+            if warmed {
+                pool.open("b", "repo", 2).await.unwrap();
+                for (i, part) in parts.iter().enumerate() {
+                    let b = pool.call("b", vec![(format!("b{i}"), bash(part))]).await;
+                    assert_eq!(b[0].call.status, ToolStatus::Executed, "{b:?}");
+                }
+            }
+            pool.open("a", "repo", 1).await.unwrap();
+            let a = pool.call("a", vec![("a1".into(), bash(&whole))]).await;
+            let after = pool.call("a", vec![("a2".into(), bash("ls"))]).await;
+            assert_eq!(after[0].call.status, ToolStatus::Executed, "{after:?}");
+            a.into_iter().next().unwrap()
+        }
+    };
+    let alone = run(u64::MAX / 4, false).await.call.fuel;
+    let warmed = run(u64::MAX / 4, true).await.call.fuel;
+    assert!(
+        alone > warmed,
+        "the first use in an instance should cost more: {alone} vs {warmed}"
+    );
+    // A budget the call fits in its warmed shared instance, by less than a
+    // tenth, and not alone.
+    let budget = (warmed / 9 * 10).min(alone - 1);
+    assert!(warmed < budget && budget < alone);
+    let shared = run(budget, true).await;
+    let first = run(budget, false).await;
+    assert_eq!(shared.call, first.call);
+    assert_eq!(shared.call.status, ToolStatus::Error);
+    assert_eq!(shared.call.detail, "it spent the call's fuel");
+    // With room to spare it runs where it is.
+    let roomy = run(alone + alone / 5, true).await;
+    assert_eq!(roomy.call.status, ToolStatus::Executed, "{roomy:?}");
+}

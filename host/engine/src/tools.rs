@@ -10,16 +10,24 @@
 //! starts. A session is bound to one instance for its life (its files live
 //! there); its calls queue on that instance's thread.
 //!
+//! A call's fuel (executed instructions) moves a little with what its
+//! instance ran before: the tables an instance builds on first use, std's
+//! hash seeds, the allocator's state. So whether a call runs out of fuel is
+//! settled in an instance of its own: a call that spends its fuel, or comes
+//! within a tenth of it, in its shared instance is run again in a fresh
+//! instance holding only its session, replayed, and that run's outcome
+//! (executed, or `error`) is the answer, the same on every run.
+//!
 //! If an instance traps (its fuel spent, its memory cap, the wall-clock
-//! safety net), the call that did it answers an `error` result, and the
-//! instance is made again: its workspaces loaded, and each of its sessions
-//! opened and its earlier calls replayed (the environment is deterministic,
-//! so this rebuilds exactly the files the sessions had). The trapped call's
-//! own changes are dropped. Nothing else is lost; the run goes on.
+//! safety net) or ran a call whose answer is `error`, it is made again: its
+//! workspaces loaded, and each of its sessions opened and its earlier calls
+//! replayed (the environment is deterministic, so this rebuilds exactly the
+//! files the sessions had). A call answered `error` leaves no changes.
+//! Nothing else is lost; the run goes on.
 
 use agentload_plugin_host::tools::{
-    CallStatus, SessionStats, ToolCall, ToolEnvironment, ToolFailure, ToolInstance, WorkspaceInfo,
-    WorkspaceSpec,
+    CallResult, CallStatus, Metered, SessionStats, ToolCall, ToolEnvironment, ToolFailure,
+    ToolInstance, WorkspaceInfo, WorkspaceSpec,
 };
 use agentload_results::tools::{ExecutedCall, ToolStatus};
 use std::collections::HashMap;
@@ -339,17 +347,53 @@ impl Worker {
         let Some(n) = self.sessions.get(session).map(|r| r.calls.len() + 1) else {
             return error_answer(id, &call.name, &format!("session {session} is not open"));
         };
-        let seed = self.sessions[session].seed;
-        let instance = match self.instance() {
-            Ok(instance) => instance,
+        let seed = call_seed(self.sessions[session].seed, n);
+        let settle_at = self.env.limits().fuel_per_call / 10 * 9;
+        let shared = match self.instance() {
+            Ok(instance) => instance.call(session, &call, seed),
             Err(e) => return error_answer(id, &call.name, &e),
         };
-        match instance.call(session, &call, call_seed(seed, n)) {
+        let settle = match &shared {
+            Ok(metered) => metered.fuel >= settle_at,
+            Err(failure) => settles_alone(failure),
+        };
+        let (outcome, rebuild) = if settle {
+            let alone = self.alone(session, &call, seed);
+            // The shared instance must hold what the answer says happened.
+            let rebuild = !(shared.is_ok() && alone.is_ok());
+            if let (Err(failure), Ok(_)) = (&shared, &alone) {
+                agentload_console::line(&format!(
+                    "note: session {session}: {failure} in a shared tool instance; in an \
+                     instance of its own the call completed, and the shared instance is made \
+                     again (its sessions replayed)"
+                ));
+            }
+            (alone, rebuild)
+        } else {
+            let rebuild = shared.as_ref().is_err_and(ToolFailure::poisons_instance);
+            (shared, rebuild)
+        };
+        if outcome.is_ok() {
+            if let Some(replay) = self.sessions.get_mut(session) {
+                replay.calls.push(call.clone());
+            }
+        }
+        if let Err(failure) = &outcome {
+            if rebuild {
+                agentload_console::line(&format!(
+                    "note: session {session}: {failure}; the call answers an error and the tool \
+                     instance is made again (its sessions replayed)"
+                ));
+            }
+        }
+        if rebuild {
+            if let Err(e) = self.fresh() {
+                agentload_console::line(&format!("tool pool: {e}"));
+            }
+        }
+        match outcome {
             Ok(metered) => {
                 let result = metered.value;
-                if let Some(replay) = self.sessions.get_mut(session) {
-                    replay.calls.push(call.clone());
-                }
                 Answered {
                     call: ExecutedCall {
                         id: id.to_owned(),
@@ -368,21 +412,40 @@ impl Worker {
                     wall: metered.wall,
                 }
             }
-            Err(failure) => {
-                let why = failure.to_string();
-                if failure.poisons_instance() {
-                    agentload_console::line(&format!(
-                        "note: session {session}: {why}; the call answers an error and the tool \
-                         instance is made again (its sessions replayed)"
-                    ));
-                    if let Err(e) = self.fresh() {
-                        agentload_console::line(&format!("tool pool: {e}"));
-                    }
-                }
-                error_answer(id, &call.name, &short(&failure))
-            }
+            Err(failure) => error_answer(id, &call.name, &short(&failure)),
         }
     }
+
+    /// `call` (the session's next, with `seed`) in a fresh instance that
+    /// holds only `session`, replayed: the answer that does not depend on
+    /// what other sessions ran or keep.
+    fn alone(
+        &self,
+        session: &str,
+        call: &ToolCall,
+        seed: u64,
+    ) -> Result<Metered<CallResult>, ToolFailure> {
+        let replay = &self.sessions[session];
+        let mut instance = self.env.instance()?;
+        for spec in self.workspaces.iter() {
+            instance.load_workspace(spec)?;
+        }
+        instance.open_session(session, &replay.workspace, replay.seed)?;
+        for (n, earlier) in replay.calls.iter().enumerate() {
+            instance.call(session, earlier, call_seed(replay.seed, n + 1))?;
+        }
+        instance.call(session, call, seed)
+    }
+}
+
+/// Whether a failure in a shared instance may be its history's doing: a
+/// call's fuel moves a little with what the instance ran before, so an
+/// instance of the call's own decides whether it ran out. (Memory and
+/// tables are the instance's sessions' together; a trap, the memory cap and
+/// the wall-clock safety net are an `error` as they are.)
+fn settles_alone(failure: &ToolFailure) -> bool {
+    use agentload_plugin_host::PluginFailure as P;
+    matches!(failure, ToolFailure::Plugin(P::FuelLimit { .. }))
 }
 
 /// A failure in the words the model sees.

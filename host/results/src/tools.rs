@@ -157,7 +157,9 @@ pub struct ClosedSessionStats {
     /// harness's own words).
     pub output_bytes: u64,
     /// Sandbox fuel its calls spent (executed instructions: the same on
-    /// every machine and under any load).
+    /// every machine and under any load; with several sessions to an
+    /// instance, within about 1 % of it from run to run, as what else ran
+    /// there first moves it).
     pub fuel: u64,
     /// Wall time its calls took in the sandbox here, ms (machine-dependent).
     pub sandbox_ms: f64,
