@@ -4,9 +4,14 @@
 //! A builtin the sandbox registers under a bashkit name (`sort`, `shuf`)
 //! replaces bashkit's in the shell's table, so the original is reached
 //! through a second shell of bashkit's defaults over the same files, in the
-//! same directory, with the same environment, stdin and step budgets.
+//! same directory, with the same environment, stdin and step budgets. The
+//! calling shell's process substitutions (`/dev/fd/63`) live in that shell
+//! only; a command reading one gets its bytes some other way (`sort` as
+//! its stdin).
 
-use bashkit::{Bash, BuiltinContext, ExecOptions, ExecResult, ExecutionLimits, SessionLimits};
+use bashkit::{
+    Bash, BuiltinContext, ExecOptions, ExecResult, ExecutionLimits, SessionLimits, StreamData,
+};
 
 /// Runs bashkit's own `name` with `ctx`'s arguments, stdin, files,
 /// directory and environment, under `limits` (the call's).
@@ -14,6 +19,18 @@ pub async fn bashkits_own(
     name: &str,
     ctx: &BuiltinContext<'_>,
     limits: &ExecutionLimits,
+) -> bashkit::Result<ExecResult> {
+    let stdin = ctx.stdin.cloned();
+    bashkits_own_with(name, ctx, limits, ctx.args, stdin).await
+}
+
+/// As [`bashkits_own`], with `args` and `stdin` in place of `ctx`'s.
+pub async fn bashkits_own_with(
+    name: &str,
+    ctx: &BuiltinContext<'_>,
+    limits: &ExecutionLimits,
+    args: &[String],
+    stdin: Option<StreamData>,
 ) -> bashkit::Result<ExecResult> {
     let mut builder = Bash::builder()
         .fs(ctx.fs.clone())
@@ -33,12 +50,20 @@ pub async fn bashkits_own(
     for (key, value) in env {
         builder = builder.env(key, value);
     }
-    let mut options = ExecOptions::new().positional(ctx.args.iter().cloned());
-    if let Some(stdin) = ctx.stdin {
-        options = options.stdin(stdin.clone());
+    let mut options = ExecOptions::new().positional(args.iter().cloned());
+    if let Some(stdin) = stdin {
+        options = options.stdin(stdin);
     }
     builder
         .build()
         .exec_with_options(&format!("{name} \"$@\""), options)
         .await
+}
+
+/// Whether `path` is one of the calling shell's process substitutions
+/// (`<(...)` is `/dev/fd/63`, ...): the second shell does not have them.
+pub fn is_proc_sub(path: &str) -> bool {
+    path.strip_prefix("/dev/fd/")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 3)
 }

@@ -17,7 +17,7 @@
 //! merging is not available in this sandbox` (exit 2) and is tagged
 //! `stubbed`.
 
-use crate::delegate::bashkits_own;
+use crate::delegate::{bashkits_own, bashkits_own_with, is_proc_sub};
 use crate::rng::{keyed_hash, seed_of, SplitMix};
 use crate::shell::failure;
 use bashkit::{BuiltinContext, ExecResult, ExecutionLimits};
@@ -72,6 +72,10 @@ struct Request {
     output: Option<String>,
     source: Option<String>,
     files: Vec<String>,
+    /// The arguments less the operands (and a `--`) and less a merge
+    /// (`-m`): what sorts the inputs given as one stream (merging sorted
+    /// inputs is sorting them together).
+    stream_options: Vec<String>,
 }
 
 impl Request {
@@ -140,15 +144,25 @@ impl Request {
 fn parse(args: &[String]) -> Request {
     let mut r = Request::default();
     let mut it = args.iter();
+    // Where the operands (and a `--`) are, and the options' own values.
+    let mut operands = Vec::new();
+    let mut values = Vec::new();
     while let Some(arg) = it.next() {
+        let at = args.len() - it.len() - 1;
         if arg == "--" {
+            operands.extend(at..args.len());
             r.files.extend(it.by_ref().cloned());
         } else if let Some(long) = arg.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
                 Some((n, v)) => (n, Some(v.to_owned())),
                 None => (long, None),
             };
-            let mut value = || inline.clone().or_else(|| it.next().cloned());
+            let mut value = || {
+                inline.clone().or_else(|| {
+                    values.push(args.len() - it.len());
+                    it.next().cloned()
+                })
+            };
             match name {
                 "random-sort" => r.random = true,
                 "sort" => match value().as_deref() {
@@ -210,6 +224,7 @@ fn parse(args: &[String]) -> Request {
                 if matches!(c, 'k' | 'o' | 't' | 'S' | 'T') {
                     let rest = &cluster[i + 1..];
                     let value = if rest.is_empty() {
+                        values.push(args.len() - it.len());
                         it.next().cloned().unwrap_or_default()
                     } else {
                         rest.to_owned()
@@ -224,9 +239,29 @@ fn parse(args: &[String]) -> Request {
                 r.flag(c);
             }
         } else {
+            operands.push(at);
             r.files.push(arg.clone());
         }
     }
+    r.stream_options = (0..args.len())
+        .filter(|i| !operands.contains(i))
+        .filter_map(|i| {
+            let arg = &args[i];
+            if values.contains(&i) || !arg.starts_with('-') {
+                Some(arg.clone())
+            } else if arg.starts_with("--") {
+                (arg != "--merge").then(|| arg.clone())
+            } else {
+                // The flags before an option that takes a value, less `m`.
+                let cut = arg[1..]
+                    .find(['k', 'o', 't', 'S', 'T'])
+                    .map_or(arg.len(), |at| at + 1);
+                let flags: String = arg[1..cut].chars().filter(|&c| c != 'm').collect();
+                let kept = format!("-{flags}{}", &arg[cut..]);
+                (kept != "-").then_some(kept)
+            }
+        })
+        .collect();
     r
 }
 
@@ -294,11 +329,49 @@ fn records(data: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
         .take(if data.is_empty() { 0 } else { usize::MAX })
 }
 
+impl SeededSort {
+    /// bashkit's own sort of inputs among which the calling shell's process
+    /// substitutions are: sort reads its inputs as one stream of lines, so
+    /// they go to it as its stdin, in order, each ending its last line.
+    async fn sort_proc_subs(
+        &self,
+        ctx: &BuiltinContext<'_>,
+        r: &Request,
+    ) -> bashkit::Result<ExecResult> {
+        let sep = if r.zero { b'\0' } else { b'\n' };
+        let mut input = Vec::new();
+        for file in &r.files {
+            let bytes = if file == "-" {
+                ctx.stdin.map(|s| s.as_bytes().to_vec()).unwrap_or_default()
+            } else {
+                match ctx.fs.read_file(&resolve(ctx.cwd, file)).await {
+                    Ok(bytes) => bytes,
+                    Err(_) => {
+                        return Ok(failure(
+                            &format!("sort: cannot read: {file}: No such file or directory\n"),
+                            2,
+                        ))
+                    }
+                }
+            };
+            input.extend_from_slice(&bytes);
+            if !bytes.is_empty() && !bytes.ends_with(&[sep]) {
+                input.push(sep);
+            }
+        }
+        let args = &r.stream_options;
+        bashkits_own_with("sort", ctx, &self.limits, args, Some(input.into())).await
+    }
+}
+
 #[bashkit::async_trait]
 impl bashkit::Builtin for SeededSort {
     async fn execute(&self, ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
         let r = parse(ctx.args);
         if !r.random || r.help {
+            if r.files.iter().any(|f| is_proc_sub(f)) {
+                return self.sort_proc_subs(&ctx, &r).await;
+            }
             return bashkits_own("sort", &ctx, &self.limits).await;
         }
         if let Some(unknown) = &r.unknown {

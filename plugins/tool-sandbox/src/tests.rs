@@ -667,3 +667,37 @@ fn a_random_order_sort_cannot_run_is_stubbed_not_faked() {
         assert!(r.detail.contains("sort -R"), "{r:?}");
     }
 }
+
+#[test]
+fn sort_reads_the_shells_process_substitutions() {
+    let mut s = repo();
+    let cases = [
+        ("sort <(printf 'b\\na\\n')", "a\nb\n"),
+        (
+            "sort -r <(printf 'b\\na') README.md",
+            "b\na\nSome text.\n# Demo\n",
+        ),
+        ("printf 'c\\n' | sort -u - <(printf 'c\\na\\n')", "a\nc\n"),
+        (
+            "sort -m <(printf 'a\\nc\\n') <(printf 'b\\nd\\n')",
+            "a\nb\nc\nd\n",
+        ),
+        (
+            "comm -12 <(sort README.md) <(printf '# Demo\\n')",
+            "# Demo\n",
+        ),
+        ("sort -R <(printf 'b\\na\\n') | sort", "a\nb\n"),
+        ("shuf <(printf 'b\\na\\n') | sort", "a\nb\n"),
+    ];
+    for (command, want) in cases {
+        assert_eq!(out(&mut s, command), want, "{command}");
+    }
+    let r = bash(&mut s, "sort <(printf 'a\\n') nofile");
+    assert_eq!(
+        (r.output.as_str(), r.exit_code),
+        (
+            "sort: cannot read: nofile: No such file or directory\n",
+            Some(2)
+        )
+    );
+}
