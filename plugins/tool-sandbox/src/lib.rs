@@ -35,6 +35,7 @@ pub mod editor;
 pub mod fs;
 pub mod git;
 pub mod mktemp;
+pub mod output;
 pub mod patch;
 pub mod rng;
 pub mod shell;

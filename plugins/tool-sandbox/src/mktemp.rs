@@ -8,10 +8,11 @@
 //! GNU's surface: `-d`, `-u`, `-q`, `-t`, `-p DIR`, `--tmpdir[=DIR]`,
 //! `--suffix=SUFF` and a TEMPLATE ending in at least three `X`s.
 
+use crate::output::resolve;
 use crate::rng::SplitMix;
 use crate::shell::failure;
 use bashkit::{BuiltinContext, ExecResult};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 /// Names tried before giving up (each already taken).
@@ -126,10 +127,6 @@ fn split<'a>(
         return Err(format!("mktemp: too few X's in template '{template}'\n"));
     }
     Ok((&body[..body.len() - xs], xs, suffix))
-}
-
-fn resolve(cwd: &Path, shown: &str) -> PathBuf {
-    bashkit::normalize_path(&bashkit::vfs_join(cwd, Path::new(shown)))
 }
 
 #[bashkit::async_trait]

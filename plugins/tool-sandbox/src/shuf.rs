@@ -12,11 +12,11 @@
 //! bashkit's.
 
 use crate::delegate::bashkits_own;
+use crate::output::{deliver, resolve};
 use crate::rng::{seed_of, SplitMix};
 use crate::shell::failure;
 use bashkit::{BuiltinContext, ExecResult, ExecutionLimits};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// `shuf` for one call.
@@ -138,15 +138,6 @@ fn range(spec: &str) -> Result<(u64, u64), String> {
     }
 }
 
-/// `path` as the calling shell resolves it.
-fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    if path.starts_with('/') {
-        PathBuf::from(path)
-    } else {
-        cwd.join(path)
-    }
-}
-
 /// A number below `n` (`n > 0`), unbiased enough for a shuffle.
 fn below(rng: &mut SplitMix, n: u64) -> u64 {
     ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
@@ -257,13 +248,7 @@ impl bashkit::Builtin for SeededShuf {
                 }
             }
         }
-        match &o.output {
-            Some(path) => match ctx.fs.write_file(&resolve(ctx.cwd, path), &out).await {
-                Ok(()) => Ok(ExecResult::ok(String::new())),
-                Err(e) => Ok(failure(&format!("shuf: {path}: {e}\n"), 1)),
-            },
-            None => Ok(ExecResult::ok(out)),
-        }
+        Ok(deliver(&ctx, "shuf", o.output.as_deref(), out, 1).await)
     }
 }
 

@@ -18,10 +18,10 @@
 //! `stubbed`.
 
 use crate::delegate::{bashkits_own, bashkits_own_with, is_proc_sub};
+use crate::output::{deliver, resolve};
 use crate::rng::{keyed_hash, seed_of, SplitMix};
 use crate::shell::failure;
 use bashkit::{BuiltinContext, ExecResult, ExecutionLimits};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// What a stubbed random sort answers.
@@ -265,15 +265,6 @@ fn parse(args: &[String]) -> Request {
     r
 }
 
-/// `path` as the calling shell resolves it.
-fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    if path.starts_with('/') {
-        PathBuf::from(path)
-    } else {
-        cwd.join(path)
-    }
-}
-
 /// A line's key after `-b`, `-d`, `-i` and `-f`.
 fn key_of(line: &[u8], r: &Request) -> Vec<u8> {
     let start = if r.blanks {
@@ -430,13 +421,7 @@ impl bashkit::Builtin for SeededSort {
             out.extend_from_slice(line);
             out.push(sep);
         }
-        match &r.output {
-            Some(path) => match ctx.fs.write_file(&resolve(ctx.cwd, path), &out).await {
-                Ok(()) => Ok(ExecResult::ok(String::new())),
-                Err(e) => Ok(failure(&format!("sort: {path}: {e}\n"), 2)),
-            },
-            None => Ok(ExecResult::ok(out)),
-        }
+        Ok(deliver(&ctx, "sort", r.output.as_deref(), out, 2).await)
     }
 }
 
