@@ -7,11 +7,14 @@
 //! fuel and time, the run's process CPU, and the send lag (issued − due) of
 //! every request and of the other agents' requests issued while the slow
 //! call ran: tool calls run on the pool's own threads, so the slow call
-//! must not show there.
+//! must not show there. Last, what each request's sha256 costs.
 
 use super::{percentile, Row};
+use agentload_client::RequestBody;
+use agentload_engine::closed::SentRequest;
 use agentload_sim::{ResponderConfig, SimConfig};
 use anyhow::{Context as _, Result};
+use bytes::Bytes;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -215,5 +218,45 @@ pub async fn run(dir: &Path, agents: usize) -> Result<Vec<Row>> {
             rows.push(Row::new(SECTION, what, percentile(v, p), "ms"));
         }
     }
+    rows.extend(digest_cost(&turns));
     Ok(rows)
+}
+
+/// What keeping each request's sha256 (for `agentload resume`) costs:
+/// timed on a body the size of the run's largest request, then projected
+/// over every request's bytes.
+fn digest_cost(turns: &[Value]) -> Vec<Row> {
+    let sizes: Vec<u64> = turns
+        .iter()
+        .filter_map(|t| t["closed"]["request_bytes"].as_u64())
+        .collect();
+    let largest = sizes.iter().copied().max().unwrap_or(0) as usize;
+    if largest == 0 {
+        return Vec::new();
+    }
+    let body = RequestBody::from_parts(vec![Bytes::from(vec![b'x'; largest])]);
+    let reps = 1000;
+    let t = Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(SentRequest::of(Some(std::hint::black_box(&body))));
+    }
+    let per_request = t.elapsed().as_secs_f64() / f64::from(reps);
+    let all: u64 = sizes.iter().sum();
+    vec![
+        Row::new(
+            SECTION,
+            format!(
+                "request sha256, one request of {:.1} KiB (the largest), measured",
+                largest as f64 / 1024.0
+            ),
+            per_request * 1e6,
+            "us",
+        ),
+        Row::new(
+            SECTION,
+            format!("request sha256, all {} requests (projected)", sizes.len()),
+            per_request / largest as f64 * all as f64 * 1e3,
+            "ms",
+        ),
+    ]
 }
