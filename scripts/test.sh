@@ -67,8 +67,8 @@ export AGENTLOAD_REQUIRE_DATA=1
 export AGENTLOAD_BFCL_DIR="$cache/data/bfcl_v4" AGENTLOAD_BFCL_PARITY="$cache/bfcl-parity/parity.jsonl"
 export BFCL_MULTI_PARITY_DIR="$cache/bfcl-multi-parity"
 # A real llama.cpp llama-server (PyPI sdist llama-cpp-python, pinned) and its
-# model, cached under the agentload cache; the first build takes ~11-17 min on
-# 2 cores, later runs reuse it (tests/all/llama_server.rs runs agentload against it).
+# model, cached under the agentload cache; the first build takes 4-17 min on
+# 2 cores (idle to loaded), later runs reuse it (tests/all/llama_server.rs runs agentload against it).
 scripts/llama-server.sh prepare
 scripts/build-plugins.sh --check-lock
 # The user guide (docs/, an mdBook): built, and no broken internal link.

@@ -96,7 +96,7 @@ async fn own_server(ctx: u32, args: &[&str]) -> Server {
         check.status.success(),
         "the llama-server binary or its model is not cached:\n{}\n\
          run `scripts/llama-server.sh build && scripts/llama-server.sh model` \
-         (the first build takes ~15-17 minutes on 2 cores), or point \
+         (the first build takes about 4 minutes on 2 idle cores), or point \
          AGENTLOAD_LLAMA_URL at a running server, or set AGENTLOAD_SKIP_LLAMA=1 to skip",
         text(&check)
     );
