@@ -7,7 +7,7 @@
 use super::common::{agentload, scratch, text};
 use agentload::tools::{environment, limits};
 use agentload_config::tools::ToolLimitsConfig;
-use agentload_engine::tools::ToolPool;
+use agentload_engine::tools::{Answered, ToolPool};
 use agentload_plugin_host::tools::{ToolCall, WorkspaceSpec};
 use agentload_results::tools::ToolStatus;
 use std::path::{Path, PathBuf};
@@ -418,54 +418,89 @@ async fn pool_of_one(archive: &Path, fuel: u64) -> ToolPool {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn whether_a_call_runs_out_of_fuel_does_not_depend_on_what_else_ran_in_its_instance() {
-    let dir = scratch("tools-fuel-settled");
-    let (archive, _) = packed(dir.path()).await;
-    let parts = [
-        "true",
-        "seq 1 200 | sort -R | tail -1",
-        "ls -R",
-        "git status",
-        "grep -rn return .",
-    ];
-    let whole = parts.join("; ");
-    // Session `a`'s call alone in its instance, and after session `b` ran
-    // its parts there (building what an instance builds on first use).
-    let run = |fuel: u64, warmed: bool| {
-        let (archive, whole) = (archive.clone(), whole.clone());
-        async move {
-            let pool = pool_of_one(&archive, fuel).await;
-            if warmed {
-                pool.open("b", "repo", 2).await.unwrap();
-                for (i, part) in parts.iter().enumerate() {
-                    let b = pool.call("b", vec![(format!("b{i}"), bash(part))]).await;
-                    assert_eq!(b[0].call.status, ToolStatus::Executed, "{b:?}");
-                }
-            }
-            pool.open("a", "repo", 1).await.unwrap();
-            let a = pool.call("a", vec![("a1".into(), bash(&whole))]).await;
-            let after = pool.call("a", vec![("a2".into(), bash("ls"))]).await;
-            assert_eq!(after[0].call.status, ToolStatus::Executed, "{after:?}");
-            a.into_iter().next().unwrap()
+/// Calls that build what an instance builds on first use, and `a`'s one
+/// call made of them all.
+const PARTS: [&str; 5] = [
+    "true",
+    "seq 1 200 | sort -R | tail -1",
+    "ls -R",
+    "git status",
+    "grep -rn return .",
+];
+
+/// A one-instance pool whose calls may spend `fuel`, in which session `b`
+/// ran [`PARTS`] first when `warmed`, then session `a` ran them as one call
+/// (its answer).
+async fn whole_call(archive: &Path, fuel: u64, warmed: bool) -> (ToolPool, Answered) {
+    let pool = pool_of_one(archive, fuel).await;
+    if warmed {
+        pool.open("b", "repo", 2).await.unwrap();
+        for (i, part) in PARTS.iter().enumerate() {
+            let b = pool.call("b", vec![(format!("b{i}"), bash(part))]).await;
+            assert_eq!(b[0].call.status, ToolStatus::Executed, "{b:?}");
         }
-    };
-    let alone = run(u64::MAX / 4, false).await.call.fuel;
-    let warmed = run(u64::MAX / 4, true).await.call.fuel;
+    }
+    pool.open("a", "repo", 1).await.unwrap();
+    let a = pool
+        .call("a", vec![("a1".into(), bash(&PARTS.join("; ")))])
+        .await;
+    (pool, a.into_iter().next().unwrap())
+}
+
+/// The fuel of `a`'s call in a fresh instance and in one `b` warmed.
+async fn alone_and_warmed(archive: &Path) -> (u64, u64) {
+    let alone = whole_call(archive, u64::MAX / 4, false).await.1.call.fuel;
+    let warmed = whole_call(archive, u64::MAX / 4, true).await.1.call.fuel;
     assert!(
         alone > warmed,
         "the first use in an instance should cost more: {alone} vs {warmed}"
     );
+    (alone, warmed)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn whether_a_call_runs_out_of_fuel_does_not_depend_on_what_else_ran_in_its_instance() {
+    let dir = scratch("tools-fuel-settled");
+    let (archive, _) = packed(dir.path()).await;
+    let (alone, warmed) = alone_and_warmed(&archive).await;
     // A budget the call fits in its warmed shared instance, by less than a
     // tenth, and not alone.
     let budget = (warmed / 9 * 10).min(alone - 1);
     assert!(warmed < budget && budget < alone);
-    let shared = run(budget, true).await;
-    let first = run(budget, false).await;
+    let (pool, shared) = whole_call(&archive, budget, true).await;
+    let first = whole_call(&archive, budget, false).await.1;
     assert_eq!(shared.call, first.call);
     assert_eq!(shared.call.status, ToolStatus::Error);
     assert_eq!(shared.call.detail, "it spent the call's fuel");
+    let after = pool.call("a", vec![("a2".into(), bash("ls"))]).await;
+    assert_eq!(after[0].call.status, ToolStatus::Executed, "{after:?}");
     // With room to spare it runs where it is.
-    let roomy = run(alone + alone / 5, true).await;
+    let roomy = whole_call(&archive, alone + alone / 5, true).await.1;
     assert_eq!(roomy.call.status, ToolStatus::Executed, "{roomy:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_costs_more_when_replayed_elsewhere_is_still_replayed() {
+    let dir = scratch("tools-fuel-replayed");
+    let (archive, _) = packed(dir.path()).await;
+    let (alone, warmed) = alone_and_warmed(&archive).await;
+    // A budget `a`'s call fits in the warmed instance, short of the tenth
+    // that settles it alone, and that the same call does not fit alone.
+    let budget = (warmed / 9 * 10 + alone) / 2;
+    assert!(
+        warmed < budget / 10 * 9 && budget < alone,
+        "{warmed} {alone}"
+    );
+    let (pool, a) = whole_call(&archive, budget, true).await;
+    assert_eq!(a.call.status, ToolStatus::Executed, "{a:?}");
+    // `b` leaves; another session's call spends its fuel, so the instance
+    // is made again with `a` alone in it: its call, replayed first there,
+    // costs more than the budget, and must be replayed all the same.
+    pool.close("b");
+    pool.open("c", "repo", 3).await.unwrap();
+    let heavy = bash("seq 1 20000 | sort -n | tail -1");
+    let c = pool.call("c", vec![("c1".into(), heavy)]).await;
+    assert_eq!(c[0].call.status, ToolStatus::Error, "{c:?}");
+    let next = pool.call("a", vec![("a2".into(), bash("ls"))]).await;
+    assert_eq!(next[0].call.status, ToolStatus::Executed, "{next:?}");
 }

@@ -22,7 +22,9 @@
 //! safety net) or ran a call whose answer is `error`, it is made again: its
 //! workspaces loaded, and each of its sessions opened and its earlier calls
 //! replayed (the environment is deterministic, so this rebuilds exactly the
-//! files the sessions had). A call answered `error` leaves no changes.
+//! files the sessions had; a replayed call's fuel is not capped, since in
+//! another history it may cost a little more than it did). A call answered
+//! `error` leaves no changes.
 //! Nothing else is lost; the run goes on.
 
 use agentload_plugin_host::tools::{
@@ -271,7 +273,7 @@ impl Worker {
                 .map_err(|e| format!("session {id} could not be opened again: {e}"))?;
             for (n, call) in replay.calls.iter().enumerate() {
                 instance
-                    .call(id, call, call_seed(replay.seed, n + 1))
+                    .replay(id, call, call_seed(replay.seed, n + 1))
                     .map_err(|e| format!("session {id} could not be replayed: {e}"))?;
             }
         }
@@ -432,7 +434,7 @@ impl Worker {
         }
         instance.open_session(session, &replay.workspace, replay.seed)?;
         for (n, earlier) in replay.calls.iter().enumerate() {
-            instance.call(session, earlier, call_seed(replay.seed, n + 1))?;
+            instance.replay(session, earlier, call_seed(replay.seed, n + 1))?;
         }
         instance.call(session, call, seed)
     }

@@ -232,6 +232,20 @@ impl ToolInstance {
         ) -> wasmtime::Result<Result<T, ToolError>>,
     ) -> Result<Metered<T>, ToolFailure> {
         let fuel = self.fuel_per_call;
+        self.metered_with(fuel, call, seed, f)
+    }
+
+    /// As [`Self::metered`], with `fuel` to spend.
+    fn metered_with<T>(
+        &mut self,
+        fuel: u64,
+        call: &'static str,
+        seed: u64,
+        f: impl FnOnce(
+            &bindings::ToolEnvironment,
+            &mut wasmtime::Store<StoreState>,
+        ) -> wasmtime::Result<Result<T, ToolError>>,
+    ) -> Result<Metered<T>, ToolFailure> {
         self.sandbox.store.data_mut().reseed(seed);
         self.sandbox
             .store
@@ -284,6 +298,21 @@ impl ToolInstance {
         seed: u64,
     ) -> Result<Metered<CallResult>, ToolFailure> {
         self.metered("call", seed, |b, store| {
+            b.agentload_tools_environment()
+                .call_call(store, session, call)
+        })
+    }
+
+    /// Runs a call again that completed before, to rebuild its session in
+    /// another instance. Its fuel is not capped: it ran to its end once,
+    /// and with another history before it may cost a little more than then.
+    pub fn replay(
+        &mut self,
+        session: &str,
+        call: &ToolCall,
+        seed: u64,
+    ) -> Result<Metered<CallResult>, ToolFailure> {
+        self.metered_with(u64::MAX / 4, "call", seed, |b, store| {
             b.agentload_tools_environment()
                 .call_call(store, session, call)
         })
