@@ -221,22 +221,8 @@ pub struct ToolInstance {
 }
 
 impl ToolInstance {
-    /// Runs one metered call: fuel armed, entropy reseeded with `seed`.
+    /// Runs one metered call: `fuel` armed, entropy reseeded with `seed`.
     fn metered<T>(
-        &mut self,
-        call: &'static str,
-        seed: u64,
-        f: impl FnOnce(
-            &bindings::ToolEnvironment,
-            &mut wasmtime::Store<StoreState>,
-        ) -> wasmtime::Result<Result<T, ToolError>>,
-    ) -> Result<Metered<T>, ToolFailure> {
-        let fuel = self.fuel_per_call;
-        self.metered_with(fuel, call, seed, f)
-    }
-
-    /// As [`Self::metered`], with `fuel` to spend.
-    fn metered_with<T>(
         &mut self,
         fuel: u64,
         call: &'static str,
@@ -270,7 +256,7 @@ impl ToolInstance {
         &mut self,
         spec: &WorkspaceSpec,
     ) -> Result<Metered<WorkspaceInfo>, ToolFailure> {
-        self.metered("load-workspace", 0, |b, store| {
+        self.metered(self.fuel_per_call, "load-workspace", 0, |b, store| {
             b.agentload_tools_environment()
                 .call_load_workspace(store, spec)
         })
@@ -283,7 +269,7 @@ impl ToolInstance {
         workspace: &str,
         seed: u64,
     ) -> Result<(), ToolFailure> {
-        self.metered("open-session", seed, |b, store| {
+        self.metered(self.fuel_per_call, "open-session", seed, |b, store| {
             b.agentload_tools_environment()
                 .call_open_session(store, session, workspace, seed)
         })
@@ -297,10 +283,7 @@ impl ToolInstance {
         call: &ToolCall,
         seed: u64,
     ) -> Result<Metered<CallResult>, ToolFailure> {
-        self.metered("call", seed, |b, store| {
-            b.agentload_tools_environment()
-                .call_call(store, session, call)
-        })
+        self.call_with(self.fuel_per_call, session, call, seed)
     }
 
     /// Runs a call again that completed before, to rebuild its session in
@@ -312,7 +295,17 @@ impl ToolInstance {
         call: &ToolCall,
         seed: u64,
     ) -> Result<Metered<CallResult>, ToolFailure> {
-        self.metered_with(u64::MAX / 4, "call", seed, |b, store| {
+        self.call_with(u64::MAX / 4, session, call, seed)
+    }
+
+    fn call_with(
+        &mut self,
+        fuel: u64,
+        session: &str,
+        call: &ToolCall,
+        seed: u64,
+    ) -> Result<Metered<CallResult>, ToolFailure> {
+        self.metered(fuel, "call", seed, |b, store| {
             b.agentload_tools_environment()
                 .call_call(store, session, call)
         })
@@ -320,7 +313,7 @@ impl ToolInstance {
 
     /// What a session holds.
     pub fn session_stats(&mut self, session: &str) -> Result<SessionStats, ToolFailure> {
-        self.metered("session-stats", 0, |b, store| {
+        self.metered(self.fuel_per_call, "session-stats", 0, |b, store| {
             b.agentload_tools_environment().call_stats(store, session)
         })
         .map(|m| m.value)
@@ -328,7 +321,7 @@ impl ToolInstance {
 
     /// Ends a session.
     pub fn close_session(&mut self, session: &str) -> Result<(), ToolFailure> {
-        self.metered("close-session", 0, |b, store| {
+        self.metered(self.fuel_per_call, "close-session", 0, |b, store| {
             b.agentload_tools_environment()
                 .call_close_session(store, session)
                 .map(Ok)
